@@ -1,0 +1,1 @@
+"""Local Functions dev host that runs the app against the emulator."""

@@ -1,0 +1,1 @@
+"""Busbar: a pure-Python Azure Service Bus emulator."""

@@ -1,0 +1,296 @@
+"""One client connection: protocol headers, SASL ANONYMOUS, open/close, session begin/end, and frame
+dispatch. Anything malformed closes this connection with an AMQP error; other connections are unaffected."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING, Any
+
+from emulator.amqp.frames import (
+    AMQP_HEADER,
+    ATTACH,
+    BEGIN,
+    CLOSE,
+    DETACH,
+    DISPOSITION,
+    END,
+    FLOW,
+    FRAME_HEADER,
+    FRAME_TYPE_AMQP,
+    FRAME_TYPE_SASL,
+    MIN_MAX_FRAME_SIZE,
+    OPEN,
+    SASL_HEADER,
+    SASL_INIT,
+    SASL_MECHANISMS,
+    SASL_OUTCOME,
+    TRANSFER,
+    BeginField,
+    FrameError,
+    OpenField,
+    decode_performative,
+    error,
+    field,
+    frame,
+    sasl_frame,
+)
+from emulator.amqp.session import Session
+from emulator.amqp.types import Array, Symbol, UByte, UInt, UShort
+from emulator.auth import Grant
+from emulator.broker import errors
+from emulator.broker.errors import BrokerError
+
+if TYPE_CHECKING:
+    from emulator.server import AmqpServer
+
+log = logging.getLogger("emulator.amqp")
+
+MAX_FRAME_SIZE = 1024 * 1024
+CHANNEL_MAX = 65535
+_TRANSFER_OVERHEAD = 64
+
+
+class Connection(asyncio.Protocol):
+    """The AMQP state machine for one TCP connection."""
+
+    def __init__(self, server: AmqpServer) -> None:
+        self.server = server
+        self.transport: asyncio.Transport | None = None
+        self._buffer = bytearray()
+        self._state = "header"
+        self._sasl_done = False
+        self.remote_max_frame_size = MAX_FRAME_SIZE
+        self.container_id = ""
+        self.sessions: dict[int, Session] = {}
+        self._ended_channels: set[int] = set()
+        self.grants: list[Grant] = []
+        self.closed = False
+        self.peer = "?"
+
+    # ------------------------------------------------------------------------------------------ transport
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+        peer = transport.get_extra_info("peername")
+        self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
+        if not self.server.admit(self):
+            # Over the namespace's connection quota: answer the protocol header, then refuse.
+            self._state = "refused"
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._teardown()
+        self.server.forget(self)
+
+    def write(self, data: bytes) -> None:
+        if self.transport is not None and not self.closed:
+            self.transport.write(data)
+
+    def max_payload(self, tag_length: int) -> int:
+        """Largest transfer payload that fits in one frame for the client."""
+        return max(self.remote_max_frame_size - _TRANSFER_OVERHEAD - tag_length, 256)
+
+    def data_received(self, data: bytes) -> None:
+        if self.closed:
+            return
+        self._buffer += data
+        try:
+            self._process()
+        except FrameError as exc:
+            self.close_with_error(exc.condition, exc.description)
+        except Exception as exc:  # a bug must cost one connection, never the broker
+            log.exception("connection %s: internal error", self.peer)
+            self.close_with_error("amqp:internal-error", f"internal error: {exc}")
+
+    # ------------------------------------------------------------------------------------------ parsing
+
+    def _process(self) -> None:
+        buf = self._buffer
+        pos = 0
+        try:
+            while not self.closed:
+                if self._state in ("header", "refused"):
+                    if len(buf) - pos < 8:
+                        break
+                    header = bytes(buf[pos : pos + 8])
+                    pos += 8
+                    self._on_protocol_header(header)
+                    continue
+                if len(buf) - pos < 8:
+                    break
+                size, doff, frame_type, channel = FRAME_HEADER.unpack_from(buf, pos)
+                if size < 8 or doff < 2 or doff * 4 > size:
+                    raise FrameError("amqp:connection:framing-error", f"invalid frame header (size {size}, doff {doff})")
+                if size > MAX_FRAME_SIZE:
+                    raise FrameError(
+                        "amqp:connection:framing-error", f"frame of {size} bytes exceeds max-frame-size {MAX_FRAME_SIZE}"
+                    )
+                if len(buf) - pos < size:
+                    break
+                body = memoryview(buf)[pos + doff * 4 : pos + size]
+                pos += size
+                try:
+                    if size == doff * 4:
+                        continue  # empty frame: heartbeat
+                    if frame_type == FRAME_TYPE_SASL:
+                        self._on_sasl_frame(body)
+                    elif frame_type == FRAME_TYPE_AMQP and self._state in ("open", "opened"):
+                        self._on_frame(channel, body)
+                    else:
+                        raise FrameError("amqp:connection:framing-error", f"unexpected frame type {frame_type}")
+                finally:
+                    body.release()
+        finally:
+            del buf[:pos]
+
+    def _on_protocol_header(self, header: bytes) -> None:
+        if self._state == "refused":
+            self.write(AMQP_HEADER)
+            self.write(
+                frame(0, OPEN, ["busbar-emulator"])
+                + frame(
+                    0,
+                    CLOSE,
+                    [error(errors.RESOURCE_LIMIT_EXCEEDED, "The namespace's connection quota has been exceeded.")],
+                )
+            )
+            self._shutdown()
+            return
+        if header == SASL_HEADER and not self._sasl_done:
+            self.write(SASL_HEADER)
+            self.write(sasl_frame(SASL_MECHANISMS, [Array(0xA3, (Symbol("ANONYMOUS"), Symbol("MSSBCBS")))]))
+            self._state = "sasl"
+        elif header == AMQP_HEADER:
+            self.write(AMQP_HEADER)
+            self._state = "open"
+        else:
+            # Not a protocol we speak: answer with the header we do speak, then close (AMQP 1.0 §2.2).
+            self.write(SASL_HEADER if not self._sasl_done else AMQP_HEADER)
+            log.info("connection %s: bad protocol header %r", self.peer, header)
+            self._shutdown()
+
+    def _on_sasl_frame(self, body: memoryview) -> None:
+        if self._state != "sasl":
+            raise FrameError("amqp:connection:framing-error", "SASL frame outside SASL negotiation")
+        code, _fields, _ = decode_performative(body)
+        if code != SASL_INIT:
+            raise FrameError("amqp:connection:framing-error", "expected sasl-init")
+        # ANONYMOUS (and MSSBCBS): identity comes from CBS tokens, not SASL.
+        self.write(sasl_frame(SASL_OUTCOME, [UByte(0)]))
+        self._sasl_done = True
+        self._state = "header"
+
+    def _on_frame(self, channel: int, body: memoryview) -> None:
+        code, fields, payload_at = decode_performative(body)
+        if code == OPEN:
+            self._on_open(fields)
+            return
+        if self._state != "opened":
+            raise FrameError("amqp:connection:framing-error", "expected open")
+        if code == CLOSE:
+            self.write(frame(0, CLOSE, []))
+            self._shutdown()
+            return
+        if code == BEGIN:
+            self._on_begin(channel, fields)
+            return
+        session = self.sessions.get(channel)
+        if session is None:
+            if channel in self._ended_channels:
+                return  # the SDK detaches its management links after End; ignore those frames
+            raise FrameError("amqp:not-found", f"no session on channel {channel}")
+        if code == TRANSFER:
+            session.on_transfer(fields, body[payload_at:])
+        elif code == DISPOSITION:
+            session.on_disposition(fields)
+        elif code == FLOW:
+            session.on_flow(fields)
+        elif code == ATTACH:
+            session.on_attach(fields)
+        elif code == DETACH:
+            session.on_detach(fields)
+        elif code == END:
+            del self.sessions[channel]
+            self._ended_channels.add(channel)
+            session.end(reply=True)
+        else:
+            raise FrameError("amqp:connection:framing-error", f"unexpected performative 0x{code:02x}")
+
+    def _on_open(self, fields: list[Any]) -> None:
+        if self._state == "opened":
+            raise FrameError("amqp:illegal-state", "connection already open")
+        self.container_id = str(field(fields, OpenField.CONTAINER_ID, ""))
+        max_frame = int(field(fields, OpenField.MAX_FRAME_SIZE, 0xFFFFFFFF))
+        if max_frame < MIN_MAX_FRAME_SIZE:
+            self.write(frame(0, OPEN, ["busbar-emulator"]))
+            raise FrameError("amqp:invalid-field", f"max-frame-size {max_frame} is below {MIN_MAX_FRAME_SIZE}")
+        self.remote_max_frame_size = min(max_frame, MAX_FRAME_SIZE * 16)
+        self._state = "opened"
+        self.write(
+            frame(
+                0,
+                OPEN,
+                ["busbar-emulator", None, UInt(MAX_FRAME_SIZE), UShort(CHANNEL_MAX)],
+            )
+        )
+
+    def _on_begin(self, channel: int, fields: list[Any]) -> None:
+        if field(fields, BeginField.REMOTE_CHANNEL) is not None:
+            raise FrameError("amqp:not-implemented", "the broker does not begin sessions")
+        if channel in self.sessions:
+            raise FrameError("amqp:illegal-state", f"channel {channel} already has a session")
+        session = Session(self, channel)
+        session.next_incoming_id = int(field(fields, BeginField.NEXT_OUTGOING_ID, 0))
+        self.sessions[channel] = session
+        self._ended_channels.discard(channel)
+        self.write(
+            frame(
+                channel,
+                BEGIN,
+                [
+                    UShort(channel),
+                    UInt(session.next_outgoing_id),
+                    UInt(session.incoming_window),
+                    UInt(session.outgoing_window),
+                    UInt(0xFFFFFFFF),
+                ],
+            )
+        )
+
+    # ------------------------------------------------------------------------------------------ auth
+
+    def authorize(self, path: str) -> None:
+        """Raise unless a CBS token on this connection grants access to entity ``path``."""
+        now = self.server.clock()
+        if any(grant.covers(path, now) for grant in self.grants):
+            return
+        raise BrokerError(
+            errors.UNAUTHORIZED,
+            f"Unauthorized access. 'Send'/'Listen' claim(s) are required to perform this operation on "
+            f"'{path}'. Put a token with CBS first.",
+            401,
+        )
+
+    # ------------------------------------------------------------------------------------------ closing
+
+    def close_with_error(self, condition: str, description: str) -> None:
+        if self.closed:
+            return
+        log.info("connection %s: closing with %s: %s", self.peer, condition, description)
+        if self._state in ("open", "opened"):
+            if self._state == "open":
+                self.write(frame(0, OPEN, ["busbar-emulator"]))
+            self.write(frame(0, CLOSE, [error(condition, description)]))
+        self._shutdown()
+
+    def _shutdown(self) -> None:
+        self._teardown()
+        self.closed = True
+        if self.transport is not None:
+            self.transport.close()
+
+    def _teardown(self) -> None:
+        for session in list(self.sessions.values()):
+            session.end(reply=False)
+        self.sessions.clear()

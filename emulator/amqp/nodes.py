@@ -1,0 +1,161 @@
+"""Request/response nodes: ``$cbs`` (put-token) and ``{entity}/$management`` (lock renewal, peek,
+settlement by lock token, ...). Responses go back on the session's link whose source is the node."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from emulator.amqp.message import AMQP_VALUE, APPLICATION_PROPERTIES, PROPERTIES, ParsedMessage, parse_message, section
+from emulator.amqp.codec import DecodeError
+from emulator.amqp.links import IncomingLink, OutgoingLink
+from emulator.amqp.session import decode_body_value, entity_path
+from emulator.amqp.types import Array, Int, Symbol, Timestamp
+from emulator.auth import TokenRejected
+from emulator.broker import errors
+from emulator.broker.errors import BrokerError
+from emulator.broker.queue import MessageQueue
+
+if TYPE_CHECKING:
+    from emulator.amqp.session import Session
+    from emulator.server import AmqpServer
+
+log = logging.getLogger("emulator.amqp")
+
+Handler = Callable[[MessageQueue, dict[str, Any]], tuple[int, dict[str, Any] | None]]
+MAX_PEEK = 250
+
+
+def _key(mapping: dict[Any, Any], name: str, default: Any = None) -> Any:
+    if name in mapping:
+        return mapping[name]
+    return mapping.get(Symbol(name), default)
+
+
+def _tokens(body: dict[str, Any]) -> list[uuid.UUID]:
+    raw = _key(body, "lock-tokens")
+    items = raw.items if isinstance(raw, Array) else raw
+    if not isinstance(items, list | tuple) or not all(isinstance(t, uuid.UUID) for t in items):
+        raise BrokerError(errors.ARGUMENT_ERROR, "'lock-tokens' must be an array of uuid.")
+    return list(items)
+
+
+class Nodes:
+    """Dispatches node requests arriving on incoming links."""
+
+    def __init__(self, server: AmqpServer) -> None:
+        self.server = server
+        self.operations: dict[str, Handler] = {
+            "com.microsoft:renew-lock": self._renew_lock,
+            "com.microsoft:peek-message": self._peek,
+            "com.microsoft:update-disposition": self._update_disposition,
+        }
+
+    def handle(self, session: Session, link: IncomingLink, payload: memoryview) -> None:
+        try:
+            request = parse_message(payload)
+        except DecodeError as exc:
+            log.info("undecodable %s request: %s", link.node, exc)
+            return
+        message_id = request.prop(0)
+        props = request.application_properties or {}
+        if link.node == "$cbs":
+            status, description = self._put_token(session, request, props)
+            self._respond(session, link, message_id, {"status-code": Int(status), "status-description": description}, None)
+            return
+        operation = str(_key(props, "operation", ""))
+        handler = self.operations.get(operation)
+        body = decode_body_value(request)
+        try:
+            if handler is None:
+                raise BrokerError(errors.NOT_IMPLEMENTED, f"The operation '{operation}' is not supported.", 501)
+            if not isinstance(body, dict):
+                raise BrokerError(errors.ARGUMENT_ERROR, "The request body must be an amqp-value map.")
+            session.connection.authorize(link.entity_path)
+            _, queue = session.namespace.receive_queue(link.entity_path)
+            status, response = handler(queue, body)
+            app = {"statusCode": Int(status), "statusDescription": "OK" if status == 200 else "No Content"}
+        except BrokerError as exc:
+            app = {
+                "statusCode": Int(exc.status_code),
+                "statusDescription": exc.description,
+                "errorCondition": Symbol(exc.condition),
+            }
+            response = None
+        self._respond(session, link, message_id, app, response)
+
+    def _respond(
+        self,
+        session: Session,
+        request_link: IncomingLink,
+        correlation_id: Any,
+        app: dict[str, Any],
+        body: dict[str, Any] | None,
+    ) -> None:
+        reply_link = None
+        for candidate in session.links.values():
+            if isinstance(candidate, OutgoingLink) and entity_path(candidate.address) == entity_path(request_link.address):
+                reply_link = candidate
+                break
+        if reply_link is None:
+            log.info("no reply link for %s on session %s", request_link.address, session.channel)
+            return
+        payload = (
+            section(PROPERTIES, [None, None, None, None, None, correlation_id])
+            + section(APPLICATION_PROPERTIES, app)
+            + section(AMQP_VALUE, body)
+        )
+        reply_link.send_transfer(b"\x00\x00\x00\x00", payload, settled=True)
+
+    # ------------------------------------------------------------------------------------------ $cbs
+
+    def _put_token(self, session: Session, request: ParsedMessage, props: dict[Any, Any]) -> tuple[int, str]:
+        if str(_key(props, "operation", "")) != "put-token":
+            return 400, "Only put-token is supported on $cbs."
+        token = decode_body_value(request)
+        audience = _key(props, "name")
+        if not isinstance(token, str) or not isinstance(audience, str):
+            return 400, "put-token needs a string token body and a 'name' audience."
+        try:
+            grant = self.server.authority.check(token, audience, self.server.clock())
+        except TokenRejected as exc:
+            log.info("connection %s: put-token refused: %s", session.connection.peer, exc)
+            return 401, str(exc)
+        session.connection.grants.append(grant)
+        return 200, "OK"
+
+    # ------------------------------------------------------------------------------------------ $management
+
+    def _renew_lock(self, queue: MessageQueue, body: dict[str, Any]) -> tuple[int, dict[str, Any] | None]:
+        expirations = [Timestamp(queue.renew(token)) for token in _tokens(body)]
+        return 200, {"expirations": Array(0x83, tuple(expirations))}
+
+    def _peek(self, queue: MessageQueue, body: dict[str, Any]) -> tuple[int, dict[str, Any] | None]:
+        start = int(_key(body, "from-sequence-number", 0) or 0)
+        count = int(_key(body, "message-count", 1) or 1)
+        if count < 1:
+            raise BrokerError(errors.ARGUMENT_OUT_OF_RANGE, "message-count must be at least 1.")
+        found = queue.peek(max(start, 1) if start else 0, min(count, MAX_PEEK))
+        if not found:
+            return 204, None
+        return 200, {"messages": [{"message": m.encode_for_delivery(with_state=True)} for m in found]}
+
+    def _update_disposition(self, queue: MessageQueue, body: dict[str, Any]) -> tuple[int, dict[str, Any] | None]:
+        status = str(_key(body, "disposition-status", ""))
+        tokens = _tokens(body)
+        for token in tokens:
+            if status == "completed":
+                queue.complete(token)
+            elif status == "abandoned":
+                queue.abandon(token)
+            elif status == "defered":
+                queue.defer(token)
+            elif status == "suspended":
+                reason = _key(body, "deadletter-reason")
+                description = _key(body, "deadletter-description")
+                queue.dead_letter(token, reason, description)
+            else:
+                raise BrokerError(errors.ARGUMENT_ERROR, f"Unknown disposition-status '{status}'.")
+        return 200, {}

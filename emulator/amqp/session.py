@@ -1,0 +1,358 @@
+"""One AMQP session: link attach and detach, transfers from client senders, dispositions for deliveries,
+and routing of ``$cbs`` / ``$management`` requests to their nodes."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from emulator.amqp.codec import DecodeError, decode_value
+from emulator.amqp.frames import (
+    ACCEPTED,
+    ATTACH,
+    DETACH,
+    DISPOSITION,
+    END,
+    FLOW,
+    MODIFIED,
+    REJECTED,
+    RELEASED,
+    AttachField,
+    DispositionField,
+    FlowField,
+    SourceField,
+    TransferField,
+    error,
+    field,
+    frame,
+    outcome,
+)
+from emulator.amqp.links import IncomingLink, OutgoingLink
+from emulator.amqp.message import BATCH_MESSAGE_FORMAT, ParsedMessage, parse_message, split_batch
+from emulator.amqp.types import Described, Symbol, UByte, UInt, ULong
+from emulator.broker import errors
+from emulator.broker.errors import BrokerError
+from emulator.broker.queue import MessageQueue
+from emulator.config import EntityStatus
+
+if TYPE_CHECKING:
+    from emulator.amqp.connection import Connection
+
+log = logging.getLogger("emulator.amqp")
+
+MANAGEMENT_SUFFIX = "/$management"
+
+
+def entity_path(address: str | None) -> str:
+    """The entity path named by a link address: ``amqps://host:port/q1/$DeadLetterQueue`` → ``q1/$DeadLetterQueue``."""
+    if not address:
+        return ""
+    if "://" in address:
+        address = urlsplit(address).path
+    return address.strip("/")
+
+
+def _address(terminus: Any) -> str | None:
+    if isinstance(terminus, Described) and isinstance(terminus.value, list) and terminus.value:
+        value = terminus.value[0]
+        return None if value is None else str(value)
+    return None
+
+
+class Session:
+    """State of one session on a connection (the broker uses the client's channel number as its own)."""
+
+    def __init__(self, connection: Connection, channel: int) -> None:
+        self.connection = connection
+        self.channel = channel
+        self.next_outgoing_id = 0
+        self.next_incoming_id = 0
+        self.incoming_window = 0x7FFFFFFF
+        self.outgoing_window = 0x7FFFFFFF
+        self.links: dict[int, IncomingLink | OutgoingLink] = {}
+        # delivery-id → (queue, lock token) for peek-lock deliveries the client has not settled.
+        self.unsettled: dict[int, tuple[MessageQueue, uuid.UUID]] = {}
+        self.closed = False
+
+    @property
+    def namespace(self) -> Any:
+        return self.connection.server.namespace
+
+    def send_flow(self, fields: list[Any]) -> None:
+        self.connection.write(frame(self.channel, FLOW, fields))
+
+    # ------------------------------------------------------------------------------------------ attach
+
+    def on_attach(self, fields: list[Any]) -> None:
+        name = str(field(fields, AttachField.NAME, ""))
+        handle = int(field(fields, AttachField.HANDLE, 0))
+        role_receiver = bool(field(fields, AttachField.ROLE, False))
+        source = field(fields, AttachField.SOURCE)
+        target = field(fields, AttachField.TARGET)
+        if handle in self.links:
+            self.connection.close_with_error("amqp:session:handle-in-use", f"handle {handle} is already attached")
+            return
+        link: IncomingLink | OutgoingLink
+        if role_receiver:
+            link = OutgoingLink(self, name, handle, source, target)
+            link.address = _address(source) or ""
+        else:
+            link = IncomingLink(self, name, handle, source, target)
+            link.address = _address(target) or ""
+        self.links[handle] = link
+        try:
+            self._bind(link, fields)
+        except BrokerError as exc:
+            self._refuse(link, fields, exc)
+            return
+        self._reply_attach(link, fields)
+
+    def _bind(self, link: IncomingLink | OutgoingLink, fields: list[Any]) -> None:
+        """Connect a link to its node or entity; raise BrokerError to refuse it."""
+        path = entity_path(link.address)
+        lowered = path.lower()
+        if lowered == "$cbs":
+            if isinstance(link, IncomingLink):
+                link.node = "$cbs"
+            return
+        if lowered.endswith(MANAGEMENT_SUFFIX):
+            owner = path[: -len(MANAGEMENT_SUFFIX)]
+            self.connection.authorize(owner)
+            self.namespace.receive_queue(owner)  # refuse a node of an entity that does not exist
+            if isinstance(link, IncomingLink):
+                link.node = "$management"
+                link.entity_path = owner
+            return
+        if not path:
+            raise BrokerError(errors.NOT_FOUND, f"The link address '{link.address}' does not name an entity.", 404)
+        self.connection.authorize(path)
+        if isinstance(link, IncomingLink):
+            entity = self.namespace.entity_for(path)
+            if entity.props.status in (EntityStatus.DISABLED, EntityStatus.SEND_DISABLED):
+                raise BrokerError(
+                    errors.ENTITY_DISABLED,
+                    f"Messaging entity '{self.namespace.name}:Queue:{entity.name}' is currently disabled for send.",
+                )
+            link.entity_path = path
+            link.max_message_size = entity.props.max_message_size_in_kilobytes * 1024
+            return
+        entity, queue = self.namespace.receive_queue(path)
+        if entity.props.status in (EntityStatus.DISABLED, EntityStatus.RECEIVE_DISABLED):
+            raise BrokerError(
+                errors.ENTITY_DISABLED,
+                f"Messaging entity '{self.namespace.name}:Queue:{entity.name}' is currently disabled for receive.",
+            )
+        if queue is entity.main and entity.props.forward_to:
+            raise BrokerError(
+                errors.NOT_ALLOWED,
+                f"Cannot create a message receiver on an entity with auto-forwarding enabled: '{entity.name}'.",
+            )
+        link.receive_and_delete = field(fields, AttachField.SND_SETTLE_MODE, 2) == 1
+        link.queue = queue
+        queue.attach(link)
+
+    def _reply_attach(self, link: IncomingLink | OutgoingLink, fields: list[Any], grant_credit: bool = True) -> None:
+        is_outgoing = isinstance(link, OutgoingLink)
+        snd_settle = field(fields, AttachField.SND_SETTLE_MODE)
+        rcv_settle = field(fields, AttachField.RCV_SETTLE_MODE)
+        max_size = link.max_message_size if isinstance(link, IncomingLink) else 0
+        reply: list[Any] = [
+            link.name,
+            UInt(link.handle),
+            not is_outgoing,  # our role: receiver (True) facing a client sender
+            None if snd_settle is None else UByte(snd_settle),
+            None if rcv_settle is None else UByte(rcv_settle),
+            link.source,
+            link.target,
+            None,
+            None,
+            UInt(0) if is_outgoing else None,  # the SDK requires initial-delivery-count from a sender
+            ULong(max_size) if max_size else None,
+        ]
+        self.connection.write(frame(self.channel, ATTACH, reply))
+        if grant_credit and isinstance(link, IncomingLink):
+            self.send_flow(link.flow_fields())
+
+    def _refuse(self, link: IncomingLink | OutgoingLink, fields: list[Any], exc: BrokerError) -> None:
+        """Azure's way of refusing a link: attach, then detach with the error."""
+        self._reply_attach(link, fields, grant_credit=False)
+        self.links.pop(link.handle, None)
+        link.detached = True
+        self.connection.write(
+            frame(self.channel, DETACH, [UInt(link.handle), True, error(exc.condition, exc.description)])
+        )
+
+    # ------------------------------------------------------------------------------------------ detach / end
+
+    def on_detach(self, fields: list[Any]) -> None:
+        handle = int(field(fields, 0, 0))
+        link = self.links.pop(handle, None)
+        if link is None:
+            return
+        self._release_link(link)
+        closed = bool(field(fields, 1, False))
+        self.connection.write(frame(self.channel, DETACH, [UInt(handle), closed]))
+
+    def _release_link(self, link: IncomingLink | OutgoingLink) -> None:
+        link.detached = True
+        if isinstance(link, OutgoingLink) and link.queue is not None:
+            # Messages this link holds stay locked until their lock expires, as in Azure.
+            link.queue.detach(link)
+
+    def end(self, reply: bool) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        for link in list(self.links.values()):
+            self._release_link(link)
+        self.links.clear()
+        if reply:
+            self.connection.write(frame(self.channel, END, []))
+
+    # ------------------------------------------------------------------------------------------ flow
+
+    def on_flow(self, fields: list[Any]) -> None:
+        handle = field(fields, FlowField.HANDLE)
+        if handle is None:
+            if field(fields, FlowField.ECHO, False):
+                self.send_flow(
+                    [UInt(self.next_incoming_id), UInt(self.incoming_window), UInt(self.next_outgoing_id), UInt(self.outgoing_window)]
+                )
+            return
+        link = self.links.get(int(handle))
+        if isinstance(link, OutgoingLink):
+            link.on_flow(fields)
+
+    # ------------------------------------------------------------------------------------------ transfer
+
+    def on_transfer(self, fields: list[Any], payload: memoryview) -> None:
+        self.next_incoming_id = (self.next_incoming_id + 1) & 0xFFFFFFFF
+        handle = int(field(fields, TransferField.HANDLE, 0))
+        link = self.links.get(handle)
+        if not isinstance(link, IncomingLink):
+            self.connection.close_with_error("amqp:session:unattached-handle", f"transfer on unattached handle {handle}")
+            return
+        delivery_id = field(fields, TransferField.DELIVERY_ID)
+        more = bool(field(fields, TransferField.MORE, False))
+        if field(fields, TransferField.ABORTED, False):
+            link.partial = None
+            return
+        if link.partial is None:
+            if delivery_id is None:
+                self.connection.close_with_error("amqp:decode-error", "first transfer frame has no delivery-id")
+                return
+            link.partial_id = int(delivery_id)
+            link.partial_format = int(field(fields, TransferField.MESSAGE_FORMAT, 0))
+            link.partial_settled = bool(field(fields, TransferField.SETTLED, False))
+            if not more:
+                self._delivery(link, int(delivery_id), link.partial_format, link.partial_settled, payload)
+                return
+            link.partial = bytearray(payload)
+        else:
+            link.partial += payload
+        limit = self.connection.server.max_delivery_bytes
+        if len(link.partial) > limit:
+            link.partial = None
+            self.connection.close_with_error(
+                errors.MESSAGE_SIZE_EXCEEDED, f"delivery larger than {limit} bytes on link '{link.name}'"
+            )
+            return
+        if not more:
+            data, link.partial = link.partial, None
+            assert link.partial_id is not None
+            self._delivery(link, link.partial_id, link.partial_format, link.partial_settled, memoryview(data))
+
+    def _delivery(self, link: IncomingLink, delivery_id: int, fmt: int, settled: bool, payload: memoryview) -> None:
+        link.received()
+        if link.node is not None:
+            self._settle_incoming(delivery_id, settled, outcome(ACCEPTED))
+            self.connection.server.nodes.handle(self, link, payload)
+            return
+        try:
+            try:
+                raw = split_batch(payload) if fmt == BATCH_MESSAGE_FORMAT else [bytes(payload)]
+                messages: list[ParsedMessage] = [parse_message(m) for m in raw]
+            except DecodeError as exc:
+                raise BrokerError(errors.DECODE_ERROR, f"The message could not be decoded: {exc}") from exc
+            if not messages:
+                raise BrokerError(errors.ARGUMENT_ERROR, "The batch contains no messages.")
+            self.namespace.send(link.entity_path, messages)
+        except BrokerError as exc:
+            self._settle_incoming(delivery_id, settled, outcome(REJECTED, [error(exc.condition, exc.description)]))
+            return
+        self._settle_incoming(delivery_id, settled, outcome(ACCEPTED))
+
+    def _settle_incoming(self, delivery_id: int, already_settled: bool, state: Described) -> None:
+        if already_settled:
+            return
+        self.connection.write(frame(self.channel, DISPOSITION, [True, UInt(delivery_id), None, True, state]))
+
+    # ------------------------------------------------------------------------------------------ disposition
+
+    def on_disposition(self, fields: list[Any]) -> None:
+        if not field(fields, DispositionField.ROLE, False):
+            return  # the client settling our node responses or its own sends: nothing to do
+        first = int(field(fields, DispositionField.FIRST, 0))
+        last = int(field(fields, DispositionField.LAST, first))
+        state = field(fields, DispositionField.STATE)
+        client_settled = bool(field(fields, DispositionField.SETTLED, False))
+        for delivery_id in range(first, last + 1):
+            entry = self.unsettled.pop(delivery_id, None)
+            if entry is None:
+                continue
+            queue, token = entry
+            reply = self._apply_outcome(queue, token, state)
+            if not client_settled and reply is not None:
+                self.connection.write(frame(self.channel, DISPOSITION, [False, UInt(delivery_id), None, True, reply]))
+
+    def _apply_outcome(self, queue: MessageQueue, token: uuid.UUID, state: Any) -> Described | None:
+        code = state.descriptor if isinstance(state, Described) else None
+        values = state.value if isinstance(state, Described) and isinstance(state.value, list) else []
+        try:
+            if code == ACCEPTED:
+                queue.complete(token)
+                return outcome(ACCEPTED)
+            if code == MODIFIED:
+                undeliverable = bool(values[1]) if len(values) > 1 and values[1] is not None else False
+                if undeliverable:
+                    queue.defer(token)
+                else:
+                    queue.abandon(token)
+                return outcome(MODIFIED, list(values))
+            if code == REJECTED:
+                reason, description = _dead_letter_info(values)
+                queue.dead_letter(token, reason, description)
+                return outcome(REJECTED)
+            if code == RELEASED:
+                queue.release(token)
+                return outcome(RELEASED)
+            return None
+        except BrokerError as exc:
+            return outcome(REJECTED, [error(exc.condition, exc.description)])
+
+
+def _dead_letter_info(values: list[Any]) -> tuple[str | None, str | None]:
+    err = values[0] if values else None
+    if not isinstance(err, Described) or not isinstance(err.value, list):
+        return None, None
+    info = err.value[2] if len(err.value) > 2 else None
+    description = err.value[1] if len(err.value) > 1 else None
+    if isinstance(info, dict):
+        reason = info.get("DeadLetterReason", info.get(Symbol("DeadLetterReason")))
+        desc = info.get("DeadLetterErrorDescription", description)
+        return (None if reason is None else str(reason)), (None if desc is None else str(desc))
+    return None, None if description is None else str(description)
+
+
+def decode_body_value(parsed: ParsedMessage) -> Any:
+    """The amqp-value of a request body (management requests carry a map)."""
+    body = parsed.body_raw
+    if len(body) < 3 or body[2] != 0x77:
+        return None
+    try:
+        value, _ = decode_value(body, 3)
+    except DecodeError:
+        return None
+    return value

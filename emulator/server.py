@@ -1,0 +1,187 @@
+"""The emulator process: AMQP listener, management/health HTTP listener, namespace and store wired
+together, runnable in the foreground (CLI) or on a background thread (tests, devhost)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from emulator.amqp.connection import Connection
+from emulator.amqp.nodes import Nodes
+from emulator.auth import DEFAULT_KEY, DEFAULT_KEY_NAME, SasAuthority
+from emulator.broker.namespace import Namespace
+from emulator.broker.store import Store
+from emulator.config import EmulatorConfig, default_config
+
+log = logging.getLogger("emulator")
+
+# Cloud quota: concurrent AMQP connections per namespace.
+MAX_CONNECTIONS = 5000
+# Largest delivery accepted on the wire (Premium's 100 MB message limit plus framing).
+MAX_DELIVERY_BYTES = 101 * 1024 * 1024
+
+
+@dataclass(slots=True)
+class EmulatorOptions:
+    """How to run one emulator instance."""
+
+    config: EmulatorConfig = field(default_factory=default_config)
+    data_dir: Path | None = None  # None: in memory
+    host: str = "127.0.0.1"
+    amqp_port: int = 5672
+    management_port: int = 5300
+    key_name: str = DEFAULT_KEY_NAME
+    key: str = DEFAULT_KEY
+    max_connections: int = MAX_CONNECTIONS
+
+
+class AmqpServer:
+    """Accepts AMQP connections for one namespace."""
+
+    def __init__(
+        self, namespace: Namespace, authority: SasAuthority, max_connections: int, clock: Callable[[], float]
+    ) -> None:
+        self.namespace = namespace
+        self.authority = authority
+        self.clock = clock
+        self.nodes = Nodes(self)
+        self.max_connections = max_connections
+        self.max_delivery_bytes = MAX_DELIVERY_BYTES
+        self.connections: set[Connection] = set()
+
+    def admit(self, connection: Connection) -> bool:
+        if len(self.connections) >= self.max_connections:
+            return False
+        self.connections.add(connection)
+        return True
+
+    def forget(self, connection: Connection) -> None:
+        self.connections.discard(connection)
+
+    def protocol(self) -> Connection:
+        return Connection(self)
+
+
+class Emulator:
+    """One running emulator: start it, read its ports and connection string, stop it."""
+
+    def __init__(self, options: EmulatorOptions) -> None:
+        self.options = options
+        self.store = Store(None if options.data_dir is None else options.data_dir / "emulator.sqlite3")
+        self.namespace = Namespace(options.config.namespace.name, self.store)
+        self.authority = SasAuthority({options.key_name: options.key})
+        self.amqp = AmqpServer(self.namespace, self.authority, options.max_connections, time.time)
+        self.amqp_port = options.amqp_port
+        self.management_port = options.management_port
+        self._servers: list[asyncio.base_events.Server] = []
+        self._load_entities()
+
+    def _load_entities(self) -> None:
+        for queue in self.options.config.namespace.queues:
+            self.namespace.create_queue(queue.name, queue.properties)
+
+    @property
+    def connection_string(self) -> str:
+        o = self.options
+        return (
+            f"Endpoint=sb://localhost:{self.amqp_port};SharedAccessKeyName={o.key_name};"
+            f"SharedAccessKey={o.key};UseDevelopmentEmulator=true;"
+        )
+
+    async def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        self.namespace.bind_loop(loop)
+        self.namespace.start()
+        amqp = await loop.create_server(self.amqp.protocol, self.options.host, self.options.amqp_port)
+        self.amqp_port = amqp.sockets[0].getsockname()[1]
+        http = await asyncio.start_server(self._http, self.options.host, self.options.management_port)
+        self.management_port = http.sockets[0].getsockname()[1]
+        self._servers = [amqp, http]
+
+    async def stop(self) -> None:
+        for server in self._servers:
+            server.close()
+        for connection in list(self.amqp.connections):
+            connection.close_with_error("amqp:connection:forced", "The emulator is shutting down.")
+        for server in self._servers:
+            await server.wait_closed()
+        self._servers = []
+        self.store.close()
+
+    # ------------------------------------------------------------------------------------------ HTTP
+
+    async def _http(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            request_line = await asyncio.wait_for(reader.readline(), 10)
+            while (await asyncio.wait_for(reader.readline(), 10)) not in (b"\r\n", b"\n", b""):
+                pass
+            parts = request_line.decode("latin-1").split()
+            if len(parts) >= 2 and parts[0] == "GET" and parts[1].split("?")[0] == "/health":
+                status, body = "200 OK", {"status": "healthy", "message": "Service is healthy."}
+            else:
+                status, body = "404 Not Found", {"error": {"code": "NotFound", "message": "No such resource."}}
+            payload = json.dumps(body).encode()
+            writer.write(
+                f"HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {len(payload)}\r\n"
+                f"Connection: close\r\n\r\n".encode()
+                + payload
+            )
+            await writer.drain()
+        except (TimeoutError, ConnectionError, UnicodeDecodeError):
+            pass
+        finally:
+            writer.close()
+
+
+class EmulatorThread:
+    """Runs an :class:`Emulator` on its own event loop thread (tests and in-process embedding)."""
+
+    def __init__(self, options: EmulatorOptions) -> None:
+        self.options = options
+        self.loop = asyncio.new_event_loop()
+        self.emulator: Emulator | None = None
+        self._thread = threading.Thread(target=self._run, name="emulator", daemon=True)
+        self._ready = threading.Event()
+        self._error: BaseException | None = None
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        try:
+            self.emulator = Emulator(self.options)
+            self.loop.run_until_complete(self.emulator.start())
+        except BaseException as exc:
+            self._error = exc
+            self._ready.set()
+            return
+        self._ready.set()
+        self.loop.run_forever()
+
+    def start(self) -> Emulator:
+        self._thread.start()
+        self._ready.wait(30)
+        if self._error is not None:
+            raise self._error
+        assert self.emulator is not None
+        return self.emulator
+
+    def call(self, fn: Callable[[], object]) -> object:
+        """Run ``fn`` on the emulator's loop thread and return its result."""
+        future: asyncio.Future[object] = asyncio.run_coroutine_threadsafe(_call(fn), self.loop)  # type: ignore[arg-type]
+        return future.result(30)
+
+    def stop(self) -> None:
+        if self.emulator is not None and self.loop.is_running():
+            asyncio.run_coroutine_threadsafe(self.emulator.stop(), self.loop).result(30)
+            self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(30)
+        self.loop.close()
+
+
+async def _call(fn: Callable[[], object]) -> object:
+    return fn()

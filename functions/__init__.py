@@ -1,0 +1,1 @@
+"""Azure Functions features, one Blueprint per module, registered in function_app.py."""

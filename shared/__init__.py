@@ -1,0 +1,1 @@
+"""Code shared by the Functions app, the dev host and the Spark jobs."""
