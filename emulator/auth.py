@@ -71,14 +71,14 @@ class SasAuthority:
         if missing:
             raise TokenRejected(f"InvalidSignature: the token is missing {', '.join(missing)}.")
         key_name = unquote_plus(fields["skn"])
-        key = self._keys.get(key_name)
-        if key is None:
+        configured = self._keys.get(key_name)
+        if configured is None:
             raise TokenRejected(f"InvalidSignature: the shared access key name '{key_name}' is not known.")
         try:
             expiry = int(fields["se"])
         except ValueError:
             raise TokenRejected(f"InvalidSignature: expiry '{fields['se']}' is not a number.") from None
-        expected = sign(fields["sr"], expiry, key)
+        expected = sign(fields["sr"], expiry, configured)
         if not hmac.compare_digest(expected, unquote_plus(fields["sig"])):
             raise TokenRejected("InvalidSignature: the token has an invalid signature.")
         if expiry <= now:

@@ -938,6 +938,20 @@ _FILTER_TYPE_NAMES: dict[str, FilterType] = {
 _STATUS_NAMES = {status.value.lower(): status for status in EntityStatus}
 
 
+def _peek_name(value: object) -> str | None:
+    """The ``Name`` of a JSON object before its keys are checked, so early problems can name the entity."""
+    if isinstance(value, _JsonObject):
+        for key, item in value.pairs:
+            if key.lower() == "name" and isinstance(item, str) and item:
+                return item
+    return None
+
+
+def _peek_label(kind: str, index: int, value: object) -> str:
+    name = _peek_name(value)
+    return f"{kind} #{index}" if name is None else f"{kind} '{name}'"
+
+
 class _Reader:
     """Walks the parsed JSON, builds the dataclasses and collects every problem on the way."""
 
@@ -1143,7 +1157,7 @@ class _Reader:
         return self.fields(label, value, allowed, "Properties") or {}
 
     def queue(self, index: int, value: object) -> QueueConfig | None:
-        fields = self.fields(f"Queue #{index}", value, _QUEUE_KEYS)
+        fields = self.fields(_peek_label("Queue", index, value), value, _QUEUE_KEYS)
         if fields is None:
             return None
         name = self.name(f"Queue #{index}", fields)
@@ -1194,7 +1208,7 @@ class _Reader:
         return queue
 
     def topic(self, index: int, value: object) -> TopicConfig | None:
-        fields = self.fields(f"Topic #{index}", value, _TOPIC_KEYS)
+        fields = self.fields(_peek_label("Topic", index, value), value, _TOPIC_KEYS)
         if fields is None:
             return None
         name = self.name(f"Topic #{index}", fields)
@@ -1239,7 +1253,9 @@ class _Reader:
 
     def subscription(self, topic: str, index: int, value: object) -> SubscriptionConfig | None:
         placeholder = f"Subscription #{index} of topic '{topic}'"
-        fields = self.fields(placeholder, value, _SUBSCRIPTION_KEYS)
+        peeked = _peek_name(value)
+        early_label = placeholder if peeked is None else _subscription_label(topic, peeked)
+        fields = self.fields(early_label, value, _SUBSCRIPTION_KEYS)
         if fields is None:
             return None
         name = self.name(placeholder, fields)
@@ -1284,7 +1300,9 @@ class _Reader:
 
     def rule(self, topic: str, subscription: str, index: int, value: object) -> RuleConfig | None:
         placeholder = f"Rule #{index} of {_subscription_label(topic, subscription)}"
-        fields = self.fields(placeholder, value, _RULE_KEYS)
+        peeked = _peek_name(value)
+        early_label = placeholder if peeked is None else _rule_label(topic, subscription, peeked)
+        fields = self.fields(early_label, value, _RULE_KEYS)
         if fields is None:
             return None
         name = self.name(placeholder, fields)
@@ -1346,11 +1364,12 @@ class _Reader:
         fields = self.fields(label, value, _CORRELATION_KEYS, "CorrelationFilter", _CORRELATION_ALIASES)
         if fields is None:
             return None
-        system = {
-            key: self.text(label, fields, key, "CorrelationFilter.")
-            for key in _CORRELATION_KEYS
-            if key != "Properties"
-        }
+        system: dict[str, str | None] = {}
+        for key in _CORRELATION_KEYS[:-1]:  # all but "Properties"
+            system[key] = self.text(label, fields, key, "CorrelationFilter.")
+            if system[key] is None and fields.get(key) not in (None, ""):
+                # Already reported; keep a stand-in so the filter doesn't also look empty.
+                system[key] = _describe(fields[key])
         properties: dict[str, PropertyValue] = {}
         raw_properties = fields.get("Properties")
         if raw_properties is not None:
@@ -1370,6 +1389,7 @@ class _Reader:
                             f"CorrelationFilter.Properties['{key}'] must be a string, number or boolean, "
                             f"got {_describe(item)}",
                         )
+                        properties[key] = _describe(item)  # stand-in; the config is refused anyway
         return CorrelationFilterConfig(
             correlation_id=system["CorrelationId"],
             message_id=system["MessageId"],

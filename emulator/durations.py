@@ -69,8 +69,12 @@ _TIMESPAN_RE = re.compile(
 _MICROSECOND = Decimal("0.000001")
 
 
-def _to_timedelta(negative: bool, total_seconds: Decimal) -> timedelta | None:
+def _to_timedelta(negative: bool, total_seconds: Decimal, original: str) -> timedelta | None:
     if total_seconds >= _INFINITE_SECONDS:
+        if negative:
+            raise ValueError(
+                f"invalid duration {original!r}: a negative duration this large cannot be represented"
+            )
         return None
     micros = int((total_seconds / _MICROSECOND).quantize(Decimal(1), rounding=ROUND_HALF_EVEN))
     delta = timedelta(microseconds=micros)
@@ -82,7 +86,8 @@ def _parse_iso(text: str, original: str) -> timedelta | None:
     if match is None:
         if "T" not in text.upper() and re.search(r"\d[HS]", text, re.IGNORECASE):
             raise ValueError(
-                f"invalid duration {original!r}: hours and seconds must follow the 'T' separator (e.g. PT1H, PT30S)"
+                f"invalid duration {original!r}: hours and seconds must follow the 'T' separator "
+                "(e.g. PT1H, PT30S)"
             )
         raise ValueError(
             f"invalid duration {original!r}: expected an ISO-8601 duration such as PT30S, PT5M, P1DT2H "
@@ -108,7 +113,7 @@ def _parse_iso(text: str, original: str) -> timedelta | None:
         except InvalidOperation as exc:  # pragma: no cover - the regex only lets digits through
             raise ValueError(f"invalid duration {original!r}: bad number {value!r}") from exc
         total += number * unit_seconds
-    return _to_timedelta(match.group("sign") is not None, total)
+    return _to_timedelta(match.group("sign") is not None, total, original)
 
 
 def _parse_timespan(text: str, original: str) -> timedelta | None:
@@ -131,7 +136,7 @@ def _parse_timespan(text: str, original: str) -> timedelta | None:
     fraction = match.group("fraction")
     if fraction:
         total += Decimal("0." + fraction)
-    return _to_timedelta(match.group("sign") is not None, total)
+    return _to_timedelta(match.group("sign") is not None, total, original)
 
 
 def parse_duration(text: str) -> timedelta | None:

@@ -122,10 +122,14 @@ class Emulator:
             while (await asyncio.wait_for(reader.readline(), 10)) not in (b"\r\n", b"\n", b""):
                 pass
             parts = request_line.decode("latin-1").split()
+            body: dict[str, object]
             if len(parts) >= 2 and parts[0] == "GET" and parts[1].split("?")[0] == "/health":
                 status, body = "200 OK", {"status": "healthy", "message": "Service is healthy."}
             else:
-                status, body = "404 Not Found", {"error": {"code": "NotFound", "message": "No such resource."}}
+                status, body = (
+                    "404 Not Found",
+                    {"error": {"code": "NotFound", "message": "No such resource."}},
+                )
             payload = json.dumps(body).encode()
             writer.write(
                 f"HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {len(payload)}\r\n"
@@ -172,8 +176,7 @@ class EmulatorThread:
 
     def call(self, fn: Callable[[], object]) -> object:
         """Run ``fn`` on the emulator's loop thread and return its result."""
-        future: asyncio.Future[object] = asyncio.run_coroutine_threadsafe(_call(fn), self.loop)  # type: ignore[arg-type]
-        return future.result(30)
+        return asyncio.run_coroutine_threadsafe(_call(fn), self.loop).result(30)
 
     def stop(self) -> None:
         if self.emulator is not None and self.loop.is_running():

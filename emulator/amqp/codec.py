@@ -123,7 +123,9 @@ def _variable(size_struct: struct.Struct | None, kind: str) -> Decoder:
             pos += 4
         end = pos + size
         if end > len(buf):
-            raise DecodeError(f"truncated {kind} at offset {pos}: declares {size} bytes, have {len(buf) - pos}")
+            raise DecodeError(
+                f"truncated {kind} at offset {pos}: declares {size} bytes, have {len(buf) - pos}"
+            )
         raw = bytes(buf[pos:end])
         if kind == "binary":
             return raw, end
@@ -375,7 +377,17 @@ def _encode_element(out: bytearray, code: int, value: Any) -> None:
 
 
 # Array elements share one constructor, so compact encodings are widened to their fixed-size forms.
-_WIDE = {0xA0: 0xB0, 0xA1: 0xB1, 0xA3: 0xB3, 0x43: 0x70, 0x52: 0x70, 0x44: 0x80, 0x53: 0x80, 0x54: 0x71, 0x55: 0x81}
+_WIDE = {
+    0xA0: 0xB0,
+    0xA1: 0xB1,
+    0xA3: 0xB3,
+    0x43: 0x70,
+    0x52: 0x70,
+    0x44: 0x80,
+    0x53: 0x80,
+    0x54: 0x71,
+    0x55: 0x81,
+}
 
 
 def encode_array(out: bytearray, array: Array) -> None:

@@ -121,10 +121,13 @@ class Connection(asyncio.Protocol):
                     break
                 size, doff, frame_type, channel = FRAME_HEADER.unpack_from(buf, pos)
                 if size < 8 or doff < 2 or doff * 4 > size:
-                    raise FrameError("amqp:connection:framing-error", f"invalid frame header (size {size}, doff {doff})")
+                    raise FrameError(
+                        "amqp:connection:framing-error", f"invalid frame header (size {size}, doff {doff})"
+                    )
                 if size > MAX_FRAME_SIZE:
                     raise FrameError(
-                        "amqp:connection:framing-error", f"frame of {size} bytes exceeds max-frame-size {MAX_FRAME_SIZE}"
+                        "amqp:connection:framing-error",
+                        f"frame of {size} bytes exceeds max-frame-size {MAX_FRAME_SIZE}",
                     )
                 if len(buf) - pos < size:
                     break
@@ -138,7 +141,9 @@ class Connection(asyncio.Protocol):
                     elif frame_type == FRAME_TYPE_AMQP and self._state in ("open", "opened"):
                         self._on_frame(channel, body)
                     else:
-                        raise FrameError("amqp:connection:framing-error", f"unexpected frame type {frame_type}")
+                        raise FrameError(
+                            "amqp:connection:framing-error", f"unexpected frame type {frame_type}"
+                        )
                 finally:
                     body.release()
         finally:
@@ -152,7 +157,12 @@ class Connection(asyncio.Protocol):
                 + frame(
                     0,
                     CLOSE,
-                    [error(errors.RESOURCE_LIMIT_EXCEEDED, "The namespace's connection quota has been exceeded.")],
+                    [
+                        error(
+                            errors.RESOURCE_LIMIT_EXCEEDED,
+                            "The namespace's connection quota has been exceeded.",
+                        )
+                    ],
                 )
             )
             self._shutdown()
@@ -224,7 +234,9 @@ class Connection(asyncio.Protocol):
         max_frame = int(field(fields, OpenField.MAX_FRAME_SIZE, 0xFFFFFFFF))
         if max_frame < MIN_MAX_FRAME_SIZE:
             self.write(frame(0, OPEN, ["busbar-emulator"]))
-            raise FrameError("amqp:invalid-field", f"max-frame-size {max_frame} is below {MIN_MAX_FRAME_SIZE}")
+            raise FrameError(
+                "amqp:invalid-field", f"max-frame-size {max_frame} is below {MIN_MAX_FRAME_SIZE}"
+            )
         self.remote_max_frame_size = min(max_frame, MAX_FRAME_SIZE * 16)
         self._state = "opened"
         self.write(

@@ -115,14 +115,16 @@ class OutgoingLink(Link):
         if len(payload) <= chunk:
             session.connection.write(frame(channel, TRANSFER, first, payload))
             return delivery_id
-        frames = []
+        frames: list[bytes] = []
         offset = 0
         while offset < len(payload):
             piece = payload[offset : offset + chunk]
             offset += len(piece)
             more = offset < len(payload)
             fields = (
-                [handle, UInt(delivery_id), tag, UInt(0), settled, more] if not frames else [handle, None, None, None, settled, more]
+                [handle, UInt(delivery_id), tag, UInt(0), settled, more]
+                if not frames
+                else [handle, None, None, None, settled, more]
             )
             frames.append(frame(channel, TRANSFER, fields, piece))
         session.connection.write(b"".join(frames))

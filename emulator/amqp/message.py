@@ -13,7 +13,13 @@ from typing import Any
 from emulator.amqp.codec import DecodeError, decode_value, encode_value, skip_value
 from emulator.amqp.types import Symbol
 
-HEADER, DELIVERY_ANNOTATIONS, MESSAGE_ANNOTATIONS, PROPERTIES, APPLICATION_PROPERTIES = 0x70, 0x71, 0x72, 0x73, 0x74
+HEADER, DELIVERY_ANNOTATIONS, MESSAGE_ANNOTATIONS, PROPERTIES, APPLICATION_PROPERTIES = (
+    0x70,
+    0x71,
+    0x72,
+    0x73,
+    0x74,
+)
 DATA, AMQP_SEQUENCE, AMQP_VALUE, FOOTER = 0x75, 0x76, 0x77, 0x78
 BATCH_MESSAGE_FORMAT = 0x80013700
 
@@ -97,7 +103,7 @@ def parse_message(payload: bytes | memoryview) -> ParsedMessage:
     body_start = body_end = -1
     while pos < end:
         code, value_pos = _section_code(buf, pos)
-        if code == DATA or code == AMQP_SEQUENCE or code == AMQP_VALUE:
+        if code in (DATA, AMQP_SEQUENCE, AMQP_VALUE):
             section_end = skip_value(buf, value_pos)
             if body_start < 0:
                 body_start = pos

@@ -8,9 +8,16 @@ import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from emulator.amqp.message import AMQP_VALUE, APPLICATION_PROPERTIES, PROPERTIES, ParsedMessage, parse_message, section
 from emulator.amqp.codec import DecodeError
 from emulator.amqp.links import IncomingLink, OutgoingLink
+from emulator.amqp.message import (
+    AMQP_VALUE,
+    APPLICATION_PROPERTIES,
+    PROPERTIES,
+    ParsedMessage,
+    parse_message,
+    section,
+)
 from emulator.amqp.session import decode_body_value, entity_path
 from emulator.amqp.types import Array, Int, Symbol, Timestamp
 from emulator.auth import TokenRejected
@@ -63,14 +70,22 @@ class Nodes:
         props = request.application_properties or {}
         if link.node == "$cbs":
             status, description = self._put_token(session, request, props)
-            self._respond(session, link, message_id, {"status-code": Int(status), "status-description": description}, None)
+            self._respond(
+                session,
+                link,
+                message_id,
+                {"status-code": Int(status), "status-description": description},
+                None,
+            )
             return
         operation = str(_key(props, "operation", ""))
         handler = self.operations.get(operation)
         body = decode_body_value(request)
         try:
             if handler is None:
-                raise BrokerError(errors.NOT_IMPLEMENTED, f"The operation '{operation}' is not supported.", 501)
+                raise BrokerError(
+                    errors.NOT_IMPLEMENTED, f"The operation '{operation}' is not supported.", 501
+                )
             if not isinstance(body, dict):
                 raise BrokerError(errors.ARGUMENT_ERROR, "The request body must be an amqp-value map.")
             session.connection.authorize(link.entity_path)
@@ -96,7 +111,9 @@ class Nodes:
     ) -> None:
         reply_link = None
         for candidate in session.links.values():
-            if isinstance(candidate, OutgoingLink) and entity_path(candidate.address) == entity_path(request_link.address):
+            if isinstance(candidate, OutgoingLink) and entity_path(candidate.address) == entity_path(
+                request_link.address
+            ):
                 reply_link = candidate
                 break
         if reply_link is None:
@@ -142,7 +159,9 @@ class Nodes:
             return 204, None
         return 200, {"messages": [{"message": m.encode_for_delivery(with_state=True)} for m in found]}
 
-    def _update_disposition(self, queue: MessageQueue, body: dict[str, Any]) -> tuple[int, dict[str, Any] | None]:
+    def _update_disposition(
+        self, queue: MessageQueue, body: dict[str, Any]
+    ) -> tuple[int, dict[str, Any] | None]:
         status = str(_key(body, "disposition-status", ""))
         tokens = _tokens(body)
         for token in tokens:

@@ -22,7 +22,6 @@ from emulator.amqp.frames import (
     AttachField,
     DispositionField,
     FlowField,
-    SourceField,
     TransferField,
     error,
     field,
@@ -46,7 +45,10 @@ MANAGEMENT_SUFFIX = "/$management"
 
 
 def entity_path(address: str | None) -> str:
-    """The entity path named by a link address: ``amqps://host:port/q1/$DeadLetterQueue`` → ``q1/$DeadLetterQueue``."""
+    """The entity path a link address names.
+
+    ``amqps://host:port/q1/$DeadLetterQueue`` → ``q1/$DeadLetterQueue``.
+    """
     if not address:
         return ""
     if "://" in address:
@@ -92,7 +94,9 @@ class Session:
         source = field(fields, AttachField.SOURCE)
         target = field(fields, AttachField.TARGET)
         if handle in self.links:
-            self.connection.close_with_error("amqp:session:handle-in-use", f"handle {handle} is already attached")
+            self.connection.close_with_error(
+                "amqp:session:handle-in-use", f"handle {handle} is already attached"
+            )
             return
         link: IncomingLink | OutgoingLink
         if role_receiver:
@@ -126,14 +130,17 @@ class Session:
                 link.entity_path = owner
             return
         if not path:
-            raise BrokerError(errors.NOT_FOUND, f"The link address '{link.address}' does not name an entity.", 404)
+            raise BrokerError(
+                errors.NOT_FOUND, f"The link address '{link.address}' does not name an entity.", 404
+            )
         self.connection.authorize(path)
         if isinstance(link, IncomingLink):
             entity = self.namespace.entity_for(path)
             if entity.props.status in (EntityStatus.DISABLED, EntityStatus.SEND_DISABLED):
                 raise BrokerError(
                     errors.ENTITY_DISABLED,
-                    f"Messaging entity '{self.namespace.name}:Queue:{entity.name}' is currently disabled for send.",
+                    f"Messaging entity '{self.namespace.name}:Queue:{entity.name}' "
+                    "is currently disabled for send.",
                 )
             link.entity_path = path
             link.max_message_size = entity.props.max_message_size_in_kilobytes * 1024
@@ -142,18 +149,22 @@ class Session:
         if entity.props.status in (EntityStatus.DISABLED, EntityStatus.RECEIVE_DISABLED):
             raise BrokerError(
                 errors.ENTITY_DISABLED,
-                f"Messaging entity '{self.namespace.name}:Queue:{entity.name}' is currently disabled for receive.",
+                f"Messaging entity '{self.namespace.name}:Queue:{entity.name}' "
+                "is currently disabled for receive.",
             )
         if queue is entity.main and entity.props.forward_to:
             raise BrokerError(
                 errors.NOT_ALLOWED,
-                f"Cannot create a message receiver on an entity with auto-forwarding enabled: '{entity.name}'.",
+                "Cannot create a message receiver on an entity with auto-forwarding enabled: "
+                f"'{entity.name}'.",
             )
         link.receive_and_delete = field(fields, AttachField.SND_SETTLE_MODE, 2) == 1
         link.queue = queue
         queue.attach(link)
 
-    def _reply_attach(self, link: IncomingLink | OutgoingLink, fields: list[Any], grant_credit: bool = True) -> None:
+    def _reply_attach(
+        self, link: IncomingLink | OutgoingLink, fields: list[Any], grant_credit: bool = True
+    ) -> None:
         is_outgoing = isinstance(link, OutgoingLink)
         snd_settle = field(fields, AttachField.SND_SETTLE_MODE)
         rcv_settle = field(fields, AttachField.RCV_SETTLE_MODE)
@@ -218,7 +229,12 @@ class Session:
         if handle is None:
             if field(fields, FlowField.ECHO, False):
                 self.send_flow(
-                    [UInt(self.next_incoming_id), UInt(self.incoming_window), UInt(self.next_outgoing_id), UInt(self.outgoing_window)]
+                    [
+                        UInt(self.next_incoming_id),
+                        UInt(self.incoming_window),
+                        UInt(self.next_outgoing_id),
+                        UInt(self.outgoing_window),
+                    ]
                 )
             return
         link = self.links.get(int(handle))
@@ -232,7 +248,9 @@ class Session:
         handle = int(field(fields, TransferField.HANDLE, 0))
         link = self.links.get(handle)
         if not isinstance(link, IncomingLink):
-            self.connection.close_with_error("amqp:session:unattached-handle", f"transfer on unattached handle {handle}")
+            self.connection.close_with_error(
+                "amqp:session:unattached-handle", f"transfer on unattached handle {handle}"
+            )
             return
         delivery_id = field(fields, TransferField.DELIVERY_ID)
         more = bool(field(fields, TransferField.MORE, False))
@@ -241,7 +259,9 @@ class Session:
             return
         if link.partial is None:
             if delivery_id is None:
-                self.connection.close_with_error("amqp:decode-error", "first transfer frame has no delivery-id")
+                self.connection.close_with_error(
+                    "amqp:decode-error", "first transfer frame has no delivery-id"
+                )
                 return
             link.partial_id = int(delivery_id)
             link.partial_format = int(field(fields, TransferField.MESSAGE_FORMAT, 0))
@@ -264,7 +284,9 @@ class Session:
             assert link.partial_id is not None
             self._delivery(link, link.partial_id, link.partial_format, link.partial_settled, memoryview(data))
 
-    def _delivery(self, link: IncomingLink, delivery_id: int, fmt: int, settled: bool, payload: memoryview) -> None:
+    def _delivery(
+        self, link: IncomingLink, delivery_id: int, fmt: int, settled: bool, payload: memoryview
+    ) -> None:
         link.received()
         if link.node is not None:
             self._settle_incoming(delivery_id, settled, outcome(ACCEPTED))
@@ -280,7 +302,9 @@ class Session:
                 raise BrokerError(errors.ARGUMENT_ERROR, "The batch contains no messages.")
             self.namespace.send(link.entity_path, messages)
         except BrokerError as exc:
-            self._settle_incoming(delivery_id, settled, outcome(REJECTED, [error(exc.condition, exc.description)]))
+            self._settle_incoming(
+                delivery_id, settled, outcome(REJECTED, [error(exc.condition, exc.description)])
+            )
             return
         self._settle_incoming(delivery_id, settled, outcome(ACCEPTED))
 
@@ -305,7 +329,9 @@ class Session:
             queue, token = entry
             reply = self._apply_outcome(queue, token, state)
             if not client_settled and reply is not None:
-                self.connection.write(frame(self.channel, DISPOSITION, [False, UInt(delivery_id), None, True, reply]))
+                self.connection.write(
+                    frame(self.channel, DISPOSITION, [False, UInt(delivery_id), None, True, reply])
+                )
 
     def _apply_outcome(self, queue: MessageQueue, token: uuid.UUID, state: Any) -> Described | None:
         code = state.descriptor if isinstance(state, Described) else None

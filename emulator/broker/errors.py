@@ -48,6 +48,7 @@ def lock_lost(detail: str = "") -> BrokerError:
     return BrokerError(
         MESSAGE_LOCK_LOST,
         "The lock supplied is invalid. Either the lock expired, or the message has already been removed "
-        "from the queue, or was received by a different receiver instance." + (f" {detail}" if detail else ""),
+        "from the queue, or was received by a different receiver instance."
+        + (f" {detail}" if detail else ""),
         410,
     )

@@ -121,7 +121,9 @@ class StoredMessage:
         ]
 
     def _annotations(self, locked_until_ms: int | None, with_state: bool) -> dict[Any, Any]:
-        annotations = {k: v for k, v in self.parsed.message_annotations.items() if k not in BROKER_ANNOTATIONS}
+        annotations = {
+            k: v for k, v in self.parsed.message_annotations.items() if k not in BROKER_ANNOTATIONS
+        }
         annotations[SEQUENCE_NUMBER] = Long(self.sequence_number)
         annotations[ENQUEUED_TIME] = Timestamp(self.enqueued_ms)
         annotations[ENQUEUE_SEQUENCE_NUMBER] = Long(self.sequence_number)

@@ -118,7 +118,9 @@ class Namespace:
         key = name.lower()
         if key in self.queues:
             raise BrokerError(
-                "com.microsoft:entity-already-exists", f"Entity '{self.name}:Queue:{name}' already exists.", 409
+                "com.microsoft:entity-already-exists",
+                f"Entity '{self.name}:Queue:{name}' already exists.",
+                409,
             )
         entity = QueueEntity(self, name, props)
         self.queues[key] = entity
@@ -204,10 +206,15 @@ class Namespace:
         entity.main.accept(stored)
         entity.main.dispatch()
 
-    def _forward(self, source: QueueEntity, target_name: str, messages: list[ParsedMessage], hops: int) -> None:
+    def _forward(
+        self, source: QueueEntity, target_name: str, messages: list[ParsedMessage], hops: int
+    ) -> None:
         if hops >= MAX_TRANSFER_HOPS:
             self._dead_letter_new(
-                source, messages, "MaxTransferHopCountExceeded", "Message exceeded the maximum transfer hop count."
+                source,
+                messages,
+                "MaxTransferHopCountExceeded",
+                "Message exceeded the maximum transfer hop count.",
             )
             return
         try:
@@ -226,7 +233,9 @@ class Namespace:
         for parsed in messages:
             msg = StoredMessage(parsed=parsed)
             entity.main.prepare(msg, now)
-            msg.set_application_properties({"DeadLetterReason": reason, "DeadLetterErrorDescription": description})
+            msg.set_application_properties(
+                {"DeadLetterReason": reason, "DeadLetterErrorDescription": description}
+            )
             msg.dead_letter_source = entity.name
             stored.append(msg)
         entity.dead_letter.accept(stored)

@@ -354,4 +354,3 @@ class MessageQueue:
             else:
                 active += 1
         return {"active": active, "scheduled": scheduled, "deferred": deferred}
-

@@ -108,8 +108,8 @@ class Store:
 
     def load(self, entity: str) -> Iterator[Row]:
         cursor = self._db.execute(
-            "SELECT seq, enqueued_ms, expires_ms, delivery_count, state, scheduled_ms, dead_letter_source, blob "
-            "FROM messages WHERE entity=? ORDER BY seq",
+            "SELECT seq, enqueued_ms, expires_ms, delivery_count, state, scheduled_ms, dead_letter_source, "
+            "blob FROM messages WHERE entity=? ORDER BY seq",
             (entity,),
         )
         yield from cursor

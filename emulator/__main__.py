@@ -1,0 +1,91 @@
+"""Command line.
+
+``python -m emulator --config FILE --data-dir DIR --amqp-port 5672 --management-port 5300``
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+from pathlib import Path
+
+from emulator.auth import DEFAULT_KEY, DEFAULT_KEY_NAME
+from emulator.config import ConfigError, default_config, load_config
+from emulator.server import Emulator, EmulatorOptions
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m emulator",
+        description="Busbar's Azure Service Bus emulator: AMQP 1.0 for the azure-servicebus SDK "
+        "(UseDevelopmentEmulator=true) plus a management/health HTTP port.",
+    )
+    parser.add_argument("--config", type=Path, help="Config.json in the official emulator's format")
+    parser.add_argument(
+        "--data-dir", type=Path, default=Path(".data/emulator"), help="where messages persist"
+    )
+    parser.add_argument("--in-memory", action="store_true", help="keep nothing on disk (throwaway runs)")
+    parser.add_argument("--host", default="127.0.0.1", help="interface to listen on (default 127.0.0.1)")
+    parser.add_argument("--amqp-port", type=int, default=5672, help="AMQP port; 0 picks a free one")
+    parser.add_argument(
+        "--management-port", type=int, default=5300, help="HTTP port (/health); 0 picks a free one"
+    )
+    parser.add_argument("--key-name", default=DEFAULT_KEY_NAME, help="shared access key name")
+    parser.add_argument("--key", default=DEFAULT_KEY, help="shared access key")
+    parser.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
+    return parser.parse_args(argv)
+
+
+async def serve(options: EmulatorOptions) -> None:
+    emulator = Emulator(options)
+    await emulator.start()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    print(
+        f"Service Bus emulator ready: amqp=127.0.0.1:{emulator.amqp_port} "
+        f"management=127.0.0.1:{emulator.management_port}"
+    )
+    print(f"Health: http://127.0.0.1:{emulator.management_port}/health")
+    print(f"Connection string: {emulator.connection_string}", flush=True)
+    await stop.wait()
+    print("Shutting down.", flush=True)
+    await emulator.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    logging.basicConfig(
+        level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    try:
+        config = load_config(args.config) if args.config else default_config()
+    except ConfigError as exc:
+        print(f"Invalid configuration in {args.config}:\n{exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"Cannot read configuration {args.config}: {exc}", file=sys.stderr)
+        return 2
+    options = EmulatorOptions(
+        config=config,
+        data_dir=None if args.in_memory else args.data_dir,
+        host=args.host,
+        amqp_port=args.amqp_port,
+        management_port=args.management_port,
+        key_name=args.key_name,
+        key=args.key,
+    )
+    try:
+        asyncio.run(serve(options))
+    except OSError as exc:
+        print(f"Cannot start the emulator: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
