@@ -44,7 +44,9 @@ def start_emulator(data_dir: Path, profile_to: Path | None) -> tuple[subprocess.
         cmd += ["-m", "cProfile", "-o", str(profile_to)]
     cmd += ["-m", "emulator", "--config", str(config), "--data-dir", str(data_dir / "data")]
     cmd += ["--amqp-port", "0", "--management-port", "0", "--log-level", "WARNING"]
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    proc = subprocess.Popen(
+        cmd, cwd=ROOT, stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}
+    )
     assert proc.stdout is not None
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
@@ -67,9 +69,10 @@ def batched_send(conn: str, total: int, batch: int, body: bytes) -> float:
 
 def receive_complete(conn: str, total: int, prefetch: int) -> float:
     received = 0
-    with ServiceBusClient.from_connection_string(conn) as client, client.get_queue_receiver(
-        "bench", prefetch_count=prefetch, max_wait_time=5
-    ) as receiver:
+    with (
+        ServiceBusClient.from_connection_string(conn) as client,
+        client.get_queue_receiver("bench", prefetch_count=prefetch, max_wait_time=5) as receiver,
+    ):
         started = time.perf_counter()
         while received < total:
             batch = receiver.receive_messages(max_message_count=prefetch, max_wait_time=5)
@@ -83,7 +86,9 @@ def receive_complete(conn: str, total: int, prefetch: int) -> float:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--messages", type=int, default=20000)
     parser.add_argument("--batch", type=int, default=100)
     parser.add_argument("--prefetch", type=int, default=100)
@@ -109,7 +114,11 @@ def main() -> int:
     result = {
         "benchmark": "emulator_throughput",
         "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
+        "machine": {
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+        },
         "message_bytes": len(body),
         "messages": args.messages,
         "batched_send_msgs_per_s": round(send_rate),

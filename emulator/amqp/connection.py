@@ -131,21 +131,17 @@ class Connection(asyncio.Protocol):
                     )
                 if len(buf) - pos < size:
                     break
-                body = memoryview(buf)[pos + doff * 4 : pos + size]
+                # A copy: the buffer is trimmed below, so nothing may keep a view of it.
+                body = memoryview(bytes(buf[pos + doff * 4 : pos + size]))
                 pos += size
-                try:
-                    if size == doff * 4:
-                        continue  # empty frame: heartbeat
-                    if frame_type == FRAME_TYPE_SASL:
-                        self._on_sasl_frame(body)
-                    elif frame_type == FRAME_TYPE_AMQP and self._state in ("open", "opened"):
-                        self._on_frame(channel, body)
-                    else:
-                        raise FrameError(
-                            "amqp:connection:framing-error", f"unexpected frame type {frame_type}"
-                        )
-                finally:
-                    body.release()
+                if size == doff * 4:
+                    continue  # empty frame: heartbeat
+                if frame_type == FRAME_TYPE_SASL:
+                    self._on_sasl_frame(body)
+                elif frame_type == FRAME_TYPE_AMQP and self._state in ("open", "opened"):
+                    self._on_frame(channel, body)
+                else:
+                    raise FrameError("amqp:connection:framing-error", f"unexpected frame type {frame_type}")
         finally:
             del buf[:pos]
 

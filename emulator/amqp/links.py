@@ -8,8 +8,10 @@ from typing import TYPE_CHECKING, Any
 
 from emulator.amqp.frames import TRANSFER, FlowField, field, frame
 from emulator.amqp.types import UInt
+from emulator.broker import errors
 from emulator.broker.message import StoredMessage
 from emulator.broker.queue import MessageQueue
+from emulator.broker.sessions import SessionState
 
 if TYPE_CHECKING:
     from emulator.amqp.session import Session
@@ -79,11 +81,25 @@ class OutgoingLink(Link):
         self.link_credit = 0
         self.receive_and_delete = False
         self.queue: MessageQueue | None = None
+        # The message session this receiver holds (session-enabled entities only).
+        self.message_session: SessionState | None = None
 
     # Consumer protocol -----------------------------------------------------------------------------
 
     def credit(self) -> int:
         return 0 if self.detached or self.session.closed else self.link_credit
+
+    def session_lost(self) -> None:
+        """The session lock expired: detach with the error the SDK raises as SessionLockLostError."""
+        lost = self.message_session
+        self.message_session = None
+        if self.detached or lost is None:
+            return
+        self.session.detach_link(
+            self,
+            errors.SESSION_LOCK_LOST,
+            f"The session lock has expired on the MessageSession. Session: '{lost.session_id}'.",
+        )
 
     def deliver(self, message: StoredMessage, settled: bool) -> None:
         if settled:

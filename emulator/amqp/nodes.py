@@ -19,7 +19,7 @@ from emulator.amqp.message import (
     section,
 )
 from emulator.amqp.session import decode_body_value, entity_path
-from emulator.amqp.types import Array, Int, Symbol, Timestamp
+from emulator.amqp.types import Array, Int, Long, Symbol, Timestamp
 from emulator.auth import TokenRejected
 from emulator.broker import errors
 from emulator.broker.errors import BrokerError
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("emulator.amqp")
 
-Handler = Callable[[MessageQueue, dict[str, Any]], tuple[int, dict[str, Any] | None]]
+Handler = Callable[[MessageQueue, dict[str, Any], str], tuple[int, dict[str, Any] | None]]
 MAX_PEEK = 250
 
 
@@ -58,6 +58,13 @@ class Nodes:
             "com.microsoft:renew-lock": self._renew_lock,
             "com.microsoft:peek-message": self._peek,
             "com.microsoft:update-disposition": self._update_disposition,
+            "com.microsoft:schedule-message": self._schedule,
+            "com.microsoft:cancel-scheduled-message": self._cancel_scheduled,
+            "com.microsoft:receive-by-sequence-number": self._receive_deferred,
+            "com.microsoft:renew-session-lock": self._renew_session_lock,
+            "com.microsoft:get-session-state": self._get_session_state,
+            "com.microsoft:set-session-state": self._set_session_state,
+            "com.microsoft:get-message-sessions": self._list_sessions,
         }
 
     def handle(self, session: Session, link: IncomingLink, payload: memoryview) -> None:
@@ -90,7 +97,7 @@ class Nodes:
                 raise BrokerError(errors.ARGUMENT_ERROR, "The request body must be an amqp-value map.")
             session.connection.authorize(link.entity_path)
             _, queue = session.namespace.receive_queue(link.entity_path)
-            status, response = handler(queue, body)
+            status, response = handler(queue, body, link.entity_path)
             app = {"statusCode": Int(status), "statusDescription": "OK" if status == 200 else "No Content"}
         except BrokerError as exc:
             app = {
@@ -145,36 +152,137 @@ class Nodes:
 
     # ------------------------------------------------------------------------------------------ $management
 
-    def _renew_lock(self, queue: MessageQueue, body: dict[str, Any]) -> tuple[int, dict[str, Any] | None]:
+    def _renew_lock(
+        self, queue: MessageQueue, body: dict[str, Any], path: str
+    ) -> tuple[int, dict[str, Any] | None]:
         expirations = [Timestamp(queue.renew(token)) for token in _tokens(body)]
         return 200, {"expirations": Array(0x83, tuple(expirations))}
 
-    def _peek(self, queue: MessageQueue, body: dict[str, Any]) -> tuple[int, dict[str, Any] | None]:
+    def _peek(
+        self, queue: MessageQueue, body: dict[str, Any], path: str
+    ) -> tuple[int, dict[str, Any] | None]:
         start = int(_key(body, "from-sequence-number", 0) or 0)
         count = int(_key(body, "message-count", 1) or 1)
         if count < 1:
             raise BrokerError(errors.ARGUMENT_OUT_OF_RANGE, "message-count must be at least 1.")
-        found = queue.peek(max(start, 1) if start else 0, min(count, MAX_PEEK))
+        found = queue.peek(max(start, 1) if start else 0, min(count, MAX_PEEK), _session_id(body))
         if not found:
             return 204, None
         return 200, {"messages": [{"message": m.encode_for_delivery(with_state=True)} for m in found]}
 
     def _update_disposition(
-        self, queue: MessageQueue, body: dict[str, Any]
+        self, queue: MessageQueue, body: dict[str, Any], path: str
     ) -> tuple[int, dict[str, Any] | None]:
         status = str(_key(body, "disposition-status", ""))
         tokens = _tokens(body)
+        session_id = _session_id(body)
         for token in tokens:
             if status == "completed":
-                queue.complete(token)
+                queue.complete(token, session_id)
             elif status == "abandoned":
-                queue.abandon(token)
+                queue.abandon(token, session_id)
             elif status == "defered":
-                queue.defer(token)
+                queue.defer(token, session_id)
             elif status == "suspended":
                 reason = _key(body, "deadletter-reason")
                 description = _key(body, "deadletter-description")
-                queue.dead_letter(token, reason, description)
+                queue.dead_letter(token, reason, description, session_id)
             else:
                 raise BrokerError(errors.ARGUMENT_ERROR, f"Unknown disposition-status '{status}'.")
         return 200, {}
+
+    def _schedule(
+        self, queue: MessageQueue, body: dict[str, Any], path: str
+    ) -> tuple[int, dict[str, Any] | None]:
+        entries = _key(body, "messages")
+        if not isinstance(entries, list) or not entries:
+            raise BrokerError(errors.ARGUMENT_ERROR, "'messages' must be a non-empty list.")
+        parsed = []
+        for entry in entries:
+            raw = _key(entry, "message") if isinstance(entry, dict) else None
+            if not isinstance(raw, bytes):
+                raise BrokerError(errors.ARGUMENT_ERROR, "each scheduled entry needs a binary 'message'.")
+            try:
+                parsed.append(parse_message(raw))
+            except DecodeError as exc:
+                raise BrokerError(errors.DECODE_ERROR, f"The message could not be decoded: {exc}") from exc
+        sequence_numbers = self.server.namespace.send(path, parsed)
+        return 200, {"sequence-numbers": Array(0x81, tuple(Long(n) for n in sequence_numbers))}
+
+    def _cancel_scheduled(
+        self, queue: MessageQueue, body: dict[str, Any], path: str
+    ) -> tuple[int, dict[str, Any] | None]:
+        queue.cancel_scheduled(_sequence_numbers(body))
+        return 200, {}
+
+    def _receive_deferred(
+        self, queue: MessageQueue, body: dict[str, Any], path: str
+    ) -> tuple[int, dict[str, Any] | None]:
+        settle_mode = int(_key(body, "receiver-settle-mode", 1) or 0)
+        found = queue.receive_deferred(_sequence_numbers(body), self, settle_mode == 0, _session_id(body))
+        if not found:
+            return 204, None
+        messages = []
+        for msg in found:
+            entry: dict[str, Any] = {
+                "message": msg.encode_for_delivery(locked_until_ms=msg.locked_until_ms or None)
+            }
+            if msg.lock_token is not None:
+                entry["lock-token"] = msg.lock_token
+            messages.append(entry)
+        return 200, {"messages": messages}
+
+    def _renew_session_lock(
+        self, queue: MessageQueue, body: dict[str, Any], path: str
+    ) -> tuple[int, dict[str, Any] | None]:
+        return 200, {"expiration": Timestamp(queue.renew_session(_required_session(body)))}
+
+    def _get_session_state(
+        self, queue: MessageQueue, body: dict[str, Any], path: str
+    ) -> tuple[int, dict[str, Any] | None]:
+        return 200, {"session-state": queue.get_session_state(_required_session(body))}
+
+    def _set_session_state(
+        self, queue: MessageQueue, body: dict[str, Any], path: str
+    ) -> tuple[int, dict[str, Any] | None]:
+        state = _key(body, "session-state")
+        if state is not None and not isinstance(state, bytes):
+            raise BrokerError(errors.ARGUMENT_ERROR, "'session-state' must be binary or null.")
+        queue.set_session_state(_required_session(body), state)
+        return 200, {}
+
+    def _list_sessions(
+        self, queue: MessageQueue, body: dict[str, Any], path: str
+    ) -> tuple[int, dict[str, Any] | None]:
+        since = _key(body, "last-updated-time")
+        updated_since = None if since is None or int(since) >= NO_FILTER_TIME else int(since)
+        skip = int(_key(body, "skip", 0) or 0)
+        top = int(_key(body, "top", 100) or 100)
+        ids = queue.list_sessions(updated_since)[skip : skip + top]
+        if not ids:
+            return 204, None
+        return 200, {"skip": Int(skip + len(ids)), "sessions-ids": ids}
+
+
+# The SDK's "no filter" sentinel for get-message-sessions: 9999-12-31.
+NO_FILTER_TIME = 253402300800000
+
+
+def _session_id(body: dict[str, Any]) -> str | None:
+    value = _key(body, "session-id")
+    return None if value is None else str(value)
+
+
+def _required_session(body: dict[str, Any]) -> str:
+    session_id = _session_id(body)
+    if session_id is None:
+        raise BrokerError(errors.ARGUMENT_ERROR, "'session-id' is required.")
+    return session_id
+
+
+def _sequence_numbers(body: dict[str, Any]) -> list[int]:
+    raw = _key(body, "sequence-numbers")
+    items = raw.items if isinstance(raw, Array) else raw
+    if not isinstance(items, list | tuple) or not all(isinstance(n, int) for n in items):
+        raise BrokerError(errors.ARGUMENT_ERROR, "'sequence-numbers' must be an array of long.")
+    return [int(n) for n in items]

@@ -22,6 +22,7 @@ from emulator.amqp.frames import (
     AttachField,
     DispositionField,
     FlowField,
+    SourceField,
     TransferField,
     error,
     field,
@@ -30,10 +31,11 @@ from emulator.amqp.frames import (
 )
 from emulator.amqp.links import IncomingLink, OutgoingLink
 from emulator.amqp.message import BATCH_MESSAGE_FORMAT, ParsedMessage, parse_message, split_batch
-from emulator.amqp.types import Described, Symbol, UByte, UInt, ULong
+from emulator.amqp.types import Described, Long, Symbol, UByte, UInt, ULong
 from emulator.broker import errors
 from emulator.broker.errors import BrokerError
 from emulator.broker.queue import MessageQueue
+from emulator.broker.sessions import SessionState, SessionWaiter
 from emulator.config import EntityStatus
 
 if TYPE_CHECKING:
@@ -42,6 +44,12 @@ if TYPE_CHECKING:
 log = logging.getLogger("emulator.amqp")
 
 MANAGEMENT_SUFFIX = "/$management"
+SESSION_FILTER = Symbol("com.microsoft:session-filter")
+LOCKED_UNTIL_UTC = Symbol("com.microsoft:locked-until-utc")
+TIMEOUT_PROPERTY = Symbol("com.microsoft:timeout")
+DEFAULT_SESSION_WAIT_MS = 60_000
+# .NET ticks (100 ns) at the Unix epoch: the SDK reads com.microsoft:locked-until-utc in ticks.
+DOTNET_EPOCH_TICKS = 621_355_968_000_000_000
 
 
 def entity_path(address: str | None) -> str:
@@ -107,20 +115,26 @@ class Session:
             link.address = _address(target) or ""
         self.links[handle] = link
         try:
-            self._bind(link, fields)
+            pending = self._bind(link, fields)
         except BrokerError as exc:
             self._refuse(link, fields, exc)
             return
-        self._reply_attach(link, fields)
+        if not pending:
+            self._reply_attach(link, fields)
+            if isinstance(link, OutgoingLink) and link.queue is not None:
+                link.queue.attach(link)
 
-    def _bind(self, link: IncomingLink | OutgoingLink, fields: list[Any]) -> None:
-        """Connect a link to its node or entity; raise BrokerError to refuse it."""
+    def _bind(self, link: IncomingLink | OutgoingLink, fields: list[Any]) -> bool:
+        """Connect a link to its node or entity; raise BrokerError to refuse it.
+
+        Returns True when the attach reply must wait (a next-available session receiver with no free
+        session yet)."""
         path = entity_path(link.address)
         lowered = path.lower()
         if lowered == "$cbs":
             if isinstance(link, IncomingLink):
                 link.node = "$cbs"
-            return
+            return False
         if lowered.endswith(MANAGEMENT_SUFFIX):
             owner = path[: -len(MANAGEMENT_SUFFIX)]
             self.connection.authorize(owner)
@@ -128,7 +142,7 @@ class Session:
             if isinstance(link, IncomingLink):
                 link.node = "$management"
                 link.entity_path = owner
-            return
+            return False
         if not path:
             raise BrokerError(
                 errors.NOT_FOUND, f"The link address '{link.address}' does not name an entity.", 404
@@ -144,7 +158,7 @@ class Session:
                 )
             link.entity_path = path
             link.max_message_size = entity.props.max_message_size_in_kilobytes * 1024
-            return
+            return False
         entity, queue = self.namespace.receive_queue(path)
         if entity.props.status in (EntityStatus.DISABLED, EntityStatus.RECEIVE_DISABLED):
             raise BrokerError(
@@ -160,7 +174,85 @@ class Session:
             )
         link.receive_and_delete = field(fields, AttachField.SND_SETTLE_MODE, 2) == 1
         link.queue = queue
-        queue.attach(link)
+        return self._bind_session(link, queue, fields)
+
+    def _bind_session(self, link: OutgoingLink, queue: MessageQueue, fields: list[Any]) -> bool:
+        """Session receivers: lock the named session, or the next free one (waiting for one if needed)."""
+        source_fields = link.source.value if isinstance(link.source, Described) else []
+        filters = field(source_fields, SourceField.FILTER)
+        wants_session = isinstance(filters, dict) and SESSION_FILTER in filters
+        if queue.session_book is None:
+            if wants_session:
+                raise BrokerError(
+                    errors.NOT_ALLOWED,
+                    f"The entity '{queue.path}' does not require sessions; a session receiver cannot be created.",
+                )
+            return False
+        if not wants_session:
+            raise BrokerError(
+                errors.NOT_ALLOWED,
+                "It is not possible for an entity that requires sessions to create a non-sessionful message "
+                "receiver.",
+            )
+        assert isinstance(filters, dict)
+        requested = filters[SESSION_FILTER]
+        if requested is not None:
+            link.message_session = queue.lock_session(str(requested), link)
+            return False
+        session = queue.acquire_next_session(link)
+        if session is not None:
+            link.message_session = session
+            return False
+        properties = field(fields, AttachField.PROPERTIES, {})
+        timeout_ms = (
+            int(properties.get(TIMEOUT_PROPERTY, DEFAULT_SESSION_WAIT_MS))
+            if isinstance(properties, dict)
+            else 0
+        )
+        waiter = SessionWaiter(link, lambda granted: self._session_granted(link, fields, granted))
+        waiter.timer = self.connection.server.namespace.call_at_ms(
+            self.connection.server.namespace.now_ms() + timeout_ms,
+            self._session_wait_expired,
+            link,
+            fields,
+            waiter,
+        )
+        queue.wait_for_session(waiter)
+        return True
+
+    def _session_granted(self, link: OutgoingLink, fields: list[Any], granted: SessionState) -> None:
+        if link.detached or self.closed:
+            return
+        link.message_session = granted
+        self._reply_attach(link, fields)
+        if link.queue is not None:
+            link.queue.attach(link)
+            link.queue.dispatch()
+
+    def _session_wait_expired(self, link: OutgoingLink, fields: list[Any], waiter: SessionWaiter) -> None:
+        queue = link.queue
+        if queue is not None and queue.session_book is not None and waiter in queue.session_book.waiters:
+            queue.session_book.waiters.remove(waiter)
+        if link.detached or self.closed or link.message_session is not None:
+            return
+        self._refuse(
+            link,
+            fields,
+            BrokerError(
+                errors.TIMEOUT,
+                "The operation did not complete within the allocated time: no session "
+                "is available to accept.",
+                408,
+            ),
+        )
+
+    def detach_link(self, link: IncomingLink | OutgoingLink, condition: str, description: str) -> None:
+        """Broker-initiated detach with an error (e.g. a session lock that expired)."""
+        self.links.pop(link.handle, None)
+        self._release_link(link)
+        self.connection.write(
+            frame(self.channel, DETACH, [UInt(link.handle), True, error(condition, description)])
+        )
 
     def _reply_attach(
         self, link: IncomingLink | OutgoingLink, fields: list[Any], grant_credit: bool = True
@@ -169,26 +261,57 @@ class Session:
         snd_settle = field(fields, AttachField.SND_SETTLE_MODE)
         rcv_settle = field(fields, AttachField.RCV_SETTLE_MODE)
         max_size = link.max_message_size if isinstance(link, IncomingLink) else 0
+        source = link.source
+        properties = None
+        held = link.message_session if isinstance(link, OutgoingLink) else None
+        if held is not None and isinstance(source, Described) and isinstance(source.value, list):
+            # The SDK learns its session id from the echoed filter and the lock expiry from the properties.
+            source_fields = list(source.value) + [None] * max(0, 11 - len(source.value))
+            source_fields[SourceField.FILTER] = {SESSION_FILTER: held.session_id}
+            source = Described(source.descriptor, source_fields)
+            properties = {LOCKED_UNTIL_UTC: Long(held.locked_until_ms * 10_000 + DOTNET_EPOCH_TICKS)}
         reply: list[Any] = [
             link.name,
             UInt(link.handle),
             not is_outgoing,  # our role: receiver (True) facing a client sender
             None if snd_settle is None else UByte(snd_settle),
             None if rcv_settle is None else UByte(rcv_settle),
-            link.source,
+            source,
             link.target,
             None,
             None,
             UInt(0) if is_outgoing else None,  # the SDK requires initial-delivery-count from a sender
             ULong(max_size) if max_size else None,
+            None,
+            None,
+            properties,
         ]
         self.connection.write(frame(self.channel, ATTACH, reply))
         if grant_credit and isinstance(link, IncomingLink):
             self.send_flow(link.flow_fields())
 
     def _refuse(self, link: IncomingLink | OutgoingLink, fields: list[Any], exc: BrokerError) -> None:
-        """Azure's way of refusing a link: attach, then detach with the error."""
-        self._reply_attach(link, fields, grant_credit=False)
+        """Refuse a link as AMQP prescribes: an attach with no terminus on our side, then a detach with
+        the error (the SDK raises the error carried by the detach)."""
+        is_outgoing = isinstance(link, OutgoingLink)
+        self.connection.write(
+            frame(
+                self.channel,
+                ATTACH,
+                [
+                    link.name,
+                    UInt(link.handle),
+                    not is_outgoing,
+                    None,
+                    None,
+                    None if is_outgoing else link.source,
+                    link.target if is_outgoing else None,
+                    None,
+                    None,
+                    UInt(0) if is_outgoing else None,
+                ],
+            )
+        )
         self.links.pop(link.handle, None)
         link.detached = True
         self.connection.write(

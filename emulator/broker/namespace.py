@@ -10,14 +10,14 @@ from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
-from emulator.amqp.message import ParsedMessage
+from emulator.amqp.message import ParsedMessage, PropertiesField
 from emulator.broker import errors
 from emulator.broker.errors import BrokerError
 from emulator.broker.message import StoredMessage
 from emulator.broker.queue import MessageQueue
 from emulator.broker.store import Store
 from emulator.config import EntityStatus, QueueProperties
-from emulator.limits import MAX_TRANSFER_HOPS
+from emulator.limits import MAX_MESSAGE_ID_LENGTH, MAX_TRANSFER_HOPS
 
 DEAD_LETTER_SUFFIX = "/$deadletterqueue"
 TRANSFER_DEAD_LETTER_SUFFIX = "/$transfer/$deadletterqueue"
@@ -53,9 +53,33 @@ class QueueEntity:
             default_ttl_ms=_ms(props.default_message_time_to_live),
             dead_letter_on_expiration=props.dead_lettering_on_message_expiration,
             dead_letter_queue=self.dead_letter,
+            requires_session=props.requires_session,
         )
         self.main.owner = self
         self.dead_letter.owner = self
+
+        # Duplicate detection history: message id → end of its window (ms).
+        self.duplicates: dict[str, int] = {}
+        self.window_ms = _ms(props.duplicate_detection_history_time_window) or 600_000
+        if props.requires_duplicate_detection:
+            self.duplicates = dict(namespace.store.message_ids(self.main.key))
+
+    def first_sighting(self, message_id: str | None, now: int) -> bool:
+        """Record ``message_id`` in the duplicate-detection window; False when it is a duplicate."""
+        if not self.props.requires_duplicate_detection or message_id is None:
+            return True
+        until = self.duplicates.get(message_id)
+        if until is not None and until > now:
+            return False
+        self.duplicates[message_id] = now + self.window_ms
+        return True
+
+    def prune_duplicates(self, store: Store, now: int) -> None:
+        expired = [m for m, until in self.duplicates.items() if until <= now]
+        for message_id in expired:
+            del self.duplicates[message_id]
+        if expired:
+            store.forget_message_ids(self.main.key, now)
 
     @property
     def size_bytes(self) -> int:
@@ -174,6 +198,26 @@ class Namespace:
                     f"currently allowed on the link.",
                     413,
                 )
+        for msg in messages:
+            session_id = msg.prop(PropertiesField.GROUP_ID)
+            if entity.props.requires_session and session_id is None:
+                raise BrokerError(
+                    errors.NOT_ALLOWED,
+                    "The SessionId was not set on a message, and it cannot be sent to the entity. Entities that "
+                    "have session support enabled can only receive messages that have the SessionId set to a "
+                    "valid value.",
+                    400,
+                )
+            for name, value in (
+                ("MessageId", msg.prop(PropertiesField.MESSAGE_ID)),
+                ("SessionId", session_id),
+            ):
+                if value is not None and len(str(value)) > MAX_MESSAGE_ID_LENGTH:
+                    raise BrokerError(
+                        errors.ARGUMENT_OUT_OF_RANGE,
+                        f"The {name} is longer than the maximum of {MAX_MESSAGE_ID_LENGTH} characters.",
+                        400,
+                    )
         incoming = sum(m.size for m in messages)
         max_bytes = entity.props.max_size_in_megabytes * 1024 * 1024
         if entity.size_bytes + incoming > max_bytes:
@@ -185,26 +229,44 @@ class Namespace:
                 403,
             )
 
-    def send(self, path: str, messages: list[ParsedMessage]) -> None:
-        """Accept messages sent to ``path`` durably, or raise the error the sender gets."""
+    def send(self, path: str, messages: list[ParsedMessage]) -> list[int]:
+        """Accept messages sent to ``path`` durably, or raise the error the sender gets.
+
+        Returns the sequence numbers assigned (0 for a duplicate that was dropped)."""
         entity = self.entity_for(path)
         self.check_send(entity, messages)
         with self.store.transaction():
-            self._enqueue(entity, messages, hops=0)
+            return self._enqueue(entity, messages, hops=0)
 
-    def _enqueue(self, entity: QueueEntity, messages: list[ParsedMessage], hops: int) -> None:
+    def _enqueue(self, entity: QueueEntity, messages: list[ParsedMessage], hops: int) -> list[int]:
+        now = self.now_ms()
+        fresh: list[ParsedMessage] = []
+        remembered: list[tuple[str, int]] = []
+        for parsed in messages:
+            raw_id = parsed.prop(PropertiesField.MESSAGE_ID)
+            message_id = None if raw_id is None else str(raw_id)
+            if not entity.first_sighting(message_id, now):
+                continue  # a duplicate inside the window is accepted and dropped, as in Azure
+            fresh.append(parsed)
+            if message_id is not None and entity.props.requires_duplicate_detection:
+                remembered.append((message_id, entity.duplicates[message_id]))
+        if remembered:
+            self.store.remember_message_ids(entity.main.key, remembered)
+            if len(entity.duplicates) > 10_000:
+                entity.prune_duplicates(self.store, now)
         forward_to = entity.props.forward_to
         if forward_to:
-            self._forward(entity, forward_to, messages, hops)
-            return
-        now = self.now_ms()
+            self._forward(entity, forward_to, fresh, hops)
+            return [0] * len(messages)
         stored = []
-        for parsed in messages:
+        for parsed in fresh:
             msg = StoredMessage(parsed=parsed)
             entity.main.prepare(msg, now)
             stored.append(msg)
         entity.main.accept(stored)
         entity.main.dispatch()
+        by_id = {id(m.parsed): m.sequence_number for m in stored}
+        return [by_id.get(id(p), 0) for p in messages]
 
     def _forward(
         self, source: QueueEntity, target_name: str, messages: list[ParsedMessage], hops: int

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import heapq
 import uuid
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
-from emulator.broker.errors import lock_lost
+from emulator.broker import errors
+from emulator.broker.errors import BrokerError, lock_lost
 from emulator.broker.message import SCHEDULED_ENQUEUE_TIME, MessageState, StoredMessage
+from emulator.broker.sessions import SessionBook, SessionState, SessionWaiter
 
 if TYPE_CHECKING:
     from emulator.broker.namespace import Namespace
@@ -22,10 +23,14 @@ class Consumer(Protocol):
     """A receiving link as the queue sees it."""
 
     receive_and_delete: bool
+    # The session this consumer holds, for session receivers.
+    message_session: SessionState | None
 
     def credit(self) -> int: ...
 
     def deliver(self, message: StoredMessage, settled: bool) -> None: ...
+
+    def session_lost(self) -> None: ...
 
 
 class MessageQueue:
@@ -41,6 +46,7 @@ class MessageQueue:
         default_ttl_ms: int | None,
         dead_letter_on_expiration: bool,
         dead_letter_queue: MessageQueue | None,
+        requires_session: bool = False,
     ) -> None:
         self.namespace = namespace
         self.path = path
@@ -50,6 +56,7 @@ class MessageQueue:
         self.default_ttl_ms = default_ttl_ms
         self.dead_letter_on_expiration = dead_letter_on_expiration
         self.dead_letter_queue = dead_letter_queue
+        self.session_book = SessionBook() if requires_session else None
         self.messages: dict[int, StoredMessage] = {}
         self.locks: dict[uuid.UUID, StoredMessage] = {}
         self.size_bytes = 0
@@ -60,22 +67,23 @@ class MessageQueue:
         self._scheduled: list[tuple[int, int]] = []
         self._rotation = 0
         self._dispatching = False
-        # Called with each message that becomes deliverable; the namespace uses it for auto-forwarding.
-        self.on_available: Callable[[MessageQueue, StoredMessage], bool] | None = None
         # The entity this queue belongs to (set by the entity), for routing dead letters.
         self.owner: object | None = None
 
     # ------------------------------------------------------------------------------------------ loading
 
     def restore(self) -> None:
-        """Load this queue's messages from the store (start-up)."""
+        """Load this queue's messages (and session states) from the store (start-up)."""
         store = self.namespace.store
         self.last_sequence = store.last_sequence(self.key)
         now = self.namespace.now_ms()
+        if self.session_book is not None:
+            for session_id, state, updated_ms in store.session_states(self.key):
+                session = self.session_book.get(session_id)
+                session.state, session.updated_ms = state, updated_ms
         for row in store.load(self.key):
             msg = StoredMessage.from_store(row[7], *row[:7])
-            self.messages[msg.sequence_number] = msg
-            self.size_bytes += msg.size
+            self._add(msg)
             self._track(msg, now)
 
     # ------------------------------------------------------------------------------------------ enqueue
@@ -93,8 +101,7 @@ class MessageQueue:
         store.save_sequence(self.key, self.last_sequence)
         now = self.namespace.now_ms()
         for msg in messages:
-            self.messages[msg.sequence_number] = msg
-            self.size_bytes += msg.size
+            self._add(msg)
             self._track(msg, now)
 
     def prepare(self, msg: StoredMessage, now: int) -> None:
@@ -111,6 +118,14 @@ class MessageQueue:
         start = msg.scheduled_ms if msg.scheduled_ms is not None else now
         msg.expires_ms = None if ttl is None else start + ttl
 
+    def _add(self, msg: StoredMessage) -> None:
+        self.messages[msg.sequence_number] = msg
+        self.size_bytes += msg.size
+        if self.session_book is not None and msg.session_id is not None:
+            session = self.session_book.get(msg.session_id)
+            session.message_count += 1
+            session.updated_ms = max(session.updated_ms, msg.enqueued_ms)
+
     def _track(self, msg: StoredMessage, now: int) -> None:
         if msg.state is MessageState.SCHEDULED and msg.scheduled_ms is not None:
             heapq.heappush(self._scheduled, (msg.scheduled_ms, msg.sequence_number))
@@ -123,10 +138,14 @@ class MessageQueue:
             self._make_available(msg)
 
     def _make_available(self, msg: StoredMessage) -> None:
-        if self.on_available is not None and self.on_available(self, msg):
+        if msg.available:
             return
-        if not msg.available:
-            msg.available = True
+        msg.available = True
+        if self.session_book is not None and msg.session_id is not None:
+            session = self.session_book.push(msg.session_id, msg.sequence_number)
+            if self.session_book.waiters and not session.locked(self.namespace.now_ms()):
+                self._grant_waiter(session)
+        else:
             heapq.heappush(self._available, msg.sequence_number)
 
     # ------------------------------------------------------------------------------------------ delivery
@@ -137,44 +156,73 @@ class MessageQueue:
     def detach(self, consumer: Consumer) -> None:
         if consumer in self.consumers:
             self.consumers.remove(consumer)
+        session = consumer.message_session
+        if session is not None and session.holder is consumer:
+            # Closing a session receiver gives the session up; what it held unsettled counts as a delivery.
+            self._end_session_lock(session, notify=False)
+        if self.session_book is not None:
+            self.session_book.waiters = [w for w in self.session_book.waiters if w.owner is not consumer]
 
     def dispatch(self) -> None:
         """Hand available messages to consumers with credit, round-robin."""
-        if self._dispatching or not self._available or not self.consumers:
+        if self._dispatching or not self.consumers:
             return
         self._dispatching = True
         try:
             now = self.namespace.now_ms()
-            while self._available:
-                consumer = self._next_consumer()
+            exhausted: set[int] = set()
+            while True:
+                consumer = self._next_consumer(exhausted)
                 if consumer is None:
                     return
-                msg = self._pop_available(now)
-                if msg is None:
-                    return
-                if consumer.receive_and_delete:
-                    with self.namespace.store.transaction():
-                        self._remove(msg)
-                    consumer.deliver(msg, True)
-                else:
-                    self._lock(msg, now, consumer)
-                    consumer.deliver(msg, False)
+                if not self._feed(consumer, now):
+                    exhausted.add(id(consumer))
         finally:
             self._dispatching = False
 
-    def _next_consumer(self) -> Consumer | None:
+    def _feed(self, consumer: Consumer, now: int) -> bool:
+        """Deliver to one consumer until its credit or its messages run out; True if it got any."""
+        got = False
+        while consumer.credit() > 0:
+            msg = self._pop_available(consumer, now)
+            if msg is None:
+                break
+            got = True
+            if consumer.receive_and_delete:
+                with self.namespace.store.transaction():
+                    self._remove(msg)
+                consumer.deliver(msg, True)
+            else:
+                self._lock(msg, now, consumer)
+                consumer.deliver(msg, False)
+            if len(self.consumers) > 1:
+                break  # round-robin between competing consumers
+        return got
+
+    def _next_consumer(self, exhausted: set[int]) -> Consumer | None:
         consumers = self.consumers
         count = len(consumers)
         for i in range(count):
             consumer = consumers[(self._rotation + i) % count]
-            if consumer.credit() > 0:
-                self._rotation = (self._rotation + i + 1) % count
-                return consumer
+            if id(consumer) in exhausted:
+                continue
+            if consumer.credit() > 0 and (self.session_book is None or consumer.message_session is not None):
+                if self._has_work(consumer):
+                    self._rotation = (self._rotation + i + 1) % count
+                    return consumer
         return None
 
-    def _pop_available(self, now: int) -> StoredMessage | None:
-        while self._available:
-            seq = heapq.heappop(self._available)
+    def _has_work(self, consumer: Consumer) -> bool:
+        session = consumer.message_session
+        return bool(session.available if session is not None else self._available)
+
+    def _pop_available(self, consumer: Consumer, now: int) -> StoredMessage | None:
+        session = consumer.message_session
+        if session is not None and (session.holder is not consumer or not session.locked(now)):
+            return None
+        heap = session.available if session is not None else self._available
+        while heap:
+            seq = heapq.heappop(heap)
             msg = self.messages.get(seq)
             if msg is None or not msg.available:
                 continue
@@ -185,13 +233,23 @@ class MessageQueue:
             return msg
         return None
 
-    def _lock(self, msg: StoredMessage, now: int, owner: object) -> None:
+    def _lock(self, msg: StoredMessage, now: int, owner: Consumer | object) -> None:
         token = uuid.uuid4()
         msg.lock_token = token
         msg.lock_owner = owner
-        msg.locked_until_ms = now + self.lock_duration_ms
         self.locks[token] = msg
+        session = self._session_of(msg)
+        if session is not None and session.holder is not None:
+            # A session message is locked by its session's lock, not a lock of its own.
+            msg.locked_until_ms = session.locked_until_ms
+            return
+        msg.locked_until_ms = now + self.lock_duration_ms
         msg.lock_timer = self.namespace.call_at_ms(msg.locked_until_ms, self._lock_expired, token)
+
+    def _session_of(self, msg: StoredMessage) -> SessionState | None:
+        if self.session_book is None or msg.session_id is None:
+            return None
+        return self.session_book.sessions.get(msg.session_id)
 
     def _unlock(self, msg: StoredMessage) -> None:
         if msg.lock_token is not None:
@@ -207,22 +265,30 @@ class MessageQueue:
         if msg is not None:
             self._failed_delivery(msg)
 
-    def locked(self, token: uuid.UUID) -> StoredMessage:
+    def locked(self, token: uuid.UUID, session_id: str | None = None) -> StoredMessage:
         """The message holding lock ``token``, or the lock-lost error Azure gives."""
         msg = self.locks.get(token)
-        if msg is None or msg.locked_until_ms <= self.namespace.now_ms():
+        now = self.namespace.now_ms()
+        if msg is not None and self.session_book is not None and msg.session_id is not None:
+            self.session_book.held_by(msg.session_id, None, now)
+            if session_id is not None and session_id != msg.session_id:
+                raise lock_lost()
+            return msg
+        if msg is None and session_id is not None and self.session_book is not None:
+            self.session_book.held_by(session_id, None, now)
+        if msg is None or msg.locked_until_ms <= now:
             raise lock_lost()
         return msg
 
     # ------------------------------------------------------------------------------------------ settlement
 
-    def complete(self, token: uuid.UUID) -> None:
-        msg = self.locked(token)
+    def complete(self, token: uuid.UUID, session_id: str | None = None) -> None:
+        msg = self.locked(token, session_id)
         with self.namespace.store.transaction():
             self._remove(msg)
 
-    def abandon(self, token: uuid.UUID) -> None:
-        self._failed_delivery(self.locked(token))
+    def abandon(self, token: uuid.UUID, session_id: str | None = None) -> None:
+        self._failed_delivery(self.locked(token, session_id))
 
     def release(self, token: uuid.UUID) -> None:
         """Give a message back without counting a delivery (the SDK releases prefetched messages it never
@@ -231,24 +297,31 @@ class MessageQueue:
         if msg is None:
             return
         self._unlock(msg)
-        self._make_available(msg)
+        if msg.state is MessageState.ACTIVE:
+            self._make_available(msg)
         self.dispatch()
 
-    def defer(self, token: uuid.UUID) -> None:
-        msg = self.locked(token)
+    def defer(self, token: uuid.UUID, session_id: str | None = None) -> None:
+        msg = self.locked(token, session_id)
         self._unlock(msg)
         msg.state = MessageState.DEFERRED
         with self.namespace.store.transaction():
             self.namespace.store.update_state(self.key, msg)
 
-    def dead_letter(self, token: uuid.UUID, reason: str | None, description: str | None) -> None:
-        msg = self.locked(token)
+    def dead_letter(
+        self, token: uuid.UUID, reason: str | None, description: str | None, session_id: str | None = None
+    ) -> None:
+        msg = self.locked(token, session_id)
         self._unlock(msg)
         self.move_to_dead_letter(msg, reason, description)
 
     def renew(self, token: uuid.UUID) -> int:
         """Extend a lock by the lock duration from now; return the new expiry (ms)."""
         msg = self.locked(token)
+        if self._session_of(msg) is not None:
+            raise BrokerError(
+                errors.NOT_ALLOWED, "Renewing a message lock is not supported for messages of a session.", 400
+            )
         if msg.lock_timer is not None:
             msg.lock_timer.cancel()
         msg.locked_until_ms = self.namespace.now_ms() + self.lock_duration_ms
@@ -268,8 +341,9 @@ class MessageQueue:
             return
         with self.namespace.store.transaction():
             self.namespace.store.update_state(self.key, msg)
-        self._make_available(msg)
-        self.dispatch()
+        if msg.state is MessageState.ACTIVE:
+            self._make_available(msg)
+            self.dispatch()
 
     def _remove(self, msg: StoredMessage) -> None:
         self._unlock(msg)
@@ -277,13 +351,19 @@ class MessageQueue:
         if self.messages.pop(msg.sequence_number, None) is not None:
             self.size_bytes -= msg.size
             self.namespace.store.delete(self.key, (msg.sequence_number,))
+            session = self._session_of(msg)
+            if session is not None:
+                session.message_count -= 1
+                assert self.session_book is not None
+                self.session_book.forget_if_empty(session)
 
     def move_to_dead_letter(self, msg: StoredMessage, reason: str | None, description: str | None) -> None:
         """Move ``msg`` to the dead-letter queue (or where dead letters are forwarded)."""
         if self.dead_letter_queue is None:
             # A dead-letter queue has no dead-letter queue of its own: the message stays where it is.
-            self._make_available(msg)
-            self.dispatch()
+            if msg.state is MessageState.ACTIVE:
+                self._make_available(msg)
+                self.dispatch()
             return
         with self.namespace.store.transaction():
             self._remove(msg)
@@ -310,12 +390,7 @@ class MessageQueue:
                 _, seq = heapq.heappop(self._scheduled)
                 msg = self.messages.get(seq)
                 if msg is not None and msg.state is MessageState.SCHEDULED:
-                    msg.state = MessageState.ACTIVE
-                    self.namespace.store.update_state(self.key, msg)
-                    if msg.expires_ms is not None:
-                        heapq.heappush(self._expiring, (msg.expires_ms, seq))
-                        self.namespace.wake_at(msg.expires_ms)
-                    self._make_available(msg)
+                    self._activate(msg, now)
                     changed = True
             while self._expiring and self._expiring[0][0] <= now:
                 _, seq = heapq.heappop(self._expiring)
@@ -328,14 +403,196 @@ class MessageQueue:
         if changed:
             self.dispatch()
 
+    def _activate(self, msg: StoredMessage, now: int) -> None:
+        """A scheduled message becomes active: it is appended as if enqueued now, with a new sequence
+        number, as Azure does."""
+        store = self.namespace.store
+        self.messages.pop(msg.sequence_number, None)
+        self.size_bytes -= msg.size
+        session = self._session_of(msg)
+        if session is not None:
+            session.message_count -= 1
+        store.delete(self.key, (msg.sequence_number,))
+        msg.state = MessageState.ACTIVE
+        msg.sequence_number = self.next_sequence()
+        msg.enqueued_ms = now
+        self.accept([msg])
+
+    # ------------------------------------------------------------------------------------------ scheduling
+
+    def cancel_scheduled(self, sequence_numbers: list[int]) -> None:
+        """Remove scheduled messages; an unknown or no longer scheduled number is an error (nothing changes)."""
+        found = [self.messages.get(seq) for seq in sequence_numbers]
+        for seq, msg in zip(sequence_numbers, found, strict=True):
+            if msg is None or msg.state is not MessageState.SCHEDULED:
+                raise BrokerError(
+                    errors.MESSAGE_NOT_FOUND,
+                    f"The scheduled message with sequence number {seq} was not found or is no longer scheduled.",
+                    404,
+                )
+        with self.namespace.store.transaction():
+            for msg in found:
+                assert msg is not None
+                self._remove(msg)
+
+    # ------------------------------------------------------------------------------------------ deferral
+
+    def receive_deferred(
+        self, sequence_numbers: list[int], owner: object, receive_and_delete: bool, session_id: str | None
+    ) -> list[StoredMessage]:
+        """Lock (or remove) deferred messages by sequence number."""
+        now = self.namespace.now_ms()
+        if session_id is not None and self.session_book is not None:
+            self.session_book.held_by(session_id, None, now)
+        messages = []
+        for seq in sequence_numbers:
+            msg = self.messages.get(seq)
+            if (
+                msg is None
+                or msg.state is not MessageState.DEFERRED
+                or msg.lock_token is not None
+                or (session_id is not None and msg.session_id != session_id)
+            ):
+                raise BrokerError(
+                    errors.MESSAGE_NOT_FOUND,
+                    f"Failed to lock one or more specified messages. The message with sequence number {seq} "
+                    "does not exist or is not deferred.",
+                    404,
+                )
+            messages.append(msg)
+        result = []
+        for msg in messages:
+            if msg.expires_ms is not None and msg.expires_ms <= now:
+                self._expire(msg)
+                continue
+            if receive_and_delete:
+                with self.namespace.store.transaction():
+                    self._remove(msg)
+            else:
+                self._lock(msg, now, owner)
+            result.append(msg)
+        return result
+
+    # ------------------------------------------------------------------------------------------ sessions
+
+    def _book(self) -> SessionBook:
+        if self.session_book is None:
+            raise BrokerError(
+                errors.NOT_ALLOWED,
+                f"The entity '{self.path}' does not require sessions; session operations are not allowed.",
+                400,
+            )
+        return self.session_book
+
+    def lock_session(self, session_id: str, owner: Consumer) -> SessionState:
+        """Lock a named session for a session receiver."""
+        now = self.namespace.now_ms()
+        session = self._book().lock(session_id, owner, now, self.lock_duration_ms)
+        self._arm_session(session)
+        return session
+
+    def acquire_next_session(self, owner: Consumer) -> SessionState | None:
+        """Lock the free session with the oldest message, or None when there is none."""
+        now = self.namespace.now_ms()
+        book = self._book()
+        session = book.next_free(now, self._session_has_messages)
+        if session is None:
+            return None
+        return self.lock_session(session.session_id, owner)
+
+    def _session_has_messages(self, session: SessionState) -> bool:
+        while session.available:
+            msg = self.messages.get(session.available[0])
+            if msg is not None and msg.available:
+                return True
+            heapq.heappop(session.available)
+        return False
+
+    def wait_for_session(self, waiter: SessionWaiter) -> None:
+        self._book().waiters.append(waiter)
+
+    def _grant_waiter(self, session: SessionState) -> None:
+        book = self._book()
+        while book.waiters:
+            waiter = book.waiters.pop(0)
+            if waiter.timer is not None:
+                waiter.timer.cancel()
+            consumer = waiter.owner
+            session.holder = consumer
+            session.locked_until_ms = self.namespace.now_ms() + self.lock_duration_ms
+            self._arm_session(session)
+            waiter.grant(session)
+            return
+
+    def _arm_session(self, session: SessionState) -> None:
+        if session.timer is not None:
+            session.timer.cancel()
+        session.timer = self.namespace.call_at_ms(session.locked_until_ms, self._session_expired, session)
+        for msg in self.locks.values():
+            if msg.session_id == session.session_id:
+                msg.locked_until_ms = session.locked_until_ms
+
+    def _session_expired(self, session: SessionState) -> None:
+        if session.locked_until_ms > self.namespace.now_ms():
+            return
+        holder = session.holder
+        self._end_session_lock(session, notify=True)
+        lost = getattr(holder, "session_lost", None)
+        if lost is not None:
+            lost()
+
+    def _end_session_lock(self, session: SessionState, notify: bool) -> None:
+        """Release a session: its unsettled messages count a failed delivery and wait again in order."""
+        book = self._book()
+        book.release(session)
+        held = [m for m in list(self.locks.values()) if m.session_id == session.session_id]
+        for msg in sorted(held, key=lambda m: m.sequence_number):
+            self._failed_delivery(msg)
+        if book.waiters and self._session_has_messages(session):
+            self._grant_waiter(session)
+        book.forget_if_empty(session)
+        if notify:
+            self.dispatch()
+
+    def renew_session(self, session_id: str) -> int:
+        now = self.namespace.now_ms()
+        session = self._book().held_by(session_id, None, now)
+        session.locked_until_ms = now + self.lock_duration_ms
+        self._arm_session(session)
+        return session.locked_until_ms
+
+    def get_session_state(self, session_id: str) -> bytes | None:
+        session = self._book().held_by(session_id, None, self.namespace.now_ms())
+        return session.state
+
+    def set_session_state(self, session_id: str, state: bytes | None) -> None:
+        now = self.namespace.now_ms()
+        session = self._book().held_by(session_id, None, now)
+        session.state = state
+        session.updated_ms = now
+        with self.namespace.store.transaction():
+            self.namespace.store.save_session_state(self.key, session_id, state, now)
+
+    def list_sessions(self, updated_since_ms: int | None) -> list[str]:
+        """Sessions with messages or state, optionally only those updated since a time, in id order."""
+        book = self._book()
+        return sorted(
+            s.session_id
+            for s in book.sessions.values()
+            if (s.message_count > 0 or s.state is not None)
+            and (updated_since_ms is None or s.updated_ms >= updated_since_ms)
+        )
+
     # ------------------------------------------------------------------------------------------ browsing
 
-    def peek(self, from_sequence: int, count: int) -> list[StoredMessage]:
+    def peek(self, from_sequence: int, count: int, session_id: str | None = None) -> list[StoredMessage]:
         """Up to ``count`` messages from ``from_sequence`` on, in sequence order, whatever their state."""
         now = self.namespace.now_ms()
         result: list[StoredMessage] = []
         for seq in sorted(s for s in self.messages if s >= from_sequence):
             msg = self.messages[seq]
+            if session_id is not None and msg.session_id != session_id:
+                continue
             if msg.expires_ms is not None and msg.expires_ms <= now and msg.lock_token is None:
                 continue
             result.append(msg)

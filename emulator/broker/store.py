@@ -32,6 +32,19 @@ CREATE TABLE IF NOT EXISTS sequences (
     entity TEXT PRIMARY KEY,
     last_seq INTEGER NOT NULL
 );
+CREATE TABLE IF NOT EXISTS session_states (
+    entity TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    state BLOB,
+    updated_ms INTEGER NOT NULL,
+    PRIMARY KEY (entity, session_id)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS duplicate_history (
+    entity TEXT NOT NULL,
+    message_id TEXT NOT NULL,
+    expires_ms INTEGER NOT NULL,
+    PRIMARY KEY (entity, message_id)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS entities (
     path TEXT PRIMARY KEY,
     kind TEXT NOT NULL,
@@ -115,8 +128,8 @@ class Store:
         yield from cursor
 
     def drop_entity_messages(self, entity: str) -> None:
-        self._db.execute("DELETE FROM messages WHERE entity=?", (entity,))
-        self._db.execute("DELETE FROM sequences WHERE entity=?", (entity,))
+        for table in ("messages", "sequences", "session_states", "duplicate_history"):
+            self._db.execute(f"DELETE FROM {table} WHERE entity=?", (entity,))
 
     def save_sequence(self, entity: str, last_seq: int) -> None:
         self._db.execute("INSERT OR REPLACE INTO sequences VALUES (?,?)", (entity, last_seq))
@@ -126,6 +139,43 @@ class Store:
         stored = int(row[0]) if row else 0
         top = self._db.execute("SELECT MAX(seq) FROM messages WHERE entity=?", (entity,)).fetchone()
         return max(stored, int(top[0] or 0))
+
+    # ------------------------------------------------------------------------------------------ sessions
+
+    def save_session_state(self, entity: str, session_id: str, state: bytes | None, updated_ms: int) -> None:
+        if state is None:
+            self._db.execute(
+                "DELETE FROM session_states WHERE entity=? AND session_id=?", (entity, session_id)
+            )
+        else:
+            self._db.execute(
+                "INSERT OR REPLACE INTO session_states VALUES (?,?,?,?)",
+                (entity, session_id, state, updated_ms),
+            )
+
+    def session_states(self, entity: str) -> list[tuple[str, bytes, int]]:
+        return list(
+            self._db.execute(
+                "SELECT session_id, state, updated_ms FROM session_states WHERE entity=?", (entity,)
+            )
+        )
+
+    # ------------------------------------------------------------------------------------------ duplicates
+
+    def remember_message_ids(self, entity: str, entries: list[tuple[str, int]]) -> None:
+        self._db.executemany(
+            "INSERT OR REPLACE INTO duplicate_history VALUES (?,?,?)", [(entity, m, e) for m, e in entries]
+        )
+
+    def forget_message_ids(self, entity: str, before_ms: int) -> None:
+        self._db.execute(
+            "DELETE FROM duplicate_history WHERE entity=? AND expires_ms<=?", (entity, before_ms)
+        )
+
+    def message_ids(self, entity: str) -> list[tuple[str, int]]:
+        return list(
+            self._db.execute("SELECT message_id, expires_ms FROM duplicate_history WHERE entity=?", (entity,))
+        )
 
     # ------------------------------------------------------------------------------------------ entities
 
