@@ -83,8 +83,18 @@ class Emulator:
         self._load_entities()
 
     def _load_entities(self) -> None:
-        for queue in self.options.config.namespace.queues:
-            self.namespace.create_queue(queue.name, queue.properties)
+        """Create the config's entities; entities created at run time (ARM) are kept across restarts."""
+        namespace = self.options.config.namespace
+        with self.store.transaction():
+            for queue in namespace.queues:
+                self.namespace.create_queue(queue.name, queue.properties)
+            for topic in namespace.topics:
+                self.namespace.create_topic(topic.name, topic.properties)
+                for subscription in topic.subscriptions:
+                    self.namespace.create_subscription(
+                        topic.name, subscription.name, subscription.properties, list(subscription.rules)
+                    )
+            self.namespace.restore_runtime_entities()
 
     @property
     def connection_string(self) -> str:

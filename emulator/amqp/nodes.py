@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from emulator.amqp.codec import DecodeError
@@ -27,11 +28,30 @@ from emulator.broker.queue import MessageQueue
 
 if TYPE_CHECKING:
     from emulator.amqp.session import Session
+    from emulator.broker.namespace import Namespace
     from emulator.server import AmqpServer
 
 log = logging.getLogger("emulator.amqp")
 
-Handler = Callable[[MessageQueue, dict[str, Any], str], tuple[int, dict[str, Any] | None]]
+Handler = Callable[["NodeRequest"], tuple[int, dict[str, Any] | None]]
+
+
+@dataclass(slots=True)
+class NodeRequest:
+    """One $management request: the entity it addresses and its body."""
+
+    namespace: Namespace
+    path: str
+    body: dict[str, Any]
+
+    @property
+    def queue(self) -> MessageQueue:
+        """The message queue the request operates on (a topic has none: only scheduling works there)."""
+        if self.namespace.send_target(self.path) is not None and self.namespace.topics.get(self.path.lower()):
+            raise BrokerError(errors.NOT_ALLOWED, f"The operation is not valid on topic '{self.path}'.")
+        return self.namespace.receive_queue(self.path)[1]
+
+
 MAX_PEEK = 250
 
 
@@ -96,8 +116,7 @@ class Nodes:
             if not isinstance(body, dict):
                 raise BrokerError(errors.ARGUMENT_ERROR, "The request body must be an amqp-value map.")
             session.connection.authorize(link.entity_path)
-            _, queue = session.namespace.receive_queue(link.entity_path)
-            status, response = handler(queue, body, link.entity_path)
+            status, response = handler(NodeRequest(session.namespace, link.entity_path, body))
             app = {"statusCode": Int(status), "statusDescription": "OK" if status == 200 else "No Content"}
         except BrokerError as exc:
             app = {
@@ -152,49 +171,41 @@ class Nodes:
 
     # ------------------------------------------------------------------------------------------ $management
 
-    def _renew_lock(
-        self, queue: MessageQueue, body: dict[str, Any], path: str
-    ) -> tuple[int, dict[str, Any] | None]:
-        expirations = [Timestamp(queue.renew(token)) for token in _tokens(body)]
+    def _renew_lock(self, req: NodeRequest) -> tuple[int, dict[str, Any] | None]:
+        expirations = [Timestamp(req.queue.renew(token)) for token in _tokens(req.body)]
         return 200, {"expirations": Array(0x83, tuple(expirations))}
 
-    def _peek(
-        self, queue: MessageQueue, body: dict[str, Any], path: str
-    ) -> tuple[int, dict[str, Any] | None]:
-        start = int(_key(body, "from-sequence-number", 0) or 0)
-        count = int(_key(body, "message-count", 1) or 1)
+    def _peek(self, req: NodeRequest) -> tuple[int, dict[str, Any] | None]:
+        start = int(_key(req.body, "from-sequence-number", 0) or 0)
+        count = int(_key(req.body, "message-count", 1) or 1)
         if count < 1:
             raise BrokerError(errors.ARGUMENT_OUT_OF_RANGE, "message-count must be at least 1.")
-        found = queue.peek(max(start, 1) if start else 0, min(count, MAX_PEEK), _session_id(body))
+        found = req.queue.peek(max(start, 1) if start else 0, min(count, MAX_PEEK), _session_id(req.body))
         if not found:
             return 204, None
         return 200, {"messages": [{"message": m.encode_for_delivery(with_state=True)} for m in found]}
 
-    def _update_disposition(
-        self, queue: MessageQueue, body: dict[str, Any], path: str
-    ) -> tuple[int, dict[str, Any] | None]:
-        status = str(_key(body, "disposition-status", ""))
-        tokens = _tokens(body)
-        session_id = _session_id(body)
+    def _update_disposition(self, req: NodeRequest) -> tuple[int, dict[str, Any] | None]:
+        status = str(_key(req.body, "disposition-status", ""))
+        tokens = _tokens(req.body)
+        session_id = _session_id(req.body)
         for token in tokens:
             if status == "completed":
-                queue.complete(token, session_id)
+                req.queue.complete(token, session_id)
             elif status == "abandoned":
-                queue.abandon(token, session_id)
+                req.queue.abandon(token, session_id)
             elif status == "defered":
-                queue.defer(token, session_id)
+                req.queue.defer(token, session_id)
             elif status == "suspended":
-                reason = _key(body, "deadletter-reason")
-                description = _key(body, "deadletter-description")
-                queue.dead_letter(token, reason, description, session_id)
+                reason = _key(req.body, "deadletter-reason")
+                description = _key(req.body, "deadletter-description")
+                req.queue.dead_letter(token, reason, description, session_id)
             else:
                 raise BrokerError(errors.ARGUMENT_ERROR, f"Unknown disposition-status '{status}'.")
         return 200, {}
 
-    def _schedule(
-        self, queue: MessageQueue, body: dict[str, Any], path: str
-    ) -> tuple[int, dict[str, Any] | None]:
-        entries = _key(body, "messages")
+    def _schedule(self, req: NodeRequest) -> tuple[int, dict[str, Any] | None]:
+        entries = _key(req.body, "messages")
         if not isinstance(entries, list) or not entries:
             raise BrokerError(errors.ARGUMENT_ERROR, "'messages' must be a non-empty list.")
         parsed = []
@@ -206,20 +217,18 @@ class Nodes:
                 parsed.append(parse_message(raw))
             except DecodeError as exc:
                 raise BrokerError(errors.DECODE_ERROR, f"The message could not be decoded: {exc}") from exc
-        sequence_numbers = self.server.namespace.send(path, parsed)
+        sequence_numbers = self.server.namespace.send(req.path, parsed)
         return 200, {"sequence-numbers": Array(0x81, tuple(Long(n) for n in sequence_numbers))}
 
-    def _cancel_scheduled(
-        self, queue: MessageQueue, body: dict[str, Any], path: str
-    ) -> tuple[int, dict[str, Any] | None]:
-        queue.cancel_scheduled(_sequence_numbers(body))
+    def _cancel_scheduled(self, req: NodeRequest) -> tuple[int, dict[str, Any] | None]:
+        req.queue.cancel_scheduled(_sequence_numbers(req.body))
         return 200, {}
 
-    def _receive_deferred(
-        self, queue: MessageQueue, body: dict[str, Any], path: str
-    ) -> tuple[int, dict[str, Any] | None]:
-        settle_mode = int(_key(body, "receiver-settle-mode", 1) or 0)
-        found = queue.receive_deferred(_sequence_numbers(body), self, settle_mode == 0, _session_id(body))
+    def _receive_deferred(self, req: NodeRequest) -> tuple[int, dict[str, Any] | None]:
+        settle_mode = int(_key(req.body, "receiver-settle-mode", 1) or 0)
+        found = req.queue.receive_deferred(
+            _sequence_numbers(req.body), self, settle_mode == 0, _session_id(req.body)
+        )
         if not found:
             return 204, None
         messages = []
@@ -232,33 +241,25 @@ class Nodes:
             messages.append(entry)
         return 200, {"messages": messages}
 
-    def _renew_session_lock(
-        self, queue: MessageQueue, body: dict[str, Any], path: str
-    ) -> tuple[int, dict[str, Any] | None]:
-        return 200, {"expiration": Timestamp(queue.renew_session(_required_session(body)))}
+    def _renew_session_lock(self, req: NodeRequest) -> tuple[int, dict[str, Any] | None]:
+        return 200, {"expiration": Timestamp(req.queue.renew_session(_required_session(req.body)))}
 
-    def _get_session_state(
-        self, queue: MessageQueue, body: dict[str, Any], path: str
-    ) -> tuple[int, dict[str, Any] | None]:
-        return 200, {"session-state": queue.get_session_state(_required_session(body))}
+    def _get_session_state(self, req: NodeRequest) -> tuple[int, dict[str, Any] | None]:
+        return 200, {"session-state": req.queue.get_session_state(_required_session(req.body))}
 
-    def _set_session_state(
-        self, queue: MessageQueue, body: dict[str, Any], path: str
-    ) -> tuple[int, dict[str, Any] | None]:
-        state = _key(body, "session-state")
+    def _set_session_state(self, req: NodeRequest) -> tuple[int, dict[str, Any] | None]:
+        state = _key(req.body, "session-state")
         if state is not None and not isinstance(state, bytes):
             raise BrokerError(errors.ARGUMENT_ERROR, "'session-state' must be binary or null.")
-        queue.set_session_state(_required_session(body), state)
+        req.queue.set_session_state(_required_session(req.body), state)
         return 200, {}
 
-    def _list_sessions(
-        self, queue: MessageQueue, body: dict[str, Any], path: str
-    ) -> tuple[int, dict[str, Any] | None]:
-        since = _key(body, "last-updated-time")
+    def _list_sessions(self, req: NodeRequest) -> tuple[int, dict[str, Any] | None]:
+        since = _key(req.body, "last-updated-time")
         updated_since = None if since is None or int(since) >= NO_FILTER_TIME else int(since)
-        skip = int(_key(body, "skip", 0) or 0)
-        top = int(_key(body, "top", 100) or 100)
-        ids = queue.list_sessions(updated_since)[skip : skip + top]
+        skip = int(_key(req.body, "skip", 0) or 0)
+        top = int(_key(req.body, "top", 100) or 100)
+        ids = req.queue.list_sessions(updated_since)[skip : skip + top]
         if not ids:
             return 204, None
         return 200, {"skip": Int(skip + len(ids)), "sessions-ids": ids}

@@ -36,7 +36,6 @@ from emulator.broker import errors
 from emulator.broker.errors import BrokerError
 from emulator.broker.queue import MessageQueue
 from emulator.broker.sessions import SessionState, SessionWaiter
-from emulator.config import EntityStatus
 
 if TYPE_CHECKING:
     from emulator.amqp.connection import Connection
@@ -138,7 +137,8 @@ class Session:
         if lowered.endswith(MANAGEMENT_SUFFIX):
             owner = path[: -len(MANAGEMENT_SUFFIX)]
             self.connection.authorize(owner)
-            self.namespace.receive_queue(owner)  # refuse a node of an entity that does not exist
+            if self.namespace.send_target(owner) is None:
+                self.namespace.receive_queue(owner)  # refuse a node of an entity that does not exist
             if isinstance(link, IncomingLink):
                 link.node = "$management"
                 link.entity_path = owner
@@ -149,21 +149,21 @@ class Session:
             )
         self.connection.authorize(path)
         if isinstance(link, IncomingLink):
-            entity = self.namespace.entity_for(path)
-            if entity.props.status in (EntityStatus.DISABLED, EntityStatus.SEND_DISABLED):
+            target = self.namespace.entity_for(path)
+            if target.send_disabled():
                 raise BrokerError(
                     errors.ENTITY_DISABLED,
-                    f"Messaging entity '{self.namespace.name}:Queue:{entity.name}' "
+                    f"Messaging entity '{self.namespace.name}:{target.kind}:{target.name}' "
                     "is currently disabled for send.",
                 )
             link.entity_path = path
-            link.max_message_size = entity.props.max_message_size_in_kilobytes * 1024
+            link.max_message_size = target.max_message_bytes
             return False
         entity, queue = self.namespace.receive_queue(path)
-        if entity.props.status in (EntityStatus.DISABLED, EntityStatus.RECEIVE_DISABLED):
+        if entity.receive_disabled():
             raise BrokerError(
                 errors.ENTITY_DISABLED,
-                f"Messaging entity '{self.namespace.name}:Queue:{entity.name}' "
+                f"Messaging entity '{self.namespace.name}:{entity.kind}:{entity.name}' "
                 "is currently disabled for receive.",
             )
         if queue is entity.main and entity.props.forward_to:
@@ -185,7 +185,8 @@ class Session:
             if wants_session:
                 raise BrokerError(
                     errors.NOT_ALLOWED,
-                    f"The entity '{queue.path}' does not require sessions; a session receiver cannot be created.",
+                    f"The entity '{queue.path}' does not require sessions; "
+                    "a session receiver cannot be created.",
                 )
             return False
         if not wants_session:

@@ -65,7 +65,8 @@ class SessionBook:
         if session.locked(now) and session.holder is not owner:
             raise BrokerError(
                 errors.SESSION_CANNOT_BE_LOCKED,
-                f"The requested session '{session_id}' cannot be accepted. It may be locked by another receiver.",
+                f"The requested session '{session_id}' cannot be accepted. "
+                "It may be locked by another receiver.",
                 410,
             )
         session.holder = owner

@@ -180,10 +180,11 @@ class Store:
     # ------------------------------------------------------------------------------------------ entities
 
     def save_entity(self, path: str, kind: str, origin: str, definition: str) -> None:
-        self._db.execute("INSERT OR REPLACE INTO entities VALUES (?,?,?,?)", (path, kind, origin, definition))
+        self.delete_entity(path)  # names are case-insensitive: one row per entity whatever its casing
+        self._db.execute("INSERT INTO entities VALUES (?,?,?,?)", (path, kind, origin, definition))
 
     def delete_entity(self, path: str) -> None:
-        self._db.execute("DELETE FROM entities WHERE path=?", (path,))
+        self._db.execute("DELETE FROM entities WHERE lower(path)=lower(?)", (path,))
 
     def entities(self) -> list[tuple[str, str, str, str]]:
         return list(self._db.execute("SELECT path, kind, origin, definition FROM entities ORDER BY path"))

@@ -1,0 +1,68 @@
+"""JSON form of entity properties and rules, for the store (entities created at run time survive a
+restart) and anything else that needs a lossless text form of them."""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import json
+import types
+import typing
+from collections.abc import Mapping
+from datetime import timedelta
+from typing import Any, TypeVar
+
+from emulator.config import CorrelationFilterConfig
+from emulator.durations import format_duration, parse_duration
+
+T = TypeVar("T")
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, timedelta):
+        return format_duration(value)
+    if isinstance(value, enum.Enum):
+        return value.value
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, tuple | list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def dumps(definition: object) -> str:
+    """Serialise entity properties or a rule (a config dataclass) to JSON."""
+    return json.dumps(_plain(definition), sort_keys=True)
+
+
+def _build(kind: Any, value: Any) -> Any:
+    origin = typing.get_origin(kind)
+    if origin in (typing.Union, types.UnionType):
+        options = [a for a in typing.get_args(kind) if a is not type(None)]
+        if value is None:
+            return None
+        return _build(options[0], value)
+    if kind is timedelta:
+        return parse_duration(value) if isinstance(value, str) else value
+    if isinstance(kind, type) and issubclass(kind, enum.Enum):
+        return kind(value)
+    if kind is CorrelationFilterConfig:
+        return loads(CorrelationFilterConfig, json.dumps(value))
+    if origin is tuple and isinstance(value, list):
+        (item,) = typing.get_args(kind)[:1]
+        return tuple(_build(item, v) for v in value)
+    return value
+
+
+def loads(cls: type[T], text: str) -> T:
+    """Rebuild a config dataclass from :func:`dumps` output (unknown keys are ignored)."""
+    data = json.loads(text)
+    hints = typing.get_type_hints(cls)
+    kwargs = {
+        f.name: _build(hints[f.name], data[f.name])
+        for f in dataclasses.fields(cls)  # type: ignore[arg-type]
+        if f.name in data
+    }
+    return cls(**kwargs)
