@@ -121,6 +121,10 @@ CONDITIONS = (Compare, IsNull, In, Like, Exists, Not, Logical)
 _COMPARISONS = frozenset({"=", "<>", "!=", ">", ">=", "<", "<="})
 _INT64_MIN = -(2**63)
 _INT64_MAX = 2**63 - 1
+# Parentheses, unary operators and chained arithmetic may nest this deep. Azure's limit is undocumented;
+# real filters nest a few levels, and the bound keeps parsing and the generated Python well within
+# CPython's recursion and parenthesis-nesting limits.
+MAX_NESTING = 40
 _CONDITION_HINT = "a condition (a comparison, LIKE, IN, IS NULL or EXISTS)"
 
 
@@ -132,6 +136,11 @@ class _Parser:
     def __init__(self, text: str) -> None:
         self.tokens = tokenize(text)
         self.i = 0
+        self.depth = 0
+
+    def nest(self, token: Token, extra: int = 1) -> None:
+        if self.depth + extra > MAX_NESTING:
+            raise SqlSyntaxError(f"the expression nests more than {MAX_NESTING} levels deep", token.pos)
 
     # --- token helpers ------------------------------------------------------------------------------
     @property
@@ -157,8 +166,8 @@ class _Parser:
         token = self.tokens[min(self.i + offset, len(self.tokens) - 1)]
         return token.kind is Tok.KEYWORD and token.value == word
 
-    def fail(self, expected: str) -> SqlSyntaxError:
-        where = f" after {self.prev.describe()}" if self.prev is not None else ""
+    def fail(self, expected: str, say_after: bool = True) -> SqlSyntaxError:
+        where = f" after {self.prev.describe()}" if self.prev is not None and say_after else ""
         found = self.tok.describe()
         if self.tok.kind is Tok.KEYWORD and self.tok.value not in ("null", "true", "false"):
             found = f"keyword {found} (write [{self.tok.text}] to use it as a property name)"
@@ -166,7 +175,7 @@ class _Parser:
 
     def expect_op(self, op: str, expected: str | None = None) -> Token:
         if not self.at_op(op):
-            raise self.fail(expected or f"'{op}'")
+            raise self.fail(expected or f"'{op}'", say_after=expected is None)
         return self.advance()
 
     # --- kind checks --------------------------------------------------------------------------------
@@ -240,12 +249,14 @@ class _Parser:
         if self.at_kw("in"):
             self.advance()
             self.need_value(left, "before 'IN'")
-            self.expect_op("(", "'(' to start the IN list")
+            self.expect_op("(")
             items = [self.value("in the IN list")]
             while self.at_op(","):
                 self.advance()
                 items.append(self.value("in the IN list"))
-            self.expect_op(")", "',' or ')' in the IN list")
+            if not self.at_op(")"):
+                raise self.fail("',' or ')' in the IN list")
+            self.advance()
             return In(left.pos, left, tuple(items), negated)
         if self.at_kw("like"):
             self.advance()
@@ -264,18 +275,28 @@ class _Parser:
 
     def additive(self) -> Node:
         left = self.multiplicative()
+        terms = 0
         while self.at_op("+", "-"):
+            terms += 1
+            self.nest(self.tok, terms)
             op = self.advance().value
             right = self.multiplicative()
-            left = Arith(left.pos, op, self.need_value(left, f"before '{op}'"), self.need_value(right, f"after '{op}'"))
+            left = Arith(
+                left.pos, op, self.need_value(left, f"before '{op}'"), self.need_value(right, f"after '{op}'")
+            )
         return left
 
     def multiplicative(self) -> Node:
         left = self.unary()
+        terms = 0
         while self.at_op("*", "/", "%"):
+            terms += 1
+            self.nest(self.tok, terms)
             op = self.advance().value
             right = self.unary()
-            left = Arith(left.pos, op, self.need_value(left, f"before '{op}'"), self.need_value(right, f"after '{op}'"))
+            left = Arith(
+                left.pos, op, self.need_value(left, f"before '{op}'"), self.need_value(right, f"after '{op}'")
+            )
         return left
 
     def unary(self) -> Node:
@@ -285,7 +306,10 @@ class _Parser:
             if token.value == "-" and nxt.kind is Tok.INTEGER and nxt.value == -_INT64_MIN:
                 self.advance()  # -9223372036854775808: the one literal whose magnitude is not an Int64
                 return Const(token.pos, _INT64_MIN)
+            self.nest(token)
+            self.depth += 1
             operand = self.need_value(self.unary(), f"after unary '{token.value}'")
+            self.depth -= 1
             value = operand.value if isinstance(operand, Const) else None
             if isinstance(value, int | float) and not isinstance(value, bool):
                 folded = -value if token.value == "-" else value
@@ -312,9 +336,12 @@ class _Parser:
             self.advance()
             return Const(token.pos, {"true": True, "false": False, "null": None}[token.value])
         if kind is Tok.OP and token.value == "(":
+            self.nest(token)
+            self.depth += 1
             self.advance()
             inner = self.or_expr()
-            self.expect_op(")", f"')' to close the '(' at position {token.pos}")
+            self.depth -= 1
+            self.expect_op(")", f"')' to close the '(' opened at position {token.pos}")
             return inner
         if kind in (Tok.IDENT, Tok.NAME):
             nxt = self.tokens[self.i + 1]
@@ -342,15 +369,23 @@ class _Parser:
         name = token.value.lower()
         self.advance()  # '('
         if name == "newid":
-            self.expect_op(")", "')': newid() takes no arguments")
+            if not self.at_op(")"):
+                raise SqlSyntaxError("newid() takes no arguments", self.tok.pos)
+            self.advance()
             return Func(token.pos, "newid", ())
         if name in ("property", "p"):
             arg = self.value(f"as the argument of {token.text}()")
-            self.expect_op(")", f"')': {token.text}() takes one argument")
+            if not self.at_op(")"):
+                raise SqlSyntaxError(f"expected ')': {token.text}() takes exactly one argument", self.tok.pos)
+            self.advance()
             return Func(token.pos, "property", (arg,))
         raise SqlSyntaxError(
-            f"unknown function '{token.text}': the functions are newid(), property(name) and p(name)", token.pos
+            f"unknown function '{token.text}': the functions are newid(), property(name) and p(name)",
+            token.pos,
         )
+
+    def at_end(self) -> bool:
+        return self.tok.kind is Tok.EOF
 
     def end(self, expected: str) -> None:
         if self.tok.kind is not Tok.EOF:
@@ -376,13 +411,15 @@ def parse_action(text: str, max_statements: int) -> list[SetStmt | RemoveStmt]:
         if not parser.at_kw("set", "remove"):
             raise parser.fail("SET or REMOVE")
         if len(statements) == max_statements:
-            raise SqlSyntaxError(f"an action may have at most {max_statements} statements; one more starts", token.pos)
+            raise SqlSyntaxError(
+                f"an action may have at most {max_statements} statements; one more starts", token.pos
+            )
         parser.advance()
         if parser.tok.kind not in (Tok.IDENT, Tok.NAME):
             raise parser.fail("a property name")
         target = parser.property()
         if token.value == "set":
-            parser.expect_op("=", f"'=' after SET {target.name}")
+            parser.expect_op("=")
             statements.append(SetStmt(token.pos, target, parser.value("to assign")))
         else:
             statements.append(RemoveStmt(token.pos, target))
@@ -390,5 +427,5 @@ def parse_action(text: str, max_statements: int) -> list[SetStmt | RemoveStmt]:
             parser.advance()
         elif not parser.at_kw("set", "remove"):
             parser.end("';' or the end of the action")
-        if parser.tok.kind is Tok.EOF:
+        if parser.at_end():
             return statements
