@@ -18,7 +18,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from emulator.amqp.message import APPLICATION_PROPERTIES, PROPERTIES, ParsedMessage, PropertiesField, section
-from emulator.amqp.types import Symbol
+from emulator.amqp.types import Symbol, Timestamp
 from emulator.config import CorrelationFilterConfig, RuleConfig
 
 if TYPE_CHECKING:
@@ -126,7 +126,7 @@ class MessageFacts:
         system["Size"] = size
         system["DeliveryCount"] = 0
         system["EnqueuedTimeUtc"] = datetime.now(UTC)
-        user = {str(k): v for k, v in (parsed.application_properties or {}).items()}
+        user = {str(k): _sql_value(v) for k, v in (parsed.application_properties or {}).items()}
         return cls(parsed, system, user)
 
     def condition_keys(self) -> Iterable[tuple[str, str, tuple[str, Any]]]:
@@ -144,6 +144,13 @@ class MessageFacts:
         from emulator.filters.sql import MessageProperties
 
         return MessageProperties(system=dict(self.system), user=dict(self.user))
+
+
+def _sql_value(value: Any) -> Any:
+    # AMQP timestamps decode as an int subclass; filters compare them as date/times.
+    if isinstance(value, Timestamp):
+        return datetime.fromtimestamp(int(value) / 1000, UTC)
+    return value
 
 
 def apply_action(facts: MessageFacts, rule: Rule) -> ParsedMessage:

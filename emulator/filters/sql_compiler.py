@@ -110,11 +110,13 @@ class _CodeGen:
                 var = self.hoisted[key] = f"v{len(self.hoisted)}"
                 self.lines.append(f"{var} = s.get({canonical!r})")
             return self.hoisted[key]
-        key = ("user", prop.name.lower())
+        # Keyed by the exact spelling: an exact match wins over a case-insensitive one, so two spellings
+        # of one name may resolve to different properties.
+        key = ("user", prop.name)
         if key not in self.hoisted:
             var = self.hoisted[key] = f"v{len(self.hoisted)}"
             self.lines.append(f"{var} = u.get({prop.name!r}, _M)")
-            self.lines.append(f"if {var} is _M: {var} = _ci(u, {key[1]!r})")
+            self.lines.append(f"if {var} is _M: {var} = _ci(u, {prop.name.lower()!r})")
         return self.hoisted[key]
 
     # --- values -------------------------------------------------------------------------------------

@@ -806,3 +806,11 @@ class TestPublishedExamplesAndApi:
             assert truth(f"{name} = 1", odd) is U
             assert truth(f"{name} IN (1, 2)", odd) is F
             assert truth(f"{name} + 1 IS NULL", odd) is T
+
+
+def test_two_spellings_of_a_name_each_prefer_their_exact_match_even_when_it_is_null() -> None:
+    # Found by the property test: "X Y" and [x y] must not share one lookup.
+    props = MessageProperties(system={}, user={"x y": None, "X Y": 0})
+    assert compile_filter('"X Y" = 0').matches(props)
+    assert compile_filter("[x y] IS NULL").matches(props)
+    assert not compile_filter('NOT ((NULL = NULL) AND (("X Y" + [x y]) IN (NULL)))').matches(props)
