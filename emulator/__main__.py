@@ -35,6 +35,30 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--key-name", default=DEFAULT_KEY_NAME, help="shared access key name")
     parser.add_argument("--key", default=DEFAULT_KEY, help="shared access key")
+    parser.add_argument(
+        "--management-token",
+        metavar="TOKEN",
+        help="bearer token the ARM endpoints on the management port accept (default: a random one, printed)",
+    )
+    parser.add_argument(
+        "--management-tls",
+        action="store_true",
+        help="also serve the management API over HTTPS, with a certificate generated at start "
+        "(its CA file is written to the data directory and printed)",
+    )
+    parser.add_argument(
+        "--management-tls-port", type=int, default=5301, help="HTTPS management port; 0 picks a free one"
+    )
+    parser.add_argument(
+        "--arm-subscription-id",
+        metavar="ID",
+        help="the only subscription id ARM requests may use (default: any)",
+    )
+    parser.add_argument(
+        "--arm-resource-group",
+        metavar="NAME",
+        help="the only resource group ARM requests may use (default: any)",
+    )
     parser.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
     return parser.parse_args(argv)
 
@@ -51,6 +75,11 @@ async def serve(options: EmulatorOptions) -> None:
         f"management=127.0.0.1:{emulator.management_port}"
     )
     print(f"Health: http://127.0.0.1:{emulator.management_port}/health")
+    print(f"ARM endpoint: http://127.0.0.1:{emulator.management_port} (plain HTTP: enforce_https=False)")
+    if emulator.management_tls_port is not None:
+        print(f"ARM endpoint (TLS): https://localhost:{emulator.management_tls_port}")
+        print(f"Management CA file: {emulator.management_ca_file}")
+    print(f"Management token: {emulator.management_token}")
     print(f"Connection string: {emulator.connection_string}", flush=True)
     await stop.wait()
     print("Shutting down.", flush=True)
@@ -78,6 +107,11 @@ def main(argv: list[str] | None = None) -> int:
         management_port=args.management_port,
         key_name=args.key_name,
         key=args.key,
+        management_token=args.management_token,
+        management_tls=args.management_tls,
+        management_tls_port=args.management_tls_port,
+        arm_subscription_id=args.arm_subscription_id,
+        arm_resource_group=args.arm_resource_group,
     )
     try:
         asyncio.run(serve(options))

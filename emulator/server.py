@@ -4,7 +4,6 @@ together, runnable in the foreground (CLI) or on a background thread (tests, dev
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import threading
 import time
@@ -14,6 +13,8 @@ from pathlib import Path
 
 from emulator.amqp.connection import Connection
 from emulator.amqp.nodes import Nodes
+from emulator.arm.auth import generate_token
+from emulator.arm.management import ManagementOptions, ManagementServer
 from emulator.auth import DEFAULT_KEY, DEFAULT_KEY_NAME, SasAuthority
 from emulator.broker.namespace import Namespace
 from emulator.broker.store import Store
@@ -39,6 +40,14 @@ class EmulatorOptions:
     key_name: str = DEFAULT_KEY_NAME
     key: str = DEFAULT_KEY
     max_connections: int = MAX_CONNECTIONS
+    # ARM on the management port: the bearer token it accepts (None: a random one, see
+    # Emulator.management_token), HTTPS on a second port, and which subscription id / resource group
+    # it answers for (None: any).
+    management_token: str | None = None
+    management_tls: bool = False
+    management_tls_port: int = 5301
+    arm_subscription_id: str | None = None
+    arm_resource_group: str | None = None
 
 
 class AmqpServer:
@@ -79,8 +88,25 @@ class Emulator:
         self.amqp = AmqpServer(self.namespace, self.authority, options.max_connections, time.time)
         self.amqp_port = options.amqp_port
         self.management_port = options.management_port
+        self.management_token = options.management_token or generate_token()
+        self.management_tls_port: int | None = None  # set by start() when management_tls is on
+        self.management_ca_file: Path | None = None  # the CA certificate HTTPS clients verify against
         self._servers: list[asyncio.base_events.Server] = []
         self._load_entities()
+        self.management = ManagementServer(
+            self.namespace,
+            ManagementOptions(
+                host=options.host,
+                port=options.management_port,
+                token=self.management_token,
+                tls=options.management_tls,
+                tls_port=options.management_tls_port,
+                data_dir=options.data_dir,
+                subscription_id=options.arm_subscription_id,
+                resource_group=options.arm_resource_group,
+            ),
+            endpoint=lambda: f"sb://localhost:{self.amqp_port}/",
+        )
 
     def _load_entities(self) -> None:
         """Create the config's entities; entities created at run time (ARM) are kept across restarts."""
@@ -110,47 +136,22 @@ class Emulator:
         self.namespace.start()
         amqp = await loop.create_server(self.amqp.protocol, self.options.host, self.options.amqp_port)
         self.amqp_port = amqp.sockets[0].getsockname()[1]
-        http = await asyncio.start_server(self._http, self.options.host, self.options.management_port)
-        self.management_port = http.sockets[0].getsockname()[1]
-        self._servers = [amqp, http]
+        self._servers = [amqp]
+        await self.management.start()
+        self.management_port = self.management.port
+        self.management_tls_port = self.management.tls_port
+        self.management_ca_file = self.management.ca_file
 
     async def stop(self) -> None:
         for server in self._servers:
             server.close()
         for connection in list(self.amqp.connections):
             connection.close_with_error("amqp:connection:forced", "The emulator is shutting down.")
+        await self.management.stop()
         for server in self._servers:
             await server.wait_closed()
         self._servers = []
         self.store.close()
-
-    # ------------------------------------------------------------------------------------------ HTTP
-
-    async def _http(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            request_line = await asyncio.wait_for(reader.readline(), 10)
-            while (await asyncio.wait_for(reader.readline(), 10)) not in (b"\r\n", b"\n", b""):
-                pass
-            parts = request_line.decode("latin-1").split()
-            body: dict[str, object]
-            if len(parts) >= 2 and parts[0] == "GET" and parts[1].split("?")[0] == "/health":
-                status, body = "200 OK", {"status": "healthy", "message": "Service is healthy."}
-            else:
-                status, body = (
-                    "404 Not Found",
-                    {"error": {"code": "NotFound", "message": "No such resource."}},
-                )
-            payload = json.dumps(body).encode()
-            writer.write(
-                f"HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {len(payload)}\r\n"
-                f"Connection: close\r\n\r\n".encode()
-                + payload
-            )
-            await writer.drain()
-        except (TimeoutError, ConnectionError, UnicodeDecodeError):
-            pass
-        finally:
-            writer.close()
 
 
 class EmulatorThread:

@@ -166,6 +166,15 @@ class TopicEntity:
         )
         # Messages that matched no subscription and were dropped, as Azure drops them.
         self.unrouted_count = 0
+        # Rule counts for the per-topic quotas (correlation filters; SQL, true and false filters).
+        self.correlation_rules = 0
+        self.sql_rules = 0
+
+    def _count(self, rule: Rule, delta: int) -> None:
+        if rule.is_correlation:
+            self.correlation_rules += delta
+        else:
+            self.sql_rules += delta
 
     @property
     def size_bytes(self) -> int:
@@ -186,13 +195,16 @@ class TopicEntity:
         old = subscription.rules.get(rule.name.lower())
         if old is not None:
             self.index.remove(subscription.key, old)
+            self._count(old, -1)
         subscription.rules[rule.name.lower()] = rule
         self.index.add(subscription.key, rule)
+        self._count(rule, 1)
 
     def remove_rule(self, subscription: SubscriptionEntity, name: str) -> Rule | None:
         rule = subscription.rules.pop(name.lower(), None)
         if rule is not None:
             self.index.remove(subscription.key, rule)
+            self._count(rule, -1)
         return rule
 
     def add_subscription(self, subscription: SubscriptionEntity, rules: list[Rule]) -> None:
@@ -204,4 +216,6 @@ class TopicEntity:
         subscription = self.subscriptions.pop(name.lower(), None)
         if subscription is not None:
             self.index.remove_subscription(subscription.key)
+            for rule in subscription.rules.values():
+                self._count(rule, -1)
         return subscription

@@ -6,7 +6,7 @@ from __future__ import annotations
 import enum
 import uuid
 from asyncio import TimerHandle
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from emulator.amqp.message import (
@@ -87,11 +87,23 @@ class StoredMessage:
         return self.parsed.application_properties or {}
 
     def set_application_properties(self, updates: dict[str, Any]) -> None:
-        """Merge ``updates`` into the application properties and re-encode that section."""
+        """Merge ``updates`` into the application properties and re-encode that section.
+
+        Copy-on-write: a topic's subscriptions may share one parsed message."""
         props = dict(self.parsed.application_properties or {})
         props.update(updates)
-        self.parsed.application_properties = props
-        self.parsed.application_properties_raw = section(APPLICATION_PROPERTIES, props)
+        self.parsed = replace(
+            self.parsed,
+            application_properties=props,
+            application_properties_raw=section(APPLICATION_PROPERTIES, props),
+        )
+
+    def set_ttl(self, ttl_ms: int) -> None:
+        """Record the effective time to live in the header (copy-on-write, like the properties)."""
+        header = list(self.parsed.header or [])
+        header += [None] * (3 - len(header))
+        header[HeaderField.TTL] = ttl_ms
+        self.parsed = replace(self.parsed, header=header)
 
     def copy_for(self, sequence_number: int, enqueued_ms: int) -> StoredMessage:
         """A fresh copy of this message for another entity (forwarding, dead-letter forwarding)."""

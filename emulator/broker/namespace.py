@@ -12,7 +12,7 @@ from emulator.amqp.message import ParsedMessage, PropertiesField
 from emulator.broker import definitions, errors
 from emulator.broker.entities import MessageEntity, QueueEntity, SubscriptionEntity, TopicEntity
 from emulator.broker.errors import BrokerError
-from emulator.broker.message import StoredMessage
+from emulator.broker.message import MessageState, StoredMessage
 from emulator.broker.queue import MessageQueue
 from emulator.broker.rules import MessageFacts, Rule, compile_rule, copies_for, default_rule
 from emulator.broker.store import Store
@@ -190,15 +190,12 @@ class Namespace:
     def _check_rule_quota(
         self, topic: TopicEntity, new_rules: list[Rule], replacing: Rule | None = None
     ) -> None:
-        sql = correlation = 0
-        for subscription in topic.subscriptions.values():
-            for rule in subscription.rules.values():
-                if rule is replacing:
-                    continue
-                if rule.is_correlation:
-                    correlation += 1
-                else:
-                    sql += 1
+        sql, correlation = topic.sql_rules, topic.correlation_rules
+        if replacing is not None:
+            if replacing.is_correlation:
+                correlation -= 1
+            else:
+                sql -= 1
         for rule in new_rules:
             if rule.is_correlation:
                 correlation += 1
@@ -589,6 +586,10 @@ class Namespace:
         for parsed in messages:
             msg = StoredMessage(parsed=parsed)
             entity.main.prepare(msg, now)
+            # Dead-letter queues observe neither TTL nor scheduling.
+            msg.expires_ms = None
+            msg.state = MessageState.ACTIVE
+            msg.scheduled_ms = None
             msg.set_application_properties(
                 {"DeadLetterReason": reason, "DeadLetterErrorDescription": description}
             )
@@ -614,6 +615,7 @@ class Namespace:
                 return
         dlq = source.dead_letter_queue
         assert dlq is not None
+        msg.expires_ms = None  # dead-letter queues do not observe TTL, as in Azure
         dlq.last_sequence = max(dlq.last_sequence, msg.sequence_number)
         dlq.accept([msg])
         dlq.dispatch()

@@ -119,7 +119,9 @@ class MessageQueue(SessionOperations):
         msg.enqueued_ms = now
         ttl = msg.ttl_ms
         if self.default_ttl_ms is not None and (ttl is None or ttl > self.default_ttl_ms):
-            ttl = self.default_ttl_ms  # the entity default is a ceiling, applied silently as in Azure
+            # The entity default is a ceiling, applied silently as in Azure: the message reports it too.
+            ttl = self.default_ttl_ms
+            msg.set_ttl(ttl)
         scheduled = msg.parsed.message_annotations.get(SCHEDULED_ENQUEUE_TIME)
         if scheduled is not None and int(scheduled) > now:
             msg.state = MessageState.SCHEDULED

@@ -26,7 +26,7 @@ from azure.servicebus.amqp import AmqpAnnotatedMessage, AmqpMessageBodyType
 if TYPE_CHECKING:
     from tests.conftest import EmulatorHandle
 
-WAIT = 1  # seconds a receiver waits on an empty queue
+WAIT = 0.5  # seconds a receiver waits on an empty queue (local deliveries take milliseconds)
 
 
 def _client(emulator: EmulatorHandle) -> ServiceBusClient:
@@ -47,7 +47,8 @@ def _receive_all(
     sub_queue: ServiceBusSubQueue | None = None,
 ) -> list[ServiceBusReceivedMessage]:
     """Receive (peek-lock) and complete ``count`` messages, or every message until a receive comes back
-    empty when ``count`` is None. Asking for exactly what is expected leaves no credit to drain on close."""
+    empty when ``count`` is None, and check that the queue holds nothing more. Asking for exactly what is
+    expected leaves no credit to drain on close."""
     received: list[ServiceBusReceivedMessage] = []
     with (
         _client(emulator) as client,
@@ -61,15 +62,9 @@ def _receive_all(
             for message in batch:
                 receiver.complete_message(message)
             received.extend(batch)
+        leftover = receiver.peek_messages(max_message_count=50, sequence_number=1)
+        assert leftover == [], f"the queue still holds {[m.sequence_number for m in leftover]}"
     return received
-
-
-def _peek_all(
-    emulator: EmulatorHandle, queue: str, sub_queue: ServiceBusSubQueue | None = None
-) -> list[ServiceBusReceivedMessage]:
-    """Everything the queue (or sub-queue) holds, whatever its state, without receiving it."""
-    with _client(emulator) as client, client.get_queue_receiver(queue, sub_queue=sub_queue) as receiver:
-        return receiver.peek_messages(max_message_count=250, sequence_number=1)
 
 
 def _body_bytes(message: ServiceBusReceivedMessage) -> bytes:
@@ -77,7 +72,7 @@ def _body_bytes(message: ServiceBusReceivedMessage) -> bytes:
     return b"".join(message.body)
 
 
-# ---------------------------------------------------------------------------------------------- sending
+# --- sending
 
 
 def test_single_sends_are_received_in_order_with_sequence_numbers_from_one(emulator: EmulatorHandle) -> None:
@@ -108,7 +103,6 @@ def test_list_send_stores_each_message_separately_in_order(emulator: EmulatorHan
     assert [m.message_id for m in received] == ["id-0", "id-1", "id-2", "id-3"]
     assert [m.sequence_number for m in received] == [1, 2, 3, 4]
     assert all(m.enqueued_time_utc is not None for m in received)
-    assert _peek_all(emulator, queue) == []
 
 
 def test_message_batch_is_split_into_messages_that_continue_the_sequence(emulator: EmulatorHandle) -> None:
@@ -126,7 +120,19 @@ def test_message_batch_is_split_into_messages_that_continue_the_sequence(emulato
     assert [str(m) for m in received] == ["single", "b0", "b1", "b2", "b3", "b4", "after"]
     assert [m.sequence_number for m in received] == [1, 2, 3, 4, 5, 6, 7]
     assert [m.application_properties[b"index"] for m in received[1:6]] == [0, 1, 2, 3, 4]  # type: ignore[index]
-    assert _peek_all(emulator, queue) == []
+
+
+def test_sequence_numbers_are_never_reused_after_messages_are_removed(emulator: EmulatorHandle) -> None:
+    queue = emulator.create_queue()
+
+    with _client(emulator) as client, client.get_queue_sender(queue) as sender:
+        sender.send_messages([ServiceBusMessage("a"), ServiceBusMessage("b")])
+        first = _receive_all(emulator, queue, 2)
+        sender.send_messages(ServiceBusMessage("c"))
+
+    (later,) = _receive_all(emulator, queue, 1)
+    assert [m.sequence_number for m in first] == [1, 2]
+    assert later.sequence_number == 3
 
 
 def test_message_id_is_generated_by_the_sdk_when_not_given(emulator: EmulatorHandle) -> None:
@@ -142,7 +148,7 @@ def test_message_id_is_generated_by_the_sdk_when_not_given(emulator: EmulatorHan
         uuid.UUID(message_id)
 
 
-# ---------------------------------------------------------------------------------------------- round trips
+# --- round trips
 
 
 def test_system_properties_round_trip(emulator: EmulatorHandle) -> None:
@@ -189,6 +195,7 @@ def test_application_properties_round_trip_in_the_form_the_sdk_decodes(emulator:
             "flag": True,
             "off": False,
             "raw": b"bytes-value",
+            "nothing": None,
         },
     )
 
@@ -204,6 +211,7 @@ def test_application_properties_round_trip_in_the_form_the_sdk_decodes(emulator:
         b"flag": True,
         b"off": False,
         b"raw": b"bytes-value",
+        b"nothing": None,
     }
     props = received.application_properties
     assert props is not None
@@ -231,12 +239,13 @@ def test_str_and_bytes_bodies_round_trip_as_data(emulator: EmulatorHandle) -> No
     queue = emulator.create_queue()
     binary = bytes(range(256))
 
-    _send(emulator, queue, ServiceBusMessage("text body é"), ServiceBusMessage(binary))
+    _send(emulator, queue, ServiceBusMessage("text body é"), ServiceBusMessage(binary), ServiceBusMessage(""))
 
-    text, raw = _receive_all(emulator, queue, 2)
+    text, raw, empty = _receive_all(emulator, queue, 3)
     assert _body_bytes(text) == "text body é".encode()
     assert str(text) == "text body é"
     assert _body_bytes(raw) == binary
+    assert _body_bytes(empty) == b""
 
 
 def test_multiple_data_sections_round_trip(emulator: EmulatorHandle) -> None:
@@ -317,7 +326,7 @@ def test_large_message_round_trips_across_many_frames(emulator: EmulatorHandle) 
     assert _body_bytes(received) == body
 
 
-# ---------------------------------------------------------------------------------------------- receive modes
+# --- receive modes
 
 
 def test_peek_lock_receive_locks_the_message_and_hides_it_from_other_receivers(
@@ -337,8 +346,7 @@ def test_peek_lock_receive_locks_the_message_and_hides_it_from_other_receivers(
             assert second.receive_messages(max_message_count=1, max_wait_time=WAIT) == []
 
         first.complete_message(message)
-
-    assert _peek_all(emulator, queue) == []
+        assert first.peek_messages(max_message_count=10, sequence_number=1) == []
 
 
 def test_receive_and_delete_removes_messages_on_delivery(emulator: EmulatorHandle) -> None:
@@ -363,6 +371,26 @@ def test_receive_and_delete_removes_messages_on_delivery(emulator: EmulatorHandl
     assert _receive_all(emulator, queue) == []  # a second receiver finds nothing
 
 
+def test_prefetched_messages_released_on_close_are_redelivered_at_once_without_counting(
+    emulator: EmulatorHandle,
+) -> None:
+    queue = emulator.create_queue()  # default 60 s lock: a message left locked would not come back in time
+    _send(emulator, queue, *(ServiceBusMessage(f"m{i}") for i in range(3)))
+
+    with _client(emulator) as client:
+        with client.get_queue_receiver(queue, prefetch_count=10, max_wait_time=WAIT) as prefetching:
+            (first,) = prefetching.receive_messages(max_message_count=1, max_wait_time=WAIT)
+            prefetching.complete_message(first)
+        # Closing the receiver released the messages it had prefetched but not handed out.
+        with client.get_queue_receiver(queue, max_wait_time=WAIT) as receiver:
+            rest = receiver.receive_messages(max_message_count=2, max_wait_time=WAIT)
+            for message in rest:
+                receiver.complete_message(message)
+
+    assert str(first) == "m0"
+    assert [(str(m), m.delivery_count) for m in rest] == [("m1", 0), ("m2", 0)]
+
+
 def test_competing_receivers_each_get_different_messages(emulator: EmulatorHandle) -> None:
     queue = emulator.create_queue()
     _send(emulator, queue, *(ServiceBusMessage(f"m{i}") for i in range(4)))
@@ -383,7 +411,7 @@ def test_competing_receivers_each_get_different_messages(emulator: EmulatorHandl
     assert sorted(seqs) == [1, 2, 3, 4]  # type: ignore[type-var]
 
 
-# ---------------------------------------------------------------------------------------------- peek
+# --- peek
 
 
 def test_peek_does_not_lock_or_count_a_delivery(emulator: EmulatorHandle) -> None:
@@ -414,10 +442,10 @@ def test_peek_shows_locked_messages_without_disturbing_the_lock(emulator: Emulat
         with client.get_queue_receiver(queue, max_wait_time=WAIT) as other:
             assert other.receive_messages(max_message_count=1, max_wait_time=WAIT) == []
         receiver.complete_message(message)  # the lock is still ours
+        assert receiver.peek_messages(max_message_count=10, sequence_number=1) == []
 
     assert [m.sequence_number for m in peeked] == [1]
     assert peeked[0].delivery_count == 0
-    assert _peek_all(emulator, queue) == []
 
 
 def test_peek_pages_through_the_queue_by_sequence_number(emulator: EmulatorHandle) -> None:
@@ -452,7 +480,7 @@ def test_peek_skips_messages_that_were_completed(emulator: EmulatorHandle) -> No
     assert [m.sequence_number for m in peeked] == [2, 3]
 
 
-# ---------------------------------------------------------------------------------------------- async
+# --- async
 
 
 def test_async_client_sends_receives_and_settles(emulator: EmulatorHandle) -> None:
@@ -485,6 +513,7 @@ def test_async_client_sends_receives_and_settles(emulator: EmulatorHandle) -> No
                 for message in again:
                     await receiver.complete_message(message)
                 outcome["empty"] = await receiver.receive_messages(max_message_count=3, max_wait_time=WAIT)
+                outcome["left"] = await receiver.peek_messages(max_message_count=10, sequence_number=1)
             async with client.get_queue_receiver(
                 queue, sub_queue=ServiceBusSubQueue.DEAD_LETTER, max_wait_time=WAIT
             ) as dlq:
@@ -494,6 +523,7 @@ def test_async_client_sends_receives_and_settles(emulator: EmulatorHandle) -> No
                 ]
                 for message in dead:
                     await dlq.complete_message(message)
+                outcome["dead_left"] = await dlq.peek_messages(max_message_count=10, sequence_number=1)
         return outcome
 
     outcome = asyncio.run(scenario())
@@ -502,14 +532,14 @@ def test_async_client_sends_receives_and_settles(emulator: EmulatorHandle) -> No
     assert outcome["again"] == [("a", 1)]
     assert outcome["empty"] == []
     assert outcome["dead"] == [("d", "async-reason", "async description")]
-    assert _peek_all(emulator, queue) == []
-    assert _peek_all(emulator, queue, ServiceBusSubQueue.DEAD_LETTER) == []
+    assert outcome["left"] == []
+    assert outcome["dead_left"] == []
 
 
 def test_async_receive_and_delete_and_peek(emulator: EmulatorHandle) -> None:
     queue = emulator.create_queue()
 
-    async def scenario() -> tuple[list[int], list[str]]:
+    async def scenario() -> tuple[list[int | None], list[str], list[Any]]:
         async with AsyncServiceBusClient.from_connection_string(emulator.connection_string) as client:
             async with client.get_queue_sender(queue) as sender:
                 await sender.send_messages([ServiceBusMessage(f"m{i}") for i in range(3)])
@@ -523,10 +553,11 @@ def test_async_receive_and_delete_and_peek(emulator: EmulatorHandle) -> None:
                     batch = await receiver.receive_messages(max_message_count=3, max_wait_time=WAIT)
                     assert batch, "async receive-and-delete got fewer messages than were sent"
                     bodies.extend(str(m) for m in batch)
-        return peeked, bodies  # type: ignore[return-value]
+                left = await receiver.peek_messages(max_message_count=10, sequence_number=1)
+        return peeked, bodies, left
 
-    peeked, bodies = asyncio.run(scenario())
+    peeked, bodies, left = asyncio.run(scenario())
 
     assert peeked == [1, 2, 3]
     assert bodies == ["m0", "m1", "m2"]
-    assert _peek_all(emulator, queue) == []
+    assert left == []

@@ -1,0 +1,80 @@
+"""The management port: ``GET /health`` and the ARM REST subset (see :mod:`emulator.arm.routes`), over
+plain HTTP and, when asked, also over HTTPS on a second port with a certificate generated at start."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from emulator.arm.http import HttpServer, Request, Response
+from emulator.arm.metadata import Metadata
+from emulator.arm.routes import ArmApi, ArmSettings
+from emulator.arm.tls import CA_FILE_NAME, create_tls
+from emulator.broker.namespace import Namespace
+
+HEALTH = {"status": "healthy", "message": "Service is healthy."}
+
+
+@dataclass(frozen=True, slots=True)
+class ManagementOptions:
+    host: str
+    port: int
+    token: str
+    tls: bool = False
+    tls_port: int = 5301
+    data_dir: Path | None = None  # where the CA file and ARM metadata go; None: a temporary directory
+    subscription_id: str | None = None  # None: any
+    resource_group: str | None = None  # None: any
+
+
+class ManagementServer:
+    """Owns the management listeners of one emulator."""
+
+    def __init__(self, namespace: Namespace, options: ManagementOptions, endpoint: Callable[[], str]) -> None:
+        self.options = options
+        self.metadata = Metadata(options.data_dir)
+        settings = ArmSettings(options.token, options.subscription_id, options.resource_group)
+        self.api = ArmApi(namespace, settings, self.metadata, endpoint)
+        self.port = options.port
+        self.tls_port: int | None = None
+        self.ca_file: Path | None = None
+        self.http = HttpServer(self.handle)
+        self.https: HttpServer | None = None
+        self._temporary: str | None = None
+
+    def handle(self, request: Request) -> Response:
+        path = request.path.rstrip("/") or "/"
+        if path == "/health":
+            if request.method in ("GET", "HEAD"):
+                return Response.json(200, HEALTH)
+            return Response.json(
+                405,
+                {"error": {"code": "MethodNotAllowed", "message": "Use GET /health."}},
+                [("Allow", "GET, HEAD")],
+            )
+        if path.lower().split("/")[1] == "subscriptions":
+            return self.api.handle(request)
+        return Response.json(404, {"error": {"code": "NotFound", "message": "No such resource."}})
+
+    async def start(self) -> None:
+        self.port = await self.http.start(self.options.host, self.options.port)
+        if self.options.tls:
+            directory = self.options.data_dir
+            if directory is None:
+                self._temporary = tempfile.mkdtemp(prefix="busbar-management-")
+                directory = Path(self._temporary)
+            material = create_tls(directory / CA_FILE_NAME, self.options.host)
+            self.https = HttpServer(self.handle, material.context)
+            self.tls_port = await self.https.start(self.options.host, self.options.tls_port)
+            self.ca_file = material.ca_file
+
+    async def stop(self) -> None:
+        await self.http.close()
+        if self.https is not None:
+            await self.https.close()
+        if self._temporary is not None:
+            shutil.rmtree(self._temporary, ignore_errors=True)
+            self._temporary = None

@@ -1,0 +1,479 @@
+"""Behaviour specs for peek-lock settlement on a queue, through the real azure-servicebus SDK.
+
+Complete, abandon, dead-letter and defer; lock expiry and lock renewal (AutoLockRenewer: test_seed_verify.py);
+MaxDeliveryCount; message expiry; the dead-letter queue and dead-letter forwarding; settlement through
+``$management`` when the receiver link is gone.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from azure.servicebus import (
+    ServiceBusClient,
+    ServiceBusMessage,
+    ServiceBusMessageState,
+    ServiceBusReceivedMessage,
+    ServiceBusReceiver,
+    ServiceBusSubQueue,
+)
+from azure.servicebus.exceptions import MessageAlreadySettled, MessageLockLostError
+
+if TYPE_CHECKING:
+    from tests.conftest import EmulatorHandle
+
+WAIT = 0.5  # seconds a receiver waits on an empty queue (local deliveries take milliseconds)
+LOCK = timedelta(seconds=5)  # the shortest lock duration Azure accepts
+DLQ = ServiceBusSubQueue.DEAD_LETTER
+
+
+def _client(emulator: EmulatorHandle) -> ServiceBusClient:
+    return ServiceBusClient.from_connection_string(emulator.connection_string)
+
+
+def _send(emulator: EmulatorHandle, queue: str, *messages: ServiceBusMessage) -> None:
+    with _client(emulator) as client, client.get_queue_sender(queue) as sender:
+        sender.send_messages(list(messages))
+
+
+def _receive(receiver: ServiceBusReceiver, count: int) -> list[ServiceBusReceivedMessage]:
+    """Up to ``count`` messages; stops early only when a receive comes back empty."""
+    received: list[ServiceBusReceivedMessage] = []
+    while len(received) < count:
+        batch = receiver.receive_messages(max_message_count=count - len(received), max_wait_time=WAIT)
+        if not batch:
+            break
+        received.extend(batch)
+    return received
+
+
+def _receive_one(receiver: ServiceBusReceiver) -> ServiceBusReceivedMessage:
+    received = _receive(receiver, 1)
+    assert len(received) == 1, "expected a message, the queue had none to deliver"
+    return received[0]
+
+
+def _peek(receiver: ServiceBusReceiver) -> list[ServiceBusReceivedMessage]:
+    """Everything the receiver's queue holds, whatever its state, from sequence number 1."""
+    return receiver.peek_messages(max_message_count=250, sequence_number=1)
+
+
+def _peek_all(
+    emulator: EmulatorHandle, queue: str, sub_queue: ServiceBusSubQueue | None = None
+) -> list[ServiceBusReceivedMessage]:
+    """Everything the queue (or sub-queue) holds, whatever its state, without receiving it."""
+    with _client(emulator) as client, client.get_queue_receiver(queue, sub_queue=sub_queue) as receiver:
+        return receiver.peek_messages(max_message_count=250, sequence_number=1)
+
+
+def _nothing_receivable(
+    emulator: EmulatorHandle, queue: str, sub_queue: ServiceBusSubQueue | None = None
+) -> bool:
+    with (
+        _client(emulator) as client,
+        client.get_queue_receiver(queue, sub_queue=sub_queue, max_wait_time=WAIT) as receiver,
+    ):
+        return receiver.receive_messages(max_message_count=1, max_wait_time=WAIT) == []
+
+
+# --- complete / abandon
+
+
+def test_completed_message_is_removed_from_the_queue(emulator: EmulatorHandle) -> None:
+    queue = emulator.create_queue()
+    _send(emulator, queue, ServiceBusMessage("done"), ServiceBusMessage("kept"))
+
+    with _client(emulator) as client, client.get_queue_receiver(queue, max_wait_time=WAIT) as receiver:
+        done = _receive_one(receiver)
+        receiver.complete_message(done)
+        remaining = _peek(receiver)
+
+    assert str(done) == "done"
+    assert [str(m) for m in remaining] == ["kept"]
+
+
+def test_abandoned_message_is_redelivered_with_delivery_count_incremented(emulator: EmulatorHandle) -> None:
+    queue = emulator.create_queue()
+    _send(emulator, queue, ServiceBusMessage("retry me", message_id="m-1"))
+
+    deliveries: list[ServiceBusReceivedMessage] = []
+    lock_tokens: set[Any] = set()
+    with _client(emulator) as client, client.get_queue_receiver(queue, max_wait_time=WAIT) as receiver:
+        for _ in range(3):
+            message = _receive_one(receiver)
+            deliveries.append(message)
+            lock_tokens.add(message.lock_token)
+            receiver.abandon_message(message)
+        last = _receive_one(receiver)
+        lock_tokens.add(last.lock_token)
+        receiver.complete_message(last)
+        assert _peek(receiver) == []
+    deliveries.append(last)
+
+    assert [m.delivery_count for m in deliveries] == [0, 1, 2, 3]
+    assert {m.message_id for m in deliveries} == {"m-1"}
+    assert {m.sequence_number for m in deliveries} == {1}
+    assert len(lock_tokens) == 4  # every delivery gets a fresh lock
+
+
+def test_abandoned_message_keeps_its_place_at_the_head_of_the_queue(emulator: EmulatorHandle) -> None:
+    queue = emulator.create_queue()
+    _send(emulator, queue, ServiceBusMessage("first"), ServiceBusMessage("second"))
+
+    with _client(emulator) as client, client.get_queue_receiver(queue, max_wait_time=WAIT) as receiver:
+        first = _receive_one(receiver)
+        receiver.abandon_message(first)
+        again = _receive(receiver, 2)
+        for message in again:
+            receiver.complete_message(message)
+
+    assert str(first) == "first"
+    assert [(str(m), m.delivery_count) for m in again] == [("first", 1), ("second", 0)]
+
+
+def test_settling_a_message_twice_raises(emulator: EmulatorHandle) -> None:
+    queue = emulator.create_queue()
+    _send(emulator, queue, ServiceBusMessage("once"))
+
+    with _client(emulator) as client, client.get_queue_receiver(queue, max_wait_time=WAIT) as receiver:
+        message = _receive_one(receiver)
+        receiver.complete_message(message)
+        with pytest.raises(MessageAlreadySettled):
+            receiver.complete_message(message)
+        with pytest.raises(MessageAlreadySettled):
+            receiver.abandon_message(message)
+        assert _peek(receiver) == []
+
+
+# --- dead-letter
+
+
+def test_dead_lettered_message_moves_to_the_dead_letter_queue_with_reason_and_description(
+    emulator: EmulatorHandle,
+) -> None:
+    queue = emulator.create_queue()
+    _send(
+        emulator,
+        queue,
+        ServiceBusMessage("poison", message_id="p-1", subject="order", application_properties={"k": "v"}),
+    )
+
+    with _client(emulator) as client, client.get_queue_receiver(queue, max_wait_time=WAIT) as receiver:
+        message = _receive_one(receiver)
+        receiver.dead_letter_message(message, reason="ValidationFailed", error_description="amount < 0")
+        assert _peek(receiver) == []
+
+    (dead,) = _peek_all(emulator, queue, DLQ)
+    assert str(dead) == "poison"
+    assert dead.message_id == "p-1"
+    assert dead.subject == "order"
+    assert dead.dead_letter_reason == "ValidationFailed"
+    assert dead.dead_letter_error_description == "amount < 0"
+    props = dead.application_properties
+    assert props is not None
+    assert props[b"k"] == b"v"  # the message's own properties survive
+    assert props[b"DeadLetterReason"] == b"ValidationFailed"
+    assert props[b"DeadLetterErrorDescription"] == b"amount < 0"
+
+
+def test_dead_letter_queue_is_receivable_like_any_queue(emulator: EmulatorHandle) -> None:
+    queue = emulator.create_queue()
+    _send(emulator, queue, ServiceBusMessage("a"), ServiceBusMessage("b"))
+    with _client(emulator) as client, client.get_queue_receiver(queue, max_wait_time=WAIT) as receiver:
+        for message in _receive(receiver, 2):
+            receiver.dead_letter_message(message, reason="r", error_description="d")
+        assert _peek(receiver) == []
+
+    with (
+        _client(emulator) as client,
+        client.get_queue_receiver(queue, sub_queue=DLQ, max_wait_time=WAIT) as dlq,
+    ):
+        first, second = _receive(dlq, 2)
+        assert first.lock_token is not None
+        assert first.delivery_count == 0
+        dlq.abandon_message(first)
+        dlq.complete_message(second)
+        redelivered = _receive_one(dlq)
+        dlq.complete_message(redelivered)
+        assert _peek(dlq) == []
+
+    assert [str(first), str(second)] == ["a", "b"]
+    assert (str(redelivered), redelivered.delivery_count) == ("a", 1)
+    assert redelivered.dead_letter_reason == "r"
+
+
+def test_dead_lettered_messages_are_forwarded_when_forward_dead_lettered_messages_to_is_set(
+    emulator: EmulatorHandle,
+) -> None:
+    target = emulator.create_queue()
+    source = emulator.create_queue(forward_dead_lettered_messages_to=target)
+    _send(emulator, source, ServiceBusMessage("bad", message_id="f-1"))
+
+    with _client(emulator) as client, client.get_queue_receiver(source, max_wait_time=WAIT) as receiver:
+        receiver.dead_letter_message(
+            _receive_one(receiver), reason="Broken", error_description="cannot parse"
+        )
+        assert _peek(receiver) == []
+
+    assert _peek_all(emulator, source, DLQ) == []
+    with _client(emulator) as client, client.get_queue_receiver(target, max_wait_time=WAIT) as receiver:
+        forwarded = _receive_one(receiver)
+        receiver.complete_message(forwarded)
+    assert str(forwarded) == "bad"
+    assert forwarded.message_id == "f-1"
+    assert forwarded.dead_letter_reason == "Broken"
+    assert forwarded.dead_letter_error_description == "cannot parse"
+    assert forwarded.sequence_number == 1  # a new message in the target queue
+    assert forwarded.delivery_count == 0
+
+
+def test_max_delivery_count_dead_letters_are_forwarded_too(emulator: EmulatorHandle) -> None:
+    target = emulator.create_queue()
+    source = emulator.create_queue(max_delivery_count=1, forward_dead_lettered_messages_to=target)
+    _send(emulator, source, ServiceBusMessage("fails once"))
+
+    with _client(emulator) as client, client.get_queue_receiver(source, max_wait_time=WAIT) as receiver:
+        receiver.abandon_message(_receive_one(receiver))
+
+    assert _peek_all(emulator, source, DLQ) == []
+    (forwarded,) = _peek_all(emulator, target)
+    assert str(forwarded) == "fails once"
+    assert forwarded.dead_letter_reason == "MaxDeliveryCountExceeded"
+
+
+# --- defer
+
+
+def test_deferred_message_is_hidden_from_receivers_but_peeks_as_deferred(emulator: EmulatorHandle) -> None:
+    queue = emulator.create_queue()
+    _send(emulator, queue, ServiceBusMessage("later"), ServiceBusMessage("now"))
+
+    with _client(emulator) as client, client.get_queue_receiver(queue, max_wait_time=WAIT) as receiver:
+        deferred = _receive_one(receiver)
+        receiver.defer_message(deferred)
+        rest = _receive(receiver, 2)  # only "now" is deliverable
+        for message in rest:
+            receiver.complete_message(message)
+        peeked = _peek(receiver)
+
+    assert str(deferred) == "later"
+    assert [str(m) for m in rest] == ["now"]
+    assert [(m.sequence_number, m.state) for m in peeked] == [(1, ServiceBusMessageState.DEFERRED)]
+
+
+# --- locks
+
+
+def test_expired_lock_loses_the_lock_and_redelivers_with_delivery_count_incremented(
+    emulator: EmulatorHandle,
+) -> None:
+    queue = emulator.create_queue(lock_duration=LOCK, max_delivery_count=2)
+    _send(emulator, queue, ServiceBusMessage("slow", message_id="slow-1"))
+
+    with _client(emulator) as client, client.get_queue_receiver(queue, max_wait_time=WAIT) as first:
+        held = _receive_one(first)
+        held_token = held.lock_token
+        assert held.delivery_count == 0
+        assert held.locked_until_utc is not None
+        lock_left = (held.locked_until_utc - datetime.now(UTC)).total_seconds()
+        assert 3.5 < lock_left <= 5.5
+        time.sleep(lock_left + 0.5)
+
+        with pytest.raises(MessageLockLostError):
+            first.renew_message_lock(held)  # answered by the broker: the lock is gone
+        with pytest.raises(MessageLockLostError):
+            first.complete_message(held)
+
+        with client.get_queue_receiver(queue, max_wait_time=WAIT) as second:
+            again = _receive_one(second)
+            assert (again.message_id, again.delivery_count) == ("slow-1", 1)
+            assert again.lock_token != held_token
+            # MaxDeliveryCount 2: this second failed delivery dead-letters the message.
+            second.abandon_message(again)
+        assert _peek(first) == []
+
+    (dead,) = _peek_all(emulator, queue, DLQ)
+    assert dead.message_id == "slow-1"
+    assert dead.dead_letter_reason == "MaxDeliveryCountExceeded"
+
+
+def test_renew_message_lock_extends_the_lock(emulator: EmulatorHandle) -> None:
+    queue = emulator.create_queue(lock_duration=LOCK)
+    _send(emulator, queue, ServiceBusMessage("long job"))
+
+    with _client(emulator) as client, client.get_queue_receiver(queue, max_wait_time=WAIT) as receiver:
+        message = _receive_one(receiver)
+        original = message.locked_until_utc
+        assert original is not None
+        time.sleep(3)
+        renewed = receiver.renew_message_lock(message)
+        assert renewed > original
+        assert renewed - datetime.now(UTC) > timedelta(seconds=4)
+        assert message.locked_until_utc == renewed
+        time.sleep(max(0.0, (original - datetime.now(UTC)).total_seconds()) + 0.5)
+        # Past the original expiry: had the broker not extended the lock, it would refuse this with
+        # MessageLockLostError (and have redelivered the message).
+        receiver.complete_message(message)
+        assert _peek(receiver) == []
+
+
+# --- MaxDeliveryCount
+
+
+def test_message_is_dead_lettered_after_max_delivery_count_failed_deliveries(
+    emulator: EmulatorHandle,
+) -> None:
+    queue = emulator.create_queue(max_delivery_count=3)
+    _send(emulator, queue, ServiceBusMessage("poison", message_id="md-1"))
+
+    counts: list[int | None] = []
+    with _client(emulator) as client, client.get_queue_receiver(queue, max_wait_time=WAIT) as receiver:
+        for _ in range(4):
+            batch = _receive(receiver, 1)
+            if not batch:
+                break
+            counts.append(batch[0].delivery_count)
+            receiver.abandon_message(batch[0])
+        assert _peek(receiver) == []
+
+    assert counts == [0, 1, 2]
+    with (
+        _client(emulator) as client,
+        client.get_queue_receiver(queue, sub_queue=DLQ, max_wait_time=WAIT) as dlq,
+    ):
+        dead = _receive_one(dlq)
+        dlq.complete_message(dead)
+    assert dead.message_id == "md-1"
+    assert str(dead) == "poison"
+    assert dead.dead_letter_reason == "MaxDeliveryCountExceeded"
+    assert dead.dead_letter_error_description
+
+
+# --- expiry
+
+
+def test_expired_message_is_dropped_when_dead_lettering_on_expiration_is_off(
+    emulator: EmulatorHandle,
+) -> None:
+    queue = emulator.create_queue(dead_lettering_on_message_expiration=False)
+    _send(
+        emulator,
+        queue,
+        ServiceBusMessage("short-lived", time_to_live=timedelta(seconds=1)),
+        ServiceBusMessage("durable"),
+    )
+    time.sleep(1.5)
+
+    with _client(emulator) as client, client.get_queue_receiver(queue, max_wait_time=WAIT) as receiver:
+        received = _receive(receiver, 2)
+        for message in received:
+            receiver.complete_message(message)
+        assert _peek(receiver) == []
+
+    assert [str(m) for m in received] == ["durable"]
+    assert _peek_all(emulator, queue, DLQ) == []
+
+
+def test_expired_message_is_dead_lettered_when_dead_lettering_on_expiration_is_on(
+    emulator: EmulatorHandle,
+) -> None:
+    queue = emulator.create_queue(dead_lettering_on_message_expiration=True)
+    _send(
+        emulator,
+        queue,
+        ServiceBusMessage("short-lived", message_id="ttl-1", time_to_live=timedelta(seconds=1)),
+    )
+    time.sleep(1.5)
+
+    assert _nothing_receivable(emulator, queue)
+    with (
+        _client(emulator) as client,
+        client.get_queue_receiver(queue, sub_queue=DLQ, max_wait_time=WAIT) as dlq,
+    ):
+        dead = _receive_one(dlq)
+        dlq.complete_message(dead)
+    assert dead.message_id == "ttl-1"
+    assert dead.dead_letter_reason == "TTLExpiredException"
+
+
+def test_dead_letter_queue_does_not_expire_messages_whose_ttl_has_passed(emulator: EmulatorHandle) -> None:
+    queue = emulator.create_queue()
+    sent_at = time.monotonic()
+    _send(emulator, queue, ServiceBusMessage("dead", message_id="dl-ttl", time_to_live=timedelta(seconds=3)))
+    with _client(emulator) as client, client.get_queue_receiver(queue, max_wait_time=WAIT) as receiver:
+        receiver.dead_letter_message(_receive_one(receiver), reason="r", error_description="d")
+    time.sleep(max(0.0, 3.5 - (time.monotonic() - sent_at)))
+
+    # Azure does not observe TTL in the dead-letter queue.
+    with (
+        _client(emulator) as client,
+        client.get_queue_receiver(queue, sub_queue=DLQ, max_wait_time=WAIT) as dlq,
+    ):
+        peeked = _peek(dlq)
+        received = _receive(dlq, 1)
+        for message in received:
+            dlq.complete_message(message)
+    assert [m.message_id for m in peeked] == ["dl-ttl"]
+    assert [m.message_id for m in received] == ["dl-ttl"]
+
+
+def test_entity_default_ttl_caps_a_longer_message_ttl(emulator: EmulatorHandle) -> None:
+    queue = emulator.create_queue(default_message_time_to_live=timedelta(seconds=2))
+    sent_at = time.monotonic()
+    _send(
+        emulator,
+        queue,
+        ServiceBusMessage("long ttl", time_to_live=timedelta(hours=1)),
+        ServiceBusMessage("no ttl"),
+    )
+
+    with _client(emulator) as client, client.get_queue_receiver(queue, max_wait_time=WAIT) as receiver:
+        long_ttl, no_ttl = _peek(receiver)
+        time.sleep(max(0.0, 2.5 - (time.monotonic() - sent_at)))
+        # Both messages expired after the entity's 2 s, the one sent with a 1 h TTL included.
+        assert receiver.receive_messages(max_message_count=1, max_wait_time=WAIT) == []
+        assert _peek(receiver) == []
+
+    # Azure silently lowers a message TTL above the entity's DefaultMessageTimeToLive to that default,
+    # and the message reports the TTL it was given.
+    assert str(long_ttl) == "long ttl"
+    assert str(no_ttl) == "no ttl"
+    assert long_ttl.enqueued_time_utc is not None
+    assert long_ttl.expires_at_utc == long_ttl.enqueued_time_utc + timedelta(seconds=2)
+    assert long_ttl.time_to_live == timedelta(seconds=2)
+
+
+# --- $management
+
+
+def test_settlement_falls_back_to_management_after_the_connection_drops(
+    make_emulator: Callable[..., EmulatorHandle],
+) -> None:
+    private = make_emulator()
+    queue = private.create_queue()
+    _send(private, queue, *(ServiceBusMessage(name) for name in ("complete", "abandon", "dead-letter")))
+
+    def drop_connections() -> None:
+        for connection in list(private.emulator.amqp.connections):
+            connection.close_with_error("amqp:connection:forced", "connection dropped by the test")
+
+    with _client(private) as client, client.get_queue_receiver(queue, max_wait_time=WAIT) as receiver:
+        complete, abandon, dead_letter = _receive(receiver, 3)
+        private.call(drop_connections)
+        # The deliveries belonged to the dropped link: the SDK settles them by lock token over $management.
+        receiver.complete_message(complete)
+        receiver.abandon_message(abandon)
+        receiver.dead_letter_message(dead_letter, reason="Fallback", error_description="via management")
+        redelivered = _receive_one(receiver)
+        receiver.complete_message(redelivered)
+
+    assert (str(redelivered), redelivered.delivery_count) == ("abandon", 1)
+    assert _peek_all(private, queue) == []
+    (dead,) = _peek_all(private, queue, DLQ)
+    assert str(dead) == "dead-letter"
+    assert dead.dead_letter_reason == "Fallback"
+    assert dead.dead_letter_error_description == "via management"
