@@ -14,7 +14,7 @@ VPY := $(VENV)/bin/python
 
 AMQP_PORT ?= 5672
 MANAGEMENT_PORT ?= 5300
-PYTEST_ARGS ?=
+PYTEST_ARGS ?= -n 4
 
 # $(call require_py311,<interpreter>,<hint>): fail with a clear message unless the
 # interpreter runs and is Python 3.11.x.

@@ -621,6 +621,26 @@ def validate_rule(topic: str, subscription: str, rule: RuleConfig) -> list[str]:
                 f"{label}: Action.SqlExpression has {statements} statements "
                 f"(allowed 1..{limits.MAX_ACTION_STATEMENTS})"
             )
+    if not problems:
+        problems.extend(_sql_problems(label, rule))
+    return problems
+
+
+def _sql_problems(label: str, rule: RuleConfig) -> list[str]:
+    """Parse the filter and action as the broker will, so a syntax error names its rule up front."""
+    from emulator.filters.sql import SqlSyntaxError, compile_action, compile_filter
+
+    problems: list[str] = []
+    if rule.filter_type == "Sql" and rule.sql_expression:
+        try:
+            compile_filter(rule.sql_expression)
+        except SqlSyntaxError as exc:
+            problems.append(f"{label}: the SQL filter (SqlFilter.SqlExpression) is not valid: {exc}")
+    if rule.action_sql:
+        try:
+            compile_action(rule.action_sql)
+        except SqlSyntaxError as exc:
+            problems.append(f"{label}: the SQL action (Action.SqlExpression) is not valid: {exc}")
     return problems
 
 

@@ -172,6 +172,8 @@ class EmulatorThread:
             self.loop.run_until_complete(self.emulator.start())
         except BaseException as exc:
             self._error = exc
+            if self.emulator is not None:
+                self.emulator.store.close()
             self._ready.set()
             return
         self._ready.set()

@@ -54,7 +54,11 @@ class EmulatorHandle:
 
 def _start(options: EmulatorOptions) -> EmulatorThread:
     thread = EmulatorThread(options)
-    thread.start()
+    try:
+        thread.start()
+    except BaseException:
+        thread.stop()  # a failed start must not leave its loop thread behind
+        raise
     return thread
 
 

@@ -80,7 +80,8 @@ class Connection(asyncio.Protocol):
             self._state = "refused"
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self._teardown()
+        # Still-open sessions here mean the client vanished without closing (crash, network loss).
+        self._teardown(graceful=False)
         self.server.forget(self)
 
     def write(self, data: bytes) -> None:
@@ -298,7 +299,7 @@ class Connection(asyncio.Protocol):
         if self.transport is not None:
             self.transport.close()
 
-    def _teardown(self) -> None:
+    def _teardown(self, graceful: bool = True) -> None:
         for session in list(self.sessions.values()):
-            session.end(reply=False)
+            session.end(reply=False, graceful=graceful)
         self.sessions.clear()

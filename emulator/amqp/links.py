@@ -50,6 +50,7 @@ class IncomingLink(Link):
         self.partial_id: int | None = None
         self.partial_format = 0
         self.partial_settled = False
+        self.discarded: int | None = None  # bytes skipped of a delivery over the size limit
 
     def flow_fields(self) -> list[Any]:
         s = self.session

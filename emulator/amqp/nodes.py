@@ -45,6 +45,12 @@ class NodeRequest:
     body: dict[str, Any]
 
     @property
+    def scheduling_queue(self) -> MessageQueue:
+        """Where scheduled messages of this entity wait: a topic's own store, or the queue."""
+        topic = self.namespace.topics.get(self.path.lower())
+        return topic.scheduled if topic is not None else self.namespace.receive_queue(self.path)[1]
+
+    @property
     def queue(self) -> MessageQueue:
         """The message queue the request operates on (a topic has none: only scheduling works there)."""
         if self.namespace.send_target(self.path) is not None and self.namespace.topics.get(self.path.lower()):
@@ -221,7 +227,7 @@ class Nodes:
         return 200, {"sequence-numbers": Array(0x81, tuple(Long(n) for n in sequence_numbers))}
 
     def _cancel_scheduled(self, req: NodeRequest) -> tuple[int, dict[str, Any] | None]:
-        req.queue.cancel_scheduled(_sequence_numbers(req.body))
+        req.scheduling_queue.cancel_scheduled(_sequence_numbers(req.body))
         return 200, {}
 
     def _receive_deferred(self, req: NodeRequest) -> tuple[int, dict[str, Any] | None]:
@@ -233,9 +239,9 @@ class Nodes:
             return 204, None
         messages = []
         for msg in found:
-            entry: dict[str, Any] = {
-                "message": msg.encode_for_delivery(locked_until_ms=msg.locked_until_ms or None)
-            }
+            # A message received by sequence number is still deferred, and the SDK reports its state.
+            encoded = msg.encode_for_delivery(locked_until_ms=msg.locked_until_ms or None, with_state=True)
+            entry: dict[str, Any] = {"message": encoded}
             if msg.lock_token is not None:
                 entry["lock-token"] = msg.lock_token
             messages.append(entry)

@@ -330,18 +330,21 @@ class Session:
         closed = bool(field(fields, 1, False))
         self.connection.write(frame(self.channel, DETACH, [UInt(handle), closed]))
 
-    def _release_link(self, link: IncomingLink | OutgoingLink) -> None:
+    def _release_link(self, link: IncomingLink | OutgoingLink, graceful: bool = True) -> None:
         link.detached = True
         if isinstance(link, OutgoingLink) and link.queue is not None:
+            # A receiver that closes gives its session up at once; one whose connection dropped keeps it
+            # until the session lock expires ("released ... when the lock expires if the application
+            # cannot close"). Either way, messages it holds stay locked until their locks expire.
             # Messages this link holds stay locked until their lock expires, as in Azure.
-            link.queue.detach(link)
+            link.queue.detach(link, release_session=graceful)
 
-    def end(self, reply: bool) -> None:
+    def end(self, reply: bool, graceful: bool = True) -> None:
         if self.closed:
             return
         self.closed = True
         for link in list(self.links.values()):
-            self._release_link(link)
+            self._release_link(link, graceful)
         self.links.clear()
         if reply:
             self.connection.write(frame(self.channel, END, []))
@@ -380,6 +383,7 @@ class Session:
         more = bool(field(fields, TransferField.MORE, False))
         if field(fields, TransferField.ABORTED, False):
             link.partial = None
+            link.discarded = None
             return
         if link.partial is None:
             if delivery_id is None:
@@ -394,13 +398,26 @@ class Session:
                 self._delivery(link, int(delivery_id), link.partial_format, link.partial_settled, payload)
                 return
             link.partial = bytearray(payload)
+        elif link.discarded is not None:
+            link.discarded += len(payload)
         else:
             link.partial += payload
         limit = self.connection.server.max_delivery_bytes
-        if len(link.partial) > limit:
-            link.partial = None
-            self.connection.close_with_error(
-                errors.MESSAGE_SIZE_EXCEEDED, f"delivery larger than {limit} bytes on link '{link.name}'"
+        if link.discarded is None and len(link.partial) > limit:
+            # Too large to accept: stop buffering, read the rest of the delivery, then refuse just it.
+            link.discarded = len(link.partial)
+            link.partial = bytearray()
+        if more:
+            return
+        assert link.partial_id is not None
+        if link.discarded is not None:
+            size, link.discarded, link.partial = link.discarded, None, None
+            link.received()
+            description = f"The received message (size: {size} bytes) exceeds the limit ({limit} bytes)."
+            self._settle_incoming(
+                link.partial_id,
+                link.partial_settled,
+                outcome(REJECTED, [error(errors.MESSAGE_SIZE_EXCEEDED, description)]),
             )
             return
         if not more:

@@ -19,8 +19,9 @@ from emulator.arm import models
 from emulator.arm.auth import check_bearer
 from emulator.arm.errors import ArmError, bad_request, entity_not_found, from_broker
 from emulator.arm.http import Request, Response
-from emulator.arm.metadata import EntityMeta, Metadata
-from emulator.broker.entities import MessageEntity, QueueEntity, SubscriptionEntity, TopicEntity
+from emulator.arm.metadata import Metadata
+from emulator.arm.resources import PROVIDER, Resources
+from emulator.broker.entities import QueueEntity, SubscriptionEntity, TopicEntity
 from emulator.broker.errors import BrokerError
 from emulator.broker.namespace import Namespace
 from emulator.broker.rules import compile_rule
@@ -37,18 +38,10 @@ from emulator.config import (
 )
 from emulator.filters.sql import SqlSyntaxError
 
-PROVIDER = "Microsoft.ServiceBus"
 DEFAULT_RESOURCE_GROUP = "emulator"
 PAGE_SIZE = 100
 MAX_TOP = 1000
 _API_VERSION_RE = re.compile(r"\d{4}-\d{2}-\d{2}(-preview)?", re.ASCII)
-_TYPES = {
-    "namespace": "Microsoft.ServiceBus/Namespaces",
-    "queue": "Microsoft.ServiceBus/Namespaces/Queues",
-    "topic": "Microsoft.ServiceBus/Namespaces/Topics",
-    "subscription": "Microsoft.ServiceBus/Namespaces/Topics/Subscriptions",
-    "rule": "Microsoft.ServiceBus/Namespaces/Topics/Subscriptions/Rules",
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +79,7 @@ class ArmApi:
         self.namespace = namespace
         self.settings = settings
         self.metadata = metadata
-        self.endpoint = endpoint
+        self.resources = Resources(namespace, metadata, settings.location, endpoint)
 
     def handle(self, request: Request) -> Response:
         try:
@@ -236,21 +229,6 @@ class ArmApi:
             raise entity_not_found(self.namespace.name, "Topic", f"{topic.name}|{name}")
         return subscription
 
-    def _counts(self, entity: MessageEntity) -> tuple[dict[str, int], int]:
-        counts = self.namespace.counts(entity)
-        return counts, sum(counts.values())
-
-    def _times(self, meta: EntityMeta) -> dict[str, str]:
-        updated = models.timestamp(meta.updated_at)
-        return {"createdAt": models.timestamp(meta.created_at), "updatedAt": updated, "accessedAt": updated}
-
-    def _resource(self, kind: str, rid: str, name: str, properties: dict[str, Any]) -> dict[str, Any]:
-        document: dict[str, Any] = {"id": rid, "name": name, "type": _TYPES[kind]}
-        if kind != "rule":
-            document["location"] = self.settings.location
-        document["properties"] = properties
-        return document
-
     def _page(self, call: _Call, items: list[dict[str, Any]]) -> Response:
         request = call.request
         skip = _int_param(request, "$skip", 0, None)
@@ -297,57 +275,22 @@ class ArmApi:
 
     # ------------------------------------------------------------------------------------------ namespace
 
-    def _namespace_json(self, subscription_id: str, group: str) -> dict[str, Any]:
-        started = models.timestamp(self.metadata.started_at)
-        base = (
-            f"/subscriptions/{subscription_id}/resourceGroups/{group}/providers/{PROVIDER}"
-            f"/namespaces/{self.namespace.name}"
-        )
-        document = self._resource(
-            "namespace",
-            base,
-            self.namespace.name,
-            {
-                "provisioningState": "Succeeded",
-                "status": "Active",
-                "createdAt": started,
-                "updatedAt": started,
-                "serviceBusEndpoint": self.endpoint(),
-                "metricId": f"{subscription_id}:{self.namespace.name.lower()}",
-                "disableLocalAuth": False,
-                "zoneRedundant": False,
-                "minimumTlsVersion": "1.2",
-                "publicNetworkAccess": "Enabled",
-            },
-        )
-        document["sku"] = {"name": "Standard", "tier": "Standard"}
-        document["tags"] = {}
-        return document
-
     def _get_namespace(self, call: _Call) -> Response:
         assert call.group is not None
-        return Response.json(200, self._namespace_json(call.subscription_id, call.group))
+        return Response.json(200, self.resources.namespace_json(call.subscription_id, call.group))
 
     def _list_namespaces(self, call: _Call) -> Response:
         group = call.group or self.settings.resource_group or DEFAULT_RESOURCE_GROUP
-        return self._page(call, [self._namespace_json(call.subscription_id, group)])
+        return self._page(call, [self.resources.namespace_json(call.subscription_id, group)])
 
     # ------------------------------------------------------------------------------------------ queues
 
-    def _queue_json(self, base: str, entity: QueueEntity) -> dict[str, Any]:
-        meta = self.metadata.get(entity.name)
-        counts, total = self._counts(entity)
-        properties = models.queue_properties(entity.props, meta.extras)
-        properties |= {"sizeInBytes": entity.size_bytes, "messageCount": total, "countDetails": counts}
-        properties |= self._times(meta)
-        return self._resource("queue", f"{base}/queues/{entity.name}", entity.name, properties)
-
     def _get_queue(self, call: _Call) -> Response:
-        return Response.json(200, self._queue_json(call.base, self._queue(call.names[0])))
+        return Response.json(200, self.resources.queue_json(call.base, self._queue(call.names[0])))
 
     def _list_queues(self, call: _Call) -> Response:
         queues = sorted(self.namespace.queues.values(), key=lambda q: q.name.lower())
-        return self._page(call, [self._queue_json(call.base, q) for q in queues])
+        return self._page(call, [self.resources.queue_json(call.base, q) for q in queues])
 
     def _put_queue(self, call: _Call) -> Response:
         (name,) = call.names
@@ -370,7 +313,7 @@ class ArmApi:
         else:
             entity = self.namespace.update_queue(existing.name, props)
         self.metadata.record(entity.name, extras, created=existing is None)
-        return Response.json(200, self._queue_json(call.base, entity))
+        return Response.json(200, self.resources.queue_json(call.base, entity))
 
     def _delete_queue(self, call: _Call) -> Response:
         entity = self.namespace.queues.get(call.names[0].lower())
@@ -382,30 +325,12 @@ class ArmApi:
 
     # ------------------------------------------------------------------------------------------ topics
 
-    def _topic_json(self, base: str, topic: TopicEntity) -> dict[str, Any]:
-        meta = self.metadata.get(topic.name)
-        properties = models.topic_properties(topic.props, meta.extras)
-        zero = {
-            "activeMessageCount": 0,
-            "deadLetterMessageCount": 0,
-            "scheduledMessageCount": 0,
-            "transferMessageCount": 0,
-            "transferDeadLetterMessageCount": 0,
-        }
-        properties |= {
-            "sizeInBytes": topic.size_bytes,
-            "subscriptionCount": len(topic.subscriptions),
-            "countDetails": zero,
-        }
-        properties |= self._times(meta)
-        return self._resource("topic", f"{base}/topics/{topic.name}", topic.name, properties)
-
     def _get_topic(self, call: _Call) -> Response:
-        return Response.json(200, self._topic_json(call.base, self._topic(call.names[0])))
+        return Response.json(200, self.resources.topic_json(call.base, self._topic(call.names[0])))
 
     def _list_topics(self, call: _Call) -> Response:
         topics = sorted(self.namespace.topics.values(), key=lambda t: t.name.lower())
-        return self._page(call, [self._topic_json(call.base, t) for t in topics])
+        return self._page(call, [self.resources.topic_json(call.base, t) for t in topics])
 
     def _put_topic(self, call: _Call) -> Response:
         (name,) = call.names
@@ -424,7 +349,7 @@ class ArmApi:
         else:
             topic = self.namespace.create_topic(name, props, origin="arm")
         self.metadata.record(topic.name, extras, created=existing is None)
-        return Response.json(200, self._topic_json(call.base, topic))
+        return Response.json(200, self.resources.topic_json(call.base, topic))
 
     def _delete_topic(self, call: _Call) -> Response:
         topic = self.namespace.topics.get(call.names[0].lower())
@@ -436,24 +361,15 @@ class ArmApi:
 
     # ------------------------------------------------------------------------------------------ subscriptions
 
-    def _subscription_json(self, base: str, subscription: SubscriptionEntity) -> dict[str, Any]:
-        meta = self.metadata.get(subscription.path)
-        counts, total = self._counts(subscription)
-        properties = models.subscription_properties(subscription.props)
-        properties |= {"messageCount": total, "countDetails": counts}
-        properties |= self._times(meta)
-        rid = f"{base}/topics/{subscription.topic.name}/subscriptions/{subscription.subscription_name}"
-        return self._resource("subscription", rid, subscription.subscription_name, properties)
-
     def _get_subscription(self, call: _Call) -> Response:
         topic_name, name = call.names
         subscription = self._subscription(self._topic(topic_name), name)
-        return Response.json(200, self._subscription_json(call.base, subscription))
+        return Response.json(200, self.resources.subscription_json(call.base, subscription))
 
     def _list_subscriptions(self, call: _Call) -> Response:
         topic = self._topic(call.names[0])
         subscriptions = sorted(topic.subscriptions.values(), key=lambda s: s.subscription_name.lower())
-        return self._page(call, [self._subscription_json(call.base, s) for s in subscriptions])
+        return self._page(call, [self.resources.subscription_json(call.base, s) for s in subscriptions])
 
     def _put_subscription(self, call: _Call) -> Response:
         topic_name, name = call.names
@@ -474,7 +390,7 @@ class ArmApi:
         else:
             subscription = self.namespace.update_subscription(topic.name, existing.subscription_name, props)
         self.metadata.record(subscription.path, models.Extras(), created=existing is None)
-        return Response.json(200, self._subscription_json(call.base, subscription))
+        return Response.json(200, self.resources.subscription_json(call.base, subscription))
 
     def _delete_subscription(self, call: _Call) -> Response:
         topic_name, name = call.names
@@ -488,13 +404,6 @@ class ArmApi:
 
     # ------------------------------------------------------------------------------------------ rules
 
-    def _rule_json(self, base: str, subscription: SubscriptionEntity, rule: RuleConfig) -> dict[str, Any]:
-        rid = (
-            f"{base}/topics/{subscription.topic.name}/subscriptions/{subscription.subscription_name}"
-            f"/rules/{rule.name}"
-        )
-        return self._resource("rule", rid, rule.name, models.rule_properties(rule))
-
     def _get_rule(self, call: _Call) -> Response:
         topic_name, subscription_name, name = call.names
         subscription = self._subscription(self._topic(topic_name), subscription_name)
@@ -505,13 +414,13 @@ class ArmApi:
                 "Topic",
                 f"{subscription.topic.name}|{subscription.subscription_name}|{name}",
             )
-        return Response.json(200, self._rule_json(call.base, subscription, rule.config))
+        return Response.json(200, self.resources.rule_json(call.base, subscription, rule.config))
 
     def _list_rules(self, call: _Call) -> Response:
         topic_name, subscription_name = call.names
         subscription = self._subscription(self._topic(topic_name), subscription_name)
         rules = sorted((r.config for r in subscription.rules.values()), key=lambda r: r.name.lower())
-        return self._page(call, [self._rule_json(call.base, subscription, r) for r in rules])
+        return self._page(call, [self.resources.rule_json(call.base, subscription, r) for r in rules])
 
     def _put_rule(self, call: _Call) -> Response:
         topic_name, subscription_name, name = call.names
@@ -533,7 +442,7 @@ class ArmApi:
             raise bad_request(
                 f"The SQL expression of rule '{config.name}' is invalid: {_where(exc)}."
             ) from None
-        return Response.json(200, self._rule_json(call.base, subscription, rule.config))
+        return Response.json(200, self.resources.rule_json(call.base, subscription, rule.config))
 
     def _delete_rule(self, call: _Call) -> Response:
         topic_name, subscription_name, name = call.names

@@ -164,6 +164,17 @@ class TopicEntity:
             props.requires_duplicate_detection,
             props.duplicate_detection_history_time_window,
         )
+        # Messages scheduled on the topic wait here until due, then are routed (sequence numbers for
+        # scheduling and cancelling are this queue's).
+        self.scheduled = MessageQueue(
+            namespace,
+            name + "/$Scheduled",
+            lock_duration_ms=60_000,
+            max_delivery_count=None,
+            default_ttl_ms=None,
+            dead_letter_on_expiration=False,
+            dead_letter_queue=None,
+        )
         # Messages that matched no subscription and were dropped, as Azure drops them.
         self.unrouted_count = 0
         # Rule counts for the per-topic quotas (correlation filters; SQL, true and false filters).
@@ -178,7 +189,7 @@ class TopicEntity:
 
     @property
     def size_bytes(self) -> int:
-        return sum(s.size_bytes for s in self.subscriptions.values())
+        return self.scheduled.size_bytes + sum(s.size_bytes for s in self.subscriptions.values())
 
     @property
     def max_size_bytes(self) -> int:

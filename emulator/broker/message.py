@@ -100,10 +100,7 @@ class StoredMessage:
 
     def set_ttl(self, ttl_ms: int) -> None:
         """Record the effective time to live in the header (copy-on-write, like the properties)."""
-        header = list(self.parsed.header or [])
-        header += [None] * (3 - len(header))
-        header[HeaderField.TTL] = ttl_ms
-        self.parsed = replace(self.parsed, header=header)
+        self.parsed = with_ttl(self.parsed, ttl_ms)
 
     def copy_for(self, sequence_number: int, enqueued_ms: int) -> StoredMessage:
         """A fresh copy of this message for another entity (forwarding, dead-letter forwarding)."""
@@ -194,3 +191,14 @@ class StoredMessage:
             scheduled_ms=scheduled_ms,
             dead_letter_source=dead_letter_source,
         )
+
+
+def with_ttl(parsed: ParsedMessage, ceiling_ms: int) -> ParsedMessage:
+    """``parsed`` with its time to live capped at ``ceiling_ms`` (a copy when it changes)."""
+    ttl = parsed.header_field(HeaderField.TTL)
+    if ttl and int(ttl) <= ceiling_ms:
+        return parsed
+    header = list(parsed.header or [])
+    header += [None] * (3 - len(header))
+    header[HeaderField.TTL] = ceiling_ms
+    return replace(parsed, header=header)

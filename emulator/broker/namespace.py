@@ -8,20 +8,17 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from emulator.amqp.message import ParsedMessage, PropertiesField
 from emulator.broker import definitions, errors
 from emulator.broker.entities import MessageEntity, QueueEntity, SubscriptionEntity, TopicEntity
 from emulator.broker.errors import BrokerError
-from emulator.broker.message import MessageState, StoredMessage
 from emulator.broker.queue import MessageQueue
-from emulator.broker.rules import MessageFacts, Rule, compile_rule, copies_for, default_rule
+from emulator.broker.routing import Routing, Target
+from emulator.broker.rules import Rule, compile_rule, default_rule
 from emulator.broker.store import Store
 from emulator.config import QueueProperties, RuleConfig, SubscriptionProperties, TopicProperties
 from emulator.limits import (
     CORRELATION_FILTERS_PER_TOPIC,
     ENTITIES_PER_NAMESPACE,
-    MAX_MESSAGE_ID_LENGTH,
-    MAX_TRANSFER_HOPS,
     SQL_FILTERS_PER_TOPIC,
     SUBSCRIPTIONS_PER_TOPIC,
 )
@@ -30,21 +27,12 @@ DEAD_LETTER_SUFFIX = "/$deadletterqueue"
 TRANSFER_DEAD_LETTER_SUFFIX = "/$transfer/$deadletterqueue"
 SUBSCRIPTIONS_SEGMENT = "/subscriptions/"
 
-# Dead-letter reasons for auto-forwarding failures. Azure documents the hop limit's reason; the others
-# are this emulator's names (descriptions follow Azure's wording).
-HOPS_EXCEEDED = "MaxTransferHopCountExceeded"
-DESTINATION_MISSING = "TransferDestinationEntityNotFound"
-DESTINATION_REFUSED = "TransferDestinationEntityUnavailable"
-FILTER_EXCEPTION = "FilterEvaluationException"
-
-Target = QueueEntity | TopicEntity
-
 
 def _rule_key(subscription: SubscriptionEntity, name: str) -> str:
     return f"{subscription.path}/Rules/{name}"
 
 
-class Namespace:
+class Namespace(Routing):
     """All entities of one emulated Service Bus namespace."""
 
     def __init__(self, name: str, store: Store, clock: Callable[[], float] = time.time) -> None:
@@ -85,8 +73,16 @@ class Namespace:
         self._wake_ms = None
         self._wake_handle = None
         now = self.now_ms()
+        upcoming: list[int] = []
         for queue in self.message_queues():
             queue.on_timer(now)
+            due = queue.next_due()
+            if due is not None:
+                upcoming.append(due)
+        # Re-arm for what is still pending: wake_at keeps only the earliest request, so the sweep itself
+        # must schedule the next one.
+        if upcoming:
+            self.wake_at(max(min(upcoming), now + 1))
 
     def start(self) -> None:
         """Re-arm timers for restored messages (call once the loop is bound)."""
@@ -95,6 +91,8 @@ class Namespace:
     def message_queues(self) -> Iterator[MessageQueue]:
         for entity in self.message_entities():
             yield from entity.queues()
+        for topic in list(self.topics.values()):
+            yield topic.scheduled
 
     def message_entities(self) -> Iterator[MessageEntity]:
         yield from list(self.queues.values())
@@ -146,6 +144,8 @@ class Namespace:
     def create_topic(self, name: str, props: TopicProperties, origin: str = "config") -> TopicEntity:
         self._check_new_name(name, "Topic")
         topic = TopicEntity(self, name, props)
+        topic.scheduled.on_activate = lambda msg: self.publish_due(topic, msg)
+        topic.scheduled.restore()
         self.topics[name.lower()] = topic
         self.store.save_entity(name, "topic", origin, definitions.dumps(props))
         return topic
@@ -216,14 +216,15 @@ class Namespace:
                 403,
             )
 
-    def put_rule(self, topic_name: str, subscription_name: str, config: RuleConfig) -> Rule:
+    def put_rule(
+        self, topic_name: str, subscription_name: str, config: RuleConfig, origin: str = "arm"
+    ) -> Rule:
         """Create or replace a rule; a SQL syntax error raises SqlSyntaxError before anything changes."""
         topic = self.topic_for(topic_name)
         subscription = self.subscription_for(topic, subscription_name)
         rule = compile_rule(config)
         self._check_rule_quota(topic, [rule], subscription.rules.get(config.name.lower()))
         topic.add_rule(subscription, rule)
-        origin = self._origin(subscription.path)
         self.store.save_entity(_rule_key(subscription, rule.name), "rule", origin, definitions.dumps(config))
         return rule
 
@@ -246,6 +247,7 @@ class Namespace:
             raise errors.entity_not_found(name, self.name)
         for subscription in list(topic.subscriptions.values()):
             self._drop(subscription, subscription.path.lower())
+        self.store.drop_entity_messages(topic.scheduled.key)
         self.store.delete_entity(name.lower())
 
     def delete_subscription(self, topic_name: str, name: str) -> None:
@@ -411,223 +413,6 @@ class Namespace:
                 raise errors.entity_not_found(trimmed, self.name)
             entity = queue
         return entity, entity.dead_letter if dead_letter else entity.main
-
-    # ------------------------------------------------------------------------------------------ sending
-
-    def check_send(self, target: Target, messages: list[ParsedMessage]) -> None:
-        """Refuse a send the way Azure does: disabled entity, bad ids, message too large, entity full."""
-        kind = "Topic" if isinstance(target, TopicEntity) else "Queue"
-        if target.send_disabled():
-            raise BrokerError(
-                errors.ENTITY_DISABLED,
-                f"Messaging entity '{self.name}:{kind}:{target.name}' is currently disabled.",
-            )
-        limit = target.max_message_bytes
-        requires_session = isinstance(target, QueueEntity) and target.props.requires_session
-        for msg in messages:
-            session_id = msg.prop(PropertiesField.GROUP_ID)
-            if requires_session and session_id is None:
-                raise BrokerError(
-                    errors.NOT_ALLOWED,
-                    "The SessionId was not set on a message, and it cannot be sent to the entity. Entities "
-                    "that have session support enabled can only receive messages that have the SessionId set "
-                    "to a valid value.",
-                )
-            for name, value in (
-                ("MessageId", msg.prop(PropertiesField.MESSAGE_ID)),
-                ("SessionId", session_id),
-            ):
-                if value is not None and len(str(value)) > MAX_MESSAGE_ID_LENGTH:
-                    raise BrokerError(
-                        errors.ARGUMENT_OUT_OF_RANGE,
-                        f"The {name} is longer than the maximum of {MAX_MESSAGE_ID_LENGTH} characters.",
-                    )
-            if msg.size > limit:
-                raise BrokerError(
-                    errors.MESSAGE_SIZE_EXCEEDED,
-                    f"The received message (size: {msg.size} bytes) exceeds the limit ({limit} bytes) "
-                    "currently allowed on the link.",
-                    413,
-                )
-        incoming = sum(m.size for m in messages)
-        if target.size_bytes + incoming > target.max_size_bytes:
-            raise BrokerError(
-                errors.RESOURCE_LIMIT_EXCEEDED,
-                f"The maximum entity size has been reached or exceeded for {kind}: "
-                f"'{self.name.upper()}:{kind.upper()}:{target.name.upper()}'. Size of entity in bytes:"
-                f"{target.size_bytes}, Max entity size in bytes: {target.max_size_bytes}.",
-                403,
-            )
-
-    def send(self, path: str, messages: list[ParsedMessage]) -> list[int]:
-        """Accept messages sent to ``path`` durably, or raise the error the sender gets.
-
-        Returns the sequence numbers assigned (0 where a message was dropped as a duplicate or routed
-        elsewhere)."""
-        target = self.entity_for(path)
-        self.check_send(target, messages)
-        with self.store.transaction():
-            return self._deliver(target, messages, hops=0)
-
-    def _deliver(self, target: Target, messages: list[ParsedMessage], hops: int) -> list[int]:
-        now = self.now_ms()
-        fresh = self._deduplicate(target, messages, now)
-        if isinstance(target, TopicEntity):
-            for parsed in fresh:
-                self._publish(target, parsed, hops)
-            return [0] * len(messages)
-        stored = self._enqueue(target, fresh, hops, now)
-        by_id = {id(m.parsed): m.sequence_number for m in stored}
-        return [by_id.get(id(p), 0) for p in messages]
-
-    def _deduplicate(self, target: Target, messages: list[ParsedMessage], now: int) -> list[ParsedMessage]:
-        history = target.duplicates
-        if not history.enabled:
-            return messages
-        fresh: list[ParsedMessage] = []
-        remembered: list[tuple[str, int]] = []
-        for parsed in messages:
-            raw_id = parsed.prop(PropertiesField.MESSAGE_ID)
-            message_id = None if raw_id is None else str(raw_id)
-            if not history.first_sighting(message_id, now):
-                continue  # a duplicate inside the window is accepted and dropped, as in Azure
-            fresh.append(parsed)
-            if message_id is not None:
-                remembered.append((message_id, history.seen[message_id]))
-        if remembered:
-            self.store.remember_message_ids(history.key, remembered)
-            if len(history.seen) > 10_000:
-                history.prune(self.store, now)
-        return fresh
-
-    def _publish(self, topic: TopicEntity, parsed: ParsedMessage, hops: int) -> None:
-        """Fan one message out to the subscriptions whose rules match it."""
-        facts = MessageFacts.of(parsed, parsed.size)
-        try:
-            matches = topic.index.matches(facts)
-        except Exception as exc:
-            failed = topic.subscriptions.get(getattr(exc, "subscription", ""))
-            if failed is None:
-                raise
-            # One subscription's filter failed: the others still route; the failing one dead-letters the
-            # message when it is configured to, as Azure does.
-            matches = self._matches_without(topic, facts, failed, exc)
-        if not matches:
-            topic.unrouted_count += 1
-            return
-        for key, rules in matches.items():
-            self._enqueue(topic.subscriptions[key], copies_for(facts, rules), hops, self.now_ms())
-
-    def _matches_without(
-        self, topic: TopicEntity, facts: MessageFacts, failed: SubscriptionEntity, exc: Exception
-    ) -> dict[str, list[Rule]]:
-        if failed.props.dead_lettering_on_filter_evaluation_exceptions:
-            self._dead_letter_new(failed, [facts.parsed], FILTER_EXCEPTION, str(exc))
-        matches: dict[str, list[Rule]] = {}
-        for key, subscription in topic.subscriptions.items():
-            if subscription is failed:
-                continue
-            for rule in subscription.rules.values():
-                try:
-                    hit = _rule_matches(rule, facts)
-                except Exception:
-                    if subscription.props.dead_lettering_on_filter_evaluation_exceptions:
-                        self._dead_letter_new(subscription, [facts.parsed], FILTER_EXCEPTION, str(exc))
-                    break
-                if hit:
-                    matches.setdefault(key, []).append(rule)
-        return matches
-
-    def _enqueue(
-        self, entity: MessageEntity, messages: list[ParsedMessage], hops: int, now: int
-    ) -> list[StoredMessage]:
-        if entity.props.forward_to:
-            self._forward(entity, entity.props.forward_to, messages, hops)
-            return []
-        stored = []
-        for parsed in messages:
-            msg = StoredMessage(parsed=parsed)
-            entity.main.prepare(msg, now)
-            stored.append(msg)
-        entity.main.accept(stored)
-        entity.main.dispatch()
-        return stored
-
-    def _forward(
-        self, source: MessageEntity, target_name: str, messages: list[ParsedMessage], hops: int
-    ) -> None:
-        """Auto-forward to ``target_name``; failures dead-letter in the source, as Azure does."""
-        if hops >= MAX_TRANSFER_HOPS:
-            self._dead_letter_new(
-                source,
-                messages,
-                HOPS_EXCEEDED,
-                f"The message exceeded the maximum of {MAX_TRANSFER_HOPS} hops.",
-            )
-            return
-        target = self.send_target(target_name)
-        if target is None:
-            self._dead_letter_new(
-                source, messages, DESTINATION_MISSING, "The transfer destination entity does not exist."
-            )
-            return
-        try:
-            self.check_send(target, messages)
-        except BrokerError as exc:
-            self._dead_letter_new(source, messages, DESTINATION_REFUSED, exc.description)
-            return
-        self._deliver(target, messages, hops + 1)
-
-    def _dead_letter_new(
-        self, entity: MessageEntity, messages: list[ParsedMessage], reason: str, description: str
-    ) -> None:
-        now = self.now_ms()
-        stored = []
-        for parsed in messages:
-            msg = StoredMessage(parsed=parsed)
-            entity.main.prepare(msg, now)
-            # Dead-letter queues observe neither TTL nor scheduling.
-            msg.expires_ms = None
-            msg.state = MessageState.ACTIVE
-            msg.scheduled_ms = None
-            msg.set_application_properties(
-                {"DeadLetterReason": reason, "DeadLetterErrorDescription": description}
-            )
-            msg.dead_letter_source = entity.path
-            stored.append(msg)
-        entity.dead_letter.accept(stored)
-        entity.dead_letter.dispatch()
-
-    def dead_lettered(self, source: MessageQueue, msg: StoredMessage) -> None:
-        """Place a message that ``source`` dead-lettered (inside the caller's store transaction)."""
-        entity = source.owner if isinstance(source.owner, MessageEntity) else None
-        target_name = entity.props.forward_dead_lettered_messages_to if entity is not None else None
-        if target_name:
-            target = self.send_target(target_name)
-            try:
-                if target is not None:
-                    self.check_send(target, [msg.parsed])
-            except BrokerError:
-                target = None
-            if target is not None:
-                copy = msg.copy_for(0, 0)
-                self._deliver(target, [copy.parsed], hops=1)
-                return
-        dlq = source.dead_letter_queue
-        assert dlq is not None
-        msg.expires_ms = None  # dead-letter queues do not observe TTL, as in Azure
-        dlq.last_sequence = max(dlq.last_sequence, msg.sequence_number)
-        dlq.accept([msg])
-        dlq.dispatch()
-
-
-def _rule_matches(rule: Rule, facts: MessageFacts) -> bool:
-    if rule.is_correlation:
-        keys = set(facts.condition_keys())
-        return all(condition in keys for condition in rule.conditions)
-    if rule.sql is None:
-        return bool(rule.constant)
-    return rule.sql.matches(facts.sql_view())
 
 
 def _immutable(before: object, after: object, fields: tuple[str, ...], path: str) -> None:

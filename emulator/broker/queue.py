@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import heapq
 import uuid
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from emulator.broker import errors
@@ -68,6 +69,8 @@ class MessageQueue(SessionOperations):
         self._scheduled: list[tuple[int, int]] = []
         self._rotation = 0
         self._dispatching = False
+        # When set, a due scheduled message is handed here instead of becoming available (topics).
+        self.on_activate: Callable[[StoredMessage], None] | None = None
         # The entity this queue belongs to (set by the entity), for routing dead letters.
         self.owner: object | None = None
 
@@ -164,11 +167,11 @@ class MessageQueue(SessionOperations):
     def attach(self, consumer: Consumer) -> None:
         self.consumers.append(consumer)
 
-    def detach(self, consumer: Consumer) -> None:
+    def detach(self, consumer: Consumer, release_session: bool = True) -> None:
         if consumer in self.consumers:
             self.consumers.remove(consumer)
         session = consumer.message_session
-        if session is not None and session.holder is consumer:
+        if release_session and session is not None and session.holder is consumer:
             # Closing a session receiver gives the session up; what it held unsettled counts as a delivery.
             self._end_session_lock(session, notify=False)
         if self.session_book is not None:
@@ -414,6 +417,11 @@ class MessageQueue(SessionOperations):
         if changed:
             self.dispatch()
 
+    def next_due(self) -> int | None:
+        """When this queue next needs its timer: the earliest scheduled activation or TTL expiry."""
+        times = [heap[0][0] for heap in (self._scheduled, self._expiring) if heap]
+        return min(times) if times else None
+
     def _activate(self, msg: StoredMessage, now: int) -> None:
         """A scheduled message becomes active: it is appended as if enqueued now, with a new sequence
         number, as Azure does."""
@@ -424,6 +432,9 @@ class MessageQueue(SessionOperations):
         if session is not None:
             session.message_count -= 1
         store.delete(self.key, (msg.sequence_number,))
+        if self.on_activate is not None:
+            self.on_activate(msg)
+            return
         msg.state = MessageState.ACTIVE
         msg.sequence_number = self.next_sequence()
         msg.enqueued_ms = now

@@ -63,6 +63,15 @@ class Rule:
     def is_correlation(self) -> bool:
         return self.config.filter_type == "Correlation"
 
+    def matches(self, facts: MessageFacts) -> bool:
+        """Evaluate this rule's filter alone (the index does it faster for a whole topic)."""
+        if self.is_correlation:
+            keys = set(facts.condition_keys())
+            return all(condition in keys for condition in self.conditions)
+        if self.sql is None:
+            return bool(self.constant)
+        return bool(self.sql.matches(facts.sql_view()))
+
     @property
     def is_sql(self) -> bool:
         return self.sql is not None

@@ -1275,3 +1275,23 @@ def test_entity_status_compares_equal_to_its_wire_text() -> None:
     assert isinstance(EntityStatus.SEND_DISABLED, str)
     assert str(EntityStatus.RECEIVE_DISABLED) == "ReceiveDisabled"
     assert f"{EntityStatus.DISABLED}" == "Disabled"
+
+
+def test_sql_filter_or_action_that_does_not_parse_is_refused_naming_the_rule_and_position() -> None:
+    text = config_text(
+        topics=[
+            topic(
+                "t",
+                [
+                    subscription("a", [sql_rule("bad-filter", "color = ")]),
+                    subscription("b", [sql_rule("bad-action", "1=1", action="SET = 2")]),
+                ],
+            )
+        ]
+    )
+    with pytest.raises(ConfigError) as caught:
+        parse_config(text)
+    message = str(caught.value)
+    assert "t/Subscriptions/a/Rules/bad-filter" in message and "SQL filter" in message
+    assert "t/Subscriptions/b/Rules/bad-action" in message and "SQL action" in message
+    assert message.count("position") == 2

@@ -1,0 +1,280 @@
+"""Send routing for a namespace: admission checks, duplicate detection, topic fan-out, auto-forwarding
+chains, scheduling on topics and the placement of dead letters. Mixed into :class:`Namespace`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from emulator.amqp.message import ParsedMessage, PropertiesField
+from emulator.broker import errors
+from emulator.broker.entities import MessageEntity, QueueEntity, SubscriptionEntity, TopicEntity
+from emulator.broker.errors import BrokerError
+from emulator.broker.message import SCHEDULED_ENQUEUE_TIME, MessageState, StoredMessage, with_ttl
+from emulator.broker.queue import MessageQueue
+from emulator.broker.rules import MessageFacts, Rule, copies_for
+from emulator.limits import MAX_MESSAGE_ID_LENGTH, MAX_TRANSFER_HOPS
+
+if TYPE_CHECKING:
+    from emulator.broker.store import Store
+
+Target = QueueEntity | TopicEntity
+
+# Dead-letter reasons. Azure documents the hop limit's and the session one; the others are this
+# emulator's names (their descriptions follow Azure's wording).
+HOPS_EXCEEDED = "MaxTransferHopCountExceeded"
+SESSION_ID_NULL = "Session ID is null."
+DESTINATION_MISSING = "TransferDestinationEntityNotFound"
+DESTINATION_REFUSED = "TransferDestinationEntityUnavailable"
+FILTER_EXCEPTION = "FilterEvaluationException"
+
+
+class Routing:
+    """Where sent messages go."""
+
+    # Provided by Namespace.
+    name: str
+    store: Store
+    now_ms: Callable[[], int]
+    send_target: Callable[[str], Target | None]
+    entity_for: Callable[[str], Target]
+
+    def check_send(self, target: Target, messages: list[ParsedMessage]) -> None:
+        """Refuse a send the way Azure does: disabled entity, bad ids, message too large, entity full."""
+        kind = "Topic" if isinstance(target, TopicEntity) else "Queue"
+        if target.send_disabled():
+            raise BrokerError(
+                errors.ENTITY_DISABLED,
+                f"Messaging entity '{self.name}:{kind}:{target.name}' is currently disabled.",
+            )
+        limit = target.max_message_bytes
+        requires_session = isinstance(target, QueueEntity) and target.props.requires_session
+        for msg in messages:
+            session_id = msg.prop(PropertiesField.GROUP_ID)
+            if requires_session and session_id is None:
+                raise BrokerError(
+                    errors.NOT_ALLOWED,
+                    "The SessionId was not set on a message, and it cannot be sent to the entity. Entities "
+                    "that have session support enabled can only receive messages that have the SessionId set "
+                    "to a valid value.",
+                )
+            for name, value in (
+                ("MessageId", msg.prop(PropertiesField.MESSAGE_ID)),
+                ("SessionId", session_id),
+            ):
+                if value is not None and len(str(value)) > MAX_MESSAGE_ID_LENGTH:
+                    raise BrokerError(
+                        errors.ARGUMENT_OUT_OF_RANGE,
+                        f"The {name} is longer than the maximum of {MAX_MESSAGE_ID_LENGTH} characters.",
+                    )
+            if msg.size > limit:
+                raise BrokerError(
+                    errors.MESSAGE_SIZE_EXCEEDED,
+                    f"The received message (size: {msg.size} bytes) exceeds the limit ({limit} bytes) "
+                    "currently allowed on the link.",
+                    413,
+                )
+        incoming = sum(m.size for m in messages)
+        if target.size_bytes + incoming > target.max_size_bytes:
+            raise BrokerError(
+                errors.RESOURCE_LIMIT_EXCEEDED,
+                f"The maximum entity size has been reached or exceeded for {kind}: "
+                f"'{self.name.upper()}:{kind.upper()}:{target.name.upper()}'. Size of entity in bytes:"
+                f"{target.size_bytes}, Max entity size in bytes: {target.max_size_bytes}.",
+                403,
+            )
+
+    def send(self, path: str, messages: list[ParsedMessage]) -> list[int]:
+        """Accept messages sent to ``path`` durably, or raise the error the sender gets.
+
+        Returns the sequence numbers assigned (0 where a message was dropped as a duplicate or has no
+        number of its own at the target, like a message published to a topic)."""
+        target = self.entity_for(path)
+        self.check_send(target, messages)
+        with self.store.transaction():
+            return self._deliver(target, messages, hops=0)
+
+    def _deliver(
+        self, target: Target, messages: list[ParsedMessage], hops: int, dead_letter_source: str | None = None
+    ) -> list[int]:
+        now = self.now_ms()
+        fresh = self._deduplicate(target, messages, now)
+        if isinstance(target, TopicEntity):
+            numbers: dict[int, int] = {}
+            for parsed in fresh:
+                scheduled = parsed.message_annotations.get(SCHEDULED_ENQUEUE_TIME)
+                if scheduled is not None and int(scheduled) > now:
+                    # A topic holds scheduled messages itself and routes them when they are due.
+                    msg = StoredMessage(parsed=parsed)
+                    target.scheduled.prepare(msg, now)
+                    target.scheduled.accept([msg])
+                    numbers[id(parsed)] = msg.sequence_number
+                else:
+                    self._publish(target, parsed, hops, dead_letter_source)
+            return [numbers.get(id(p), 0) for p in messages]
+        stored = self._enqueue(target, fresh, hops, now, dead_letter_source)
+        by_id = {id(m.parsed): m.sequence_number for m in stored}
+        return [by_id.get(id(p), 0) for p in messages]
+
+    def _deduplicate(self, target: Target, messages: list[ParsedMessage], now: int) -> list[ParsedMessage]:
+        history = target.duplicates
+        if not history.enabled:
+            return messages
+        fresh: list[ParsedMessage] = []
+        remembered: list[tuple[str, int]] = []
+        for parsed in messages:
+            raw_id = parsed.prop(PropertiesField.MESSAGE_ID)
+            message_id = None if raw_id is None else str(raw_id)
+            if not history.first_sighting(message_id, now):
+                continue  # a duplicate inside the window is accepted and dropped, as in Azure
+            fresh.append(parsed)
+            if message_id is not None:
+                remembered.append((message_id, history.seen[message_id]))
+        if remembered:
+            self.store.remember_message_ids(history.key, remembered)
+            if len(history.seen) > 10_000:
+                history.prune(self.store, now)
+        return fresh
+
+    def publish_due(self, topic: TopicEntity, msg: StoredMessage) -> None:
+        """A message scheduled on a topic is due: route it now."""
+        self._publish(topic, msg.parsed, 0, None)
+
+    def _publish(
+        self, topic: TopicEntity, parsed: ParsedMessage, hops: int, dead_letter_source: str | None
+    ) -> None:
+        """Fan one message out to the subscriptions whose rules match it."""
+        ceiling = topic.props.default_message_time_to_live
+        if ceiling is not None:
+            parsed = with_ttl(parsed, int(ceiling.total_seconds() * 1000))
+        facts = MessageFacts.of(parsed, parsed.size)
+        try:
+            matches = topic.index.matches(facts)
+        except Exception:
+            # A subscription's filter failed on this message: evaluate rule by rule so each failing
+            # subscription dead-letters (or drops) it with its own error, and the others still route.
+            matches = self._matches_one_by_one(topic, facts)
+        if not matches:
+            topic.unrouted_count += 1
+            return
+        now = self.now_ms()
+        for key, rules in matches.items():
+            self._enqueue(topic.subscriptions[key], copies_for(facts, rules), hops, now, dead_letter_source)
+
+    def _matches_one_by_one(self, topic: TopicEntity, facts: MessageFacts) -> dict[str, list[Rule]]:
+        matches: dict[str, list[Rule]] = {}
+        for key, subscription in topic.subscriptions.items():
+            for rule in subscription.rules.values():
+                try:
+                    hit = rule.matches(facts)
+                except Exception as exc:
+                    matches.pop(key, None)
+                    if subscription.props.dead_lettering_on_filter_evaluation_exceptions:
+                        self._dead_letter_new(subscription, [facts.parsed], FILTER_EXCEPTION, str(exc))
+                    break
+                if hit:
+                    matches.setdefault(key, []).append(rule)
+        return matches
+
+    def _enqueue(
+        self,
+        entity: MessageEntity,
+        messages: list[ParsedMessage],
+        hops: int,
+        now: int,
+        dead_letter_source: str | None = None,
+    ) -> list[StoredMessage]:
+        if entity.props.requires_session and isinstance(entity, SubscriptionEntity):
+            orphans = [p for p in messages if p.prop(PropertiesField.GROUP_ID) is None]
+            if orphans:
+                self._dead_letter_new(
+                    entity,
+                    orphans,
+                    SESSION_ID_NULL,
+                    "The subscription requires sessions; the message has none.",
+                )
+                messages = [p for p in messages if p.prop(PropertiesField.GROUP_ID) is not None]
+        if entity.props.forward_to:
+            self._forward(entity, entity.props.forward_to, messages, hops, dead_letter_source)
+            return []
+        stored = []
+        for parsed in messages:
+            msg = StoredMessage(parsed=parsed)
+            entity.main.prepare(msg, now)
+            msg.dead_letter_source = dead_letter_source
+            stored.append(msg)
+        entity.main.accept(stored)
+        entity.main.dispatch()
+        return stored
+
+    def _forward(
+        self,
+        source: MessageEntity,
+        target_name: str,
+        messages: list[ParsedMessage],
+        hops: int,
+        dead_letter_source: str | None,
+    ) -> None:
+        """Auto-forward to ``target_name``; failures dead-letter in the source, as Azure does."""
+        if not messages:
+            return
+        if hops >= MAX_TRANSFER_HOPS:
+            self._dead_letter_new(
+                source,
+                messages,
+                HOPS_EXCEEDED,
+                f"The message exceeded the maximum of {MAX_TRANSFER_HOPS} hops.",
+            )
+            return
+        target = self.send_target(target_name)
+        if target is None:
+            self._dead_letter_new(
+                source, messages, DESTINATION_MISSING, "The transfer destination entity does not exist."
+            )
+            return
+        try:
+            self.check_send(target, messages)
+        except BrokerError as exc:
+            self._dead_letter_new(source, messages, DESTINATION_REFUSED, exc.description)
+            return
+        self._deliver(target, messages, hops + 1, dead_letter_source)
+
+    def _dead_letter_new(
+        self, entity: MessageEntity, messages: list[ParsedMessage], reason: str, description: str
+    ) -> None:
+        """Dead-letter messages the broker could not place (they have no lock or sequence number yet)."""
+        now = self.now_ms()
+        for parsed in messages:
+            msg = StoredMessage(parsed=parsed)
+            entity.main.prepare(msg, now)  # a number from the entity's sequence, shared with its DLQ
+            msg.set_application_properties(
+                {"DeadLetterReason": reason, "DeadLetterErrorDescription": description}
+            )
+            self._place_dead_letter(entity, msg)
+
+    def dead_lettered(self, source: MessageQueue, msg: StoredMessage) -> None:
+        """Place a message that ``source`` dead-lettered (inside the caller's store transaction)."""
+        assert isinstance(source.owner, MessageEntity)
+        self._place_dead_letter(source.owner, msg)
+
+    def _place_dead_letter(self, entity: MessageEntity, msg: StoredMessage) -> None:
+        """Into the entity's dead-letter queue, or where its dead letters are forwarded."""
+        target_name = entity.props.forward_dead_lettered_messages_to
+        target = self.send_target(target_name) if target_name else None
+        if target is not None:
+            try:
+                self.check_send(target, [msg.parsed])
+            except BrokerError:
+                target = None  # the destination cannot take it: it stays in the dead-letter queue
+        if target is not None:
+            # DeadLetterSource names where a message was dead-lettered, on messages forwarded out of it.
+            self._deliver(target, [msg.parsed], hops=1, dead_letter_source=entity.path)
+            return
+        # Dead-letter queues observe neither TTL nor scheduling.
+        msg.expires_ms = None
+        msg.state = MessageState.ACTIVE
+        msg.scheduled_ms = None
+        dlq = entity.dead_letter
+        dlq.last_sequence = max(dlq.last_sequence, msg.sequence_number)
+        dlq.accept([msg])
+        dlq.dispatch()
