@@ -27,18 +27,17 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from azure.servicebus import (
     NEXT_AVAILABLE_SESSION,
-    ServiceBusClient,
     ServiceBusMessage,
     ServiceBusReceivedMessage,
     ServiceBusReceiver,
 )
-from azure.servicebus.aio import ServiceBusClient as AsyncServiceBusClient
 from azure.servicebus.exceptions import (
     MessageLockLostError,
     MessageNotFoundError,
     MessagingEntityNotFoundError,
     SessionCannotBeLockedError,
 )
+from sdk_helpers import no_retry_async_client, no_retry_client
 
 if TYPE_CHECKING:
     from tests.conftest import EmulatorHandle
@@ -46,16 +45,6 @@ if TYPE_CHECKING:
 WAIT = 1  # seconds a receiver waits on an empty queue
 LOCK = timedelta(seconds=5)  # the shortest lock duration Azure accepts
 UNKNOWN_SEQUENCE_NUMBER = 987_654_321
-
-
-def _client(emulator: EmulatorHandle, **kwargs: Any) -> ServiceBusClient:
-    kwargs.setdefault("retry_total", 0)
-    return ServiceBusClient.from_connection_string(emulator.connection_string, **kwargs)
-
-
-def _aclient(emulator: EmulatorHandle, **kwargs: Any) -> AsyncServiceBusClient:
-    kwargs.setdefault("retry_total", 0)
-    return AsyncServiceBusClient.from_connection_string(emulator.connection_string, **kwargs)
 
 
 def _receive_one(receiver: ServiceBusReceiver, wait: float = WAIT) -> ServiceBusReceivedMessage:
@@ -84,7 +73,7 @@ def test_lock_expired_and_taken_by_another_receiver_raises_message_lock_lost(
     emulator: EmulatorHandle,
 ) -> None:
     queue = emulator.create_queue(lock_duration=LOCK)
-    with _client(emulator) as client:
+    with no_retry_client(emulator) as client:
         with client.get_queue_sender(queue) as sender:
             sender.send_messages(ServiceBusMessage("job"))
         with (
@@ -113,7 +102,7 @@ def test_async_deferred_message_lock_lost_to_another_receiver_raises_message_loc
     queue = emulator.create_queue(lock_duration=LOCK)
 
     async def scenario() -> dict[str, Any]:
-        async with _aclient(emulator) as client:
+        async with no_retry_async_client(emulator) as client:
             async with client.get_queue_sender(queue) as sender:
                 await sender.send_messages(ServiceBusMessage("deferred"))
             async with (
@@ -147,7 +136,7 @@ def test_async_deferred_message_lock_lost_to_another_receiver_raises_message_loc
 
 def test_settling_or_receiving_on_a_closed_receiver_raises_value_error(emulator: EmulatorHandle) -> None:
     queue = emulator.create_queue(lock_duration=timedelta(seconds=30))
-    with _client(emulator) as client:
+    with no_retry_client(emulator) as client:
         with client.get_queue_sender(queue) as sender:
             sender.send_messages([ServiceBusMessage("a"), ServiceBusMessage("b")])
         receiver = client.get_queue_receiver(queue, max_wait_time=WAIT)
@@ -165,7 +154,7 @@ def test_async_settling_on_a_closed_receiver_raises_value_error(emulator: Emulat
     queue = emulator.create_queue(lock_duration=timedelta(seconds=30))
 
     async def scenario() -> tuple[type[BaseException] | None, type[BaseException] | None]:
-        async with _aclient(emulator) as client:
+        async with no_retry_async_client(emulator) as client:
             async with client.get_queue_sender(queue) as sender:
                 await sender.send_messages(ServiceBusMessage("a"))
             receiver = client.get_queue_receiver(queue, max_wait_time=WAIT)
@@ -184,7 +173,7 @@ def test_async_settling_on_a_closed_receiver_raises_value_error(emulator: Emulat
 
 def test_session_held_by_another_receiver_raises_session_cannot_be_locked(emulator: EmulatorHandle) -> None:
     queue = emulator.create_queue(requires_session=True, lock_duration=timedelta(seconds=30))
-    with _client(emulator) as client:
+    with no_retry_client(emulator) as client:
         with client.get_queue_sender(queue) as sender:
             sender.send_messages(ServiceBusMessage("m", session_id="held"))
         with client.get_queue_receiver(
@@ -207,7 +196,7 @@ def test_cancelling_a_sequence_number_that_is_not_scheduled_raises_message_not_f
     emulator: EmulatorHandle,
 ) -> None:
     queue = emulator.create_queue()
-    with _client(emulator) as client, client.get_queue_sender(queue) as sender:
+    with no_retry_client(emulator) as client, client.get_queue_sender(queue) as sender:
         sender.send_messages(ServiceBusMessage("active"))
         (scheduled,) = sender.schedule_messages(
             ServiceBusMessage("scheduled"), datetime.now(UTC) + timedelta(minutes=10)
@@ -230,7 +219,7 @@ def test_async_cancelling_an_activated_scheduled_message_raises_message_not_foun
     queue = emulator.create_queue()
 
     async def scenario() -> tuple[type[BaseException] | None, type[BaseException] | None, list[str]]:
-        async with _aclient(emulator) as client, client.get_queue_sender(queue) as sender:
+        async with no_retry_async_client(emulator) as client, client.get_queue_sender(queue) as sender:
             (number,) = await sender.schedule_messages(
                 ServiceBusMessage("soon"), datetime.now(UTC) + timedelta(seconds=0.5)
             )
@@ -250,7 +239,7 @@ def test_receiving_by_a_sequence_number_that_is_not_deferred_raises_message_not_
     emulator: EmulatorHandle,
 ) -> None:
     queue = emulator.create_queue(lock_duration=timedelta(seconds=30))
-    with _client(emulator) as client:
+    with no_retry_client(emulator) as client:
         with client.get_queue_sender(queue) as sender:
             sender.send_messages([ServiceBusMessage("active"), ServiceBusMessage("to-defer")])
             (scheduled,) = sender.schedule_messages(
@@ -289,7 +278,10 @@ def test_async_receiving_an_unknown_deferred_sequence_number_raises_message_not_
     queue = emulator.create_queue()
 
     async def scenario() -> type[BaseException] | None:
-        async with _aclient(emulator) as client, client.get_queue_receiver(queue, max_wait_time=WAIT) as rx:
+        async with (
+            no_retry_async_client(emulator) as client,
+            client.get_queue_receiver(queue, max_wait_time=WAIT) as rx,
+        ):
             return await _raised(rx.receive_deferred_messages([UNKNOWN_SEQUENCE_NUMBER]))
 
     assert asyncio.run(scenario()) is MessageNotFoundError
@@ -302,7 +294,7 @@ def test_operations_on_a_queue_that_does_not_exist_raise_messaging_entity_not_fo
     emulator: EmulatorHandle,
 ) -> None:
     missing = "no-such-queue"
-    with _client(emulator) as client:
+    with no_retry_client(emulator) as client:
         with pytest.raises(MessagingEntityNotFoundError), client.get_queue_sender(missing) as sender:
             sender.schedule_messages(ServiceBusMessage("x"), datetime.now(UTC) + timedelta(minutes=1))
         with (

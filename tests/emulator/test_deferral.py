@@ -23,15 +23,14 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 from azure.servicebus import (
-    ServiceBusClient,
     ServiceBusMessage,
     ServiceBusMessageState,
-    ServiceBusReceivedMessage,
     ServiceBusReceiver,
     ServiceBusSubQueue,
 )
 from azure.servicebus.aio import ServiceBusClient as AsyncServiceBusClient
 from azure.servicebus.exceptions import MessageNotFoundError
+from sdk_helpers import no_retry_client, receive, seconds_from_now, sleep_until
 
 if TYPE_CHECKING:
     from tests.conftest import EmulatorHandle
@@ -41,39 +40,18 @@ LOCK = timedelta(seconds=5)
 DLQ = ServiceBusSubQueue.DEAD_LETTER
 
 
-def _client(emulator: EmulatorHandle, **kwargs: Any) -> ServiceBusClient:
-    # MessageNotFoundError is retryable in the SDK; without retries a refusal is reported at once.
-    kwargs.setdefault("retry_total", 0)
-    return ServiceBusClient.from_connection_string(emulator.connection_string, **kwargs)
-
-
 def _send(emulator: EmulatorHandle, queue: str, *messages: ServiceBusMessage) -> None:
-    with _client(emulator) as client, client.get_queue_sender(queue) as sender:
+    with no_retry_client(emulator) as client, client.get_queue_sender(queue) as sender:
         sender.send_messages(list(messages))
-
-
-def _receive(receiver: ServiceBusReceiver, count: int, wait: float = WAIT) -> list[ServiceBusReceivedMessage]:
-    received: list[ServiceBusReceivedMessage] = []
-    while len(received) < count:
-        batch = receiver.receive_messages(max_message_count=count - len(received), max_wait_time=wait)
-        if not batch:
-            break
-        received.extend(batch)
-    return received
 
 
 def _defer_all(receiver: ServiceBusReceiver, count: int) -> list[int]:
     """Receive ``count`` messages, defer them and return their sequence numbers."""
-    received = _receive(receiver, count)
+    received = receive(receiver, count, WAIT)
     assert len(received) == count
     for message in received:
         receiver.defer_message(message)
     return [m.sequence_number for m in received]  # type: ignore[misc]
-
-
-def _seconds_from_now(moment: datetime | None) -> float:
-    assert moment is not None
-    return (moment - datetime.now(UTC)).total_seconds()
 
 
 def test_deferred_message_is_set_aside_and_received_locked_by_its_sequence_number(
@@ -82,10 +60,10 @@ def test_deferred_message_is_set_aside_and_received_locked_by_its_sequence_numbe
     queue = emulator.create_queue(lock_duration=LOCK)
     _send(emulator, queue, ServiceBusMessage("payment", message_id="pay-1"), ServiceBusMessage("order"))
 
-    with _client(emulator) as client, client.get_queue_receiver(queue, max_wait_time=WAIT) as rx:
+    with no_retry_client(emulator) as client, client.get_queue_receiver(queue, max_wait_time=WAIT) as rx:
         (payment_seq,) = _defer_all(rx, 1)
         # Invisible to normal receives: the next receive gets the message behind it ...
-        (order,) = _receive(rx, 1)
+        (order,) = receive(rx, 1, WAIT)
         assert str(order) == "order"
         rx.complete_message(order)
         assert rx.receive_messages(max_message_count=1, max_wait_time=WAIT) == []
@@ -105,7 +83,7 @@ def test_deferred_message_is_set_aside_and_received_locked_by_its_sequence_numbe
         )
         assert deferred.state == ServiceBusMessageState.DEFERRED
         assert deferred.lock_token is not None
-        assert 3 < _seconds_from_now(deferred.locked_until_utc) <= LOCK.total_seconds() + 1
+        assert 3 < seconds_from_now(deferred.locked_until_utc) <= LOCK.total_seconds() + 1
         # A deferred message that is locked cannot be received again by sequence number.
         with pytest.raises(MessageNotFoundError):
             rx.receive_deferred_messages([payment_seq])
@@ -122,7 +100,7 @@ def test_abandoned_deferred_message_stays_deferred_and_dead_lettering_moves_it_t
     queue = emulator.create_queue(lock_duration=LOCK)
     _send(emulator, queue, ServiceBusMessage("poison"), ServiceBusMessage("renewable"))
 
-    with _client(emulator) as client:
+    with no_retry_client(emulator) as client:
         with client.get_queue_receiver(queue, max_wait_time=WAIT) as rx:
             poison_seq, renewable_seq = _defer_all(rx, 2)
 
@@ -150,7 +128,7 @@ def test_abandoned_deferred_message_stays_deferred_and_dead_lettering_moves_it_t
             ]
 
         with client.get_queue_receiver(queue, sub_queue=DLQ, max_wait_time=WAIT) as dlq:
-            (dead,) = _receive(dlq, 1)
+            (dead,) = receive(dlq, 1, WAIT)
             assert str(dead) == "poison"
             assert (dead.dead_letter_reason, dead.dead_letter_error_description) == (
                 "Unprocessable",
@@ -205,11 +183,11 @@ def test_deferred_session_message_is_received_through_its_session(emulator: Emul
         ServiceBusMessage("purchase-order", session_id="order-1"),
     )
 
-    with _client(emulator) as client:
+    with no_retry_client(emulator) as client:
         with client.get_queue_receiver(queue, session_id="order-1", max_wait_time=WAIT) as rx:
             (payment_seq,) = _defer_all(rx, 1)  # arrived too early: set aside
             rx.session.set_state(str(payment_seq))  # the seed's advice: keep the number in session state
-            (purchase,) = _receive(rx, 1)
+            (purchase,) = receive(rx, 1, WAIT)
             assert str(purchase) == "purchase-order"
             rx.complete_message(purchase)
         with client.get_queue_receiver(queue, session_id="order-1", max_wait_time=WAIT) as rx:
@@ -226,14 +204,10 @@ TTL = timedelta(seconds=3)  # long enough to receive and defer the message befor
 
 def _defer_and_get_expiry(receiver: ServiceBusReceiver) -> tuple[int, datetime]:
     """Receive and defer one message; return its sequence number and when its time-to-live ends."""
-    (message,) = _receive(receiver, 1)
+    (message,) = receive(receiver, 1, WAIT)
     assert message.expires_at_utc is not None and message.expires_at_utc > datetime.now(UTC)
     receiver.defer_message(message)
     return message.sequence_number, message.expires_at_utc + timedelta(milliseconds=300)  # type: ignore[return-value]
-
-
-def _sleep_until(moment: datetime) -> None:
-    time.sleep(max(0.0, (moment - datetime.now(UTC)).total_seconds()))
 
 
 def _receive_expired_deferred(receiver: ServiceBusReceiver, sequence_number: int) -> list[Any]:
@@ -251,10 +225,10 @@ def test_expired_deferred_message_is_dead_lettered_when_receive_deferred_finds_i
     queue = emulator.create_queue(lock_duration=LOCK, dead_lettering_on_message_expiration=True)
     _send(emulator, queue, ServiceBusMessage("short-lived", time_to_live=TTL))
 
-    with _client(emulator) as client:
+    with no_retry_client(emulator) as client:
         with client.get_queue_receiver(queue, max_wait_time=WAIT) as rx:
             seq, expires = _defer_and_get_expiry(rx)
-            _sleep_until(expires)  # the TTL passes while the message is deferred
+            sleep_until(expires)  # the TTL passes while the message is deferred
         with client.get_queue_receiver(queue, sub_queue=DLQ, max_wait_time=WAIT) as dlq:
             # Not moved on its own: only the attempt to receive it checks the expiry.
             assert dlq.peek_messages(max_message_count=10, sequence_number=1) == []
@@ -264,7 +238,7 @@ def test_expired_deferred_message_is_dead_lettered_when_receive_deferred_finds_i
                 rx.receive_deferred_messages([seq])
             assert rx.peek_messages(max_message_count=10, sequence_number=1) == []
         with client.get_queue_receiver(queue, sub_queue=DLQ, max_wait_time=WAIT) as dlq:
-            (dead,) = _receive(dlq, 1)
+            (dead,) = receive(dlq, 1, WAIT)
             assert str(dead) == "short-lived"
             assert dead.dead_letter_reason == "TTLExpiredException"
             dlq.complete_message(dead)
@@ -276,10 +250,10 @@ def test_expired_deferred_message_is_dropped_without_dead_lettering_on_expiratio
     queue = emulator.create_queue(lock_duration=LOCK)
     _send(emulator, queue, ServiceBusMessage("short-lived", time_to_live=TTL))
 
-    with _client(emulator) as client:
+    with no_retry_client(emulator) as client:
         with client.get_queue_receiver(queue, max_wait_time=WAIT) as rx:
             seq, expires = _defer_and_get_expiry(rx)
-            _sleep_until(expires)
+            sleep_until(expires)
             assert _receive_expired_deferred(rx, seq) == []
             with pytest.raises(MessageNotFoundError):
                 rx.receive_deferred_messages([seq])
@@ -295,7 +269,7 @@ def test_peek_from_a_sequence_number_shows_active_locked_deferred_and_scheduled_
     emulator: EmulatorHandle,
 ) -> None:
     queue = emulator.create_queue(lock_duration=timedelta(seconds=30))
-    with _client(emulator) as client:
+    with no_retry_client(emulator) as client:
         with client.get_queue_sender(queue) as sender:
             sender.send_messages([ServiceBusMessage("to-lock"), ServiceBusMessage("to-defer")])
             sender.send_messages(ServiceBusMessage("active"))
@@ -303,7 +277,7 @@ def test_peek_from_a_sequence_number_shows_active_locked_deferred_and_scheduled_
                 ServiceBusMessage("scheduled"), datetime.now(UTC) + timedelta(minutes=10)
             )
         with client.get_queue_receiver(queue, max_wait_time=WAIT) as rx:
-            locked, to_defer = _receive(rx, 2)
+            locked, to_defer = receive(rx, 2, WAIT)
             rx.defer_message(to_defer)
             lock_until = locked.locked_until_utc
 
@@ -329,9 +303,9 @@ def test_peek_from_a_sequence_number_shows_active_locked_deferred_and_scheduled_
 
             # Peeking took no lock and counted no delivery: the holder's lock is intact ...
             rx.complete_message(locked)
-            assert lock_until is not None and _seconds_from_now(lock_until) > 20
+            assert lock_until is not None and seconds_from_now(lock_until) > 20
             # ... and the active message is delivered for the first time.
-            (active,) = _receive(rx, 1)
+            (active,) = receive(rx, 1, WAIT)
             assert (str(active), active.delivery_count) == ("active", 0)
             rx.complete_message(active)
             with pytest.raises(ValueError):  # a peeked message cannot be settled (SDK check)

@@ -16,20 +16,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from azure.servicebus import (
-    ServiceBusClient,
     ServiceBusMessage,
     ServiceBusReceivedMessage,
     ServiceBusReceiver,
 )
 from azure.servicebus.aio import ServiceBusClient as AsyncServiceBusClient
-
-from emulator.config import (
-    DEFAULT_NAMESPACE_NAME,
-    EmulatorConfig,
-    NamespaceConfig,
-    QueueConfig,
-    QueueProperties,
-)
+from sdk_helpers import sdk_client, single_queue_config
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -39,10 +31,6 @@ if TYPE_CHECKING:
 WAIT = 1  # seconds a receiver waits on an empty queue
 WINDOW = timedelta(seconds=20)  # the shortest history window Azure accepts
 DRAIN_WAIT = 0.5  # stored messages are delivered at once; an empty receive this long means none is left
-
-
-def _client(emulator: EmulatorHandle) -> ServiceBusClient:
-    return ServiceBusClient.from_connection_string(emulator.connection_string)
 
 
 def _dedup_queue(emulator: EmulatorHandle, **properties: Any) -> str:
@@ -65,15 +53,10 @@ def _bodies(messages: list[ServiceBusReceivedMessage]) -> list[str]:
     return [str(m) for m in messages]
 
 
-def _single_queue_config(name: str, **properties: Any) -> EmulatorConfig:
-    queue = QueueConfig(name, QueueProperties(**properties))
-    return EmulatorConfig(namespace=NamespaceConfig(name=DEFAULT_NAMESPACE_NAME, queues=(queue,), topics=()))
-
-
 def test_same_message_id_twice_inside_the_window_is_delivered_exactly_once(emulator: EmulatorHandle) -> None:
     queue = _dedup_queue(emulator)
 
-    with _client(emulator) as client:
+    with sdk_client(emulator) as client:
         with client.get_queue_sender(queue) as sender:
             sender.send_messages(ServiceBusMessage("debit 10", message_id="tx-1"))
             sender.send_messages(ServiceBusMessage("debit 10 (gateway retry)", message_id="tx-1"))  # no error
@@ -112,7 +95,7 @@ def test_async_duplicate_send_is_accepted_and_dropped(emulator: EmulatorHandle) 
 def test_duplicates_inside_one_batch_are_dropped_too(emulator: EmulatorHandle) -> None:
     queue = _dedup_queue(emulator)
 
-    with _client(emulator) as client:
+    with sdk_client(emulator) as client:
         with client.get_queue_sender(queue) as sender:
             batch = sender.create_message_batch()
             for body, message_id in (("a1", "a"), ("b1", "b"), ("a2", "a"), ("c1", "c"), ("b2", "b")):
@@ -132,7 +115,7 @@ def test_without_duplicate_detection_the_same_message_id_is_enqueued_every_time(
 ) -> None:
     queue = emulator.create_queue()
 
-    with _client(emulator) as client:
+    with sdk_client(emulator) as client:
         with client.get_queue_sender(queue) as sender:
             sender.send_messages(ServiceBusMessage("one", message_id="same"))
             sender.send_messages(
@@ -147,7 +130,7 @@ def test_without_duplicate_detection_the_same_message_id_is_enqueued_every_time(
 def test_duplicate_detection_applies_across_sessions_of_a_session_queue(emulator: EmulatorHandle) -> None:
     queue = _dedup_queue(emulator, requires_session=True)
 
-    with _client(emulator) as client:
+    with sdk_client(emulator) as client:
         with client.get_queue_sender(queue) as sender:
             sender.send_messages(ServiceBusMessage("first", message_id="tx-9", session_id="wallet-1"))
             sender.send_messages(ServiceBusMessage("again", message_id="tx-9", session_id="wallet-1"))
@@ -161,7 +144,7 @@ def test_message_id_is_enqueued_again_once_the_window_has_passed(emulator: Emula
     """The one slow test of this file: the shortest window Azure allows is 20 seconds."""
     queue = _dedup_queue(emulator)
 
-    with _client(emulator) as client, client.get_queue_sender(queue) as sender:
+    with sdk_client(emulator) as client, client.get_queue_sender(queue) as sender:
         sender.send_messages(ServiceBusMessage("original", message_id="tx-1"))
         first_seen = time.monotonic()
         sender.send_messages(ServiceBusMessage("inside the window", message_id="tx-1"))
@@ -178,13 +161,13 @@ def test_duplicate_detection_history_survives_a_restart(
     make_emulator: Callable[..., EmulatorHandle], tmp_path: Path
 ) -> None:
     data = tmp_path / "data"
-    config = _single_queue_config(
+    config = single_queue_config(
         "payments",
         requires_duplicate_detection=True,
         duplicate_detection_history_time_window=timedelta(minutes=10),
     )
     first = make_emulator(config=config, data_dir=data)
-    with _client(first) as client:
+    with sdk_client(first) as client:
         with client.get_queue_sender("payments") as sender:
             sender.send_messages(
                 [ServiceBusMessage("tx-1", message_id="tx-1"), ServiceBusMessage("tx-2", message_id="tx-2")]
@@ -195,7 +178,7 @@ def test_duplicate_detection_history_survives_a_restart(
     first.thread.stop()
 
     second = make_emulator(config=config, data_dir=data)
-    with _client(second) as client:
+    with sdk_client(second) as client:
         with client.get_queue_sender("payments") as sender:
             sender.send_messages(
                 ServiceBusMessage("tx-1 resent", message_id="tx-1")

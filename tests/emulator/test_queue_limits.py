@@ -11,10 +11,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 from azure.servicebus import (
-    ServiceBusClient,
     ServiceBusMessage,
-    ServiceBusReceivedMessage,
-    ServiceBusReceiver,
     ServiceBusSubQueue,
 )
 from azure.servicebus.exceptions import (
@@ -23,6 +20,7 @@ from azure.servicebus.exceptions import (
     MessagingEntityNotFoundError,
     ServiceBusQuotaExceededError,
 )
+from sdk_helpers import peek_queue, receive, sdk_client
 
 from emulator.config import EntityStatus
 
@@ -31,27 +29,6 @@ if TYPE_CHECKING:
 
 WAIT = 0.5  # seconds a receiver waits on an empty queue (local deliveries take milliseconds)
 KIB = 1024
-
-
-def _client(emulator: EmulatorHandle, **kwargs: object) -> ServiceBusClient:
-    return ServiceBusClient.from_connection_string(emulator.connection_string, **kwargs)  # type: ignore[arg-type]
-
-
-def _receive(receiver: ServiceBusReceiver, count: int) -> list[ServiceBusReceivedMessage]:
-    received: list[ServiceBusReceivedMessage] = []
-    while len(received) < count:
-        batch = receiver.receive_messages(max_message_count=count - len(received), max_wait_time=WAIT)
-        if not batch:
-            break
-        received.extend(batch)
-    return received
-
-
-def _peek_all(
-    emulator: EmulatorHandle, queue: str, sub_queue: ServiceBusSubQueue | None = None
-) -> list[ServiceBusReceivedMessage]:
-    with _client(emulator) as client, client.get_queue_receiver(queue, sub_queue=sub_queue) as receiver:
-        return receiver.peek_messages(max_message_count=250, sequence_number=1)
 
 
 def _set_status(emulator: EmulatorHandle, queue: str, status: EntityStatus) -> None:
@@ -74,7 +51,7 @@ def test_full_queue_refuses_sends_with_quota_exceeded_and_keeps_serving_receives
     body = b"x" * (200 * KIB)  # five of these fit in 1 MB, a sixth does not
 
     accepted = 0
-    with _client(emulator) as client, client.get_queue_sender(queue) as sender:
+    with sdk_client(emulator) as client, client.get_queue_sender(queue) as sender:
         with pytest.raises(ServiceBusQuotaExceededError):
             for i in range(10):
                 sender.send_messages(ServiceBusMessage(body, message_id=f"m{i}"))
@@ -82,7 +59,7 @@ def test_full_queue_refuses_sends_with_quota_exceeded_and_keeps_serving_receives
         assert accepted == 5
 
         with client.get_queue_receiver(queue, max_wait_time=WAIT) as receiver:
-            first = _receive(receiver, 1)
+            first = receive(receiver, 1, WAIT)
             assert [m.message_id for m in first] == ["m0"]
             receiver.complete_message(first[0])
 
@@ -91,8 +68,8 @@ def test_full_queue_refuses_sends_with_quota_exceeded_and_keeps_serving_receives
         with pytest.raises(ServiceBusQuotaExceededError):
             sender.send_messages(ServiceBusMessage(body, message_id="m-over"))
 
-    with _client(emulator) as client, client.get_queue_receiver(queue, max_wait_time=WAIT) as receiver:
-        rest = _receive(receiver, 5)
+    with sdk_client(emulator) as client, client.get_queue_receiver(queue, max_wait_time=WAIT) as receiver:
+        rest = receive(receiver, 5, WAIT)
         for message in rest:
             receiver.complete_message(message)
     assert [m.message_id for m in rest] == ["m1", "m2", "m3", "m4", "m-after"]
@@ -103,32 +80,32 @@ def test_dead_lettered_messages_count_against_the_queue_size(emulator: EmulatorH
     queue = emulator.create_queue(max_size_in_megabytes=1)
     body = b"y" * (200 * KIB)
 
-    with _client(emulator) as client:
+    with sdk_client(emulator) as client:
         with client.get_queue_sender(queue) as sender:
             for i in range(5):
                 sender.send_messages(ServiceBusMessage(body, message_id=f"m{i}"))
         with client.get_queue_receiver(queue, max_wait_time=WAIT) as receiver:
-            for message in _receive(receiver, 5):
+            for message in receive(receiver, 5, WAIT):
                 receiver.dead_letter_message(message, reason="r", error_description="d")
         with client.get_queue_sender(queue) as sender, pytest.raises(ServiceBusQuotaExceededError):
             sender.send_messages(ServiceBusMessage(body, message_id="over"))
 
-    assert _peek_all(emulator, queue) == []
-    assert len(_peek_all(emulator, queue, ServiceBusSubQueue.DEAD_LETTER)) == 5
+    assert peek_queue(emulator, queue) == []
+    assert len(peek_queue(emulator, queue, ServiceBusSubQueue.DEAD_LETTER)) == 5
 
 
 def test_batch_that_would_overflow_the_queue_is_refused_whole(emulator: EmulatorHandle) -> None:
     queue = emulator.create_queue(max_size_in_megabytes=1)
     body = b"z" * (200 * KIB)
 
-    with _client(emulator) as client, client.get_queue_sender(queue) as sender:
+    with sdk_client(emulator) as client, client.get_queue_sender(queue) as sender:
         for i in range(4):
             sender.send_messages(ServiceBusMessage(body, message_id=f"m{i}"))
         with pytest.raises(ServiceBusQuotaExceededError):
             # 800 KiB stored + 2 x 120 KiB does not fit in 1 MiB, although the first message alone would.
             sender.send_messages([ServiceBusMessage(body[: 120 * KIB], message_id=f"b{i}") for i in range(2)])
 
-    assert [m.message_id for m in _peek_all(emulator, queue)] == ["m0", "m1", "m2", "m3"]
+    assert [m.message_id for m in peek_queue(emulator, queue)] == ["m0", "m1", "m2", "m3"]
 
 
 # --- message size
@@ -137,13 +114,13 @@ def test_batch_that_would_overflow_the_queue_is_refused_whole(emulator: Emulator
 def test_message_over_the_max_message_size_is_refused(emulator: EmulatorHandle) -> None:
     queue = emulator.create_queue(max_message_size_in_kilobytes=64)
 
-    with _client(emulator) as client, client.get_queue_sender(queue) as sender:
+    with sdk_client(emulator) as client, client.get_queue_sender(queue) as sender:
         # The SDK learns the limit from the link's max-message-size and refuses before sending.
         with pytest.raises(MessageSizeExceededError):
             sender.send_messages(ServiceBusMessage(b"x" * (100 * KIB)))
         sender.send_messages(ServiceBusMessage(b"x" * (60 * KIB), message_id="fits"))
 
-    assert [m.message_id for m in _peek_all(emulator, queue)] == ["fits"]
+    assert [m.message_id for m in peek_queue(emulator, queue)] == ["fits"]
 
 
 def test_batch_containing_a_message_over_the_max_message_size_is_refused_by_the_broker(
@@ -151,7 +128,7 @@ def test_batch_containing_a_message_over_the_max_message_size_is_refused_by_the_
 ) -> None:
     queue = emulator.create_queue(max_message_size_in_kilobytes=64)
 
-    with _client(emulator) as client, client.get_queue_sender(queue) as sender:
+    with sdk_client(emulator) as client, client.get_queue_sender(queue) as sender:
         # Below 1 MB of link max-message-size the SDK sizes batches at 256 KB, so this batch leaves the
         # client and the broker has to check every message in it.
         batch = sender.create_message_batch()
@@ -164,20 +141,20 @@ def test_batch_containing_a_message_over_the_max_message_size_is_refused_by_the_
         sender.send_messages(ServiceBusMessage(b"ok", message_id="ok"))
 
     # A refused batch stores nothing, not even its small message.
-    assert [m.message_id for m in _peek_all(emulator, queue)] == ["ok"]
+    assert [m.message_id for m in peek_queue(emulator, queue)] == ["ok"]
 
 
 # --- missing entities
 
 
 def test_send_to_a_missing_queue_raises_entity_not_found(emulator: EmulatorHandle) -> None:
-    with _client(emulator) as client, pytest.raises(MessagingEntityNotFoundError):  # noqa: SIM117
+    with sdk_client(emulator) as client, pytest.raises(MessagingEntityNotFoundError):  # noqa: SIM117
         with client.get_queue_sender("no-such-queue") as sender:
             sender.send_messages(ServiceBusMessage("lost"))
 
 
 def test_receive_from_a_missing_queue_raises_entity_not_found(emulator: EmulatorHandle) -> None:
-    with _client(emulator) as client, pytest.raises(MessagingEntityNotFoundError):  # noqa: SIM117
+    with sdk_client(emulator) as client, pytest.raises(MessagingEntityNotFoundError):  # noqa: SIM117
         with client.get_queue_receiver("no-such-queue", max_wait_time=WAIT) as receiver:
             receiver.receive_messages(max_message_count=1, max_wait_time=WAIT)
 
@@ -185,7 +162,7 @@ def test_receive_from_a_missing_queue_raises_entity_not_found(emulator: Emulator
 def test_receive_from_the_dead_letter_queue_of_a_missing_queue_raises_entity_not_found(
     emulator: EmulatorHandle,
 ) -> None:
-    with _client(emulator) as client, pytest.raises(MessagingEntityNotFoundError):  # noqa: SIM117
+    with sdk_client(emulator) as client, pytest.raises(MessagingEntityNotFoundError):  # noqa: SIM117
         with client.get_queue_receiver(
             "no-such-queue", sub_queue=ServiceBusSubQueue.DEAD_LETTER, max_wait_time=WAIT
         ) as receiver:
@@ -199,7 +176,7 @@ def test_disabled_queue_refuses_sends_and_receives(emulator: EmulatorHandle) -> 
     queue = emulator.create_queue(status=EntityStatus.DISABLED)
 
     # entity-disabled is retryable in the SDK; retry_total=0 keeps the test fast.
-    with _client(emulator, retry_total=0) as client:
+    with sdk_client(emulator, retry_total=0) as client:
         with pytest.raises(MessagingEntityDisabledError), client.get_queue_sender(queue) as sender:
             sender.send_messages(ServiceBusMessage("refused"))
         with pytest.raises(MessagingEntityDisabledError):  # noqa: SIM117
@@ -209,15 +186,15 @@ def test_disabled_queue_refuses_sends_and_receives(emulator: EmulatorHandle) -> 
 
 def test_send_disabled_queue_refuses_sends_but_serves_receives(emulator: EmulatorHandle) -> None:
     queue = emulator.create_queue()
-    with _client(emulator) as client, client.get_queue_sender(queue) as sender:
+    with sdk_client(emulator) as client, client.get_queue_sender(queue) as sender:
         sender.send_messages(ServiceBusMessage("before", message_id="before"))
     _set_status(emulator, queue, EntityStatus.SEND_DISABLED)
 
-    with _client(emulator, retry_total=0) as client:
+    with sdk_client(emulator, retry_total=0) as client:
         with pytest.raises(MessagingEntityDisabledError), client.get_queue_sender(queue) as sender:
             sender.send_messages(ServiceBusMessage("refused"))
         with client.get_queue_receiver(queue, max_wait_time=WAIT) as receiver:
-            received = _receive(receiver, 1)
+            received = receive(receiver, 1, WAIT)
             for message in received:
                 receiver.complete_message(message)
 
@@ -227,7 +204,7 @@ def test_send_disabled_queue_refuses_sends_but_serves_receives(emulator: Emulato
 def test_receive_disabled_queue_refuses_receives_but_accepts_sends(emulator: EmulatorHandle) -> None:
     queue = emulator.create_queue(status=EntityStatus.RECEIVE_DISABLED)
 
-    with _client(emulator, retry_total=0) as client:
+    with sdk_client(emulator, retry_total=0) as client:
         with client.get_queue_sender(queue) as sender:
             sender.send_messages(ServiceBusMessage("accepted", message_id="accepted"))
         with pytest.raises(MessagingEntityDisabledError):  # noqa: SIM117
@@ -235,4 +212,4 @@ def test_receive_disabled_queue_refuses_receives_but_accepts_sends(emulator: Emu
                 receiver.receive_messages(max_message_count=1, max_wait_time=WAIT)
 
     _set_status(emulator, queue, EntityStatus.ACTIVE)
-    assert [m.message_id for m in _peek_all(emulator, queue)] == ["accepted"]
+    assert [m.message_id for m in peek_queue(emulator, queue)] == ["accepted"]

@@ -13,7 +13,6 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from azure.servicebus import (
-    ServiceBusClient,
     ServiceBusMessage,
     ServiceBusMessageState,
     ServiceBusReceivedMessage,
@@ -22,6 +21,7 @@ from azure.servicebus import (
 )
 from azure.servicebus.aio import ServiceBusClient as AsyncServiceBusClient
 from azure.servicebus.amqp import AmqpAnnotatedMessage, AmqpMessageBodyType
+from sdk_helpers import sdk_client
 
 if TYPE_CHECKING:
     from tests.conftest import EmulatorHandle
@@ -29,12 +29,8 @@ if TYPE_CHECKING:
 WAIT = 0.5  # seconds a receiver waits on an empty queue (local deliveries take milliseconds)
 
 
-def _client(emulator: EmulatorHandle) -> ServiceBusClient:
-    return ServiceBusClient.from_connection_string(emulator.connection_string)
-
-
 def _send(emulator: EmulatorHandle, queue: str, *messages: Any) -> None:
-    with _client(emulator) as client, client.get_queue_sender(queue) as sender:
+    with sdk_client(emulator) as client, client.get_queue_sender(queue) as sender:
         for message in messages:
             sender.send_messages(message)
 
@@ -51,7 +47,7 @@ def _receive_all(
     expected leaves no credit to drain on close."""
     received: list[ServiceBusReceivedMessage] = []
     with (
-        _client(emulator) as client,
+        sdk_client(emulator) as client,
         client.get_queue_receiver(queue, sub_queue=sub_queue, max_wait_time=WAIT) as receiver,
     ):
         while count is None or len(received) < count:
@@ -95,7 +91,7 @@ def test_single_sends_are_received_in_order_with_sequence_numbers_from_one(emula
 def test_list_send_stores_each_message_separately_in_order(emulator: EmulatorHandle) -> None:
     queue = emulator.create_queue()
 
-    with _client(emulator) as client, client.get_queue_sender(queue) as sender:
+    with sdk_client(emulator) as client, client.get_queue_sender(queue) as sender:
         sender.send_messages([ServiceBusMessage(f"m{i}", message_id=f"id-{i}") for i in range(4)])
 
     received = _receive_all(emulator, queue, 4)
@@ -108,7 +104,7 @@ def test_list_send_stores_each_message_separately_in_order(emulator: EmulatorHan
 def test_message_batch_is_split_into_messages_that_continue_the_sequence(emulator: EmulatorHandle) -> None:
     queue = emulator.create_queue()
 
-    with _client(emulator) as client, client.get_queue_sender(queue) as sender:
+    with sdk_client(emulator) as client, client.get_queue_sender(queue) as sender:
         sender.send_messages(ServiceBusMessage("single"))
         batch = sender.create_message_batch()
         for i in range(5):
@@ -125,7 +121,7 @@ def test_message_batch_is_split_into_messages_that_continue_the_sequence(emulato
 def test_sequence_numbers_are_never_reused_after_messages_are_removed(emulator: EmulatorHandle) -> None:
     queue = emulator.create_queue()
 
-    with _client(emulator) as client, client.get_queue_sender(queue) as sender:
+    with sdk_client(emulator) as client, client.get_queue_sender(queue) as sender:
         sender.send_messages([ServiceBusMessage("a"), ServiceBusMessage("b")])
         first = _receive_all(emulator, queue, 2)
         sender.send_messages(ServiceBusMessage("c"))
@@ -335,7 +331,7 @@ def test_peek_lock_receive_locks_the_message_and_hides_it_from_other_receivers(
     queue = emulator.create_queue()
     _send(emulator, queue, ServiceBusMessage("locked"))
 
-    with _client(emulator) as client, client.get_queue_receiver(queue, max_wait_time=WAIT) as first:
+    with sdk_client(emulator) as client, client.get_queue_receiver(queue, max_wait_time=WAIT) as first:
         (message,) = first.receive_messages(max_message_count=1, max_wait_time=WAIT)
         assert message.delivery_count == 0
         assert message.lock_token is not None
@@ -354,7 +350,7 @@ def test_receive_and_delete_removes_messages_on_delivery(emulator: EmulatorHandl
     _send(emulator, queue, *(ServiceBusMessage(f"m{i}") for i in range(3)))
 
     with (
-        _client(emulator) as client,
+        sdk_client(emulator) as client,
         client.get_queue_receiver(
             queue, receive_mode=ServiceBusReceiveMode.RECEIVE_AND_DELETE, max_wait_time=WAIT
         ) as receiver,
@@ -377,7 +373,7 @@ def test_prefetched_messages_released_on_close_are_redelivered_at_once_without_c
     queue = emulator.create_queue()  # default 60 s lock: a message left locked would not come back in time
     _send(emulator, queue, *(ServiceBusMessage(f"m{i}") for i in range(3)))
 
-    with _client(emulator) as client:
+    with sdk_client(emulator) as client:
         with client.get_queue_receiver(queue, prefetch_count=10, max_wait_time=WAIT) as prefetching:
             (first,) = prefetching.receive_messages(max_message_count=1, max_wait_time=WAIT)
             prefetching.complete_message(first)
@@ -396,7 +392,7 @@ def test_competing_receivers_each_get_different_messages(emulator: EmulatorHandl
     _send(emulator, queue, *(ServiceBusMessage(f"m{i}") for i in range(4)))
 
     with (
-        _client(emulator) as client,
+        sdk_client(emulator) as client,
         client.get_queue_receiver(queue, max_wait_time=WAIT) as first,
         client.get_queue_receiver(queue, max_wait_time=WAIT) as second,
     ):
@@ -418,7 +414,7 @@ def test_peek_does_not_lock_or_count_a_delivery(emulator: EmulatorHandle) -> Non
     queue = emulator.create_queue()
     _send(emulator, queue, ServiceBusMessage("peeked"))
 
-    with _client(emulator) as client, client.get_queue_receiver(queue, max_wait_time=WAIT) as receiver:
+    with sdk_client(emulator) as client, client.get_queue_receiver(queue, max_wait_time=WAIT) as receiver:
         peeked = receiver.peek_messages(max_message_count=5)
         peeked_again = receiver.peek_messages(max_message_count=5, sequence_number=1)
         (received,) = receiver.receive_messages(max_message_count=1, max_wait_time=WAIT)
@@ -436,7 +432,7 @@ def test_peek_shows_locked_messages_without_disturbing_the_lock(emulator: Emulat
     queue = emulator.create_queue()
     _send(emulator, queue, ServiceBusMessage("locked"))
 
-    with _client(emulator) as client, client.get_queue_receiver(queue, max_wait_time=WAIT) as receiver:
+    with sdk_client(emulator) as client, client.get_queue_receiver(queue, max_wait_time=WAIT) as receiver:
         (message,) = receiver.receive_messages(max_message_count=1, max_wait_time=WAIT)
         peeked = receiver.peek_messages(max_message_count=5, sequence_number=1)
         with client.get_queue_receiver(queue, max_wait_time=WAIT) as other:
@@ -452,7 +448,7 @@ def test_peek_pages_through_the_queue_by_sequence_number(emulator: EmulatorHandl
     queue = emulator.create_queue()
     _send(emulator, queue, *(ServiceBusMessage(f"m{i}") for i in range(1, 6)))
 
-    with _client(emulator) as client, client.get_queue_receiver(queue) as receiver:
+    with sdk_client(emulator) as client, client.get_queue_receiver(queue) as receiver:
         page1 = receiver.peek_messages(max_message_count=2)
         page2 = receiver.peek_messages(max_message_count=2)  # continues after the last peeked message
         page3 = receiver.peek_messages(max_message_count=2)
@@ -472,7 +468,7 @@ def test_peek_skips_messages_that_were_completed(emulator: EmulatorHandle) -> No
     queue = emulator.create_queue()
     _send(emulator, queue, *(ServiceBusMessage(f"m{i}") for i in range(3)))
 
-    with _client(emulator) as client, client.get_queue_receiver(queue, max_wait_time=WAIT) as receiver:
+    with sdk_client(emulator) as client, client.get_queue_receiver(queue, max_wait_time=WAIT) as receiver:
         (first,) = receiver.receive_messages(max_message_count=1, max_wait_time=WAIT)
         receiver.complete_message(first)
         peeked = receiver.peek_messages(max_message_count=10, sequence_number=1)

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 from azure.servicebus import (
-    ServiceBusClient,
     ServiceBusMessage,
     ServiceBusMessageState,
     ServiceBusReceivedMessage,
@@ -22,6 +21,7 @@ from azure.servicebus import (
     ServiceBusSubQueue,
 )
 from azure.servicebus.exceptions import MessageAlreadySettled, MessageLockLostError
+from sdk_helpers import peek, peek_queue, receive, sdk_client
 
 if TYPE_CHECKING:
     from tests.conftest import EmulatorHandle
@@ -31,50 +31,22 @@ LOCK = timedelta(seconds=5)  # the shortest lock duration Azure accepts
 DLQ = ServiceBusSubQueue.DEAD_LETTER
 
 
-def _client(emulator: EmulatorHandle) -> ServiceBusClient:
-    return ServiceBusClient.from_connection_string(emulator.connection_string)
-
-
 def _send(emulator: EmulatorHandle, queue: str, *messages: ServiceBusMessage) -> None:
-    with _client(emulator) as client, client.get_queue_sender(queue) as sender:
+    with sdk_client(emulator) as client, client.get_queue_sender(queue) as sender:
         sender.send_messages(list(messages))
 
 
-def _receive(receiver: ServiceBusReceiver, count: int) -> list[ServiceBusReceivedMessage]:
-    """Up to ``count`` messages; stops early only when a receive comes back empty."""
-    received: list[ServiceBusReceivedMessage] = []
-    while len(received) < count:
-        batch = receiver.receive_messages(max_message_count=count - len(received), max_wait_time=WAIT)
-        if not batch:
-            break
-        received.extend(batch)
-    return received
-
-
 def _receive_one(receiver: ServiceBusReceiver) -> ServiceBusReceivedMessage:
-    received = _receive(receiver, 1)
+    received = receive(receiver, 1, WAIT)
     assert len(received) == 1, "expected a message, the queue had none to deliver"
     return received[0]
-
-
-def _peek(receiver: ServiceBusReceiver) -> list[ServiceBusReceivedMessage]:
-    """Everything the receiver's queue holds, whatever its state, from sequence number 1."""
-    return receiver.peek_messages(max_message_count=250, sequence_number=1)
-
-
-def _peek_all(
-    emulator: EmulatorHandle, queue: str, sub_queue: ServiceBusSubQueue | None = None
-) -> list[ServiceBusReceivedMessage]:
-    """Everything the queue (or sub-queue) holds, whatever its state, without receiving it."""
-    with _client(emulator) as client, client.get_queue_receiver(queue, sub_queue=sub_queue) as receiver:
-        return receiver.peek_messages(max_message_count=250, sequence_number=1)
 
 
 def _nothing_receivable(
     emulator: EmulatorHandle, queue: str, sub_queue: ServiceBusSubQueue | None = None
 ) -> bool:
     with (
-        _client(emulator) as client,
+        sdk_client(emulator) as client,
         client.get_queue_receiver(queue, sub_queue=sub_queue, max_wait_time=WAIT) as receiver,
     ):
         return receiver.receive_messages(max_message_count=1, max_wait_time=WAIT) == []
@@ -87,10 +59,10 @@ def test_completed_message_is_removed_from_the_queue(emulator: EmulatorHandle) -
     queue = emulator.create_queue()
     _send(emulator, queue, ServiceBusMessage("done"), ServiceBusMessage("kept"))
 
-    with _client(emulator) as client, client.get_queue_receiver(queue, max_wait_time=WAIT) as receiver:
+    with sdk_client(emulator) as client, client.get_queue_receiver(queue, max_wait_time=WAIT) as receiver:
         done = _receive_one(receiver)
         receiver.complete_message(done)
-        remaining = _peek(receiver)
+        remaining = peek(receiver)
 
     assert str(done) == "done"
     assert [str(m) for m in remaining] == ["kept"]
@@ -102,7 +74,7 @@ def test_abandoned_message_is_redelivered_with_delivery_count_incremented(emulat
 
     deliveries: list[ServiceBusReceivedMessage] = []
     lock_tokens: set[Any] = set()
-    with _client(emulator) as client, client.get_queue_receiver(queue, max_wait_time=WAIT) as receiver:
+    with sdk_client(emulator) as client, client.get_queue_receiver(queue, max_wait_time=WAIT) as receiver:
         for _ in range(3):
             message = _receive_one(receiver)
             deliveries.append(message)
@@ -111,7 +83,7 @@ def test_abandoned_message_is_redelivered_with_delivery_count_incremented(emulat
         last = _receive_one(receiver)
         lock_tokens.add(last.lock_token)
         receiver.complete_message(last)
-        assert _peek(receiver) == []
+        assert peek(receiver) == []
     deliveries.append(last)
 
     assert [m.delivery_count for m in deliveries] == [0, 1, 2, 3]
@@ -124,10 +96,10 @@ def test_abandoned_message_keeps_its_place_at_the_head_of_the_queue(emulator: Em
     queue = emulator.create_queue()
     _send(emulator, queue, ServiceBusMessage("first"), ServiceBusMessage("second"))
 
-    with _client(emulator) as client, client.get_queue_receiver(queue, max_wait_time=WAIT) as receiver:
+    with sdk_client(emulator) as client, client.get_queue_receiver(queue, max_wait_time=WAIT) as receiver:
         first = _receive_one(receiver)
         receiver.abandon_message(first)
-        again = _receive(receiver, 2)
+        again = receive(receiver, 2, WAIT)
         for message in again:
             receiver.complete_message(message)
 
@@ -139,14 +111,14 @@ def test_settling_a_message_twice_raises(emulator: EmulatorHandle) -> None:
     queue = emulator.create_queue()
     _send(emulator, queue, ServiceBusMessage("once"))
 
-    with _client(emulator) as client, client.get_queue_receiver(queue, max_wait_time=WAIT) as receiver:
+    with sdk_client(emulator) as client, client.get_queue_receiver(queue, max_wait_time=WAIT) as receiver:
         message = _receive_one(receiver)
         receiver.complete_message(message)
         with pytest.raises(MessageAlreadySettled):
             receiver.complete_message(message)
         with pytest.raises(MessageAlreadySettled):
             receiver.abandon_message(message)
-        assert _peek(receiver) == []
+        assert peek(receiver) == []
 
 
 # --- dead-letter
@@ -162,12 +134,12 @@ def test_dead_lettered_message_moves_to_the_dead_letter_queue_with_reason_and_de
         ServiceBusMessage("poison", message_id="p-1", subject="order", application_properties={"k": "v"}),
     )
 
-    with _client(emulator) as client, client.get_queue_receiver(queue, max_wait_time=WAIT) as receiver:
+    with sdk_client(emulator) as client, client.get_queue_receiver(queue, max_wait_time=WAIT) as receiver:
         message = _receive_one(receiver)
         receiver.dead_letter_message(message, reason="ValidationFailed", error_description="amount < 0")
-        assert _peek(receiver) == []
+        assert peek(receiver) == []
 
-    (dead,) = _peek_all(emulator, queue, DLQ)
+    (dead,) = peek_queue(emulator, queue, DLQ)
     assert str(dead) == "poison"
     assert dead.message_id == "p-1"
     assert dead.subject == "order"
@@ -183,23 +155,23 @@ def test_dead_lettered_message_moves_to_the_dead_letter_queue_with_reason_and_de
 def test_dead_letter_queue_is_receivable_like_any_queue(emulator: EmulatorHandle) -> None:
     queue = emulator.create_queue()
     _send(emulator, queue, ServiceBusMessage("a"), ServiceBusMessage("b"))
-    with _client(emulator) as client, client.get_queue_receiver(queue, max_wait_time=WAIT) as receiver:
-        for message in _receive(receiver, 2):
+    with sdk_client(emulator) as client, client.get_queue_receiver(queue, max_wait_time=WAIT) as receiver:
+        for message in receive(receiver, 2, WAIT):
             receiver.dead_letter_message(message, reason="r", error_description="d")
-        assert _peek(receiver) == []
+        assert peek(receiver) == []
 
     with (
-        _client(emulator) as client,
+        sdk_client(emulator) as client,
         client.get_queue_receiver(queue, sub_queue=DLQ, max_wait_time=WAIT) as dlq,
     ):
-        first, second = _receive(dlq, 2)
+        first, second = receive(dlq, 2, WAIT)
         assert first.lock_token is not None
         assert first.delivery_count == 0
         dlq.abandon_message(first)
         dlq.complete_message(second)
         redelivered = _receive_one(dlq)
         dlq.complete_message(redelivered)
-        assert _peek(dlq) == []
+        assert peek(dlq) == []
 
     assert [str(first), str(second)] == ["a", "b"]
     assert (str(redelivered), redelivered.delivery_count) == ("a", 1)
@@ -213,14 +185,14 @@ def test_dead_lettered_messages_are_forwarded_when_forward_dead_lettered_message
     source = emulator.create_queue(forward_dead_lettered_messages_to=target)
     _send(emulator, source, ServiceBusMessage("bad", message_id="f-1"))
 
-    with _client(emulator) as client, client.get_queue_receiver(source, max_wait_time=WAIT) as receiver:
+    with sdk_client(emulator) as client, client.get_queue_receiver(source, max_wait_time=WAIT) as receiver:
         receiver.dead_letter_message(
             _receive_one(receiver), reason="Broken", error_description="cannot parse"
         )
-        assert _peek(receiver) == []
+        assert peek(receiver) == []
 
-    assert _peek_all(emulator, source, DLQ) == []
-    with _client(emulator) as client, client.get_queue_receiver(target, max_wait_time=WAIT) as receiver:
+    assert peek_queue(emulator, source, DLQ) == []
+    with sdk_client(emulator) as client, client.get_queue_receiver(target, max_wait_time=WAIT) as receiver:
         forwarded = _receive_one(receiver)
         receiver.complete_message(forwarded)
     assert str(forwarded) == "bad"
@@ -236,11 +208,11 @@ def test_max_delivery_count_dead_letters_are_forwarded_too(emulator: EmulatorHan
     source = emulator.create_queue(max_delivery_count=1, forward_dead_lettered_messages_to=target)
     _send(emulator, source, ServiceBusMessage("fails once"))
 
-    with _client(emulator) as client, client.get_queue_receiver(source, max_wait_time=WAIT) as receiver:
+    with sdk_client(emulator) as client, client.get_queue_receiver(source, max_wait_time=WAIT) as receiver:
         receiver.abandon_message(_receive_one(receiver))
 
-    assert _peek_all(emulator, source, DLQ) == []
-    (forwarded,) = _peek_all(emulator, target)
+    assert peek_queue(emulator, source, DLQ) == []
+    (forwarded,) = peek_queue(emulator, target)
     assert str(forwarded) == "fails once"
     assert forwarded.dead_letter_reason == "MaxDeliveryCountExceeded"
 
@@ -252,13 +224,13 @@ def test_deferred_message_is_hidden_from_receivers_but_peeks_as_deferred(emulato
     queue = emulator.create_queue()
     _send(emulator, queue, ServiceBusMessage("later"), ServiceBusMessage("now"))
 
-    with _client(emulator) as client, client.get_queue_receiver(queue, max_wait_time=WAIT) as receiver:
+    with sdk_client(emulator) as client, client.get_queue_receiver(queue, max_wait_time=WAIT) as receiver:
         deferred = _receive_one(receiver)
         receiver.defer_message(deferred)
-        rest = _receive(receiver, 2)  # only "now" is deliverable
+        rest = receive(receiver, 2, WAIT)  # only "now" is deliverable
         for message in rest:
             receiver.complete_message(message)
-        peeked = _peek(receiver)
+        peeked = peek(receiver)
 
     assert str(deferred) == "later"
     assert [str(m) for m in rest] == ["now"]
@@ -274,7 +246,7 @@ def test_expired_lock_loses_the_lock_and_redelivers_with_delivery_count_incremen
     queue = emulator.create_queue(lock_duration=LOCK, max_delivery_count=2)
     _send(emulator, queue, ServiceBusMessage("slow", message_id="slow-1"))
 
-    with _client(emulator) as client, client.get_queue_receiver(queue, max_wait_time=WAIT) as first:
+    with sdk_client(emulator) as client, client.get_queue_receiver(queue, max_wait_time=WAIT) as first:
         held = _receive_one(first)
         held_token = held.lock_token
         assert held.delivery_count == 0
@@ -294,9 +266,9 @@ def test_expired_lock_loses_the_lock_and_redelivers_with_delivery_count_incremen
             assert again.lock_token != held_token
             # MaxDeliveryCount 2: this second failed delivery dead-letters the message.
             second.abandon_message(again)
-        assert _peek(first) == []
+        assert peek(first) == []
 
-    (dead,) = _peek_all(emulator, queue, DLQ)
+    (dead,) = peek_queue(emulator, queue, DLQ)
     assert dead.message_id == "slow-1"
     assert dead.dead_letter_reason == "MaxDeliveryCountExceeded"
 
@@ -305,7 +277,7 @@ def test_renew_message_lock_extends_the_lock(emulator: EmulatorHandle) -> None:
     queue = emulator.create_queue(lock_duration=LOCK)
     _send(emulator, queue, ServiceBusMessage("long job"))
 
-    with _client(emulator) as client, client.get_queue_receiver(queue, max_wait_time=WAIT) as receiver:
+    with sdk_client(emulator) as client, client.get_queue_receiver(queue, max_wait_time=WAIT) as receiver:
         message = _receive_one(receiver)
         original = message.locked_until_utc
         assert original is not None
@@ -318,7 +290,7 @@ def test_renew_message_lock_extends_the_lock(emulator: EmulatorHandle) -> None:
         # Past the original expiry: had the broker not extended the lock, it would refuse this with
         # MessageLockLostError (and have redelivered the message).
         receiver.complete_message(message)
-        assert _peek(receiver) == []
+        assert peek(receiver) == []
 
 
 # --- MaxDeliveryCount
@@ -331,18 +303,18 @@ def test_message_is_dead_lettered_after_max_delivery_count_failed_deliveries(
     _send(emulator, queue, ServiceBusMessage("poison", message_id="md-1"))
 
     counts: list[int | None] = []
-    with _client(emulator) as client, client.get_queue_receiver(queue, max_wait_time=WAIT) as receiver:
+    with sdk_client(emulator) as client, client.get_queue_receiver(queue, max_wait_time=WAIT) as receiver:
         for _ in range(4):
-            batch = _receive(receiver, 1)
+            batch = receive(receiver, 1, WAIT)
             if not batch:
                 break
             counts.append(batch[0].delivery_count)
             receiver.abandon_message(batch[0])
-        assert _peek(receiver) == []
+        assert peek(receiver) == []
 
     assert counts == [0, 1, 2]
     with (
-        _client(emulator) as client,
+        sdk_client(emulator) as client,
         client.get_queue_receiver(queue, sub_queue=DLQ, max_wait_time=WAIT) as dlq,
     ):
         dead = _receive_one(dlq)
@@ -368,14 +340,14 @@ def test_expired_message_is_dropped_when_dead_lettering_on_expiration_is_off(
     )
     time.sleep(1.5)
 
-    with _client(emulator) as client, client.get_queue_receiver(queue, max_wait_time=WAIT) as receiver:
-        received = _receive(receiver, 2)
+    with sdk_client(emulator) as client, client.get_queue_receiver(queue, max_wait_time=WAIT) as receiver:
+        received = receive(receiver, 2, WAIT)
         for message in received:
             receiver.complete_message(message)
-        assert _peek(receiver) == []
+        assert peek(receiver) == []
 
     assert [str(m) for m in received] == ["durable"]
-    assert _peek_all(emulator, queue, DLQ) == []
+    assert peek_queue(emulator, queue, DLQ) == []
 
 
 def test_expired_message_is_dead_lettered_when_dead_lettering_on_expiration_is_on(
@@ -391,7 +363,7 @@ def test_expired_message_is_dead_lettered_when_dead_lettering_on_expiration_is_o
 
     assert _nothing_receivable(emulator, queue)
     with (
-        _client(emulator) as client,
+        sdk_client(emulator) as client,
         client.get_queue_receiver(queue, sub_queue=DLQ, max_wait_time=WAIT) as dlq,
     ):
         dead = _receive_one(dlq)
@@ -404,17 +376,17 @@ def test_dead_letter_queue_does_not_expire_messages_whose_ttl_has_passed(emulato
     queue = emulator.create_queue()
     sent_at = time.monotonic()
     _send(emulator, queue, ServiceBusMessage("dead", message_id="dl-ttl", time_to_live=timedelta(seconds=3)))
-    with _client(emulator) as client, client.get_queue_receiver(queue, max_wait_time=WAIT) as receiver:
+    with sdk_client(emulator) as client, client.get_queue_receiver(queue, max_wait_time=WAIT) as receiver:
         receiver.dead_letter_message(_receive_one(receiver), reason="r", error_description="d")
     time.sleep(max(0.0, 3.5 - (time.monotonic() - sent_at)))
 
     # Azure does not observe TTL in the dead-letter queue.
     with (
-        _client(emulator) as client,
+        sdk_client(emulator) as client,
         client.get_queue_receiver(queue, sub_queue=DLQ, max_wait_time=WAIT) as dlq,
     ):
-        peeked = _peek(dlq)
-        received = _receive(dlq, 1)
+        peeked = peek(dlq)
+        received = receive(dlq, 1, WAIT)
         for message in received:
             dlq.complete_message(message)
     assert [m.message_id for m in peeked] == ["dl-ttl"]
@@ -431,12 +403,12 @@ def test_entity_default_ttl_caps_a_longer_message_ttl(emulator: EmulatorHandle) 
         ServiceBusMessage("no ttl"),
     )
 
-    with _client(emulator) as client, client.get_queue_receiver(queue, max_wait_time=WAIT) as receiver:
-        long_ttl, no_ttl = _peek(receiver)
+    with sdk_client(emulator) as client, client.get_queue_receiver(queue, max_wait_time=WAIT) as receiver:
+        long_ttl, no_ttl = peek(receiver)
         time.sleep(max(0.0, 2.5 - (time.monotonic() - sent_at)))
         # Both messages expired after the entity's 2 s, the one sent with a 1 h TTL included.
         assert receiver.receive_messages(max_message_count=1, max_wait_time=WAIT) == []
-        assert _peek(receiver) == []
+        assert peek(receiver) == []
 
     # Azure silently lowers a message TTL above the entity's DefaultMessageTimeToLive to that default,
     # and the message reports the TTL it was given.
@@ -461,8 +433,8 @@ def test_settlement_falls_back_to_management_after_the_connection_drops(
         for connection in list(private.emulator.amqp.connections):
             connection.close_with_error("amqp:connection:forced", "connection dropped by the test")
 
-    with _client(private) as client, client.get_queue_receiver(queue, max_wait_time=WAIT) as receiver:
-        complete, abandon, dead_letter = _receive(receiver, 3)
+    with sdk_client(private) as client, client.get_queue_receiver(queue, max_wait_time=WAIT) as receiver:
+        complete, abandon, dead_letter = receive(receiver, 3, WAIT)
         private.call(drop_connections)
         # The deliveries belonged to the dropped link: the SDK settles them by lock token over $management.
         receiver.complete_message(complete)
@@ -472,8 +444,8 @@ def test_settlement_falls_back_to_management_after_the_connection_drops(
         receiver.complete_message(redelivered)
 
     assert (str(redelivered), redelivered.delivery_count) == ("abandon", 1)
-    assert _peek_all(private, queue) == []
-    (dead,) = _peek_all(private, queue, DLQ)
+    assert peek_queue(private, queue) == []
+    (dead,) = peek_queue(private, queue, DLQ)
     assert str(dead) == "dead-letter"
     assert dead.dead_letter_reason == "Fallback"
     assert dead.dead_letter_error_description == "via management"

@@ -13,7 +13,6 @@ SequenceNumber." The tests hold the emulator to that.
 from __future__ import annotations
 
 import asyncio
-import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,14 +27,7 @@ from azure.servicebus import (
 )
 from azure.servicebus.aio import ServiceBusClient as AsyncServiceBusClient
 from azure.servicebus.exceptions import ServiceBusError
-
-from emulator.config import (
-    DEFAULT_NAMESPACE_NAME,
-    EmulatorConfig,
-    NamespaceConfig,
-    QueueConfig,
-    QueueProperties,
-)
+from sdk_helpers import receive, sdk_client, single_queue_config, sleep_until
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -47,26 +39,8 @@ LEAD = 2.0  # seconds ahead a test schedules for (its sender and receiver are op
 SLACK = timedelta(milliseconds=50)  # clock and timestamp rounding tolerance
 
 
-def _client(emulator: EmulatorHandle, **kwargs: Any) -> ServiceBusClient:
-    return ServiceBusClient.from_connection_string(emulator.connection_string, **kwargs)
-
-
 def _due(seconds: float = LEAD) -> datetime:
     return datetime.now(UTC) + timedelta(seconds=seconds)
-
-
-def _sleep_until(moment: datetime) -> None:
-    time.sleep(max(0.0, (moment - datetime.now(UTC)).total_seconds()))
-
-
-def _receive(receiver: ServiceBusReceiver, count: int, wait: float = WAIT) -> list[ServiceBusReceivedMessage]:
-    received: list[ServiceBusReceivedMessage] = []
-    while len(received) < count:
-        batch = receiver.receive_messages(max_message_count=count - len(received), max_wait_time=wait)
-        if not batch:
-            break
-        received.extend(batch)
-    return received
 
 
 def _assert_nothing_before(receiver: ServiceBusReceiver, due: datetime) -> None:
@@ -90,16 +64,11 @@ def _assert_same_instant(actual: datetime | None, expected: datetime) -> None:
     assert abs(actual - expected) <= SLACK, f"{actual} != {expected}"
 
 
-def _single_queue_config(name: str, **properties: Any) -> EmulatorConfig:
-    queue = QueueConfig(name, QueueProperties(**properties))
-    return EmulatorConfig(namespace=NamespaceConfig(name=DEFAULT_NAMESPACE_NAME, queues=(queue,), topics=()))
-
-
 def test_scheduled_messages_are_invisible_until_due_then_delivered_in_order_with_new_sequence_numbers(
     emulator: EmulatorHandle,
 ) -> None:
     queue = emulator.create_queue()
-    sender, receiver = _sender_and_receiver(_client(emulator), queue)
+    sender, receiver = _sender_and_receiver(sdk_client(emulator), queue)
 
     with sender, receiver as rx:
         due = _due()
@@ -116,8 +85,8 @@ def test_scheduled_messages_are_invisible_until_due_then_delivered_in_order_with
             _assert_same_instant(message.scheduled_enqueue_time_utc, due)
         _assert_nothing_before(rx, due)
 
-        _sleep_until(due)
-        received = _receive(rx, 3, wait=3)
+        sleep_until(due)
+        received = receive(rx, 3, wait=3)
         arrived = datetime.now(UTC)
         for message in received:
             rx.complete_message(message)
@@ -182,27 +151,27 @@ def test_messages_scheduled_for_different_times_each_activate_at_their_own_time(
     emulator: EmulatorHandle,
 ) -> None:
     queue = emulator.create_queue()
-    sender, receiver = _sender_and_receiver(_client(emulator), queue)
+    sender, receiver = _sender_and_receiver(sdk_client(emulator), queue)
 
     with sender, receiver as rx:
         late_due, early_due = _due(LEAD + 1.5), _due(LEAD)
         sender.schedule_messages(ServiceBusMessage("late"), late_due)  # scheduled first, due last
         sender.schedule_messages(ServiceBusMessage("early"), early_due)
         _assert_nothing_before(rx, early_due)
-        _sleep_until(early_due)
-        (early,) = _receive(rx, 1, wait=2)
+        sleep_until(early_due)
+        (early,) = receive(rx, 1, wait=2)
         assert str(early) == "early"
         rx.complete_message(early)
         _assert_nothing_before(rx, late_due)
-        _sleep_until(late_due)
-        late = _receive(rx, 1, wait=3)
+        sleep_until(late_due)
+        late = receive(rx, 1, wait=3)
         assert [str(m) for m in late] == ["late"], "the later scheduled message was never activated"
         rx.complete_message(late[0])
 
 
 def test_cancelled_scheduled_messages_are_never_delivered(emulator: EmulatorHandle) -> None:
     queue = emulator.create_queue()
-    sender, receiver = _sender_and_receiver(_client(emulator), queue)
+    sender, receiver = _sender_and_receiver(sdk_client(emulator), queue)
 
     with sender, receiver as rx:
         due = _due()
@@ -211,8 +180,8 @@ def test_cancelled_scheduled_messages_are_never_delivered(emulator: EmulatorHand
         sender.cancel_scheduled_messages([numbers[3]])  # ... or a list
         peeked = rx.peek_messages(max_message_count=10, sequence_number=1)
         assert [(str(m), m.sequence_number) for m in peeked] == [("m0", numbers[0]), ("m2", numbers[2])]
-        _sleep_until(due)
-        received = _receive(rx, 3, wait=2)  # one more than expected: a cancelled one must not come
+        sleep_until(due)
+        received = receive(rx, 3, wait=2)  # one more than expected: a cancelled one must not come
         for message in received:
             rx.complete_message(message)
         assert [str(m) for m in received] == ["m0", "m2"]
@@ -221,7 +190,7 @@ def test_cancelled_scheduled_messages_are_never_delivered(emulator: EmulatorHand
 
 def test_scheduled_enqueue_time_on_a_normal_send_schedules_the_message(emulator: EmulatorHandle) -> None:
     queue = emulator.create_queue()
-    sender, receiver = _sender_and_receiver(_client(emulator), queue)
+    sender, receiver = _sender_and_receiver(sdk_client(emulator), queue)
 
     with sender, receiver as rx:
         due = _due()
@@ -243,8 +212,8 @@ def test_scheduled_enqueue_time_on_a_normal_send_schedules_the_message(emulator:
         early = rx.receive_messages(max_message_count=2, max_wait_time=WAIT)
         assert [str(m) for m in early] == ["now", "past"]
         _assert_nothing_before(rx, due)
-        _sleep_until(due)
-        late = _receive(rx, 2, wait=3)
+        sleep_until(due)
+        late = receive(rx, 2, wait=3)
         assert [str(m) for m in late] == ["single", "batched"]
         assert min(m.sequence_number for m in late) > max(m.sequence_number for m in peeked)
         for message in early + late:
@@ -253,7 +222,7 @@ def test_scheduled_enqueue_time_on_a_normal_send_schedules_the_message(emulator:
 
 def test_scheduled_message_joins_its_session_in_order_when_due(emulator: EmulatorHandle) -> None:
     queue = emulator.create_queue(requires_session=True, lock_duration=timedelta(seconds=30))
-    sender, receiver = _sender_and_receiver(_client(emulator), queue, session_id="order-1")
+    sender, receiver = _sender_and_receiver(sdk_client(emulator), queue, session_id="order-1")
 
     with sender, receiver as rx:
         due = _due()
@@ -264,11 +233,11 @@ def test_scheduled_message_joins_its_session_in_order_when_due(emulator: Emulato
             ("step-2", ServiceBusMessageState.SCHEDULED),
             ("step-1", ServiceBusMessageState.ACTIVE),
         ]
-        (first,) = _receive(rx, 1)
+        (first,) = receive(rx, 1, WAIT)
         assert str(first) == "step-1"
         rx.complete_message(first)
-        _sleep_until(due)
-        (second,) = _receive(rx, 1, wait=3)
+        sleep_until(due)
+        (second,) = receive(rx, 1, wait=3)
         assert (str(second), second.session_id) == ("step-2", "order-1")
         rx.complete_message(second)
 
@@ -277,15 +246,15 @@ def test_scheduled_messages_survive_a_restart_and_can_be_cancelled_after_it(
     make_emulator: Callable[..., EmulatorHandle], tmp_path: Path
 ) -> None:
     data = tmp_path / "data"
-    config = _single_queue_config("reminders")
+    config = single_queue_config("reminders")
     first = make_emulator(config=config, data_dir=data)
-    with _client(first) as client, client.get_queue_sender("reminders") as sender:
+    with sdk_client(first) as client, client.get_queue_sender("reminders") as sender:
         due = _due(5.0)  # leaves time for the restart
         numbers = sender.schedule_messages([ServiceBusMessage("keep"), ServiceBusMessage("drop")], due)
     first.thread.stop()
 
     second = make_emulator(config=config, data_dir=data)
-    sender, receiver = _sender_and_receiver(_client(second), "reminders")
+    sender, receiver = _sender_and_receiver(sdk_client(second), "reminders")
     with sender, receiver as rx:
         peeked = rx.peek_messages(max_message_count=10, sequence_number=1)
         assert [(str(m), m.state, m.sequence_number) for m in peeked] == [
@@ -295,8 +264,8 @@ def test_scheduled_messages_survive_a_restart_and_can_be_cancelled_after_it(
         _assert_same_instant(peeked[0].scheduled_enqueue_time_utc, due)
         sender.cancel_scheduled_messages(numbers[1])
         _assert_nothing_before(rx, due)
-        _sleep_until(due)
-        received = _receive(rx, 2, wait=3)
+        sleep_until(due)
+        received = receive(rx, 2, wait=3)
         assert [(str(m), m.state) for m in received] == [("keep", ServiceBusMessageState.ACTIVE)]
         assert received[0].sequence_number > numbers[1]
         rx.complete_message(received[0])
@@ -304,7 +273,7 @@ def test_scheduled_messages_survive_a_restart_and_can_be_cancelled_after_it(
 
 def test_schedule_messages_to_a_session_queue_without_session_id_is_refused(emulator: EmulatorHandle) -> None:
     queue = emulator.create_queue(requires_session=True)
-    with _client(emulator, retry_total=0) as client:
+    with sdk_client(emulator, retry_total=0) as client:
         with client.get_queue_sender(queue) as sender, pytest.raises(ServiceBusError):
             sender.schedule_messages(ServiceBusMessage("no session"), _due())
         assert list(client.list_queue_sessions(queue)) == []

@@ -35,10 +35,8 @@ import pytest
 from azure.servicebus import (
     NEXT_AVAILABLE_SESSION,
     AutoLockRenewer,
-    ServiceBusClient,
     ServiceBusMessage,
     ServiceBusReceivedMessage,
-    ServiceBusReceiver,
 )
 from azure.servicebus.aio import AutoLockRenewer as AsyncAutoLockRenewer
 from azure.servicebus.aio import ServiceBusClient as AsyncServiceBusClient
@@ -49,14 +47,7 @@ from azure.servicebus.exceptions import (
     SessionCannotBeLockedError,
     SessionLockLostError,
 )
-
-from emulator.config import (
-    DEFAULT_NAMESPACE_NAME,
-    EmulatorConfig,
-    NamespaceConfig,
-    QueueConfig,
-    QueueProperties,
-)
+from sdk_helpers import async_sdk_client, receive, sdk_client, seconds_from_now, single_queue_config
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -68,38 +59,19 @@ LOCK = timedelta(seconds=5)  # the shortest lock duration Azure accepts
 LOCK_S = LOCK.total_seconds()
 
 
-def _client(emulator: EmulatorHandle, **kwargs: Any) -> ServiceBusClient:
-    return ServiceBusClient.from_connection_string(emulator.connection_string, **kwargs)
-
-
-def _aclient(emulator: EmulatorHandle, **kwargs: Any) -> AsyncServiceBusClient:
-    return AsyncServiceBusClient.from_connection_string(emulator.connection_string, **kwargs)
-
-
 def _session_queue(emulator: EmulatorHandle, **properties: Any) -> str:
     properties.setdefault("lock_duration", LOCK)
     return emulator.create_queue(requires_session=True, **properties)
 
 
 def _send(emulator: EmulatorHandle, queue: str, messages: Iterable[ServiceBusMessage]) -> None:
-    with _client(emulator) as client, client.get_queue_sender(queue) as sender:
+    with sdk_client(emulator) as client, client.get_queue_sender(queue) as sender:
         for message in messages:
             sender.send_messages(message)
 
 
 def _msg(session_id: str, body: str, **kwargs: Any) -> ServiceBusMessage:
     return ServiceBusMessage(body, session_id=session_id, **kwargs)
-
-
-def _receive(receiver: ServiceBusReceiver, count: int, wait: float = WAIT) -> list[ServiceBusReceivedMessage]:
-    """Up to ``count`` messages (unsettled); stops early only when a receive comes back empty."""
-    received: list[ServiceBusReceivedMessage] = []
-    while len(received) < count:
-        batch = receiver.receive_messages(max_message_count=count - len(received), max_wait_time=wait)
-        if not batch:
-            break
-        received.extend(batch)
-    return received
 
 
 async def _areceive(
@@ -114,23 +86,13 @@ async def _areceive(
     return received
 
 
-def _seconds_from_now(moment: datetime | None) -> float:
-    assert moment is not None
-    return (moment - datetime.now(UTC)).total_seconds()
-
-
 def _assert_session_locked_elsewhere(emulator: EmulatorHandle, queue: str, session_id: str) -> None:
     """Opening a second receiver for ``session_id`` is refused with SessionCannotBeLockedError (no retries).
 
     Opening is enough: the session is accepted on link attach, and receiving nothing keeps a wrongly
     granted session's messages untouched."""
-    with _client(emulator, retry_total=0) as other, pytest.raises(SessionCannotBeLockedError):
+    with sdk_client(emulator, retry_total=0) as other, pytest.raises(SessionCannotBeLockedError):
         other.get_queue_receiver(queue, session_id=session_id, max_wait_time=WAIT).__enter__().close()
-
-
-def _single_queue_config(name: str, **properties: Any) -> EmulatorConfig:
-    queue = QueueConfig(name, QueueProperties(**properties))
-    return EmulatorConfig(namespace=NamespaceConfig(name=DEFAULT_NAMESPACE_NAME, queues=(queue,), topics=()))
 
 
 # ---------------------------------------------------------------------------------------------- receivers
@@ -143,12 +105,12 @@ def test_named_session_receiver_gets_only_its_session_in_order(emulator: Emulato
     )
 
     with (
-        _client(emulator) as client,
+        sdk_client(emulator) as client,
         client.get_queue_receiver(queue, session_id="a", max_wait_time=WAIT) as rx,
     ):
-        received = _receive(rx, 3)
+        received = receive(rx, 3, WAIT)
         assert rx.session.session_id == "a"
-        assert 0.5 * LOCK_S < _seconds_from_now(rx.session.locked_until_utc) <= LOCK_S + 1
+        assert 0.5 * LOCK_S < seconds_from_now(rx.session.locked_until_utc) <= LOCK_S + 1
         assert [str(m) for m in received] == ["a0", "a1", "a2"]
         assert [m.session_id for m in received] == ["a", "a", "a"]
         assert [m.delivery_count for m in received] == [0, 0, 0]
@@ -159,11 +121,11 @@ def test_named_session_receiver_gets_only_its_session_in_order(emulator: Emulato
             rx.complete_message(message)
 
     with (
-        _client(emulator) as client,
+        sdk_client(emulator) as client,
         client.get_queue_receiver(queue, session_id="b", max_wait_time=WAIT) as rx,
     ):
         assert [str(m) for m in rx.peek_messages(max_message_count=10, sequence_number=1)] == ["b0", "b1"]
-        rest = _receive(rx, 2)
+        rest = receive(rx, 2, WAIT)
         assert [str(m) for m in rest] == ["b0", "b1"]
         for message in rest:
             rx.complete_message(message)
@@ -176,7 +138,7 @@ def test_next_available_receivers_learn_their_session_ids_and_get_different_sess
     _send(emulator, queue, [_msg("x", "x0"), _msg("y", "y0"), _msg("x", "x1"), _msg("y", "y1")])
 
     with (
-        _client(emulator) as client,
+        sdk_client(emulator) as client,
         client.get_queue_receiver(queue, session_id=NEXT_AVAILABLE_SESSION, max_wait_time=WAIT) as first,
         client.get_queue_receiver(queue, session_id=NEXT_AVAILABLE_SESSION, max_wait_time=WAIT) as second,
     ):
@@ -184,8 +146,8 @@ def test_next_available_receivers_learn_their_session_ids_and_get_different_sess
         assert ids == {"x", "y"}
         for rx in (first, second):
             sid = rx.session.session_id
-            assert 0.5 * LOCK_S < _seconds_from_now(rx.session.locked_until_utc) <= LOCK_S + 1
-            messages = _receive(rx, 2)
+            assert 0.5 * LOCK_S < seconds_from_now(rx.session.locked_until_utc) <= LOCK_S + 1
+            messages = receive(rx, 2, WAIT)
             assert [str(m) for m in messages] == [f"{sid}0", f"{sid}1"]
             assert {m.session_id for m in messages} == {sid}
             for message in messages:
@@ -196,7 +158,7 @@ def test_async_named_and_next_available_session_receivers(emulator: EmulatorHand
     queue = _session_queue(emulator)
 
     async def scenario() -> dict[str, Any]:
-        async with _aclient(emulator) as client:
+        async with async_sdk_client(emulator) as client:
             async with client.get_queue_sender(queue) as sender:
                 await sender.send_messages([_msg("n", "n0"), _msg("m", "m0"), _msg("n", "n1")])
             async with client.get_queue_receiver(queue, session_id="n", max_wait_time=WAIT) as named:
@@ -230,7 +192,7 @@ def test_next_available_times_out_after_max_wait_time_when_no_session_is_free(
 ) -> None:
     queue = _session_queue(emulator)
 
-    with _client(emulator, retry_total=0) as client:
+    with sdk_client(emulator, retry_total=0) as client:
         started = time.monotonic()
         with (
             pytest.raises(OperationTimeoutError),
@@ -243,9 +205,9 @@ def test_next_available_times_out_after_max_wait_time_when_no_session_is_free(
     # A session that has messages but is locked by someone else is not "available" either.
     _send(emulator, queue, [_msg("busy", "b0")])
     with (
-        _client(emulator) as owner_client,
+        sdk_client(emulator) as owner_client,
         owner_client.get_queue_receiver(queue, session_id="busy", max_wait_time=WAIT) as owner,
-        _client(emulator, retry_total=0) as client,
+        sdk_client(emulator, retry_total=0) as client,
     ):
         started = time.monotonic()
         with (
@@ -255,14 +217,14 @@ def test_next_available_times_out_after_max_wait_time_when_no_session_is_free(
             rx.receive_messages(max_message_count=1, max_wait_time=WAIT)
         elapsed = time.monotonic() - started
         assert 0.8 * WAIT <= elapsed < WAIT + 3, f"locked session: timed out after {elapsed:.2f} s"
-        assert [str(m) for m in _receive(owner, 1)] == ["b0"]
+        assert [str(m) for m in receive(owner, 1, WAIT)] == ["b0"]
 
 
 def test_async_next_available_times_out_when_no_session_is_free(emulator: EmulatorHandle) -> None:
     queue = _session_queue(emulator)
 
     async def scenario() -> tuple[type[BaseException] | None, float]:
-        async with _aclient(emulator, retry_total=0) as client:
+        async with async_sdk_client(emulator, retry_total=0) as client:
             started = time.monotonic()
             try:
                 async with client.get_queue_receiver(
@@ -285,12 +247,12 @@ def test_next_available_receiver_waiting_for_a_session_gets_one_sent_meanwhile(
     timer = threading.Timer(0.8, lambda: _send(emulator, queue, [_msg("late", "late-0")]))
     timer.start()
     try:
-        with _client(emulator, retry_total=0) as client:
+        with sdk_client(emulator, retry_total=0) as client:
             started = time.monotonic()
             with client.get_queue_receiver(queue, session_id=NEXT_AVAILABLE_SESSION, max_wait_time=5) as rx:
                 assert rx.session.session_id == "late"
                 assert time.monotonic() - started < 5
-                (message,) = _receive(rx, 1)
+                (message,) = receive(rx, 1, WAIT)
                 assert str(message) == "late-0"
                 rx.complete_message(message)
     finally:
@@ -306,15 +268,15 @@ def test_a_locked_session_cannot_be_locked_by_a_second_receiver_until_the_first_
     queue = _session_queue(emulator)
     _send(emulator, queue, [_msg("solo", "s0"), _msg("solo", "s1")])
 
-    with _client(emulator) as client:
+    with sdk_client(emulator) as client:
         with client.get_queue_receiver(queue, session_id="solo", max_wait_time=WAIT) as owner:
-            (first,) = _receive(owner, 1)
+            (first,) = receive(owner, 1, WAIT)
             assert str(first) == "s0"
             _assert_session_locked_elsewhere(emulator, queue, "solo")
             owner.complete_message(first)
         # Closing the receiver releases the session at once.
         with client.get_queue_receiver(queue, session_id="solo", max_wait_time=WAIT) as successor:
-            (second,) = _receive(successor, 1)
+            (second,) = receive(successor, 1, WAIT)
             assert str(second) == "s1"
             assert second.delivery_count == 0
             successor.complete_message(second)
@@ -326,8 +288,8 @@ def test_async_a_locked_session_cannot_be_locked_by_a_second_receiver(emulator: 
 
     async def scenario() -> tuple[type[BaseException] | None, str]:
         async with (
-            _aclient(emulator) as client,
-            _aclient(emulator, retry_total=0) as other,
+            async_sdk_client(emulator) as client,
+            async_sdk_client(emulator, retry_total=0) as other,
             client.get_queue_receiver(queue, session_id="solo", max_wait_time=WAIT) as owner,
         ):
             raised: type[BaseException] | None = None
@@ -359,7 +321,7 @@ def test_session_lock_renewed_by_hand_or_by_auto_lock_renewer_outlives_its_durat
     failures: list[Any] = []
 
     with (
-        _client(emulator) as client,
+        sdk_client(emulator) as client,
         client.get_queue_receiver(queue, session_id="by-hand", max_wait_time=WAIT) as by_hand,
         client.get_queue_receiver(queue, session_id="by-renewer", max_wait_time=WAIT) as by_renewer,
         client.get_queue_receiver(queue, session_id="lapsed", max_wait_time=WAIT) as lapsed,
@@ -371,7 +333,7 @@ def test_session_lock_renewed_by_hand_or_by_auto_lock_renewer_outlives_its_durat
             max_lock_renewal_duration=30,
             on_lock_renew_failure=lambda *a: failures.append(a),
         )
-        held = {rx.session.session_id: (rx, _receive(rx, 1)[0]) for rx in (by_hand, by_renewer, lapsed)}
+        held = {rx.session.session_id: (rx, receive(rx, 1, WAIT)[0]) for rx in (by_hand, by_renewer, lapsed)}
         first_expiry = by_hand.session.locked_until_utc
         renewer_first_expiry = by_renewer.session.locked_until_utc
         assert first_expiry is not None and renewer_first_expiry is not None
@@ -380,17 +342,15 @@ def test_session_lock_renewed_by_hand_or_by_auto_lock_renewer_outlives_its_durat
         renewed = by_hand.session.renew_lock()
         assert renewed == by_hand.session.locked_until_utc
         assert renewed > first_expiry
-        assert LOCK_S - 1 <= _seconds_from_now(renewed) <= LOCK_S + 1
+        assert LOCK_S - 1 <= seconds_from_now(renewed) <= LOCK_S + 1
 
-        time.sleep(
-            max(0.0, _seconds_from_now(first_expiry)) + 0.7
-        )  # past the first lock, not the renewed one
+        time.sleep(max(0.0, seconds_from_now(first_expiry)) + 0.7)  # past the first lock, not the renewed one
         by_renewer_expiry = by_renewer.session.locked_until_utc
         assert by_renewer_expiry is not None and by_renewer_expiry > renewer_first_expiry
         for session_id in ("by-hand", "by-renewer"):
             rx, message = held[session_id]
             rx.complete_message(message)
-            (second,) = _receive(rx, 1)
+            (second,) = receive(rx, 1, WAIT)
             assert (str(second), second.delivery_count) == (f"{session_id}-1", 0)
             rx.complete_message(second)
             _assert_session_locked_elsewhere(emulator, queue, session_id)
@@ -402,7 +362,7 @@ def test_session_lock_renewed_by_hand_or_by_auto_lock_renewer_outlives_its_durat
         with pytest.raises(SessionLockLostError):
             rx.session.get_state()
         with client.get_queue_receiver(queue, session_id="lapsed", max_wait_time=WAIT) as successor:
-            redelivered = _receive(successor, 2)
+            redelivered = receive(successor, 2, WAIT)
             assert [(str(m), m.delivery_count) for m in redelivered] == [("lapsed-0", 1), ("lapsed-1", 0)]
             for message in redelivered:
                 successor.complete_message(message)
@@ -427,7 +387,7 @@ def test_async_auto_lock_renewer_reports_a_session_lock_lost_while_renewing(
             failed.set()
 
         renewer = AsyncAutoLockRenewer()
-        client = _aclient(private, retry_total=0)
+        client = async_sdk_client(private, retry_total=0)
         rx = client.get_queue_receiver(queue, session_id="s", max_wait_time=WAIT)
         raised: type[BaseException] | None = None
         try:
@@ -460,19 +420,19 @@ def test_session_state_round_trips_and_is_seen_by_the_next_consumer(emulator: Em
     queue = _session_queue(emulator)
     _send(emulator, queue, [_msg("wallet-1", "debit-1"), _msg("wallet-1", "debit-2")])
 
-    with _client(emulator) as client:
+    with sdk_client(emulator) as client:
         with client.get_queue_receiver(queue, session_id="wallet-1", max_wait_time=WAIT) as rx:
             assert rx.session.get_state() is None
             rx.session.set_state(b'{"cursor": 1}')
             assert rx.session.get_state() == b'{"cursor": 1}'
-            (message,) = _receive(rx, 1)
+            (message,) = receive(rx, 1, WAIT)
             rx.complete_message(message)
         with client.get_queue_receiver(queue, session_id=NEXT_AVAILABLE_SESSION, max_wait_time=WAIT) as rx:
             assert rx.session.session_id == "wallet-1"
             assert rx.session.get_state() == b'{"cursor": 1}'
             rx.session.set_state("cursor=2")  # a str is stored UTF-8 encoded
             assert rx.session.get_state() == b"cursor=2"
-            (message,) = _receive(rx, 1)
+            (message,) = receive(rx, 1, WAIT)
             assert str(message) == "debit-2"
             rx.complete_message(message)
             rx.session.set_state(None)  # clears it
@@ -486,7 +446,7 @@ def test_async_session_state_round_trips(emulator: EmulatorHandle) -> None:
     _send(emulator, queue, [_msg("s", "m0")])
 
     async def scenario() -> tuple[bytes | None, bytes | None, bytes | None]:
-        async with _aclient(emulator) as client:
+        async with async_sdk_client(emulator) as client:
             async with client.get_queue_receiver(queue, session_id="s", max_wait_time=WAIT) as rx:
                 before = await rx.session.get_state()
                 await rx.session.set_state(b"\x00\x01state")
@@ -507,26 +467,26 @@ def test_session_state_and_messages_survive_a_restart(
     make_emulator: Callable[..., EmulatorHandle], tmp_path: Path
 ) -> None:
     data = tmp_path / "data"
-    config = _single_queue_config("wallets", requires_session=True, lock_duration=LOCK)
+    config = single_queue_config("wallets", requires_session=True, lock_duration=LOCK)
     first = make_emulator(config=config, data_dir=data)
-    with _client(first) as client:
+    with sdk_client(first) as client:
         with client.get_queue_sender("wallets") as sender:
             sender.send_messages([_msg("w1", "tx-1"), _msg("w1", "tx-2")])
         with client.get_queue_receiver("wallets", session_id="w1", max_wait_time=WAIT) as rx:
             rx.session.set_state(b"balance=100")
-            (message,) = _receive(rx, 1)
+            (message,) = receive(rx, 1, WAIT)
             rx.complete_message(message)
     first.thread.stop()
 
     second = make_emulator(config=config, data_dir=data)
-    with _client(second) as client:
+    with sdk_client(second) as client:
         assert list(client.list_queue_sessions("wallets")) == ["w1"]
         with client.get_queue_receiver(
             "wallets", session_id=NEXT_AVAILABLE_SESSION, max_wait_time=WAIT
         ) as rx:
             assert rx.session.session_id == "w1"
             assert rx.session.get_state() == b"balance=100"
-            (message,) = _receive(rx, 1)
+            (message,) = receive(rx, 1, WAIT)
             assert (str(message), message.delivery_count) == ("tx-2", 0)
             rx.complete_message(message)
 
@@ -540,17 +500,17 @@ def test_strict_fifo_inside_a_session_across_abandon_and_redelivery(emulator: Em
     observed: list[tuple[str, int | None]] = []
 
     with (
-        _client(emulator) as client,
+        sdk_client(emulator) as client,
         client.get_queue_receiver(queue, session_id="s", max_wait_time=WAIT) as rx,
     ):
         for abandon in (True, True, False, False, True, False, False, False):
-            (message,) = _receive(rx, 1)
+            (message,) = receive(rx, 1, WAIT)
             observed.append((str(message), message.delivery_count))
             if abandon:
                 rx.abandon_message(message)
             else:
                 rx.complete_message(message)
-        assert _receive(rx, 1) == []
+        assert receive(rx, 1, WAIT) == []
 
     assert observed == [
         ("m0", 0),
@@ -570,7 +530,7 @@ def test_fifty_shuffled_payloads_of_one_session_are_observed_in_send_order(emula
     payloads = random.Random(4).sample(range(1000), 50)  # not cryptographic
     assert payloads != sorted(payloads)
 
-    with _client(emulator) as client:
+    with sdk_client(emulator) as client:
         with client.get_queue_sender(queue) as sender:
             for value in payloads[:20]:  # one by one ...
                 sender.send_messages(_msg("wallet-7", json.dumps({"amount": value})))
@@ -581,7 +541,7 @@ def test_fifty_shuffled_payloads_of_one_session_are_observed_in_send_order(emula
         with client.get_queue_receiver(
             queue, session_id="wallet-7", prefetch_count=20, max_wait_time=WAIT
         ) as rx:
-            received = _receive(rx, 50)
+            received = receive(rx, 50, WAIT)
             for message in received:
                 rx.complete_message(message)
 
@@ -627,7 +587,7 @@ def test_eight_concurrent_consumers_never_interleave_inside_a_session(emulator: 
     queue = _session_queue(emulator)
     sessions = [f"wallet-{i:02d}" for i in range(12)]
     per_session = 6
-    with _client(emulator) as client, client.get_queue_sender(queue) as sender:
+    with sdk_client(emulator) as client, client.get_queue_sender(queue) as sender:
         sender.send_messages(_interleaved(sessions, per_session))
 
     log: list[tuple[str, int, int]] = []
@@ -638,7 +598,7 @@ def test_eight_concurrent_consumers_never_interleave_inside_a_session(emulator: 
 
     def worker() -> None:
         try:
-            with _client(emulator, retry_total=0) as client:
+            with sdk_client(emulator, retry_total=0) as client:
                 while True:
                     try:
                         rx = client.get_queue_receiver(
@@ -700,9 +660,9 @@ def test_async_eight_concurrent_consumers_never_interleave_inside_a_session(emul
                 holds.append((session, rx_id, start, time.monotonic()))
 
     async def scenario() -> None:
-        async with _aclient(emulator) as client, client.get_queue_sender(queue) as sender:
+        async with async_sdk_client(emulator) as client, client.get_queue_sender(queue) as sender:
             await sender.send_messages(_interleaved(sessions, per_session))
-        clients = [_aclient(emulator, retry_total=0) for _ in range(8)]
+        clients = [async_sdk_client(emulator, retry_total=0) for _ in range(8)]
         try:
             await asyncio.wait_for(asyncio.gather(*(worker(c) for c in clients)), timeout=60)
         finally:
@@ -782,13 +742,13 @@ def test_session_of_a_killed_consumer_is_taken_over_after_its_lock_expires(emula
         )
 
     with (
-        _client(emulator, retry_total=0) as client,
+        sdk_client(emulator, retry_total=0) as client,
         client.get_queue_receiver(queue, session_id=NEXT_AVAILABLE_SESSION, max_wait_time=LOCK_S + 3) as rx,
     ):
         taken_over_at = time.time()
         assert rx.session.session_id == "wallet-9"
         state = rx.session.get_state()
-        redelivered = _receive(rx, 2)
+        redelivered = receive(rx, 2, WAIT)
         for message in redelivered:
             rx.complete_message(message)
     if taken_over_at < locked_until - 0.5:
@@ -809,7 +769,7 @@ def test_message_without_session_id_is_refused_by_a_session_queue_and_nothing_is
 ) -> None:
     queue = _session_queue(emulator)
 
-    with _client(emulator) as client:
+    with sdk_client(emulator) as client:
         with client.get_queue_sender(queue) as sender:
             with pytest.raises(ServiceBusError):
                 sender.send_messages(ServiceBusMessage("no session"))
@@ -826,7 +786,7 @@ def test_session_receiver_on_a_queue_without_sessions_and_plain_receiver_on_a_se
 ) -> None:
     plain = emulator.create_queue()
     sessionful = _session_queue(emulator)
-    with _client(emulator, retry_total=0) as client:
+    with sdk_client(emulator, retry_total=0) as client:
         with (
             pytest.raises(ServiceBusError),
             client.get_queue_receiver(plain, session_id="s", max_wait_time=WAIT) as rx,
@@ -843,13 +803,13 @@ def test_list_queue_sessions_lists_sessions_with_messages_or_state(emulator: Emu
     queue = _session_queue(emulator)
     _send(emulator, queue, [_msg("with-messages", "m"), _msg("consumed", "c"), _msg("with-state", "x")])
 
-    with _client(emulator) as client:
+    with sdk_client(emulator) as client:
         with client.get_queue_receiver(queue, session_id="consumed", max_wait_time=WAIT) as rx:
-            (message,) = _receive(rx, 1)
+            (message,) = receive(rx, 1, WAIT)
             rx.complete_message(message)
         with client.get_queue_receiver(queue, session_id="with-state", max_wait_time=WAIT) as rx:
             rx.session.set_state(b"early")
-            (message,) = _receive(rx, 1)
+            (message,) = receive(rx, 1, WAIT)
             rx.complete_message(message)
         assert sorted(client.list_queue_sessions(queue)) == ["with-messages", "with-state"]
 
@@ -867,7 +827,7 @@ def test_async_list_queue_sessions_pages_through_many_sessions(emulator: Emulato
     sessions = [f"s-{i:03d}" for i in range(130)]  # more than one page of 100
 
     async def scenario() -> list[str]:
-        async with _aclient(emulator) as client:
+        async with async_sdk_client(emulator) as client:
             async with client.get_queue_sender(queue) as sender:
                 await sender.send_messages([_msg(s, s) for s in sessions])
             return [s async for s in client.list_queue_sessions(queue)]

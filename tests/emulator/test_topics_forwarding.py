@@ -22,31 +22,33 @@ reports (``Namespace.counts``).
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import pytest
 from azure.servicebus import (
-    ServiceBusClient,
     ServiceBusMessage,
-    ServiceBusReceivedMessage,
-    ServiceBusReceiver,
     ServiceBusSender,
     ServiceBusSubQueue,
 )
 from azure.servicebus.exceptions import ServiceBusError, ServiceBusQuotaExceededError
+from sdk_helpers import (
+    app_properties,
+    create_subscription,
+    create_topic,
+    opened,
+    peek,
+    sdk_client,
+    sorted_bodies,
+    sql_rule,
+    unique_name,
+)
 
 from emulator.broker.errors import BrokerError
 from emulator.config import (
     EntityStatus,
     QueueProperties,
-    RuleConfig,
     SubscriptionProperties,
-    TopicProperties,
 )
 
 if TYPE_CHECKING:
@@ -65,38 +67,11 @@ FORWARDED = b"m" * 16_000  # too big for what is left in a filled 1 MB queue
 # test opens all the senders and receivers it needs at once, in threads, and closes them the same way.
 
 
-def _name(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:10]}"
-
-
 def _queue(emulator: EmulatorHandle, name: str | None = None, **props: Any) -> str:
-    queue = name or _name("q")
+    queue = name or unique_name("q")
     ns = emulator.emulator.namespace
     emulator.call(lambda: ns.create_queue(queue, QueueProperties(**props), origin="arm"))
     return queue
-
-
-def _topic(emulator: EmulatorHandle, **props: Any) -> str:
-    name = _name("t")
-    ns = emulator.emulator.namespace
-    emulator.call(lambda: ns.create_topic(name, TopicProperties(**props), origin="arm"))
-    return name
-
-
-def _sub(
-    emulator: EmulatorHandle, topic: str, name: str, rules: Sequence[RuleConfig] | None = None, **props: Any
-) -> str:
-    ns = emulator.emulator.namespace
-    emulator.call(
-        lambda: ns.create_subscription(
-            topic, name, SubscriptionProperties(**props), list(rules) if rules else None, origin="arm"
-        )
-    )
-    return name
-
-
-def _sql(name: str, expression: str) -> RuleConfig:
-    return RuleConfig(name=name, filter_type="Sql", sql_expression=expression)
 
 
 def _set_queue_status(emulator: EmulatorHandle, queue: str, status: EntityStatus) -> None:
@@ -121,49 +96,6 @@ def _counts(emulator: EmulatorHandle, entity: str, subscription: str | None = No
     return result
 
 
-def _client(emulator: EmulatorHandle, **options: Any) -> ServiceBusClient:
-    return ServiceBusClient.from_connection_string(emulator.connection_string, **options)
-
-
-Handler = ServiceBusSender | ServiceBusReceiver
-
-
-def _in_parallel(action: Callable[[Handler], object], handlers: Sequence[Handler]) -> list[BaseException]:
-    with ThreadPoolExecutor(max_workers=max(1, len(handlers))) as pool:
-        futures = [pool.submit(action, handler) for handler in handlers]
-    return [error for future in futures if (error := future.exception()) is not None]
-
-
-@contextmanager
-def _opened(*handlers: Handler) -> Iterator[None]:
-    """Open every sender and receiver at once; close them all at once on the way out."""
-    errors = _in_parallel(lambda h: h.__enter__(), handlers)
-    try:
-        if errors:
-            raise errors[0]
-        yield
-    finally:
-        _in_parallel(lambda h: h.__exit__(None, None, None), handlers)
-
-
-def _peek(receiver: ServiceBusReceiver) -> list[ServiceBusReceivedMessage]:
-    """Everything the receiver's entity holds, without receiving it."""
-    return receiver.peek_messages(max_message_count=250, sequence_number=1)
-
-
-def _bodies(messages: Sequence[ServiceBusReceivedMessage]) -> list[str]:
-    return sorted(str(m) for m in messages)
-
-
-def _text(value: Any) -> Any:
-    return value.decode() if isinstance(value, bytes) else value
-
-
-def _props(message: ServiceBusReceivedMessage) -> dict[str, Any]:
-    """Application properties with the SDK's bytes keys and string values decoded."""
-    return {_text(k): _text(v) for k, v in (message.application_properties or {}).items()}
-
-
 def _fill(sender: ServiceBusSender) -> None:
     """Fill a 1 MB queue: four near-maximal messages fit; the next would not."""
     for _ in range(4):
@@ -177,13 +109,13 @@ def _fill(sender: ServiceBusSender) -> None:
 
 def test_subscription_forwards_to_a_queue_keeping_the_message(emulator: EmulatorHandle) -> None:
     inbox = _queue(emulator)
-    topic = _topic(emulator)
-    sub = _sub(emulator, topic, "to-inbox", forward_to=inbox)
-    with _client(emulator) as client:
+    topic = create_topic(emulator)
+    sub = create_subscription(emulator, topic, "to-inbox", forward_to=inbox)
+    with sdk_client(emulator) as client:
         sender = client.get_topic_sender(topic)
         inbox_receiver = client.get_queue_receiver(inbox, max_wait_time=1)
         sub_dlq = client.get_subscription_receiver(topic, sub, sub_queue=DLQ)
-        with _opened(sender, inbox_receiver, sub_dlq):
+        with opened(sender, inbox_receiver, sub_dlq):
             sender.send_messages(
                 ServiceBusMessage(
                     "order-1",
@@ -210,27 +142,29 @@ def test_subscription_forwards_to_a_queue_keeping_the_message(emulator: Emulator
                 "replies",
                 "shipping",
             )
-            assert _props(message) == {"NServiceBus.MessageIntent": "Publish", "n": 7, "ok": True}
+            assert app_properties(message) == {"NServiceBus.MessageIntent": "Publish", "n": 7, "ok": True}
             assert message.delivery_count == 0
             inbox_receiver.complete_message(message)
-            assert _peek(sub_dlq) == []
+            assert peek(sub_dlq) == []
     # Nothing stays behind in the forwarding subscription.
     assert _counts(emulator, topic, sub) == (0, 0)
     assert _counts(emulator, inbox) == (0, 0)
 
 
 def test_subscription_forwards_to_a_topic_whose_rules_route_it_again(emulator: EmulatorHandle) -> None:
-    second = _topic(emulator)
-    big = _sub(emulator, second, "big", [_sql("big", "amount >= 100")])
-    small = _sub(emulator, second, "small", [_sql("small", "amount < 100")])
-    first = _topic(emulator)
-    bridge = _sub(emulator, first, "bridge", [_sql("orders", "kind = 'order'")], forward_to=second)
-    local = _sub(emulator, first, "local")
-    with _client(emulator) as client:
+    second = create_topic(emulator)
+    big = create_subscription(emulator, second, "big", [sql_rule("big", "amount >= 100")])
+    small = create_subscription(emulator, second, "small", [sql_rule("small", "amount < 100")])
+    first = create_topic(emulator)
+    bridge = create_subscription(
+        emulator, first, "bridge", [sql_rule("orders", "kind = 'order'")], forward_to=second
+    )
+    local = create_subscription(emulator, first, "local")
+    with sdk_client(emulator) as client:
         sender = client.get_topic_sender(first)
         receivers = [client.get_subscription_receiver(second, s) for s in (big, small)]
         local_receiver = client.get_subscription_receiver(first, local)
-        with _opened(sender, *receivers, local_receiver):
+        with opened(sender, *receivers, local_receiver):
             sender.send_messages(
                 [
                     ServiceBusMessage("order-500", application_properties={"kind": "order", "amount": 500}),
@@ -238,60 +172,60 @@ def test_subscription_forwards_to_a_topic_whose_rules_route_it_again(emulator: E
                     ServiceBusMessage("refund-500", application_properties={"kind": "refund", "amount": 500}),
                 ]
             )
-            assert [_bodies(_peek(r)) for r in receivers] == [["order-500"], ["order-5"]]
-            assert _bodies(_peek(local_receiver)) == ["order-5", "order-500", "refund-500"]
+            assert [sorted_bodies(peek(r)) for r in receivers] == [["order-500"], ["order-5"]]
+            assert sorted_bodies(peek(local_receiver)) == ["order-5", "order-500", "refund-500"]
     assert _counts(emulator, first, bridge) == (0, 0)
 
 
 def test_queue_forwards_to_a_queue(emulator: EmulatorHandle) -> None:
     destination = _queue(emulator)
     source = _queue(emulator, forward_to=destination)
-    with _client(emulator) as client:
+    with sdk_client(emulator) as client:
         sender = client.get_queue_sender(source)
         receiver = client.get_queue_receiver(destination)
         source_dlq = client.get_queue_receiver(source, sub_queue=DLQ)
-        with _opened(sender, receiver, source_dlq):
+        with opened(sender, receiver, source_dlq):
             sender.send_messages(
                 [ServiceBusMessage(f"m{i}", application_properties={"i": i}) for i in range(3)]
             )
-            forwarded = _peek(receiver)
+            forwarded = peek(receiver)
             assert [str(m) for m in forwarded] == ["m0", "m1", "m2"]  # in order
-            assert [_props(m)["i"] for m in forwarded] == [0, 1, 2]
-            assert _peek(source_dlq) == []
+            assert [app_properties(m)["i"] for m in forwarded] == [0, 1, 2]
+            assert peek(source_dlq) == []
     assert _counts(emulator, source) == (0, 0)
 
 
 def test_queue_forwards_to_a_topic(emulator: EmulatorHandle) -> None:
-    topic = _topic(emulator)
-    eu = _sub(emulator, topic, "eu", [_sql("eu", "region = 'eu'")])
-    every = _sub(emulator, topic, "every")
+    topic = create_topic(emulator)
+    eu = create_subscription(emulator, topic, "eu", [sql_rule("eu", "region = 'eu'")])
+    every = create_subscription(emulator, topic, "every")
     source = _queue(emulator, forward_to=topic)
-    with _client(emulator) as client:
+    with sdk_client(emulator) as client:
         sender = client.get_queue_sender(source)
         receivers = [client.get_subscription_receiver(topic, s) for s in (eu, every)]
-        with _opened(sender, *receivers):
+        with opened(sender, *receivers):
             sender.send_messages(
                 [
                     ServiceBusMessage("eu", application_properties={"region": "eu"}),
                     ServiceBusMessage("us", application_properties={"region": "us"}),
                 ]
             )
-            assert [_bodies(_peek(r)) for r in receivers] == [["eu"], ["eu", "us"]]
+            assert [sorted_bodies(peek(r)) for r in receivers] == [["eu"], ["eu", "us"]]
     assert _counts(emulator, source) == (0, 0)
 
 
 def test_the_destination_still_accepts_direct_sends(emulator: EmulatorHandle) -> None:
     destination = _queue(emulator)
-    topic = _topic(emulator)
-    _sub(emulator, topic, "fwd", forward_to=destination)
-    with _client(emulator) as client:
+    topic = create_topic(emulator)
+    create_subscription(emulator, topic, "fwd", forward_to=destination)
+    with sdk_client(emulator) as client:
         topic_sender = client.get_topic_sender(topic)
         queue_sender = client.get_queue_sender(destination)
         receiver = client.get_queue_receiver(destination)
-        with _opened(topic_sender, queue_sender, receiver):
+        with opened(topic_sender, queue_sender, receiver):
             topic_sender.send_messages(ServiceBusMessage("via-topic"))
             queue_sender.send_messages(ServiceBusMessage("direct"))
-            assert [str(m) for m in _peek(receiver)] == ["via-topic", "direct"]
+            assert [str(m) for m in peek(receiver)] == ["via-topic", "direct"]
 
 
 # -------------------------------------------------------------------------------------------- creation
@@ -299,10 +233,12 @@ def test_the_destination_still_accepts_direct_sends(emulator: EmulatorHandle) ->
 
 def test_a_forward_destination_must_exist_when_the_source_is_created(emulator: EmulatorHandle) -> None:
     ns = emulator.emulator.namespace
-    topic = _topic(emulator)
-    missing = _name("missing")
+    topic = create_topic(emulator)
+    missing = unique_name("missing")
     with pytest.raises(BrokerError) as queue_refused:
-        emulator.call(lambda: ns.create_queue(_name("q"), QueueProperties(forward_to=missing), origin="arm"))
+        emulator.call(
+            lambda: ns.create_queue(unique_name("q"), QueueProperties(forward_to=missing), origin="arm")
+        )
     assert queue_refused.value.condition == "amqp:not-found"
     assert missing in queue_refused.value.description
     with pytest.raises(BrokerError) as sub_refused:
@@ -327,9 +263,9 @@ def test_a_forwarding_source_refuses_receivers_but_its_dead_letter_queue_does_no
 ) -> None:
     destination = _queue(emulator)
     source_queue = _queue(emulator, forward_to=destination)
-    topic = _topic(emulator)
-    sub = _sub(emulator, topic, "fwd", forward_to=destination)
-    with _client(emulator, retry_total=0) as client:
+    topic = create_topic(emulator)
+    sub = create_subscription(emulator, topic, "fwd", forward_to=destination)
+    with sdk_client(emulator, retry_total=0) as client:
         for receiver in (
             client.get_queue_receiver(source_queue, max_wait_time=1),
             client.get_subscription_receiver(topic, sub, max_wait_time=1),
@@ -340,9 +276,9 @@ def test_a_forwarding_source_refuses_receivers_but_its_dead_letter_queue_does_no
             assert "auto-forwarding" in str(refused.value)
         queue_dlq = client.get_queue_receiver(source_queue, sub_queue=DLQ)
         sub_dlq = client.get_subscription_receiver(topic, sub, sub_queue=DLQ)
-        with _opened(queue_dlq, sub_dlq):
-            assert _peek(queue_dlq) == []
-            assert _peek(sub_dlq) == []
+        with opened(queue_dlq, sub_dlq):
+            assert peek(queue_dlq) == []
+            assert peek(sub_dlq) == []
 
 
 # ------------------------------------------------------------------------------------------- hop limit
@@ -350,7 +286,7 @@ def test_a_forwarding_source_refuses_receivers_but_its_dead_letter_queue_does_no
 
 def _queue_chain(emulator: EmulatorHandle, length: int) -> list[str]:
     """Queues q0 -> q1 -> ... -> q(length-1), the last one without ForwardTo; created back to front."""
-    names = [_name(f"hop{i}") for i in range(length)]
+    names = [unique_name(f"hop{i}") for i in range(length)]
     _queue(emulator, names[-1])
     for i in range(length - 2, -1, -1):
         _queue(emulator, names[i], forward_to=names[i + 1])
@@ -359,41 +295,41 @@ def _queue_chain(emulator: EmulatorHandle, length: int) -> list[str]:
 
 def test_a_four_hop_chain_delivers(emulator: EmulatorHandle) -> None:
     chain = _queue_chain(emulator, 5)  # 4 transfers: q0->q1->q2->q3->q4
-    with _client(emulator) as client:
+    with sdk_client(emulator) as client:
         sender = client.get_queue_sender(chain[0])
         end = client.get_queue_receiver(chain[-1])
         dead_letters = [client.get_queue_receiver(q, sub_queue=DLQ) for q in chain]
-        with _opened(sender, end, *dead_letters):
+        with opened(sender, end, *dead_letters):
             sender.send_messages(ServiceBusMessage("four-hops", message_id="four"))
-            arrived = _peek(end)
+            arrived = peek(end)
             assert [(str(m), m.message_id) for m in arrived] == [("four-hops", "four")]
-            assert [_peek(r) for r in dead_letters] == [[]] * len(chain)
+            assert [peek(r) for r in dead_letters] == [[]] * len(chain)
 
 
 def test_a_fifth_hop_dead_letters_the_message_where_it_stopped(emulator: EmulatorHandle) -> None:
     chain = _queue_chain(emulator, 6)  # 5 transfers wanted: q0->q1->q2->q3->q4->q5
-    with _client(emulator) as client:
+    with sdk_client(emulator) as client:
         sender = client.get_queue_sender(chain[0])
         middle_sender = client.get_queue_sender(chain[2])
         end = client.get_queue_receiver(chain[-1])
         dead_letters = [client.get_queue_receiver(q, sub_queue=DLQ) for q in chain]
-        with _opened(sender, middle_sender, end, *dead_letters):
+        with opened(sender, middle_sender, end, *dead_letters):
             sender.send_messages(
                 ServiceBusMessage("five-hops", message_id="five", application_properties={"k": 1})
             )
-            assert _peek(end) == []
+            assert peek(end) == []
             # Four transfers happened (q0..q4); q4 could not make the fifth and dead-lettered the message.
-            held = [_peek(r) for r in dead_letters]
+            held = [peek(r) for r in dead_letters]
             assert [len(h) for h in held] == [0, 0, 0, 0, 1, 0]
             stopped = held[4][0]
             assert (str(stopped), stopped.message_id) == ("five-hops", "five")
             assert stopped.dead_letter_reason == HOPS_EXCEEDED
             assert stopped.dead_letter_error_description
-            assert _props(stopped)["k"] == 1
+            assert app_properties(stopped)["k"] == 1
 
             # The hop count belongs to the message's journey, not to the chain: three transfers are fine.
             middle_sender.send_messages(ServiceBusMessage("three-hops"))
-            assert _bodies(_peek(end)) == ["three-hops"]
+            assert sorted_bodies(peek(end)) == ["three-hops"]
     for queue in chain[:-1]:
         assert _counts(emulator, queue)[0] == 0
 
@@ -403,37 +339,37 @@ def test_a_fifth_hop_dead_letters_the_message_where_it_stopped(emulator: Emulato
 
 def test_a_full_destination_dead_letters_in_the_source_until_it_has_room(emulator: EmulatorHandle) -> None:
     destination = _queue(emulator, max_size_in_megabytes=1)
-    topic = _topic(emulator)
-    sub = _sub(emulator, topic, "to-full", forward_to=destination)
+    topic = create_topic(emulator)
+    sub = create_subscription(emulator, topic, "to-full", forward_to=destination)
     source_queue = _queue(emulator, forward_to=destination)
-    with _client(emulator) as client:
+    with sdk_client(emulator) as client:
         filler = client.get_queue_sender(destination)
         topic_sender = client.get_topic_sender(topic)
         queue_sender = client.get_queue_sender(source_queue)
         destination_receiver = client.get_queue_receiver(destination, max_wait_time=1)
         sub_dlq = client.get_subscription_receiver(topic, sub, sub_queue=DLQ)
         queue_dlq = client.get_queue_receiver(source_queue, sub_queue=DLQ)
-        with _opened(filler, topic_sender, queue_sender, destination_receiver, sub_dlq, queue_dlq):
+        with opened(filler, topic_sender, queue_sender, destination_receiver, sub_dlq, queue_dlq):
             _fill(filler)
             # The senders are not refused: the source takes the message and dead-letters it itself.
             topic_sender.send_messages(ServiceBusMessage(FORWARDED, message_id="via-sub"))
             queue_sender.send_messages(ServiceBusMessage(FORWARDED, message_id="via-queue"))
 
-            sub_dead = _peek(sub_dlq)
-            queue_dead = _peek(queue_dlq)
+            sub_dead = peek(sub_dlq)
+            queue_dead = peek(queue_dlq)
             assert [m.message_id for m in sub_dead] == ["via-sub"]
             assert [m.message_id for m in queue_dead] == ["via-queue"]
             for dead in (sub_dead[0], queue_dead[0]):
                 assert dead.dead_letter_reason
                 assert dead.dead_letter_reason != HOPS_EXCEEDED
-            assert len(_peek(destination_receiver)) == 4  # only the filler
+            assert len(peek(destination_receiver)) == 4  # only the filler
 
             # Room again: later messages are forwarded; the dead-lettered ones stay where they are.
             for message in destination_receiver.receive_messages(max_message_count=4, max_wait_time=1):
                 destination_receiver.complete_message(message)
             topic_sender.send_messages(ServiceBusMessage(FORWARDED, message_id="later"))
-            assert [m.message_id for m in _peek(destination_receiver)] == ["later"]
-            assert [m.message_id for m in _peek(sub_dlq)] == ["via-sub"]
+            assert [m.message_id for m in peek(destination_receiver)] == ["later"]
+            assert [m.message_id for m in peek(sub_dlq)] == ["via-sub"]
     assert _counts(emulator, topic, sub) == (0, 1)
 
 
@@ -442,10 +378,10 @@ def test_a_disabled_destination_dead_letters_in_the_source_until_re_enabled(
     emulator: EmulatorHandle, status: EntityStatus
 ) -> None:
     destination = _queue(emulator)
-    topic = _topic(emulator)
-    sub = _sub(emulator, topic, "to-disabled", forward_to=destination)
+    topic = create_topic(emulator)
+    sub = create_subscription(emulator, topic, "to-disabled", forward_to=destination)
     _set_queue_status(emulator, destination, status)
-    with _client(emulator) as client, client.get_topic_sender(topic) as sender:
+    with sdk_client(emulator) as client, client.get_topic_sender(topic) as sender:
         sender.send_messages(ServiceBusMessage("while-disabled"))
         assert _counts(emulator, topic, sub) == (0, 1)
         assert _counts(emulator, destination) == (0, 0)
@@ -453,18 +389,18 @@ def test_a_disabled_destination_dead_letters_in_the_source_until_re_enabled(
         sender.send_messages(ServiceBusMessage("after"))
         destination_receiver = client.get_queue_receiver(destination)
         sub_dlq = client.get_subscription_receiver(topic, sub, sub_queue=DLQ)
-        with _opened(destination_receiver, sub_dlq):
-            assert _bodies(_peek(destination_receiver)) == ["after"]
-            dead = _peek(sub_dlq)
-            assert _bodies(dead) == ["while-disabled"]
+        with opened(destination_receiver, sub_dlq):
+            assert sorted_bodies(peek(destination_receiver)) == ["after"]
+            dead = peek(sub_dlq)
+            assert sorted_bodies(dead) == ["while-disabled"]
             assert dead[0].dead_letter_reason
 
 
 def test_a_receive_disabled_destination_still_takes_forwarded_messages(emulator: EmulatorHandle) -> None:
     destination = _queue(emulator, status=EntityStatus.RECEIVE_DISABLED)
-    topic = _topic(emulator)
-    sub = _sub(emulator, topic, "to-receive-disabled", forward_to=destination)
-    with _client(emulator) as client, client.get_topic_sender(topic) as sender:
+    topic = create_topic(emulator)
+    sub = create_subscription(emulator, topic, "to-receive-disabled", forward_to=destination)
+    with sdk_client(emulator) as client, client.get_topic_sender(topic) as sender:
         sender.send_messages(ServiceBusMessage("parked"))
     assert _counts(emulator, destination) == (1, 0)
     assert _counts(emulator, topic, sub) == (0, 0)
@@ -472,34 +408,34 @@ def test_a_receive_disabled_destination_still_takes_forwarded_messages(emulator:
 
 def test_a_deleted_destination_dead_letters_in_the_source(emulator: EmulatorHandle) -> None:
     destination = _queue(emulator)
-    topic = _topic(emulator)
-    sub = _sub(emulator, topic, "to-deleted", forward_to=destination)
+    topic = create_topic(emulator)
+    sub = create_subscription(emulator, topic, "to-deleted", forward_to=destination)
     ns = emulator.emulator.namespace
     emulator.call(lambda: ns.delete_queue(destination))
-    with _client(emulator) as client:
+    with sdk_client(emulator) as client:
         sender = client.get_topic_sender(topic)
         sub_dlq = client.get_subscription_receiver(topic, sub, sub_queue=DLQ)
-        with _opened(sender, sub_dlq):
+        with opened(sender, sub_dlq):
             sender.send_messages(ServiceBusMessage("orphan"))
-            dead = _peek(sub_dlq)
-    assert _bodies(dead) == ["orphan"]
+            dead = peek(sub_dlq)
+    assert sorted_bodies(dead) == ["orphan"]
     assert dead[0].dead_letter_reason
 
 
 def test_a_session_destination_refuses_a_message_without_session_id(emulator: EmulatorHandle) -> None:
     destination = _queue(emulator, requires_session=True)
-    topic = _topic(emulator)
-    sub = _sub(emulator, topic, "to-sessions", forward_to=destination)
-    with _client(emulator) as client:
+    topic = create_topic(emulator)
+    sub = create_subscription(emulator, topic, "to-sessions", forward_to=destination)
+    with sdk_client(emulator) as client:
         sender = client.get_topic_sender(topic)
         sub_dlq = client.get_subscription_receiver(topic, sub, sub_queue=DLQ)
         session_receiver = client.get_queue_receiver(destination, session_id="s-1")
-        with _opened(sender, sub_dlq, session_receiver):
+        with opened(sender, sub_dlq, session_receiver):
             sender.send_messages(
                 [ServiceBusMessage("no-session"), ServiceBusMessage("in-session", session_id="s-1")]
             )
-            assert _bodies(_peek(sub_dlq)) == ["no-session"]
-            assert _bodies(_peek(session_receiver)) == ["in-session"]
+            assert sorted_bodies(peek(sub_dlq)) == ["no-session"]
+            assert sorted_bodies(peek(session_receiver)) == ["in-session"]
 
 
 # ------------------------------------------------------------------------------ dead-letter forwarding
@@ -507,14 +443,16 @@ def test_a_session_destination_refuses_a_message_without_session_id(emulator: Em
 
 def test_forward_dead_lettered_messages_to_on_a_subscription(emulator: EmulatorHandle) -> None:
     errors = _queue(emulator)
-    topic = _topic(emulator)
-    sub = _sub(emulator, topic, "worker", forward_dead_lettered_messages_to=errors, max_delivery_count=1)
-    with _client(emulator) as client:
+    topic = create_topic(emulator)
+    sub = create_subscription(
+        emulator, topic, "worker", forward_dead_lettered_messages_to=errors, max_delivery_count=1
+    )
+    with sdk_client(emulator) as client:
         sender = client.get_topic_sender(topic)
         receiver = client.get_subscription_receiver(topic, sub, max_wait_time=1)
         errors_receiver = client.get_queue_receiver(errors)
         sub_dlq = client.get_subscription_receiver(topic, sub, sub_queue=DLQ)
-        with _opened(sender, receiver, errors_receiver, sub_dlq):
+        with opened(sender, receiver, errors_receiver, sub_dlq):
             sender.send_messages([ServiceBusMessage("rejected"), ServiceBusMessage("poison")])
             received = {str(m): m for m in receiver.receive_messages(max_message_count=2, max_wait_time=1)}
             assert set(received) == {"rejected", "poison"}
@@ -523,7 +461,7 @@ def test_forward_dead_lettered_messages_to_on_a_subscription(emulator: EmulatorH
             )
             receiver.abandon_message(received["poison"])  # MaxDeliveryCount 1: straight to dead-letter
 
-            moved = {str(m): m for m in _peek(errors_receiver)}
+            moved = {str(m): m for m in peek(errors_receiver)}
             assert set(moved) == {"rejected", "poison"}
             rejected = moved["rejected"]
             assert (rejected.dead_letter_reason, rejected.dead_letter_error_description) == (
@@ -531,33 +469,39 @@ def test_forward_dead_lettered_messages_to_on_a_subscription(emulator: EmulatorH
                 "no customer",
             )
             assert moved["poison"].dead_letter_reason == "MaxDeliveryCountExceeded"
-            assert _peek(sub_dlq) == []
+            assert peek(sub_dlq) == []
 
 
 def test_failed_transfers_and_filters_are_dead_letter_forwarded_too(emulator: EmulatorHandle) -> None:
     errors = _queue(emulator)
     full = _queue(emulator, max_size_in_megabytes=1)
-    topic = _topic(emulator)
-    transfer = _sub(emulator, topic, "transfer", forward_to=full, forward_dead_lettered_messages_to=errors)
-    failing = _sub(
-        emulator, topic, "failing", [_sql("broken", "n / 0 = 1")], forward_dead_lettered_messages_to=errors
+    topic = create_topic(emulator)
+    transfer = create_subscription(
+        emulator, topic, "transfer", forward_to=full, forward_dead_lettered_messages_to=errors
     )
-    with _client(emulator) as client:
+    failing = create_subscription(
+        emulator,
+        topic,
+        "failing",
+        [sql_rule("broken", "n / 0 = 1")],
+        forward_dead_lettered_messages_to=errors,
+    )
+    with sdk_client(emulator) as client:
         filler = client.get_queue_sender(full)
         sender = client.get_topic_sender(topic)
         errors_receiver = client.get_queue_receiver(errors)
         transfer_dlq = client.get_subscription_receiver(topic, transfer, sub_queue=DLQ)
         failing_dlq = client.get_subscription_receiver(topic, failing, sub_queue=DLQ)
-        with _opened(filler, sender, errors_receiver, transfer_dlq, failing_dlq):
+        with opened(filler, sender, errors_receiver, transfer_dlq, failing_dlq):
             _fill(filler)
             sender.send_messages(
                 ServiceBusMessage(FORWARDED, message_id="m-1", application_properties={"n": 1})
             )
-            moved = _peek(errors_receiver)
-            assert sorted((m.message_id, _props(m)["n"]) for m in moved) == [("m-1", 1), ("m-1", 1)]
+            moved = peek(errors_receiver)
+            assert sorted((m.message_id, app_properties(m)["n"]) for m in moved) == [("m-1", 1), ("m-1", 1)]
             assert all(m.dead_letter_reason for m in moved)
-            assert _peek(transfer_dlq) == []
-            assert _peek(failing_dlq) == []
+            assert peek(transfer_dlq) == []
+            assert peek(failing_dlq) == []
 
 
 def test_dead_letter_source_is_set_only_on_messages_forwarded_out_of_a_dead_letter_queue(
@@ -568,26 +512,28 @@ def test_dead_letter_source_is_set_only_on_messages_forwarded_out_of_a_dead_lett
     dead-lettered." (azure-servicebus ``ServiceBusReceivedMessage.dead_letter_source``)"""
     errors = _queue(emulator)
     gone = _queue(emulator)
-    topic = _topic(emulator)
-    keeps = _sub(emulator, topic, "keeps", [_sql("keeps", "target = 'keeps'")])
-    forwards = _sub(
+    topic = create_topic(emulator)
+    keeps = create_subscription(emulator, topic, "keeps", [sql_rule("keeps", "target = 'keeps'")])
+    forwards = create_subscription(
         emulator,
         topic,
         "forwards",
-        [_sql("forwards", "target = 'forwards'")],
+        [sql_rule("forwards", "target = 'forwards'")],
         forward_dead_lettered_messages_to=errors,
     )
-    transfer = _sub(emulator, topic, "transfer", [_sql("transfer", "target = 'transfer'")], forward_to=gone)
+    transfer = create_subscription(
+        emulator, topic, "transfer", [sql_rule("transfer", "target = 'transfer'")], forward_to=gone
+    )
     ns = emulator.emulator.namespace
     emulator.call(lambda: ns.delete_queue(gone))
-    with _client(emulator) as client:
+    with sdk_client(emulator) as client:
         sender = client.get_topic_sender(topic)
         keeps_receiver = client.get_subscription_receiver(topic, keeps, max_wait_time=1)
         forwards_receiver = client.get_subscription_receiver(topic, forwards, max_wait_time=1)
         keeps_dlq = client.get_subscription_receiver(topic, keeps, sub_queue=DLQ)
         transfer_dlq = client.get_subscription_receiver(topic, transfer, sub_queue=DLQ)
         errors_receiver = client.get_queue_receiver(errors)
-        with _opened(sender, keeps_receiver, forwards_receiver, keeps_dlq, transfer_dlq, errors_receiver):
+        with opened(sender, keeps_receiver, forwards_receiver, keeps_dlq, transfer_dlq, errors_receiver):
             sender.send_messages(
                 [
                     ServiceBusMessage(t, application_properties={"target": t})
@@ -597,7 +543,7 @@ def test_dead_letter_source_is_set_only_on_messages_forwarded_out_of_a_dead_lett
             for receiver in (keeps_receiver, forwards_receiver):
                 [message] = receiver.receive_messages(max_message_count=1, max_wait_time=1)
                 receiver.dead_letter_message(message, reason="Rejected")
-            in_place = _peek(keeps_dlq) + _peek(transfer_dlq)
-            forwarded = _peek(errors_receiver)
+            in_place = peek(keeps_dlq) + peek(transfer_dlq)
+            forwarded = peek(errors_receiver)
     observed = {str(m): m.dead_letter_source for m in in_place + forwarded}
     assert observed == {"keeps": None, "transfer": None, "forwards": f"{topic}/Subscriptions/{forwards}"}

@@ -26,21 +26,17 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pytest
 from azure.servicebus import (
-    ServiceBusClient,
     ServiceBusMessage,
     ServiceBusReceivedMessage,
-    ServiceBusReceiver,
-    ServiceBusSender,
     ServiceBusSubQueue,
 )
 from azure.servicebus.exceptions import MessagingEntityNotFoundError
+from sdk_helpers import app_properties, opened, peek, sdk_client, unrouted_count
 
 from emulator.config import parse_config
 
@@ -158,55 +154,9 @@ def _start(make_emulator: MakeEmulator, text: str) -> EmulatorHandle:
     return make_emulator(config=parse_config(text, "Config.json"))
 
 
-def _client(emulator: EmulatorHandle) -> ServiceBusClient:
-    return ServiceBusClient.from_connection_string(emulator.connection_string)
-
-
-Handler = ServiceBusSender | ServiceBusReceiver
-
-
-def _in_parallel(action: Callable[[Handler], object], handlers: Sequence[Handler]) -> list[BaseException]:
-    with ThreadPoolExecutor(max_workers=max(1, len(handlers))) as pool:
-        futures = [pool.submit(action, handler) for handler in handlers]
-    return [error for future in futures if (error := future.exception()) is not None]
-
-
-@contextmanager
-def _opened(*handlers: Handler) -> Iterator[None]:
-    """Open every sender and receiver at once; close them all at once on the way out.
-
-    (The SDK spends about half a second opening a link and as much closing it.)"""
-    errors = _in_parallel(lambda h: h.__enter__(), handlers)
-    try:
-        if errors:
-            raise errors[0]
-        yield
-    finally:
-        _in_parallel(lambda h: h.__exit__(None, None, None), handlers)
-
-
-def _peek(receiver: ServiceBusReceiver) -> list[ServiceBusReceivedMessage]:
-    return receiver.peek_messages(max_message_count=250, sequence_number=1)
-
-
 def _events(messages: Sequence[ServiceBusReceivedMessage]) -> list[str]:
     """The event bodies' names, sorted (a duplicate copy would show twice)."""
     return sorted(json.loads(str(m))["event"] for m in messages)
-
-
-def _text(value: Any) -> Any:
-    return value.decode() if isinstance(value, bytes) else value
-
-
-def _props(message: ServiceBusReceivedMessage) -> dict[str, Any]:
-    return {_text(k): _text(v) for k, v in (message.application_properties or {}).items()}
-
-
-def _unrouted(emulator: EmulatorHandle, topic: str) -> int:
-    ns = emulator.emulator.namespace
-    count = emulator.call(lambda: ns.topics[topic.lower()].unrouted_count)
-    assert isinstance(count, int)
-    return count
 
 
 def _subscription_counts(emulator: EmulatorHandle, topic: str) -> dict[str, tuple[int, int]]:
@@ -249,10 +199,10 @@ def _forwarding_topology() -> str:
 
 def test_forwarding_topology_routes_events_to_endpoint_queues(make_emulator: MakeEmulator) -> None:
     emulator = _start(make_emulator, _forwarding_topology())
-    with _client(emulator) as client:
+    with sdk_client(emulator) as client:
         sender = client.get_topic_sender("bundle-1")
         receivers = {queue: client.get_queue_receiver(queue) for queue in FORWARDING_ENDPOINTS}
-        with _opened(sender, *receivers.values()):
+        with opened(sender, *receivers.values()):
             sender.send_messages(
                 [
                     _event("accepted", ORDER_ACCEPTED),
@@ -262,8 +212,8 @@ def test_forwarding_topology_routes_events_to_endpoint_queues(make_emulator: Mak
                     _event("shipped", ORDER_SHIPPED),  # nobody subscribes
                 ]
             )
-            delivered = {queue: _events(_peek(receiver)) for queue, receiver in receivers.items()}
-            sample = _peek(receivers["Shipping"])[0]
+            delivered = {queue: _events(peek(receiver)) for queue, receiver in receivers.items()}
+            sample = peek(receivers["Shipping"])[0]
 
     assert delivered == {
         # LIKE '%Shipping.OrderAccepted%' also matches OrderAcceptedV2: the versioning case.
@@ -278,9 +228,9 @@ def test_forwarding_topology_routes_events_to_endpoint_queues(make_emulator: Mak
         "ShippingV2": ["accepted-v2"],
         "Sales": ["price"],
     }
-    assert _props(sample)[ENCLOSED] == _enclosed(ORDER_ACCEPTED)
+    assert app_properties(sample)[ENCLOSED] == _enclosed(ORDER_ACCEPTED)
     assert sample.content_type == "application/json"
-    assert _unrouted(emulator, "bundle-1") == 1
+    assert unrouted_count(emulator, "bundle-1") == 1
     # The subscriptions only forward: nothing stays in them, nothing is dead-lettered.
     assert set(_subscription_counts(emulator, "bundle-1").values()) == {(0, 0)}
 
@@ -311,11 +261,11 @@ def test_hierarchy_forwards_bundle_1_into_bundle_2(make_emulator: MakeEmulator) 
         _endpoint_subscription("NewStatusWatcher", [FALSE_DEFAULT, _like("Shipping.IOrderStatusChanged")]),
     ]
     emulator = _start(make_emulator, json.dumps(document))
-    with _client(emulator) as client:
+    with sdk_client(emulator) as client:
         bundle_1 = client.get_topic_sender("bundle-1")
         bundle_2_sender = client.get_topic_sender("bundle-2")
         receivers = {q: client.get_queue_receiver(q) for q in ("Shipping", "NewEndpoint", "NewStatusWatcher")}
-        with _opened(bundle_1, bundle_2_sender, *receivers.values()):
+        with opened(bundle_1, bundle_2_sender, *receivers.values()):
             bundle_1.send_messages(
                 [
                     _event("accepted", ORDER_ACCEPTED),
@@ -325,7 +275,7 @@ def test_hierarchy_forwards_bundle_1_into_bundle_2(make_emulator: MakeEmulator) 
             )
             # Publishing on bundle-2 directly reaches only bundle-2's subscribers (no way back up).
             bundle_2_sender.send_messages(_event("accepted-direct", ORDER_ACCEPTED))
-            delivered = {queue: _events(_peek(receiver)) for queue, receiver in receivers.items()}
+            delivered = {queue: _events(peek(receiver)) for queue, receiver in receivers.items()}
 
     assert delivered == {
         "Shipping": ["accepted"],
@@ -333,8 +283,8 @@ def test_hierarchy_forwards_bundle_1_into_bundle_2(make_emulator: MakeEmulator) 
         "NewStatusWatcher": ["accepted", "accepted-direct", "declined"],
     }
     # bundle-1 hands everything to bundle-2, which drops what nobody wants.
-    assert _unrouted(emulator, "bundle-1") == 0
-    assert _unrouted(emulator, "bundle-2") == 1
+    assert unrouted_count(emulator, "bundle-1") == 0
+    assert unrouted_count(emulator, "bundle-2") == 1
     assert set(_subscription_counts(emulator, "bundle-1").values()) == {(0, 0)}
     assert set(_subscription_counts(emulator, "bundle-2").values()) == {(0, 0)}
 
@@ -366,19 +316,19 @@ def test_topic_per_event_with_catch_all_subscriptions(make_emulator: MakeEmulato
         ],
     )
     emulator = _start(make_emulator, text)
-    with _client(emulator) as client:
+    with sdk_client(emulator) as client:
         accepted = client.get_topic_sender("Shipping.OrderAccepted")
         declined = client.get_topic_sender("Shipping.OrderDeclined")
         billing = client.get_queue_receiver("Billing")
         watcher = client.get_queue_receiver("StatusWatcher")
-        with _opened(accepted, declined, billing, watcher):
+        with opened(accepted, declined, billing, watcher):
             # No filtering is needed: every message on a topic is of that topic's event type.
             accepted.send_messages(
                 [_event("accepted-1", ORDER_ACCEPTED), _event("accepted-2", ORDER_ACCEPTED)]
             )
             declined.send_messages(_event("declined-1", ORDER_DECLINED))
-            assert _events(_peek(billing)) == ["accepted-1", "accepted-2"]
-            assert _events(_peek(watcher)) == ["accepted-1", "accepted-2", "declined-1"]
+            assert _events(peek(billing)) == ["accepted-1", "accepted-2"]
+            assert _events(peek(watcher)) == ["accepted-1", "accepted-2", "declined-1"]
 
         # Topics are created by subscribers only: an event nobody subscribed to has no topic.
         with (
@@ -387,7 +337,7 @@ def test_topic_per_event_with_catch_all_subscriptions(make_emulator: MakeEmulato
         ):
             s.send_messages(_event("shipped", ORDER_SHIPPED))
     for topic in ("Shipping.OrderAccepted", "Shipping.OrderDeclined"):
-        assert _unrouted(emulator, topic) == 0
+        assert unrouted_count(emulator, topic) == 0
 
 
 # -------------------------------------------------------------------------------------- fallback topic
@@ -423,13 +373,13 @@ def test_fallback_topic_with_correlation_filter_routing_mode(make_emulator: Make
         ],
     )
     emulator = _start(make_emulator, text)
-    with _client(emulator) as client:
+    with sdk_client(emulator) as client:
         sender = client.get_topic_sender("SharedEvents")
         receivers = {
             q: client.get_queue_receiver(q)
             for q in ("Shipping", "StatusWatcher", "Dispatch", "Everything", "SqlMode")
         }
-        with _opened(sender, *receivers.values()):
+        with opened(sender, *receivers.values()):
             sender.send_messages(
                 [
                     _event("accepted", ORDER_ACCEPTED, stamp_types=True),
@@ -440,8 +390,8 @@ def test_fallback_topic_with_correlation_filter_routing_mode(make_emulator: Make
                     _event("accepted-unstamped", ORDER_ACCEPTED),
                 ]
             )
-            delivered = {queue: _events(_peek(receiver)) for queue, receiver in receivers.items()}
-            stamped = _props(_peek(receivers["Shipping"])[0])
+            delivered = {queue: _events(peek(receiver)) for queue, receiver in receivers.items()}
+            stamped = app_properties(peek(receivers["Shipping"])[0])
 
     assert delivered == {
         "Shipping": ["accepted"],
@@ -453,7 +403,7 @@ def test_fallback_topic_with_correlation_filter_routing_mode(make_emulator: Make
     assert {k: v for k, v in stamped.items() if not k.startswith("NServiceBus.")} == dict.fromkeys(
         ORDER_ACCEPTED, True
     )
-    assert _unrouted(emulator, "SharedEvents") == 0
+    assert unrouted_count(emulator, "SharedEvents") == 0
     assert set(_subscription_counts(emulator, "SharedEvents").values()) == {(0, 0)}
 
 
@@ -475,13 +425,13 @@ def test_fallback_topic_with_sql_like_filter_routing_mode(make_emulator: MakeEmu
         ],
     )
     emulator = _start(make_emulator, text)
-    with _client(emulator) as client:
+    with sdk_client(emulator) as client:
         sender = client.get_topic_sender("SharedEvents")
         receivers = {
             q: client.get_queue_receiver(q)
             for q in ("Shipping", "ShippingV2", "Acceptance", "Pricing", "FlagsOnly")
         }
-        with _opened(sender, *receivers.values()):
+        with opened(sender, *receivers.values()):
             sender.send_messages(
                 [
                     _event("accepted", ORDER_ACCEPTED),
@@ -491,7 +441,7 @@ def test_fallback_topic_with_sql_like_filter_routing_mode(make_emulator: MakeEmu
                     _event("shipped", ORDER_SHIPPED),
                 ]
             )
-            delivered = {queue: _events(_peek(receiver)) for queue, receiver in receivers.items()}
+            delivered = {queue: _events(peek(receiver)) for queue, receiver in receivers.items()}
 
     assert delivered == {
         # '%Shipping.OrderAccepted%' over-matches OrderAcceptedV2 (by design: contract evolution).
@@ -501,7 +451,7 @@ def test_fallback_topic_with_sql_like_filter_routing_mode(make_emulator: MakeEmu
         "Pricing": ["price"],
         "FlagsOnly": [],
     }
-    assert _unrouted(emulator, "SharedEvents") == 1
+    assert unrouted_count(emulator, "SharedEvents") == 1
 
 
 # -------------------------------------------------------------------------------------- ERP (seed 002)
@@ -538,7 +488,7 @@ def _erp_topology() -> str:
 def test_erp_a_full_personal_queue_dead_letters_only_its_own_messages(make_emulator: MakeEmulator) -> None:
     emulator = _start(make_emulator, _erp_topology())
     per_topic = 6  # per sales representative: 18 for Alice (1.8 MB) and 18 for Bob
-    with _client(emulator) as client:
+    with sdk_client(emulator) as client:
         senders = [client.get_topic_sender(topic) for topic in ERP_TOPICS]
         alice = client.get_queue_receiver("alice", max_wait_time=1)
         bob = client.get_queue_receiver("bob")
@@ -547,7 +497,7 @@ def test_erp_a_full_personal_queue_dead_letters_only_its_own_messages(make_emula
             for topic in ERP_TOPICS
             for rep in ("alice", "bob")
         }
-        with _opened(*senders, alice, bob, *dead_letters.values()):
+        with opened(*senders, alice, bob, *dead_letters.values()):
             for i in range(per_topic):
                 for topic, sender in zip(ERP_TOPICS, senders, strict=True):
                     for rep in ("alice", "bob"):
@@ -560,9 +510,9 @@ def test_erp_a_full_personal_queue_dead_letters_only_its_own_messages(make_emula
                             )
                         )
 
-            bob_ids = sorted(m.message_id for m in _peek(bob))
-            alice_ids = [m.message_id for m in _peek(alice)]
-            dead = {key: _peek(receiver) for key, receiver in dead_letters.items()}
+            bob_ids = sorted(m.message_id for m in peek(bob))
+            alice_ids = [m.message_id for m in peek(alice)]
+            dead = {key: peek(receiver) for key, receiver in dead_letters.items()}
 
             # Bob gets every one of his messages, and nothing of his is dead-lettered.
             assert bob_ids == sorted(f"{t}/bob/{i}" for t in ERP_TOPICS for i in range(per_topic))
@@ -588,10 +538,10 @@ def test_erp_a_full_personal_queue_dead_letters_only_its_own_messages(make_emula
                     BODY, message_id="welcome-back", application_properties={"SalesRep": "alice"}
                 )
             )
-            assert [m.message_id for m in _peek(alice)] == ["welcome-back"]
+            assert [m.message_id for m in peek(alice)] == ["welcome-back"]
 
     for topic in ERP_TOPICS:
-        assert _unrouted(emulator, topic) == 0
+        assert unrouted_count(emulator, topic) == 0
         counts = _subscription_counts(emulator, topic)
         assert counts["bob"] == (0, 0)
         assert counts["alice"][0] == 0  # the forwarding subscription holds nothing active
@@ -615,7 +565,7 @@ def test_a_five_hop_chain_of_topics_and_queues(make_emulator: MakeEmulator) -> N
         [forwarding_topic("chain-a", "chain-b"), forwarding_topic("chain-c", "chain-d")],
     )
     emulator = _start(make_emulator, text)
-    with _client(emulator) as client:
+    with sdk_client(emulator) as client:
         top = client.get_topic_sender("chain-a")
         one_lower = client.get_queue_sender("chain-b")
         end = client.get_queue_receiver("chain-f")
@@ -625,16 +575,16 @@ def test_a_five_hop_chain_of_topics_and_queues(make_emulator: MakeEmulator) -> N
         sub_dlqs = {
             t: client.get_subscription_receiver(t, "next", sub_queue=DLQ) for t in ("chain-a", "chain-c")
         }
-        with _opened(top, one_lower, end, *queue_dlqs.values(), *sub_dlqs.values()):
+        with opened(top, one_lower, end, *queue_dlqs.values(), *sub_dlqs.values()):
             # a/next -> b -> c/next -> d -> e: four transfers; e cannot make the fifth (to f).
             top.send_messages(ServiceBusMessage("from-the-top", message_id="top"))
-            assert _peek(end) == []
-            stopped = _peek(queue_dlqs["chain-e"])
+            assert peek(end) == []
+            stopped = peek(queue_dlqs["chain-e"])
             assert [m.message_id for m in stopped] == ["top"]
             assert stopped[0].dead_letter_reason == "MaxTransferHopCountExceeded"
-            assert all(_peek(r) == [] for q, r in queue_dlqs.items() if q != "chain-e")
-            assert all(_peek(r) == [] for r in sub_dlqs.values())
+            assert all(peek(r) == [] for q, r in queue_dlqs.items() if q != "chain-e")
+            assert all(peek(r) == [] for r in sub_dlqs.values())
 
             # Entered one step lower the same route is four transfers: b -> c/next -> d -> e -> f.
             one_lower.send_messages(ServiceBusMessage("one-lower", message_id="lower"))
-            assert [m.message_id for m in _peek(end)] == ["lower"]
+            assert [m.message_id for m in peek(end)] == ["lower"]

@@ -18,27 +18,21 @@ from __future__ import annotations
 
 import asyncio
 import time
-import uuid
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from azure.servicebus import (
     NEXT_AVAILABLE_SESSION,
-    ServiceBusClient,
     ServiceBusMessage,
     ServiceBusMessageState,
-    ServiceBusReceivedMessage,
     ServiceBusReceiveMode,
-    ServiceBusReceiver,
-    ServiceBusSender,
     ServiceBusSubQueue,
 )
 from azure.servicebus.aio import ServiceBusClient as AsyncServiceBusClient
+from sdk_helpers import create_subscription, create_topic, opened, peek, receive, sdk_client
 
-from emulator.config import RuleConfig, SubscriptionProperties, TopicProperties
+from emulator.config import RuleConfig
 
 if TYPE_CHECKING:
     from tests.conftest import EmulatorHandle
@@ -54,85 +48,33 @@ WAIT = 1  # seconds a receiver waits on an empty subscription
 # test opens all the senders and receivers it needs at once, in threads, and closes them the same way.
 
 
-def _topic(emulator: EmulatorHandle, **props: Any) -> str:
-    name = f"t-{uuid.uuid4().hex[:10]}"
-    ns = emulator.emulator.namespace
-    emulator.call(lambda: ns.create_topic(name, TopicProperties(**props), origin="arm"))
-    return name
-
-
 def _sub(
     emulator: EmulatorHandle, topic: str, name: str, rules: Sequence[RuleConfig] | None = None, **props: Any
 ) -> str:
+    """``create_subscription`` with the shortest lock duration unless ``props`` set one."""
     props.setdefault("lock_duration", LOCK)
-    ns = emulator.emulator.namespace
-    emulator.call(
-        lambda: ns.create_subscription(
-            topic, name, SubscriptionProperties(**props), list(rules) if rules else None, origin="arm"
-        )
-    )
-    return name
-
-
-def _client(emulator: EmulatorHandle) -> ServiceBusClient:
-    return ServiceBusClient.from_connection_string(emulator.connection_string)
-
-
-Handler = ServiceBusSender | ServiceBusReceiver
-
-
-def _in_parallel(action: Callable[[Handler], object], handlers: Sequence[Handler]) -> list[BaseException]:
-    with ThreadPoolExecutor(max_workers=max(1, len(handlers))) as pool:
-        futures = [pool.submit(action, handler) for handler in handlers]
-    return [error for future in futures if (error := future.exception()) is not None]
-
-
-@contextmanager
-def _opened(*handlers: Handler) -> Iterator[None]:
-    """Open every sender and receiver at once; close them all at once on the way out."""
-    errors = _in_parallel(lambda h: h.__enter__(), handlers)
-    try:
-        if errors:
-            raise errors[0]
-        yield
-    finally:
-        _in_parallel(lambda h: h.__exit__(None, None, None), handlers)
-
-
-def _receive(receiver: ServiceBusReceiver, count: int) -> list[ServiceBusReceivedMessage]:
-    """Up to ``count`` messages; stops early only when a receive comes back empty."""
-    received: list[ServiceBusReceivedMessage] = []
-    while len(received) < count:
-        batch = receiver.receive_messages(max_message_count=count - len(received), max_wait_time=WAIT)
-        if not batch:
-            break
-        received.extend(batch)
-    return received
-
-
-def _peek(receiver: ServiceBusReceiver) -> list[ServiceBusReceivedMessage]:
-    return receiver.peek_messages(max_message_count=250, sequence_number=1)
+    return create_subscription(emulator, topic, name, rules, **props)
 
 
 # ------------------------------------------------------------------------------------------ settlement
 
 
 def test_peek_lock_on_a_subscription_settles_only_that_subscriptions_copy(emulator: EmulatorHandle) -> None:
-    topic = _topic(emulator)
+    topic = create_topic(emulator)
     first = _sub(emulator, topic, "first")
     second = _sub(emulator, topic, "second")
     third = _sub(emulator, topic, "third")
-    with _client(emulator) as client:
+    with sdk_client(emulator) as client:
         sender = client.get_topic_sender(topic)
         first_receiver = client.get_subscription_receiver(topic, first, max_wait_time=WAIT)
         second_receiver = client.get_subscription_receiver(topic, second, max_wait_time=WAIT)
         third_receiver = client.get_subscription_receiver(
             topic, third, receive_mode=ServiceBusReceiveMode.RECEIVE_AND_DELETE, max_wait_time=WAIT
         )
-        with _opened(sender, first_receiver, second_receiver, third_receiver):
+        with opened(sender, first_receiver, second_receiver, third_receiver):
             sender.send_messages(ServiceBusMessage("shared", message_id="m-1"))
 
-            [mine] = _receive(first_receiver, 1)
+            [mine] = receive(first_receiver, 1, WAIT)
             assert (str(mine), mine.message_id, mine.delivery_count) == ("shared", "m-1", 0)
             assert mine.locked_until_utc is not None
             assert mine.locked_until_utc > datetime.now(UTC) + timedelta(seconds=3)
@@ -141,68 +83,68 @@ def test_peek_lock_on_a_subscription_settles_only_that_subscriptions_copy(emulat
             renewed = first_receiver.renew_message_lock(mine)
             assert renewed > before
             first_receiver.complete_message(mine)
-            assert _peek(first_receiver) == []
+            assert peek(first_receiver) == []
 
             # The other subscriptions' copies are untouched by the first one's settlement.
-            [theirs] = _receive(second_receiver, 1)
+            [theirs] = receive(second_receiver, 1, WAIT)
             assert (str(theirs), theirs.delivery_count) == ("shared", 0)
             second_receiver.abandon_message(theirs)
-            [again] = _receive(second_receiver, 1)
+            [again] = receive(second_receiver, 1, WAIT)
             assert again.delivery_count == 1
             assert again.sequence_number == theirs.sequence_number
             second_receiver.complete_message(again)
 
-            [deleted] = _receive(third_receiver, 1)
+            [deleted] = receive(third_receiver, 1, WAIT)
             assert str(deleted) == "shared"
             assert deleted.lock_token is None
-            assert _peek(third_receiver) == []
+            assert peek(third_receiver) == []
 
 
 def test_abandon_up_to_max_delivery_count_dead_letters_in_the_subscription(emulator: EmulatorHandle) -> None:
-    topic = _topic(emulator)
+    topic = create_topic(emulator)
     sub = _sub(emulator, topic, "fragile", max_delivery_count=2)
     other = _sub(emulator, topic, "sturdy")
-    with _client(emulator) as client:
+    with sdk_client(emulator) as client:
         sender = client.get_topic_sender(topic)
         receiver = client.get_subscription_receiver(topic, sub, max_wait_time=WAIT)
         dlq = client.get_subscription_receiver(topic, sub, sub_queue=DLQ, max_wait_time=WAIT)
         other_dlq = client.get_subscription_receiver(topic, other, sub_queue=DLQ)
         other_receiver = client.get_subscription_receiver(topic, other)
-        with _opened(sender, receiver, dlq, other_dlq, other_receiver):
+        with opened(sender, receiver, dlq, other_dlq, other_receiver):
             sender.send_messages(ServiceBusMessage("poison", application_properties={"attempt": "x"}))
             for expected_count in (0, 1):
-                [message] = _receive(receiver, 1)
+                [message] = receive(receiver, 1, WAIT)
                 assert message.delivery_count == expected_count
                 receiver.abandon_message(message)
 
-            assert _peek(receiver) == []
-            [dead] = _receive(dlq, 1)
+            assert peek(receiver) == []
+            [dead] = receive(dlq, 1, WAIT)
             assert str(dead) == "poison"
             assert dead.dead_letter_reason == "MaxDeliveryCountExceeded"
             assert dead.delivery_count >= 2
             dlq.complete_message(dead)
-            assert _peek(dlq) == []
+            assert peek(dlq) == []
 
             # Only this subscription's copy failed.
-            assert _peek(other_dlq) == []
-            assert [str(m) for m in _peek(other_receiver)] == ["poison"]
+            assert peek(other_dlq) == []
+            assert [str(m) for m in peek(other_receiver)] == ["poison"]
 
 
 def test_explicit_dead_letter_from_a_subscription(emulator: EmulatorHandle) -> None:
-    topic = _topic(emulator)
+    topic = create_topic(emulator)
     sub = _sub(emulator, topic, "checker")
-    with _client(emulator) as client:
+    with sdk_client(emulator) as client:
         sender = client.get_topic_sender(topic)
         receiver = client.get_subscription_receiver(topic, sub, max_wait_time=WAIT)
         dlq = client.get_subscription_receiver(topic, sub, sub_queue=DLQ)
-        with _opened(sender, receiver, dlq):
+        with opened(sender, receiver, dlq):
             sender.send_messages(ServiceBusMessage("invalid", subject="Order"))
-            [message] = _receive(receiver, 1)
+            [message] = receive(receiver, 1, WAIT)
             receiver.dead_letter_message(
                 message, reason="ValidationFailed", error_description="no customer id"
             )
-            assert _peek(receiver) == []
-            [dead] = _peek(dlq)
+            assert peek(receiver) == []
+            [dead] = peek(dlq)
             assert (str(dead), dead.subject) == ("invalid", "Order")
             assert (dead.dead_letter_reason, dead.dead_letter_error_description) == (
                 "ValidationFailed",
@@ -214,12 +156,12 @@ def test_explicit_dead_letter_from_a_subscription(emulator: EmulatorHandle) -> N
 
 
 def test_sessions_on_a_session_enabled_subscription(emulator: EmulatorHandle) -> None:
-    topic = _topic(emulator)
+    topic = create_topic(emulator)
     sub = _sub(emulator, topic, "per-wallet", requires_session=True)
-    with _client(emulator) as client:
+    with sdk_client(emulator) as client:
         sender = client.get_topic_sender(topic)
         named = client.get_subscription_receiver(topic, sub, session_id="w1", max_wait_time=WAIT)
-        with _opened(sender, named):
+        with opened(sender, named):
             sender.send_messages(
                 [
                     ServiceBusMessage(f"{wallet}-{i}", session_id=wallet)
@@ -233,9 +175,9 @@ def test_sessions_on_a_session_enabled_subscription(emulator: EmulatorHandle) ->
             ) as any_other:
                 assert any_other.session is not None
                 assert any_other.session.session_id == "w2"
-                assert [str(m) for m in _receive(any_other, 3)] == ["w2-0", "w2-1", "w2-2"]
+                assert [str(m) for m in receive(any_other, 3, WAIT)] == ["w2-0", "w2-1", "w2-2"]
 
-            w1 = _receive(named, 3)
+            w1 = receive(named, 3, WAIT)
             assert [str(m) for m in w1] == ["w1-0", "w1-1", "w1-2"]
             assert {m.session_id for m in w1} == {"w1"}
             for message in w1:
@@ -248,18 +190,18 @@ def test_sessions_on_a_session_enabled_subscription(emulator: EmulatorHandle) ->
 def test_a_message_without_session_id_is_dead_lettered_in_a_session_subscription(
     emulator: EmulatorHandle,
 ) -> None:
-    topic = _topic(emulator)
+    topic = create_topic(emulator)
     sessions = _sub(emulator, topic, "sessions", requires_session=True)
     plain = _sub(emulator, topic, "plain")
-    with _client(emulator) as client:
+    with sdk_client(emulator) as client:
         sender = client.get_topic_sender(topic)
         dlq = client.get_subscription_receiver(topic, sessions, sub_queue=DLQ)
         plain_receiver = client.get_subscription_receiver(topic, plain)
-        with _opened(sender, dlq, plain_receiver):
+        with opened(sender, dlq, plain_receiver):
             # The topic accepts it: only the session-enabled subscription cannot hold it.
             sender.send_messages(ServiceBusMessage("no-session"))
-            assert [str(m) for m in _peek(plain_receiver)] == ["no-session"]
-            dead = _peek(dlq)
+            assert [str(m) for m in peek(plain_receiver)] == ["no-session"]
+            dead = peek(dlq)
             assert [str(m) for m in dead] == ["no-session"]
             assert (dead[0].dead_letter_reason or "").lower().startswith("session id is null")
             assert "session" in (dead[0].dead_letter_error_description or "").lower()
@@ -269,41 +211,41 @@ def test_a_message_without_session_id_is_dead_lettered_in_a_session_subscription
 
 
 def test_deferral_on_a_subscription(emulator: EmulatorHandle) -> None:
-    topic = _topic(emulator)
+    topic = create_topic(emulator)
     sub = _sub(emulator, topic, "deferring")
-    with _client(emulator) as client:
+    with sdk_client(emulator) as client:
         sender = client.get_topic_sender(topic)
         receiver = client.get_subscription_receiver(topic, sub, max_wait_time=WAIT)
-        with _opened(sender, receiver):
+        with opened(sender, receiver):
             sender.send_messages([ServiceBusMessage("step-2"), ServiceBusMessage("step-1")])
-            early, ready = _receive(receiver, 2)
+            early, ready = receive(receiver, 2, WAIT)
             receiver.defer_message(early)
             receiver.complete_message(ready)
             # Only receivable by sequence number now.
-            assert [(str(m), m.state) for m in _peek(receiver)] == [
+            assert [(str(m), m.state) for m in peek(receiver)] == [
                 ("step-2", ServiceBusMessageState.DEFERRED)
             ]
 
             [deferred] = receiver.receive_deferred_messages([early.sequence_number])
             assert (str(deferred), deferred.sequence_number) == ("step-2", early.sequence_number)
             receiver.complete_message(deferred)
-            assert _peek(receiver) == []
+            assert peek(receiver) == []
 
 
 # ------------------------------------------------------------------------------------------ scheduling
 
 
 def test_a_message_scheduled_on_a_topic_reaches_subscriptions_at_its_time(emulator: EmulatorHandle) -> None:
-    topic = _topic(emulator)
+    topic = create_topic(emulator)
     sub = _sub(emulator, topic, "later")
-    with _client(emulator) as client:
+    with sdk_client(emulator) as client:
         sender = client.get_topic_sender(topic)
         receiver = client.get_subscription_receiver(topic, sub, max_wait_time=WAIT)
-        with _opened(sender, receiver):
+        with opened(sender, receiver):
             at = datetime.now(UTC) + timedelta(seconds=1.5)
             sender.schedule_messages(ServiceBusMessage("reminder"), at)
             assert receiver.receive_messages(max_message_count=1, max_wait_time=WAIT) == []
-            received = _receive(receiver, 1) or _receive(receiver, 1)
+            received = receive(receiver, 1, WAIT) or receive(receiver, 1, WAIT)
             assert [str(m) for m in received] == ["reminder"]
             assert received[0].scheduled_enqueue_time_utc is not None
             assert abs(received[0].scheduled_enqueue_time_utc - at) < timedelta(milliseconds=5)
@@ -313,12 +255,12 @@ def test_a_message_scheduled_on_a_topic_reaches_subscriptions_at_its_time(emulat
 
 
 def test_a_message_scheduled_on_a_topic_can_be_cancelled(emulator: EmulatorHandle) -> None:
-    topic = _topic(emulator)
+    topic = create_topic(emulator)
     sub = _sub(emulator, topic, "cancelled")
-    with _client(emulator) as client:
+    with sdk_client(emulator) as client:
         sender = client.get_topic_sender(topic)
         receiver = client.get_subscription_receiver(topic, sub, max_wait_time=WAIT)
-        with _opened(sender, receiver):
+        with opened(sender, receiver):
             at = datetime.now(UTC) + timedelta(seconds=1)
             kept, dropped = sender.schedule_messages(
                 [ServiceBusMessage("kept"), ServiceBusMessage("dropped")], at
@@ -327,24 +269,24 @@ def test_a_message_scheduled_on_a_topic_can_be_cancelled(emulator: EmulatorHandl
             assert dropped > 0
             assert kept != dropped
             sender.cancel_scheduled_messages(dropped)
-            received = _receive(receiver, 1) or _receive(receiver, 1)
+            received = receive(receiver, 1, WAIT) or receive(receiver, 1, WAIT)
             assert [str(m) for m in received] == ["kept"]
             receiver.complete_message(received[0])
-            assert _peek(receiver) == []  # the cancelled one is gone for good
+            assert peek(receiver) == []  # the cancelled one is gone for good
 
 
 # ---------------------------------------------------------------------------------------- time to live
 
 
 def test_the_topic_and_subscription_default_ttls_cap_a_message_ttl(emulator: EmulatorHandle) -> None:
-    topic = _topic(emulator, default_message_time_to_live=timedelta(minutes=10))
+    topic = create_topic(emulator, default_message_time_to_live=timedelta(minutes=10))
     plain = _sub(emulator, topic, "plain")
     short = _sub(emulator, topic, "short", default_message_time_to_live=timedelta(minutes=2))
-    with _client(emulator) as client:
+    with sdk_client(emulator) as client:
         sender = client.get_topic_sender(topic)
         plain_receiver = client.get_subscription_receiver(topic, plain)
         short_receiver = client.get_subscription_receiver(topic, short)
-        with _opened(sender, plain_receiver, short_receiver):
+        with opened(sender, plain_receiver, short_receiver):
             sender.send_messages(
                 [
                     ServiceBusMessage("unset"),
@@ -352,8 +294,8 @@ def test_the_topic_and_subscription_default_ttls_cap_a_message_ttl(emulator: Emu
                     ServiceBusMessage("one-minute", time_to_live=timedelta(minutes=1)),
                 ]
             )
-            plain_ttls = {str(m): m.time_to_live for m in _peek(plain_receiver)}
-            short_ttls = {str(m): m.time_to_live for m in _peek(short_receiver)}
+            plain_ttls = {str(m): m.time_to_live for m in peek(plain_receiver)}
+            short_ttls = {str(m): m.time_to_live for m in peek(short_receiver)}
     assert short_ttls == {
         "unset": timedelta(minutes=2),
         "one-hour": timedelta(minutes=2),
@@ -370,7 +312,7 @@ def test_the_topic_and_subscription_default_ttls_cap_a_message_ttl(emulator: Emu
 
 
 def test_async_publish_and_receive_on_subscriptions(emulator: EmulatorHandle) -> None:
-    topic = _topic(emulator)
+    topic = create_topic(emulator)
     orders = _sub(
         emulator,
         topic,
