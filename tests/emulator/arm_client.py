@@ -14,6 +14,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+import sdk_helpers
 from azure.core.credentials import AccessToken
 from azure.core.exceptions import HttpResponseError
 from azure.mgmt.servicebus import ServiceBusManagementClient
@@ -122,16 +123,7 @@ def send(connection_string: str, entity: str, *messages: ServiceBusMessage) -> N
 
 def drain(receiver: ServiceBusReceiver, expected: int | None = None) -> list[ServiceBusReceivedMessage]:
     """Receive and complete messages until ``expected`` arrived, or until a receive comes back empty."""
-    received: list[ServiceBusReceivedMessage] = []
-    while expected is None or len(received) < expected:
-        wanted = 50 if expected is None else expected - len(received)
-        batch = receiver.receive_messages(max_message_count=wanted, max_wait_time=WAIT)
-        if not batch:
-            break
-        for message in batch:
-            receiver.complete_message(message)
-        received.extend(batch)
-    return received
+    return sdk_helpers.drain(receiver, expected, WAIT)
 
 
 def receive_queue(

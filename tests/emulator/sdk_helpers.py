@@ -158,6 +158,21 @@ def receive(receiver: ServiceBusReceiver, count: int, wait: float) -> list[Servi
     return received
 
 
+def drain(receiver: ServiceBusReceiver, expected: int | None, wait: float) -> list[ServiceBusReceivedMessage]:
+    """Receive and complete messages until ``expected`` arrived, or until a receive comes back empty
+    (``expected`` None). Asking for exactly what is expected leaves no credit to drain on close."""
+    received: list[ServiceBusReceivedMessage] = []
+    while expected is None or len(received) < expected:
+        wanted = 50 if expected is None else expected - len(received)
+        batch = receiver.receive_messages(max_message_count=wanted, max_wait_time=wait)
+        if not batch:
+            break
+        for message in batch:
+            receiver.complete_message(message)
+        received.extend(batch)
+    return received
+
+
 def peek(receiver: ServiceBusReceiver) -> list[ServiceBusReceivedMessage]:
     """Everything the receiver's entity holds, whatever its state, without receiving it."""
     return receiver.peek_messages(max_message_count=250, sequence_number=1)

@@ -21,7 +21,7 @@ from azure.servicebus import (
 )
 from azure.servicebus.aio import ServiceBusClient as AsyncServiceBusClient
 from azure.servicebus.amqp import AmqpAnnotatedMessage, AmqpMessageBodyType
-from sdk_helpers import sdk_client
+from sdk_helpers import drain, sdk_client
 
 if TYPE_CHECKING:
     from tests.conftest import EmulatorHandle
@@ -45,19 +45,11 @@ def _receive_all(
     """Receive (peek-lock) and complete ``count`` messages, or every message until a receive comes back
     empty when ``count`` is None, and check that the queue holds nothing more. Asking for exactly what is
     expected leaves no credit to drain on close."""
-    received: list[ServiceBusReceivedMessage] = []
     with (
         sdk_client(emulator) as client,
         client.get_queue_receiver(queue, sub_queue=sub_queue, max_wait_time=WAIT) as receiver,
     ):
-        while count is None or len(received) < count:
-            wanted = 50 if count is None else count - len(received)
-            batch = receiver.receive_messages(max_message_count=wanted, max_wait_time=WAIT)
-            if not batch:
-                break
-            for message in batch:
-                receiver.complete_message(message)
-            received.extend(batch)
+        received = drain(receiver, count, WAIT)
         leftover = receiver.peek_messages(max_message_count=50, sequence_number=1)
         assert leftover == [], f"the queue still holds {[m.sequence_number for m in leftover]}"
     return received
