@@ -1,0 +1,168 @@
+"""Event contracts: pydantic models with a stable contract name and a polymorphic hierarchy.
+
+A contract name is what NServiceBus calls the type's ``FullName`` (``Shipping.OrderAccepted``): it names
+the default topic, the rule and the correlation property, and it is what ``NServiceBus.EnclosedMessageTypes``
+lists. Python class names and modules never reach the wire, so contracts can move between modules freely.
+
+Interfaces are contracts too, declared with ``abstract=True``: they are never published themselves but
+appear in the enclosed-types header of every event that derives from them::
+
+    class IOrderStatusChanged(Event, contract="Shipping.IOrderStatusChanged", abstract=True):
+        order_id: str
+
+
+    class IOrderAccepted(Event, contract="Shipping.IOrderAccepted", abstract=True):
+        order_id: str
+
+
+    class OrderAccepted(IOrderAccepted, IOrderStatusChanged, contract="Shipping.OrderAccepted"):
+        amount: float
+
+``enclosed_types(OrderAccepted)`` is ``["Shipping.OrderAccepted", "Shipping.IOrderAccepted",
+"Shipping.IOrderStatusChanged"]``: the concrete type first, then its contracts in method-resolution order,
+as NServiceBus core builds the header.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict
+
+ENCLOSED_MESSAGE_TYPES = "NServiceBus.EnclosedMessageTypes"
+"""The header (application property) that lists a message's contract names, concrete type first."""
+
+MAX_CONTRACT_NAME_LENGTH = 260
+"""A contract name must fit an entity path (260 characters), since it is the default topic name."""
+
+
+class ContractError(ValueError):
+    """A contract is declared wrongly, or a name does not resolve to one."""
+
+
+class Event(BaseModel):
+    """Base class of every event contract (concrete events and interfaces alike)."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    contract_name: ClassVar[str] = ""
+    """The stable wire name, e.g. ``Shipping.OrderAccepted``. Empty on :class:`Event` itself."""
+
+    is_abstract: ClassVar[bool] = True
+    """True for interfaces: they can be subscribed to and handled, but not published."""
+
+    def __init_subclass__(cls, contract: str | None = None, abstract: bool = False, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if contract is None:
+            # A helper base class without its own name (e.g. a mixin of fields): it stays abstract and
+            # contributes no name to the enclosed types.
+            cls.contract_name = ""
+            cls.is_abstract = True
+            return
+        _check_name(contract, cls.__qualname__)
+        cls.contract_name = contract
+        cls.is_abstract = abstract
+
+
+def _check_name(name: str, owner: str) -> None:
+    if not name or name != name.strip():
+        raise ContractError(f"{owner}: a contract name must be non-empty and have no surrounding spaces")
+    if len(name) > MAX_CONTRACT_NAME_LENGTH:
+        raise ContractError(f"{owner}: contract name {name!r} is longer than {MAX_CONTRACT_NAME_LENGTH}")
+    if ";" in name or "," in name:
+        # ';' separates entries of the enclosed-types header and ',' starts an assembly qualification.
+        raise ContractError(f"{owner}: contract name {name!r} may not contain ';' or ','")
+
+
+def enclosed_types(event_type: type[Event]) -> list[str]:
+    """The contract names of ``event_type``: itself first, then every named ancestor in MRO order."""
+    names: list[str] = []
+    for klass in event_type.__mro__:
+        if isinstance(klass, type) and issubclass(klass, Event):
+            name = klass.__dict__.get("contract_name", "")
+            if name and name not in names:
+                names.append(name)
+    return names
+
+
+def enclosed_types_header(event_type: type[Event]) -> str:
+    """The ``NServiceBus.EnclosedMessageTypes`` value Busbar writes: names joined by ``;``."""
+    return ";".join(enclosed_types(event_type))
+
+
+def parse_enclosed_types(header: str) -> list[str]:
+    """Parse an ``NServiceBus.EnclosedMessageTypes`` value the way the NServiceBus transport does.
+
+    Split on ``;``, trim, drop empty and ``__impl`` (proxy) entries, and strip the assembly
+    qualification: after the last ``]`` for generic names, otherwise at the first ``,``.
+    """
+    names: list[str] = []
+    for raw in header.split(";"):
+        entry = raw.strip()
+        if not entry or "__impl" in entry:
+            continue
+        bracket = entry.rfind("]")
+        if bracket >= 0:
+            entry = entry[: bracket + 1]
+        else:
+            comma = entry.find(",")
+            if comma >= 0:
+                entry = entry[:comma]
+        entry = entry.strip()
+        if entry:
+            names.append(entry)
+    return names
+
+
+class ContractRegistry:
+    """Contract names to classes, for turning an incoming message back into a typed event."""
+
+    def __init__(self, *event_types: type[Event]) -> None:
+        self._by_name: dict[str, type[Event]] = {}
+        for event_type in event_types:
+            self.register(event_type)
+
+    def register(self, event_type: type[Event]) -> type[Event]:
+        """Add ``event_type`` and every named ancestor; a name bound to another class is an error."""
+        for klass in event_type.__mro__:
+            if not (isinstance(klass, type) and issubclass(klass, Event)):
+                continue
+            name = klass.__dict__.get("contract_name", "")
+            if not name:
+                continue
+            known = self._by_name.get(name)
+            if known is not None and known is not klass:
+                raise ContractError(
+                    f"contract name {name!r} is declared by both "
+                    f"{known.__qualname__} and {klass.__qualname__}"
+                )
+            self._by_name[name] = klass
+        return event_type
+
+    def get(self, name: str) -> type[Event] | None:
+        """The class registered for ``name``, or None."""
+        return self._by_name.get(name)
+
+    def resolve(self, name: str) -> type[Event]:
+        """The class registered for ``name``; :class:`ContractError` if there is none."""
+        found = self._by_name.get(name)
+        if found is None:
+            raise ContractError(f"unknown contract type {name!r}")
+        return found
+
+    def concrete(self) -> list[type[Event]]:
+        """Every registered publishable (non-abstract) contract, sorted by name."""
+        return sorted(
+            (cls for cls in self._by_name.values() if not cls.is_abstract), key=lambda c: c.contract_name
+        )
+
+    def implementers(self, name: str) -> list[type[Event]]:
+        """Registered concrete contracts whose enclosed types include ``name`` (itself included)."""
+        return [cls for cls in self.concrete() if name in enclosed_types(cls)]
+
+    def names(self) -> list[str]:
+        """All registered contract names, sorted."""
+        return sorted(self._by_name)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._by_name

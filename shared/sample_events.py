@@ -1,0 +1,90 @@
+"""The seeds' example events, used by the sample endpoints, the tests and the benchmarks.
+
+- Shipping (``000_…`` / ``001_…``): ``OrderAccepted`` and ``OrderDeclined`` implement ``IOrderAccepted`` and
+  ``IOrderStatusChanged``; ``OrderAcceptedV2`` is the evolved contract with the same interfaces.
+- Tenant / CRM (``000_…`` "Multiplexing related events"): the customer lifecycle, all implementing
+  ``ICustomerLifecycleEvent``.
+- Billing: ``InvoiceIssued``, published by the billing endpoint when it handles an accepted order.
+"""
+
+from __future__ import annotations
+
+from shared.contracts import ContractRegistry, Event
+
+
+class IOrderStatusChanged(Event, contract="Shipping.IOrderStatusChanged", abstract=True):
+    """Any change of an order's status."""
+
+    order_id: str
+
+
+class IOrderAccepted(Event, contract="Shipping.IOrderAccepted", abstract=True):
+    """An order was accepted (any version of the contract)."""
+
+    order_id: str
+
+
+class OrderAccepted(IOrderAccepted, IOrderStatusChanged, contract="Shipping.OrderAccepted"):
+    """Shipping accepted an order."""
+
+    amount: float = 0.0
+
+
+class OrderDeclined(IOrderAccepted, IOrderStatusChanged, contract="Shipping.OrderDeclined"):
+    """Shipping declined an order. (The seeds give it the same interfaces as ``OrderAccepted``.)"""
+
+    reason: str = ""
+
+
+class OrderAcceptedV2(IOrderAccepted, IOrderStatusChanged, contract="Shipping.OrderAcceptedV2"):
+    """The evolved ``OrderAccepted`` contract."""
+
+    amount: float = 0.0
+    currency: str = "EUR"
+
+
+class ICustomerLifecycleEvent(Event, contract="Tenant.ICustomerLifecycleEvent", abstract=True):
+    """Anything that happens to a customer."""
+
+    customer_id: str
+
+
+class CustomerCreated(ICustomerLifecycleEvent, contract="Tenant.CustomerCreated"):
+    """A customer was created."""
+
+    name: str = ""
+
+
+class CustomerUpdated(ICustomerLifecycleEvent, contract="Tenant.CustomerUpdated"):
+    """A customer was changed."""
+
+    name: str = ""
+
+
+class CustomerDeleted(ICustomerLifecycleEvent, contract="Tenant.CustomerDeleted"):
+    """A customer was deleted."""
+
+
+class InvoiceIssued(Event, contract="Billing.InvoiceIssued"):
+    """Billing issued an invoice for an order."""
+
+    order_id: str
+    invoice_id: str
+    amount: float = 0.0
+
+
+SAMPLE_EVENTS: tuple[type[Event], ...] = (
+    OrderAccepted,
+    OrderDeclined,
+    OrderAcceptedV2,
+    CustomerCreated,
+    CustomerUpdated,
+    CustomerDeleted,
+    InvoiceIssued,
+)
+"""Every concrete sample event."""
+
+
+def sample_registry() -> ContractRegistry:
+    """A registry holding every sample event and interface."""
+    return ContractRegistry(*SAMPLE_EVENTS)
