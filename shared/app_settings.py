@@ -1,0 +1,91 @@
+"""Every app setting Busbar reads, with its default and meaning: one declaration per setting.
+
+Feature modules declare their settings as ``SETTINGS: tuple[AppSetting, ...]`` next to the code that reads
+them and read values through :func:`read`; :func:`all_settings` gathers them for the configuration
+reference, ``local.settings.sample.json`` and the infrastructure checks (a test fails when the code reads a
+setting that is not declared, or a declared one is missing from the Bicep template or the sample file).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class AppSetting:
+    """One app setting: its name, default (None: required or optional without default) and meaning."""
+
+    name: str
+    description: str
+    default: str | None = None
+    required: bool = False
+    secret: bool = False  # holds a key or connection string: never set in Azure where an identity will do
+    local_only: bool = False  # only meaningful against the emulator / devhost
+
+
+def read(setting: AppSetting, env: Mapping[str, str] | None = None) -> str | None:
+    """The value of ``setting`` from ``env`` (default: the process environment), else its default."""
+    values = os.environ if env is None else env
+    raw = values.get(setting.name)
+    if raw is None or not raw.strip():
+        return setting.default
+    return raw.strip()
+
+
+MANAGEMENT_SETTINGS: tuple[AppSetting, ...] = (
+    AppSetting(
+        "BUSBAR_SUBSCRIPTION_ID", "Azure subscription id of the Service Bus namespace.", required=True
+    ),
+    AppSetting("BUSBAR_RESOURCE_GROUP", "Resource group of the Service Bus namespace.", required=True),
+    AppSetting(
+        "BUSBAR_NAMESPACE", "Service Bus namespace name (without .servicebus.windows.net).", required=True
+    ),
+    AppSetting(
+        "BUSBAR_MANAGEMENT_ENDPOINT",
+        "Azure Resource Manager base URL used by the provisioning code.",
+        default="https://management.azure.com",
+    ),
+    AppSetting(
+        "BUSBAR_MANAGEMENT_TOKEN",
+        "Development only: static bearer token for the emulator's ARM endpoint. Unset in Azure, where the "
+        "managed identity (DefaultAzureCredential) is used.",
+        secret=True,
+        local_only=True,
+    ),
+)
+
+CONNECTION_SETTINGS: tuple[AppSetting, ...] = (
+    AppSetting(
+        "ServiceBusConnection",
+        "Local only: Service Bus connection string (the emulator's). In Azure use "
+        "ServiceBusConnection__fullyQualifiedNamespace with the managed identity instead.",
+        secret=True,
+        local_only=True,
+    ),
+    AppSetting(
+        "ServiceBusConnection__fullyQualifiedNamespace",
+        "Fully qualified Service Bus namespace (<name>.servicebus.windows.net), used with the managed "
+        "identity.",
+    ),
+)
+
+# Modules that declare a SETTINGS tuple; add a feature's module here when it gains settings.
+_SETTING_MODULES: tuple[str, ...] = ()
+
+
+def all_settings() -> list[AppSetting]:
+    """Every declared setting, by name; a name declared twice must be declared identically."""
+    found: dict[str, AppSetting] = {}
+    groups: list[tuple[AppSetting, ...]] = [CONNECTION_SETTINGS, MANAGEMENT_SETTINGS]
+    for module_name in _SETTING_MODULES:
+        groups.append(importlib.import_module(module_name).SETTINGS)
+    for group in groups:
+        for setting in group:
+            known = found.get(setting.name)
+            if known is not None and known != setting:
+                raise ValueError(f"app setting {setting.name} is declared twice, differently")
+            found[setting.name] = setting
+    return sorted(found.values(), key=lambda s: s.name.lower())
