@@ -97,7 +97,7 @@ def make_emulator(tmp_path: Path) -> Iterator[Callable[..., EmulatorHandle]]:
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
-    """One local Spark session (``local[2]``) per test process, started on first use (JVM start-up is slow)."""
+    """One local Spark session (``local[2]``) per test process, started on first use (the JVM is slow)."""
     from pyspark.sql import SparkSession
 
     session = (
