@@ -1,0 +1,104 @@
+"""``python -m shared.topology plan|apply|validate|unsubscribe``: provisioning from the command line.
+
+``--options FILE`` is NServiceBus TopologyOptions JSON (default: the ``AzureServiceBus__TopologyOptions``
+app setting); events are contract names or JSON objects ``{"type": ..., "topic": ..., "routingMode": ...}``.
+The management plane comes from the ``BUSBAR_*`` settings (see :mod:`shared.management`). Output is JSON
+on stdout; ``apply`` prints the plan before changing anything. Exit codes: 0 done, 2 invalid options or
+request, 3 quota exceeded, 4 refused by the management plane.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+from shared.management import ManagementClient, ManagementSettings, SettingsError
+from shared.topology.desired import desired_state, parse_subscribed_events
+from shared.topology.errors import ProvisioningError, QuotaExceededError, TopologyValidationError
+from shared.topology.options import TopologyOptions, load_topology_options, parse_topology_options
+from shared.topology.provisioner import Provisioner
+from shared.topology.validation import validate
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m shared.topology", description=__doc__.split("\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    for name, text in (
+        ("validate", "check the options (and, with --endpoint, the subscription request)"),
+        ("plan", "show what apply would do; changes nothing"),
+        ("apply", "print the plan, then create what is missing"),
+        ("unsubscribe", "remove the endpoint's subscription or rule for each event"),
+    ):
+        sub = commands.add_parser(name, help=text)
+        sub.add_argument("--options", type=Path, help="TopologyOptions JSON file (default: app settings)")
+        sub.add_argument("--hierarchy", help="hierarchy namespace (prefix of queue and topic paths)")
+        sub.add_argument("--endpoint", required=name != "validate", help="the endpoint's input queue")
+        sub.add_argument("--events", nargs="*", default=[], help="contract names or JSON objects")
+    return parser
+
+
+def _event_items(raw: Sequence[str]) -> list[Any]:
+    return [json.loads(item) if item.lstrip().startswith("{") else item for item in raw]
+
+
+def _options(args: argparse.Namespace) -> TopologyOptions:
+    options = parse_topology_options(args.options.read_text()) if args.options else load_topology_options()
+    if args.hierarchy:
+        options = options.model_copy(update={"hierarchy_namespace": args.hierarchy})
+    return validate(options)
+
+
+def run(
+    argv: Sequence[str] | None = None, out: TextIO = sys.stdout, env: dict[str, str] | None = None
+) -> int:
+    args = _parser().parse_args(argv)
+
+    def emit(document: object) -> None:
+        out.write(json.dumps(document, indent=2) + "\n")
+
+    try:
+        options = _options(args)
+        events = parse_subscribed_events(_event_items(args.events))
+        if args.command == "validate":
+            document: dict[str, Any] = {"valid": True, "options": options.to_json_dict()}
+            if args.endpoint:
+                document["desired"] = desired_state(options, args.endpoint, events).to_dict()
+            emit(document)
+            return 0
+        settings = ManagementSettings.from_env(os.environ if env is None else env)
+        with ManagementClient(settings) as management:
+            provisioner = Provisioner(management)
+            if args.command == "unsubscribe":
+                results = [provisioner.unsubscribe(options, args.endpoint, e.event).to_dict() for e in events]
+                emit({"unsubscribed": results})
+                return 0
+            plan = provisioner.plan(desired_state(options, args.endpoint, events))
+            emit({"plan": plan.to_dict()})
+            if args.command == "apply":
+                emit({"applied": provisioner.apply(plan).to_dict()})
+            return 0
+    except (TopologyValidationError, SettingsError, json.JSONDecodeError, OSError) as exc:
+        errors = exc.errors if isinstance(exc, TopologyValidationError) else [str(exc)]
+        emit({"error": "invalid", "errors": errors})
+        return 2
+    except QuotaExceededError as exc:
+        emit({"error": "quota", "errors": exc.violations})
+        return 3
+    except ProvisioningError as exc:
+        emit(
+            {
+                "error": "refused",
+                "action": exc.action,
+                "path": exc.path,
+                "status": exc.status,
+                "code": exc.code,
+                "message": exc.message,
+                "done": exc.done,
+            }
+        )
+        return 4

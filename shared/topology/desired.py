@@ -1,0 +1,436 @@
+"""Desired state as data: from an endpoint's subscribed events, the exact entities NServiceBus would
+provision (``TopicPerEventTopologySubscriptionManager`` / ``MigrationTopologySubscriptionManager`` /
+``MigrationTopologyCreator``): topics, the endpoint's input queue, subscriptions forwarding to it, their
+``$Default``/``$default`` rules and one rule per event with its name and filter.
+
+Nothing here talks to Service Bus; :mod:`shared.topology.provisioner` reconciles a :class:`DesiredState`
+against a namespace.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from shared.contracts import ENCLOSED_MESSAGE_TYPES
+from shared.topology.errors import IncompatibleRoutingModesError, TopologyValidationError
+from shared.topology.names import (
+    DEFAULT_RULE_NAME,
+    FALSE_DEFAULT_RULE_NAME,
+    HierarchyNamespace,
+    invalid,
+    rule_name,
+)
+from shared.topology.options import (
+    MigrationTopologyOptions,
+    SubscriptionEntry,
+    TopicRoutingMode,
+    TopologyOptions,
+    parse_routing_mode,
+)
+from shared.topology.routing import SubscribeRoute, migration_unmapped_message, subscribe_routes
+from shared.topology.validation import names_error, validation_errors
+
+FORWARD_SUBSCRIPTION_PREFIX = "forwardTo-"
+
+# ------------------------------------------------------------------------------------------ requests
+
+
+@dataclass(frozen=True, slots=True)
+class SubscribedEvent:
+    """One event an endpoint subscribes to: a contract name, optionally on an explicit topic (like
+    ``SubscribeTo<T>(topic)``) with an explicit routing mode."""
+
+    event: str
+    topic: str | None = None
+    routing_mode: TopicRoutingMode | None = None
+
+    @classmethod
+    def parse(cls, item: object) -> SubscribedEvent:
+        """From the HTTP/CLI shape: ``"Shipping.OrderAccepted"`` or
+        ``{"type": "...", "topic": "...", "routingMode": "CorrelationFilter"}``."""
+        if isinstance(item, SubscribedEvent):
+            return item
+        if isinstance(item, str):
+            if not item.strip():
+                raise TopologyValidationError(["an event name must not be empty"])
+            return cls(item.strip())
+        if isinstance(item, Mapping):
+            keys = {str(k).lower(): v for k, v in item.items()}
+            unknown = sorted(set(keys) - {"type", "topic", "routingmode"})
+            errors = [f"unknown field(s) {', '.join(unknown)} in {item!r}"] if unknown else []
+            event, topic = keys.get("type"), keys.get("topic")
+            if not isinstance(event, str) or not event.strip():
+                errors.append(f"'type' (the event's contract name) is required in {item!r}")
+            if topic is not None and (not isinstance(topic, str) or not topic.strip()):
+                errors.append(f"'topic' must be a non-empty string in {item!r}")
+            try:
+                mode = parse_routing_mode(keys.get("routingmode"), f"{event}")
+            except TopologyValidationError as exc:
+                errors.extend(exc.errors)
+                mode = None
+            if mode is not None and topic is None:
+                errors.append(f"'routingMode' needs a 'topic' in {item!r}")
+            if errors:
+                raise TopologyValidationError(errors)
+            assert isinstance(event, str)
+            return cls(event.strip(), topic.strip() if isinstance(topic, str) else None, mode)
+        raise TopologyValidationError([f"expected an event name or an object with 'type', got {item!r}"])
+
+    def to_dict(self) -> dict[str, Any] | str:
+        if self.topic is None:
+            return self.event
+        out: dict[str, Any] = {"type": self.event, "topic": self.topic}
+        if self.routing_mode is not None:
+            out["routingMode"] = str(self.routing_mode)
+        return out
+
+
+def parse_subscribed_events(items: Iterable[object]) -> tuple[SubscribedEvent, ...]:
+    """Every item parsed; all malformed items are reported at once."""
+    parsed: list[SubscribedEvent] = []
+    errors: list[str] = []
+    for item in items:
+        try:
+            parsed.append(SubscribedEvent.parse(item))
+        except TopologyValidationError as exc:
+            errors.extend(exc.errors)
+    if errors:
+        raise TopologyValidationError(errors)
+    return tuple(parsed)
+
+
+SubscriptionRequest = tuple[SubscribedEvent, ...]
+"""An endpoint's subscribed events (see :func:`parse_subscribed_events`)."""
+
+# ------------------------------------------------------------------------------------------ entities
+
+FilterKind = Literal["true", "false", "sql", "correlation"]
+
+
+@dataclass(frozen=True, slots=True)
+class RuleFilter:
+    """A rule's filter: TrueFilter ``1=1``, FalseFilter ``1=0``, a SQL filter or a correlation filter on
+    application properties (NServiceBus only ever uses boolean ``True`` properties)."""
+
+    kind: FilterKind
+    sql: str | None = None
+    properties: tuple[tuple[str, bool | str | int | float], ...] = ()
+
+    @property
+    def expression(self) -> str:
+        """The SQL text Azure stores for SQL, true and false filters (correlation: a readable form)."""
+        if self.kind == "true":
+            return "1=1"
+        if self.kind == "false":
+            return "1=0"
+        if self.kind == "sql":
+            return self.sql or ""
+        return " AND ".join(f"[{k}] = {_literal(v)}" for k, v in self.properties)
+
+    def to_dict(self) -> dict[str, Any]:
+        if self.kind == "correlation":
+            return {"filterType": "CorrelationFilter", "properties": dict(self.properties)}
+        return {"filterType": "SqlFilter", "sqlExpression": self.expression}
+
+
+def _literal(value: object) -> str:
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, str):
+        return "'" + value.replace("'", "''") + "'"
+    return str(value)
+
+
+TRUE_FILTER = RuleFilter("true")
+FALSE_FILTER = RuleFilter("false")
+
+
+def sql_like_filter(event: str) -> RuleFilter:
+    """``[NServiceBus.EnclosedMessageTypes] LIKE '%<event>%'``."""
+    return RuleFilter("sql", sql=f"[{ENCLOSED_MESSAGE_TYPES}] LIKE '%{event}%'")
+
+
+def correlation_filter(event: str) -> RuleFilter:
+    """A correlation filter on the application property ``<event>`` = ``True``."""
+    return RuleFilter("correlation", properties=((event, True),))
+
+
+@dataclass(frozen=True, slots=True)
+class RuleSpec:
+    name: str
+    filter: RuleFilter
+    event: str | None = None  # the event the rule serves; None for $Default / $default
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "event": self.event, **self.filter.to_dict()}
+
+
+@dataclass(frozen=True, slots=True)
+class SubscriptionSpec:
+    """A forwarding subscription: ``forward_to`` a queue (the endpoint's) or a topic (hierarchy)."""
+
+    topic: str
+    name: str
+    forward_to: str
+    rules: tuple[RuleSpec, ...]
+    user_metadata: str = ""
+
+    @property
+    def path(self) -> str:
+        return f"{self.topic}/Subscriptions/{self.name}"
+
+    @property
+    def is_catch_all(self) -> bool:
+        return any(r.filter.kind == "true" for r in self.rules)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "topic": self.topic,
+            "name": self.name,
+            "forwardTo": self.forward_to,
+            "userMetadata": self.user_metadata,
+            "rules": [r.to_dict() for r in self.rules],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class DesiredState:
+    """Entities to exist: queues first (forwarding targets), then topics, then subscriptions with rules.
+
+    Additive: a desired state never asks to delete anything (unsubscribing is a separate plan)."""
+
+    queues: tuple[str, ...] = ()
+    topics: tuple[str, ...] = ()
+    subscriptions: tuple[SubscriptionSpec, ...] = ()
+    forwarding_topics: tuple[str, ...] = field(default=())
+    """Topics that subscriptions forward to (hierarchy); they must exist before those subscriptions."""
+
+    @staticmethod
+    def combine(states: Iterable[DesiredState]) -> DesiredState:
+        """One state holding every entity of ``states`` (for provisioning many endpoints in one plan);
+        rules of the same subscription are merged, a rule name with two filters is an error."""
+        queues: dict[str, str] = {}
+        topics: dict[str, str] = {}
+        forwarding: dict[str, str] = {}
+        subs: dict[tuple[str, str], SubscriptionSpec] = {}
+        errors: list[str] = []
+        for state in states:
+            for q in state.queues:
+                queues.setdefault(q.lower(), q)
+            for t in state.topics:
+                topics.setdefault(t.lower(), t)
+            for t in state.forwarding_topics:
+                forwarding.setdefault(t.lower(), t)
+            for sub in state.subscriptions:
+                key = (sub.topic.lower(), sub.name.lower())
+                known = subs.get(key)
+                if known is None:
+                    subs[key] = sub
+                    continue
+                rules = {r.name.lower(): r for r in known.rules}
+                for rule in sub.rules:
+                    other = rules.setdefault(rule.name.lower(), rule)
+                    if other.filter != rule.filter:
+                        errors.append(f"rule {rule.name} of {sub.path} is wanted with two different filters")
+                subs[key] = SubscriptionSpec(
+                    known.topic, known.name, known.forward_to, tuple(rules.values()), known.user_metadata
+                )
+        if errors:
+            raise TopologyValidationError(errors)
+        return DesiredState(
+            tuple(queues.values()), tuple(topics.values()), tuple(subs.values()), tuple(forwarding.values())
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "queues": list(self.queues),
+            "topics": list(self.topics),
+            "subscriptions": [s.to_dict() for s in self.subscriptions],
+        }
+
+    def rule_count(self) -> int:
+        return sum(len(s.rules) for s in self.subscriptions)
+
+
+# ------------------------------------------------------------------------------------------ naming
+
+
+def subscription_name(options: TopologyOptions, endpoint_queue: str) -> str:
+    """``map[queue] ?? map[queue without prefix] ?? queue``, with the hierarchy prefix stripped; never
+    shortened (a name over 50 characters needs ``QueueNameToSubscriptionNameMap``)."""
+    hierarchy = HierarchyNamespace(options.hierarchy_namespace)
+    mapping = options.queue_name_to_subscription_name_map
+    prefixed = hierarchy.apply(endpoint_queue)
+    raw = hierarchy.unprefixed(endpoint_queue)
+    name = mapping.get(prefixed) or mapping.get(endpoint_queue) or mapping.get(raw) or endpoint_queue
+    return hierarchy.unprefixed(name)
+
+
+# ------------------------------------------------------------------------------------------ topic-per-event
+
+
+def resolve_routes(options: TopologyOptions, events: Iterable[SubscribedEvent]) -> list[SubscribeRoute]:
+    explicit: dict[str, list[SubscriptionEntry]] = {}
+    order: list[str] = []
+    for item in events:
+        if item.event not in explicit:
+            explicit[item.event] = []
+            order.append(item.event)
+        if item.topic is not None:
+            explicit[item.event].append(SubscriptionEntry(topic=item.topic, routing_mode=item.routing_mode))
+    routes: list[SubscribeRoute] = []
+    for event in order:
+        routes.extend(subscribe_routes(options, event, explicit[event]))
+    return routes
+
+
+def _compatible(a: TopicRoutingMode, b: TopicRoutingMode) -> bool:
+    # NotMultiplexed and CorrelationFilter coexist (rules OR together); SqlLikeFilter stands alone.
+    return (a is TopicRoutingMode.SqlLikeFilter) == (b is TopicRoutingMode.SqlLikeFilter)
+
+
+def _topic_subscription(topic: str, routes: list[SubscribeRoute], name: str, queue: str) -> SubscriptionSpec:
+    catch_all = any(r.routing_mode is TopicRoutingMode.NotMultiplexed for r in routes)
+    rules: dict[str, RuleSpec] = {}
+    if catch_all:
+        rules[DEFAULT_RULE_NAME.lower()] = RuleSpec(DEFAULT_RULE_NAME, TRUE_FILTER)
+    else:
+        rules[FALSE_DEFAULT_RULE_NAME.lower()] = RuleSpec(FALSE_DEFAULT_RULE_NAME, FALSE_FILTER)
+    for route in routes:
+        if route.routing_mode is TopicRoutingMode.CorrelationFilter:
+            spec = RuleSpec(rule_name(route.event), correlation_filter(route.event), route.event)
+        elif route.routing_mode is TopicRoutingMode.SqlLikeFilter:
+            spec = RuleSpec(rule_name(route.event), sql_like_filter(route.event), route.event)
+        else:
+            continue
+        rules.setdefault(spec.name.lower(), spec)
+    return SubscriptionSpec(topic, name, queue, tuple(rules.values()), user_metadata=queue)
+
+
+def desired_state(
+    options: TopologyOptions,
+    endpoint_queue: str,
+    subscriptions: Iterable[SubscribedEvent | str | Mapping[str, Any]],
+) -> DesiredState:
+    """Everything ``endpoint_queue`` needs to receive ``subscriptions`` under ``options``.
+
+    Raises :class:`TopologyValidationError` (every problem at once) for invalid options, names, or a
+    migration event that is neither migrated nor to be migrated; :class:`IncompatibleRoutingModesError`
+    when SqlLikeFilter and the catch-all modes meet on one topic."""
+    events = parse_subscribed_events(subscriptions)
+    errors = validation_errors(options)
+    hierarchy = HierarchyNamespace(options.hierarchy_namespace)
+    queue = hierarchy.apply(endpoint_queue)
+    name = subscription_name(options, endpoint_queue)
+    for message in (
+        names_error("Queue", [queue], "queue"),
+        names_error("Subscription", [name], "subscription"),
+    ):
+        if message is not None:
+            errors.append(message)
+    if errors:
+        raise TopologyValidationError(errors)
+    if isinstance(options, MigrationTopologyOptions):
+        return _migration_state(options, queue, name, events)
+    return _topic_per_event_state(options, queue, name, resolve_routes(options, events))
+
+
+def _topic_per_event_state(
+    options: TopologyOptions, queue: str, name: str, routes: list[SubscribeRoute]
+) -> DesiredState:
+    groups: dict[str, list[SubscribeRoute]] = {}
+    spelled: dict[str, str] = {}
+    for route in routes:
+        key = route.topic.lower()  # NServiceBus groups topics case-insensitively
+        groups.setdefault(key, []).append(route)
+        spelled.setdefault(key, route.topic)
+    errors: list[str] = []
+    for key, group in groups.items():
+        first = group[0]
+        for route in group[1:]:
+            if not _compatible(first.routing_mode, route.routing_mode):
+                errors.append(
+                    f"Incompatible subscription routing modes detected for topic '{spelled[key]}' on "
+                    f"subscription '{name}'. Event '{route.event}' uses '{route.routing_mode}' but other "
+                    f"events use '{first.routing_mode}'. All events subscribed to the same topic must use "
+                    "the "
+                    "same routing mode on the same endpoint subscription."
+                )
+                break
+    if errors:
+        raise IncompatibleRoutingModesError(errors)
+    topic_error = names_error("Topic", spelled.values(), "topic")
+    if topic_error is not None:
+        raise TopologyValidationError([topic_error])
+    subscriptions = tuple(_topic_subscription(spelled[k], g, name, queue) for k, g in groups.items())
+    return DesiredState((queue,), tuple(spelled.values()), subscriptions)
+
+
+def _migration_state(
+    options: MigrationTopologyOptions, queue: str, name: str, events: tuple[SubscribedEvent, ...]
+) -> DesiredState:
+    hierarchy = HierarchyNamespace(options.hierarchy_namespace)
+    publish_topic = hierarchy.apply(options.topic_to_publish_to)
+    subscribe_topic = hierarchy.apply(options.topic_to_subscribe_on)
+    topics = [publish_topic]
+    subscriptions: list[SubscriptionSpec] = []
+    forwarding: list[str] = []
+    if options.is_hierarchy:
+        topics.append(subscribe_topic)
+        forwarding.append(subscribe_topic)
+        subscriptions.append(
+            SubscriptionSpec(
+                publish_topic,
+                FORWARD_SUBSCRIPTION_PREFIX + options.topic_to_subscribe_on,
+                subscribe_topic,
+                (RuleSpec(FALSE_DEFAULT_RULE_NAME, TRUE_FILTER),),
+                user_metadata=subscribe_topic,
+            )
+        )
+    errors: list[str] = []
+    bundle_rules: dict[str, RuleSpec] = {
+        FALSE_DEFAULT_RULE_NAME.lower(): RuleSpec(FALSE_DEFAULT_RULE_NAME, FALSE_FILTER)
+    }
+    migrated: list[SubscribeRoute] = []
+    to_migrate = set(options.events_to_migrate_map)
+    for item in events:
+        if item.routing_mode is not None:
+            errors.append(
+                f"Subscription entry for event '{item.event}' has a routing mode of '{item.routing_mode}' "
+                "but the "
+                "migration topology does not support explicit routing modes. Use the topic-per-event "
+                "topology "
+                "instead."
+            )
+            continue
+        if item.event in to_migrate and item.topic is None:
+            rule = options.subscribed_event_to_rule_name_map.get(item.event) or item.event  # never hashed
+            bundle_rules.setdefault(rule.lower(), RuleSpec(rule, sql_like_filter(item.event), item.event))
+            continue
+        entries = list(options.subscribed_event_to_topics_map.get(item.event, ()))
+        if item.topic is not None:
+            entries.append(SubscriptionEntry(topic=item.topic))
+        if not entries:
+            errors.append(migration_unmapped_message(item.event, subscribe=True))
+            continue
+        for entry in entries:
+            migrated.append(
+                SubscribeRoute(
+                    item.event, entry.topic, hierarchy.apply(entry.topic), TopicRoutingMode.NotMultiplexed
+                )
+            )
+    bad_rules = invalid((r.name for r in bundle_rules.values() if r.event is not None), "rule")
+    if bad_rules:
+        errors.append(names_error("SubscribedEventToRuleNameMap", bad_rules, "rule") or "")
+    if errors:
+        raise TopologyValidationError(errors)
+    subscriptions.append(SubscriptionSpec(subscribe_topic, name, queue, tuple(bundle_rules.values()), queue))
+    migrated_state = _topic_per_event_state(options, queue, name, migrated)
+    return DesiredState.combine(
+        [
+            DesiredState((queue,), tuple(topics), tuple(subscriptions), tuple(forwarding)),
+            migrated_state,
+        ]
+    )

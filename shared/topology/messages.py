@@ -1,0 +1,97 @@
+"""The outgoing message of a publish: NServiceBus headers as application properties, a JSON body, and
+the correlation stamps of the CorrelationFilter routing mode (``MessageDispatcher.ApplyMultiplexingStamps``
+and ``OutgoingMessageExtensions`` in the NServiceBus transport)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from datetime import UTC, datetime
+
+from azure.servicebus import ServiceBusMessage
+
+from shared.contracts import ENCLOSED_MESSAGE_TYPES, Event, enclosed_types_header, parse_enclosed_types
+from shared.topology.options import TopicRoutingMode
+
+MESSAGE_ID = "NServiceBus.MessageId"
+MESSAGE_INTENT = "NServiceBus.MessageIntent"
+CONTENT_TYPE = "NServiceBus.ContentType"
+CORRELATION_ID = "NServiceBus.CorrelationId"
+CONVERSATION_ID = "NServiceBus.ConversationId"
+TIME_SENT = "NServiceBus.TimeSent"
+ORIGINATING_ENDPOINT = "NServiceBus.OriginatingEndpoint"
+JSON_CONTENT_TYPE = "application/json"
+PUBLISH_INTENT = "Publish"
+
+
+def wire_time(moment: datetime) -> str:
+    """NServiceBus's wire format for timestamps: ``yyyy-MM-dd HH:mm:ss:ffffff Z`` in UTC."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S:%f Z")
+
+
+def correlation_stamps(enclosed_header: str) -> dict[str, bool]:
+    """``{type: True}`` for every type the enclosed-types header lists, parsed as NServiceBus does."""
+    return dict.fromkeys(parse_enclosed_types(enclosed_header), True)
+
+
+def publish_headers(
+    event: Event,
+    *,
+    endpoint_name: str,
+    message_id: str | None = None,
+    correlation_id: str | None = None,
+    conversation_id: str | None = None,
+    headers: Mapping[str, str] | None = None,
+    now: datetime | None = None,
+) -> dict[str, str]:
+    """The NServiceBus headers of publishing ``event``.
+
+    Caller ``headers`` come first; the identity headers (message id, intent, content type, enclosed
+    types, time sent, originating endpoint) always win, so a caller cannot make a message lie about
+    what it carries. A new conversation starts with correlation id = message id, as in NServiceBus."""
+    message_id = message_id or str(uuid.uuid4())
+    out: dict[str, str] = dict(headers or {})
+    out[CORRELATION_ID] = correlation_id or out.get(CORRELATION_ID) or message_id
+    out[CONVERSATION_ID] = conversation_id or out.get(CONVERSATION_ID) or str(uuid.uuid4())
+    out[MESSAGE_ID] = message_id
+    out[MESSAGE_INTENT] = PUBLISH_INTENT
+    out[CONTENT_TYPE] = JSON_CONTENT_TYPE
+    out[ENCLOSED_MESSAGE_TYPES] = enclosed_types_header(type(event))
+    out[TIME_SENT] = wire_time(now or datetime.now(UTC))
+    out[ORIGINATING_ENDPOINT] = endpoint_name
+    return out
+
+
+def build_message(
+    event: Event,
+    routing_mode: TopicRoutingMode,
+    *,
+    endpoint_name: str,
+    message_id: str | None = None,
+    correlation_id: str | None = None,
+    conversation_id: str | None = None,
+    headers: Mapping[str, str] | None = None,
+    now: datetime | None = None,
+) -> ServiceBusMessage:
+    """The ``ServiceBusMessage`` that publishes ``event``: JSON body, every header as an application
+    property, ``CorrelationId`` and ``ContentType`` promoted, a fresh broker ``MessageId`` (as NServiceBus:
+    not its own message id), and for CorrelationFilter one boolean ``True`` property per enclosed type."""
+    values = publish_headers(
+        event,
+        endpoint_name=endpoint_name,
+        message_id=message_id,
+        correlation_id=correlation_id,
+        conversation_id=conversation_id,
+        headers=headers,
+        now=now,
+    )
+    properties: dict[str | bytes, int | float | bytes | bool | str | uuid.UUID] = dict(values.items())
+    if routing_mode is TopicRoutingMode.CorrelationFilter:
+        properties.update(correlation_stamps(values[ENCLOSED_MESSAGE_TYPES]))
+    return ServiceBusMessage(
+        event.model_dump_json(by_alias=True),
+        application_properties=properties,
+        message_id=str(uuid.uuid4()),
+        correlation_id=values[CORRELATION_ID],
+        content_type=JSON_CONTENT_TYPE,
+    )

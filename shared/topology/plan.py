@@ -1,0 +1,112 @@
+"""Plans as data: what the provisioner would do per entity, what it did, what it found, and the entity
+defaults it creates with. JSON-serialisable through ``to_dict``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any, Literal
+
+from shared.topology.desired import RuleSpec, SubscriptionSpec
+
+Action = Literal["create", "unchanged", "delete", "would-update"]
+Kind = Literal["queue", "topic", "subscription", "rule"]
+
+
+@dataclass(frozen=True, slots=True)
+class EntityDefaults:
+    """Properties given to entities Busbar creates (NServiceBus: lock 5 min, batched operations, size
+    ``EntityMaximumSize`` 5 GB, filter-evaluation dead-lettering off on subscriptions)."""
+
+    lock_duration: timedelta = timedelta(minutes=5)
+    max_delivery_count: int = 10
+    max_size_in_megabytes: int = 5120
+    enable_partitioning: bool = False
+    enable_batched_operations: bool = True
+    dead_lettering_on_filter_evaluation_exceptions: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class PlanItem:
+    """One entity and what would happen to it."""
+
+    action: Action
+    kind: Kind
+    path: str
+    details: dict[str, Any] = field(default_factory=dict)
+    topic: str | None = None
+    subscription: str | None = None
+    name: str = ""
+    spec: SubscriptionSpec | RuleSpec | None = None
+    implicit: bool = False  # the $Default 1=1 rule ARM creates with every subscription
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"action": self.action, "kind": self.kind, "path": self.path, "details": self.details}
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """What applying would do, in order. JSON-serialisable through :meth:`to_dict`."""
+
+    items: tuple[PlanItem, ...]
+
+    def of(self, action: Action) -> list[PlanItem]:
+        return [i for i in self.items if i.action == action]
+
+    @property
+    def has_changes(self) -> bool:
+        return any(i.action in ("create", "delete") for i in self.items)
+
+    def summary(self) -> dict[str, int]:
+        out = {"create": 0, "unchanged": 0, "delete": 0, "would-update": 0}
+        for item in self.items:
+            out[item.action] += 1
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"summary": self.summary(), "items": [i.to_dict() for i in self.items]}
+
+
+@dataclass(slots=True)
+class ApplyResult:
+    """Paths created, found unchanged (including creates another run got to first), deleted (including
+    already gone), and left alone because they differ (``would_update``)."""
+
+    created: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    would_update: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, list[str]]:
+        return {
+            "created": self.created,
+            "unchanged": self.unchanged,
+            "deleted": self.deleted,
+            "would_update": self.would_update,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ExistingSubscription:
+    """A subscription found in the namespace (see :meth:`Provisioner.describe`)."""
+
+    topic: str
+    name: str
+    forward_to: str | None
+    rules: tuple[RuleSpec, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "topic": self.topic,
+            "name": self.name,
+            "forwardTo": self.forward_to,
+            "rules": [r.to_dict() for r in self.rules],
+        }
+
+
+def subscription_path(topic: str, name: str) -> str:
+    return f"{topic}/Subscriptions/{name}"
+
+
+def rule_path(topic: str, subscription: str, name: str) -> str:
+    return f"{subscription_path(topic, subscription)}/Rules/{name}"

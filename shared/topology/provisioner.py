@@ -1,0 +1,463 @@
+"""Reconciling a desired state against a namespace through ``azure-mgmt-servicebus``.
+
+:meth:`Provisioner.plan` only reads (GET / list) and returns what would change: ``create``, ``unchanged``,
+``delete`` or ``would-update`` per entity. :meth:`Provisioner.apply` carries out the creates and deletes
+of a plan and nothing else: ARM's PUT is create-or-update, and NServiceBus never updates an existing
+entity, so a difference is reported as ``would-update`` (with the differences) and left alone.
+
+Concurrency: two runs may plan the same creates. A create that meets an existing entity (409) or a
+delete that meets a missing one (404) counts as done; a repeated PUT of a just-created entity carries the
+same definition. Order: queues, then topics, then each subscription followed by its rules (a filtered
+subscription first gets ``$default`` ``1=0`` in place of the ``$Default`` ``1=1`` ARM gives every new
+subscription, then its event rules).
+
+Refusals by the management plane are raised as :class:`ProvisioningError` (status, code, message of the
+ARM error; the SDK's ``HttpResponseError`` is its ``__cause__``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from azure.core.exceptions import HttpResponseError
+from azure.mgmt.servicebus.models import (
+    SBQueue,
+    SBQueueProperties,
+    SBSubscription,
+    SBSubscriptionProperties,
+    SBTopic,
+    SBTopicProperties,
+)
+
+from shared.management import ManagementClient
+from shared.topology import quotas
+from shared.topology.arm import arm_rule, filter_of
+from shared.topology.desired import (
+    TRUE_FILTER,
+    DesiredState,
+    RuleSpec,
+    SubscriptionSpec,
+    parse_subscribed_events,
+    resolve_routes,
+    subscription_name,
+)
+from shared.topology.errors import ProvisioningError, TopologyValidationError
+from shared.topology.names import HierarchyNamespace, rule_name
+from shared.topology.options import MigrationTopologyOptions, TopicRoutingMode, TopologyOptions
+from shared.topology.plan import (
+    ApplyResult,
+    EntityDefaults,
+    ExistingSubscription,
+    Plan,
+    PlanItem,
+    rule_path,
+    subscription_path,
+)
+from shared.topology.routing import migration_unmapped_message
+from shared.topology.validation import validate
+
+MAX_DELIVERY_COUNT_AZURE = 2147483647
+
+
+def _status(exc: HttpResponseError) -> int | None:
+    return exc.status_code
+
+
+def _code(exc: HttpResponseError) -> str | None:
+    error = getattr(exc, "error", None)
+    return getattr(error, "code", None) if error is not None else None
+
+
+class Provisioner:
+    """Plans and applies desired states on one namespace (see the module docstring).
+
+    ``concurrency`` management calls run at once (per subscription the calls stay in order)."""
+
+    def __init__(
+        self, management: ManagementClient, defaults: EntityDefaults | None = None, *, concurrency: int = 4
+    ) -> None:
+        self.management = management
+        self.defaults = defaults or EntityDefaults()
+        self.concurrency = max(1, concurrency)
+        self._scope = management.scope
+
+    # ------------------------------------------------------------------------------------------ plan
+
+    def plan(self, desired: DesiredState) -> Plan:
+        """Read the namespace and compare. :class:`shared.topology.QuotaExceededError` is raised before
+        the first call when ``desired`` alone exceeds a per-topic quota, and before returning when the
+        new subscriptions plus a topic's existing ones would."""
+        quotas.check_desired(desired)
+        items: list[PlanItem] = []
+        for queue, found in zip(desired.queues, self._parallel(self._get_queue, desired.queues), strict=True):
+            items.append(PlanItem("unchanged" if found else "create", "queue", queue, name=queue))
+        topics = list(dict.fromkeys([*desired.forwarding_topics, *desired.topics]))
+        topic_state: dict[str, Any] = {}
+        for topic, found in zip(topics, self._parallel(self._get_topic, topics), strict=True):
+            topic_state[topic.lower()] = found
+            items.append(PlanItem("unchanged" if found else "create", "topic", topic, name=topic))
+        sub_items = self._parallel(lambda s: self._plan_subscription(s, topic_state), desired.subscriptions)
+        for group in sub_items:
+            items.extend(group)
+        self._check_existing_quotas(items, topic_state)
+        return Plan(tuple(items))
+
+    def _check_existing_quotas(self, items: list[PlanItem], topic_state: dict[str, Any]) -> None:
+        new_subs: dict[str, tuple[str, quotas.TopicUsage]] = {}
+        existing: dict[str, quotas.TopicUsage] = {}
+        for item in items:
+            if item.kind != "subscription" or item.action != "create" or item.topic is None:
+                continue
+            key = item.topic.lower()
+            name, usage = new_subs.get(key, (item.topic, quotas.TopicUsage()))
+            new_subs[key] = (name, usage + quotas.TopicUsage(subscriptions=1))
+            found = topic_state.get(key)
+            if found is not None:
+                existing[key] = quotas.TopicUsage(subscriptions=int(found.subscription_count or 0))
+        quotas.check(new_subs, existing)
+
+    def _plan_subscription(self, spec: SubscriptionSpec, topic_state: dict[str, Any]) -> list[PlanItem]:
+        path = spec.path
+        existing = None
+        if topic_state.get(spec.topic.lower()) is not None:
+            existing = self._get(
+                lambda: self.management.subscriptions.get(*self._scope, spec.topic, spec.name), path
+            )
+        if existing is None:
+            items = [
+                PlanItem(
+                    "create",
+                    "subscription",
+                    path,
+                    {"forwardTo": spec.forward_to, "userMetadata": spec.user_metadata},
+                    spec.topic,
+                    spec.name,
+                    spec.name,
+                    spec,
+                )
+            ]
+            for rule in spec.rules:
+                implicit = rule.filter == TRUE_FILTER and rule.name.lower() == "$default"
+                details = {**rule.filter.to_dict(), **({"implicit": True} if implicit else {})}
+                items.append(
+                    PlanItem(
+                        "create",
+                        "rule",
+                        rule_path(spec.topic, spec.name, rule.name),
+                        details,
+                        spec.topic,
+                        spec.name,
+                        rule.name,
+                        rule,
+                        implicit,
+                    )
+                )
+            return items
+        items = []
+        forward = existing.forward_to or ""
+        if forward.lower() != spec.forward_to.lower():
+            items.append(
+                PlanItem(
+                    "would-update",
+                    "subscription",
+                    path,
+                    {"forwardTo": {"existing": existing.forward_to, "desired": spec.forward_to}},
+                    spec.topic,
+                    spec.name,
+                    spec.name,
+                    spec,
+                )
+            )
+        else:
+            items.append(
+                PlanItem("unchanged", "subscription", path, {}, spec.topic, spec.name, spec.name, spec)
+            )
+        rules = {
+            r.name.lower(): r
+            for r in self.management.rules.list_by_subscriptions(*self._scope, spec.topic, spec.name)
+        }
+        for rule in spec.rules:
+            rpath = rule_path(spec.topic, spec.name, rule.name)
+            found = rules.get(rule.name.lower())
+            if found is None:
+                items.append(
+                    PlanItem(
+                        "create", "rule", rpath, rule.filter.to_dict(), spec.topic, spec.name, rule.name, rule
+                    )
+                )
+                continue
+            current = filter_of(found)
+            if current == rule.filter:
+                items.append(PlanItem("unchanged", "rule", rpath, {}, spec.topic, spec.name, rule.name, rule))
+            else:
+                items.append(
+                    PlanItem(
+                        "would-update",
+                        "rule",
+                        rpath,
+                        {"existing": current.to_dict(), "desired": rule.filter.to_dict()},
+                        spec.topic,
+                        spec.name,
+                        rule.name,
+                        rule,
+                    )
+                )
+        return items
+
+    # ------------------------------------------------------------------------------------------ apply
+
+    def apply(self, plan: Plan) -> ApplyResult:
+        """Carry out the creates and deletes of ``plan``; ``would-update`` items are reported, not done."""
+        result = ApplyResult()
+        done: list[str] = []
+        for item in plan.items:
+            if item.action == "unchanged":
+                result.unchanged.append(item.path)
+            elif item.action == "would-update":
+                result.would_update.append(item.path)
+        deletes = [i for i in plan.items if i.action == "delete"]
+        # Rules before their subscriptions, subscriptions before anything else.
+        for kind in ("rule", "subscription", "topic", "queue"):
+            batch = [i for i in deletes if i.kind == kind]
+            # A 404 counts as deleted too: the entity is gone either way (a concurrent run, or never there).
+            self._parallel(lambda i: self._delete(i, done), batch)
+            result.deleted.extend(i.path for i in batch)
+        creates = [i for i in plan.items if i.action == "create"]
+        for kind in ("queue", "topic"):
+            batch = [i for i in creates if i.kind == kind]
+            # Forwarding topics come first in a plan; topics are independent of each other otherwise.
+            for item, created in zip(
+                batch, self._parallel(lambda i: self._create(i, done), batch), strict=True
+            ):
+                (result.created if created else result.unchanged).append(item.path)
+        groups: dict[tuple[str, str], list[PlanItem]] = {}
+        for item in creates:
+            if (
+                item.kind in ("subscription", "rule")
+                and item.topic is not None
+                and item.subscription is not None
+            ):
+                groups.setdefault((item.topic.lower(), item.subscription.lower()), []).append(item)
+        for outcomes in self._parallel(lambda g: self._create_group(g, done), list(groups.values())):
+            for path, created in outcomes:
+                (result.created if created else result.unchanged).append(path)
+        return result
+
+    def _create_group(self, items: list[PlanItem], done: list[str]) -> list[tuple[str, bool]]:
+        outcomes: list[tuple[str, bool]] = []
+        subscription_created = False
+        # A filtered subscription's $default 1=0 goes in right after the subscription, before other rules.
+        ordered = sorted(items, key=lambda i: (i.kind != "subscription", i.name.lower() != "$default"))
+        for item in ordered:
+            if item.kind == "subscription":
+                subscription_created = True
+            if item.implicit and subscription_created:
+                outcomes.append((item.path, True))  # ARM created it with the subscription
+                continue
+            outcomes.append((item.path, self._create(item, done)))
+        return outcomes
+
+    def _create(self, item: PlanItem, done: list[str]) -> bool:
+        """Create one entity; False when it already existed (a concurrent run)."""
+        d = self.defaults
+        if item.kind == "queue":
+            call: Callable[[], Any] = lambda: self.management.queues.create_or_update(  # noqa: E731
+                *self._scope,
+                item.name,
+                SBQueue(
+                    properties=SBQueueProperties(
+                        lock_duration=d.lock_duration,
+                        max_delivery_count=d.max_delivery_count,
+                        max_size_in_megabytes=d.max_size_in_megabytes,
+                        enable_partitioning=d.enable_partitioning,
+                        enable_batched_operations=d.enable_batched_operations,
+                    )
+                ),
+            )
+        elif item.kind == "topic":
+            call = lambda: self.management.topics.create_or_update(  # noqa: E731
+                *self._scope,
+                item.name,
+                SBTopic(
+                    properties=SBTopicProperties(
+                        max_size_in_megabytes=d.max_size_in_megabytes,
+                        enable_partitioning=d.enable_partitioning,
+                        enable_batched_operations=d.enable_batched_operations,
+                    )
+                ),
+            )
+        elif item.kind == "subscription":
+            spec = item.spec
+            assert isinstance(spec, SubscriptionSpec)
+            call = lambda: self.management.subscriptions.create_or_update(  # noqa: E731
+                *self._scope,
+                spec.topic,
+                spec.name,
+                SBSubscription(
+                    properties=SBSubscriptionProperties(
+                        lock_duration=d.lock_duration,
+                        max_delivery_count=d.max_delivery_count,
+                        forward_to=spec.forward_to,
+                        user_metadata=spec.user_metadata,
+                        dead_lettering_on_filter_evaluation_exceptions=d.dead_lettering_on_filter_evaluation_exceptions,
+                        enable_batched_operations=d.enable_batched_operations,
+                    )
+                ),
+            )
+        else:
+            rule = item.spec
+            assert isinstance(rule, RuleSpec) and item.topic is not None and item.subscription is not None
+            topic, subscription = item.topic, item.subscription
+            call = lambda: self.management.rules.create_or_update(  # noqa: E731
+                *self._scope, topic, subscription, rule.name, arm_rule(rule.filter)
+            )
+        try:
+            call()
+        except HttpResponseError as exc:
+            if _status(exc) == 409:
+                return False
+            raise ProvisioningError(
+                "create", item.path, _status(exc), _code(exc), _message(exc), list(done)
+            ) from exc
+        done.append(item.path)
+        return True
+
+    def _delete(self, item: PlanItem, done: list[str]) -> bool:
+        m = self.management
+        try:
+            if item.kind == "rule":
+                assert item.topic is not None and item.subscription is not None
+                m.rules.delete(*self._scope, item.topic, item.subscription, item.name)
+            elif item.kind == "subscription":
+                assert item.topic is not None
+                m.subscriptions.delete(*self._scope, item.topic, item.name)
+            elif item.kind == "topic":
+                m.topics.delete(*self._scope, item.name)
+            else:
+                m.queues.delete(*self._scope, item.name)
+        except HttpResponseError as exc:
+            if _status(exc) == 404:
+                return False
+            raise ProvisioningError(
+                "delete", item.path, _status(exc), _code(exc), _message(exc), list(done)
+            ) from exc
+        done.append(item.path)
+        return True
+
+    # ------------------------------------------------------------------------------------------ unsubscribe
+
+    def plan_unsubscribe(self, options: TopologyOptions, endpoint_queue: str, event_name: str) -> Plan:
+        """The deletes that unsubscribe ``endpoint_queue`` from ``event_name`` (no calls are made).
+
+        Topic-per-event, NotMultiplexed route: delete the subscription (on a multiplexed catch-all topic
+        this unsubscribes every event on it, as in NServiceBus). Filtered route: delete the event's rule and
+        leave the subscription, even when only ``$default`` remains. Migration: an event to migrate loses
+        its rule on TopicToSubscribeOn; a migrated one its catch-all subscriptions."""
+        validate(options)
+        events = parse_subscribed_events([event_name])
+        name = subscription_name(options, endpoint_queue)
+        items: list[PlanItem] = []
+
+        def delete_rule(topic: str, rule: str) -> None:
+            items.append(PlanItem("delete", "rule", rule_path(topic, name, rule), {}, topic, name, rule))
+
+        def delete_subscription(topic: str) -> None:
+            items.append(
+                PlanItem("delete", "subscription", subscription_path(topic, name), {}, topic, name, name)
+            )
+
+        event = events[0].event
+        if isinstance(options, MigrationTopologyOptions):
+            hierarchy = HierarchyNamespace(options.hierarchy_namespace)
+            if event in options.events_to_migrate_map:
+                rule = options.subscribed_event_to_rule_name_map.get(event) or event
+                delete_rule(hierarchy.apply(options.topic_to_subscribe_on), rule)
+            elif event in options.subscribed_event_to_topics_map:
+                for entry in options.subscribed_event_to_topics_map[event]:
+                    delete_subscription(hierarchy.apply(entry.topic))
+            else:
+                raise TopologyValidationError([migration_unmapped_message(event, subscribe=True)])
+            return Plan(tuple(items))
+        for route in resolve_routes(options, events):
+            if route.routing_mode is TopicRoutingMode.NotMultiplexed:
+                delete_subscription(route.topic)
+            else:
+                delete_rule(route.topic, rule_name(route.event))
+        return Plan(tuple(items))
+
+    def unsubscribe(self, options: TopologyOptions, endpoint_queue: str, event_name: str) -> ApplyResult:
+        """:meth:`plan_unsubscribe` applied (404s count as deleted: a concurrent run got there first)."""
+        return self.apply(self.plan_unsubscribe(options, endpoint_queue, event_name))
+
+    # ------------------------------------------------------------------------------------------ describe
+
+    def describe(
+        self, endpoint_queue: str, options: TopologyOptions | None = None
+    ) -> list[ExistingSubscription]:
+        """Every subscription in the namespace forwarding to the endpoint's (hierarchy-prefixed) queue, with
+        its rules. Lists all topics: cost grows with the namespace."""
+        hierarchy = HierarchyNamespace(options.hierarchy_namespace if options else None)
+        queue = hierarchy.apply(endpoint_queue).lower()
+        found: list[ExistingSubscription] = []
+        topics = [t.name for t in self.management.topics.list_by_namespace(*self._scope)]
+
+        def scan(topic: str) -> list[ExistingSubscription]:
+            out = []
+            for sub in self.management.subscriptions.list_by_topic(*self._scope, topic):
+                if (sub.forward_to or "").lower() != queue:
+                    continue
+                rules = tuple(
+                    RuleSpec(r.name, filter_of(r))
+                    for r in self.management.rules.list_by_subscriptions(*self._scope, topic, sub.name)
+                )
+                out.append(ExistingSubscription(topic, sub.name, sub.forward_to, rules))
+            return out
+
+        for group in self._parallel(scan, topics):
+            found.extend(group)
+        return found
+
+    # ------------------------------------------------------------------------------------------ helpers
+
+    def _get(self, call: Callable[[], Any], path: str) -> Any:
+        try:
+            return call()
+        except HttpResponseError as exc:
+            if _status(exc) == 404:
+                return None
+            raise ProvisioningError("get", path, _status(exc), _code(exc), _message(exc), []) from exc
+
+    def _get_queue(self, name: str) -> Any:
+        return self._get(lambda: self.management.queues.get(*self._scope, name), name)
+
+    def _get_topic(self, name: str) -> Any:
+        return self._get(lambda: self.management.topics.get(*self._scope, name), name)
+
+    def _parallel(self, fn: Callable[[Any], Any], items: Sequence[Any] | Iterable[Any]) -> list[Any]:
+        items = list(items)
+        if self.concurrency == 1 or len(items) <= 1:
+            return [fn(i) for i in items]
+        with ThreadPoolExecutor(max_workers=min(self.concurrency, len(items))) as pool:
+            return list(pool.map(fn, items))
+
+
+def _message(exc: HttpResponseError) -> str:
+    error = getattr(exc, "error", None)
+    message = getattr(error, "message", None) if error is not None else None
+    return str(message or exc.message or exc)
+
+
+__all__ = [
+    "MAX_DELIVERY_COUNT_AZURE",
+    "ApplyResult",
+    "EntityDefaults",
+    "ExistingSubscription",
+    "Plan",
+    "PlanItem",
+    "Provisioner",
+    "filter_of",
+    "rule_path",
+    "subscription_path",
+]

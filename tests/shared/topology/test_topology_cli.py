@@ -1,0 +1,86 @@
+"""``python -m shared.topology``: validate, plan and apply, with errors as JSON and exit codes."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+from shared.management import ManagementClient
+from shared.topology.cli import run
+from tests.conftest import EmulatorHandle
+
+
+def _env(emulator: EmulatorHandle) -> dict[str, str]:
+    return {
+        "BUSBAR_SUBSCRIPTION_ID": "00000000-0000-0000-0000-000000000000",
+        "BUSBAR_RESOURCE_GROUP": "busbar-tests",
+        "BUSBAR_NAMESPACE": "sbemulatorns",
+        "BUSBAR_MANAGEMENT_ENDPOINT": f"http://127.0.0.1:{emulator.management_port}",
+        "BUSBAR_MANAGEMENT_TOKEN": emulator.emulator.management_token or "",
+    }
+
+
+def _run(argv: list[str], env: dict[str, str] | None = None) -> tuple[int, list[dict[str, object]]]:
+    out = io.StringIO()
+    code = run(argv, out, env)
+    decoder, text, documents, position = json.JSONDecoder(), out.getvalue(), [], 0
+    while position < len(text.rstrip()):
+        document, position = decoder.raw_decode(text, position)
+        documents.append(document)
+        while position < len(text) and text[position].isspace():
+            position += 1
+    return code, documents
+
+
+def test_validate_reports_every_violation_and_exits_2(tmp_path: Path) -> None:
+    options = tmp_path / "options.json"
+    options.write_text(json.dumps({"FallbackTopic": {"TopicName": "bad?", "RoutingMode": "NotMultiplexed"}}))
+    code, (document,) = _run(["validate", "--options", str(options)])
+    assert code == 2
+    assert document == {
+        "error": "invalid",
+        "errors": [
+            "FallbackTopic.TopicName: The following topic name(s) do not comply with the Azure Service Bus "
+            "topic "
+            "limits: bad?",
+            "FallbackTopic.RoutingMode: 'RoutingMode' must be either 'CorrelationFilter' or 'SqlLikeFilter'.",
+        ],
+    }
+
+
+def test_plan_then_apply_then_plan_again(
+    tmp_path: Path, emulator: EmulatorHandle, management: ManagementClient, ns: str
+) -> None:
+    options = tmp_path / "options.json"
+    options.write_text(json.dumps({"FallbackTopic": {"TopicName": "Shared", "RoutingMode": "SqlLikeFilter"}}))
+    args = [
+        "--options",
+        str(options),
+        "--hierarchy",
+        ns,
+        "--endpoint",
+        "billing",
+        "--events",
+        "Shipping.OrderAccepted",
+    ]
+    code, (planned,) = _run(["plan", *args], _env(emulator))
+    assert code == 0 and planned["plan"]["summary"]["create"] == 5  # type: ignore[index]
+    code, (shown, applied) = _run(["apply", *args], _env(emulator))
+    assert code == 0 and shown == planned
+    assert f"{ns}/Shared/Subscriptions/billing/Rules/Shipping.OrderAccepted" in applied["applied"]["created"]  # type: ignore[index]
+    code, (again,) = _run(["plan", *args], _env(emulator))
+    assert again["plan"]["summary"] == {"create": 0, "unchanged": 5, "delete": 0, "would-update": 0}  # type: ignore[index]
+    rule = management.rules.get(*management.scope, f"{ns}/Shared", "billing", "Shipping.OrderAccepted")
+    assert (
+        rule.sql_filter.sql_expression == "[NServiceBus.EnclosedMessageTypes] LIKE '%Shipping.OrderAccepted%'"
+    )
+
+
+def test_object_events_and_missing_management_settings(tmp_path: Path, ns: str) -> None:
+    event = json.dumps({"type": "Ev.A", "topic": "T", "routingMode": "CorrelationFilter"})
+    code, (document,) = _run(["validate", "--hierarchy", ns, "--endpoint", "billing", "--events", event], {})
+    assert code == 0
+    assert document["desired"]["subscriptions"][0]["rules"][1]["properties"] == {"Ev.A": True}  # type: ignore[index]
+    code, (refused,) = _run(["plan", "--endpoint", "billing", "--events", "Ev.A"], {})
+    assert code == 2 and "missing app setting(s)" in refused["errors"][0]  # type: ignore[index]
