@@ -1,5 +1,5 @@
 # Busbar developer entry points. GNU make; recipes are POSIX sh.
-#   make run    start the Service Bus emulator (data under .data/)
+#   make run    start the Service Bus emulator (data under .data/) and devhost with function_app.py
 #   make test   bootstrap .venv, lint, type-check and run every test
 
 SHELL := /bin/sh
@@ -14,6 +14,8 @@ VPY := $(VENV)/bin/python
 
 AMQP_PORT ?= 5672
 MANAGEMENT_PORT ?= 5300
+HTTP_PORT ?= 7071
+DATA_DIR ?= .data
 PYTEST_ARGS ?= -n 4
 
 # $(call require_py311,<interpreter>,<hint>): fail with a clear message unless the
@@ -32,16 +34,50 @@ endef
 PY_HINT := install Python 3.11 (e.g. 'pyenv install 3.11' or 'apt-get install python3.11 python3.11-venv'), then re-run, or point at one with 'make PYTHON=/path/to/python3.11 <target>'.
 VENV_HINT := remove the old virtualenv with 'make distclean' and re-run with Python 3.11 available.
 
-.PHONY: help check-python install test lint typecheck format run bench clean distclean
+# Java 17+ (Spark replay tests) and Node.js 18+ (Azurite, the Azure Storage emulator the archive tests use).
+define require_java17
+ver=$$(java -version 2>&1 | sed -n 's/.*version "\([0-9][0-9]*\).*/\1/p' | head -1); \
+if [ -z "$$ver" ]; then \
+  echo "error: Java not found. The Spark replay (spark/) and its tests need Java 17 or newer." >&2; \
+  echo "  fix: install it (e.g. 'apt-get install openjdk-17-jre-headless') and make sure 'java' is on PATH." >&2; exit 1; \
+elif [ "$$ver" -lt 17 ]; then \
+  echo "error: $$(java -version 2>&1 | head -1) found, but the Spark replay needs Java 17 or newer." >&2; \
+  echo "  fix: install Java 17 (e.g. 'apt-get install openjdk-17-jre-headless') and put it first on PATH." >&2; exit 1; \
+fi
+endef
+
+define require_node18
+ver=$$(node --version 2>/dev/null | sed -n 's/^v\([0-9][0-9]*\).*/\1/p'); \
+if [ -z "$$ver" ] || ! command -v npm >/dev/null 2>&1; then \
+  echo "error: Node.js/npm not found. The archive tests run Azurite (npm package) as a local Azure Storage endpoint." >&2; \
+  echo "  fix: install Node.js 18 or newer with npm (e.g. 'apt-get install nodejs npm')." >&2; exit 1; \
+elif [ "$$ver" -lt 18 ]; then \
+  echo "error: Node.js $$ver found, but Azurite needs Node.js 18 or newer." >&2; exit 1; \
+fi
+endef
+
+AZURITE_STAMP := tools/azurite/node_modules/.installed
+DEPLOY_SITE := $(VENV)/deploy-site
+DEPLOY_STAMP := $(DEPLOY_SITE)/.installed
+
+.PHONY: help check-python check-java check-node check-prereqs install test lint typecheck format run bench clean distclean
 
 help: ## List the targets
 	@echo "Busbar targets:"
 	@awk 'BEGIN { FS = ":.*## " } /^[a-zA-Z_-]+:.*## / { printf "  %-13s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
-	@echo "Variables: PYTHON=$(PYTHON) AMQP_PORT=$(AMQP_PORT) MANAGEMENT_PORT=$(MANAGEMENT_PORT) PYTEST_ARGS=..."
+	@echo "Variables: PYTHON=$(PYTHON) AMQP_PORT=$(AMQP_PORT) MANAGEMENT_PORT=$(MANAGEMENT_PORT) HTTP_PORT=$(HTTP_PORT) DATA_DIR=$(DATA_DIR) PYTEST_ARGS=..."
 
 check-python: ## Fail unless the interpreter (PYTHON=...) is Python 3.11.x
 	@$(call require_py311,$(PYTHON),$(PY_HINT))
 	@echo "ok: $(PYTHON) is Python 3.11"
+
+check-java: ## Fail unless Java 17+ is on PATH (Spark replay)
+	@$(require_java17)
+
+check-node: ## Fail unless Node.js 18+ and npm are on PATH (Azurite)
+	@$(require_node18)
+
+check-prereqs: check-python check-java check-node ## All prerequisites beyond Python 3.11
 
 install: $(STAMP) ## Create .venv and install requirements-dev.txt
 
@@ -58,7 +94,21 @@ $(STAMP): requirements.txt requirements-dev.txt
 	$(VPY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
 	@touch $@
 
-test: $(STAMP) ## Lint, format-check, type-check, then pytest (PYTEST_ARGS=... passes through)
+# Azurite (Azure Storage emulator) from the npm registry, pinned by tools/azurite/package-lock.json.
+$(AZURITE_STAMP): tools/azurite/package.json tools/azurite/package-lock.json
+	@$(require_node18)
+	npm ci --prefix tools/azurite --no-audit --no-fund --loglevel=error
+	@touch $@
+
+# requirements.txt alone, installed apart from .venv: the deployment-package test imports function_app.py
+# with only this on sys.path, as the Functions host does after `func azure functionapp publish`.
+$(DEPLOY_STAMP): requirements.txt $(STAMP)
+	rm -rf $(DEPLOY_SITE)
+	$(VPY) -m pip install --quiet --disable-pip-version-check --target $(DEPLOY_SITE) -r requirements.txt
+	@touch $@
+
+test: $(STAMP) $(AZURITE_STAMP) $(DEPLOY_STAMP) ## Lint, format-check, type-check, then pytest (PYTEST_ARGS=... passes through)
+	@$(require_java17)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VPY) -m mypy
@@ -75,11 +125,17 @@ format: $(STAMP) ## Reformat and apply safe lint fixes
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
 
-# Later `run` also starts the Functions dev host (devhost/) and the app against the emulator.
-run: $(STAMP) ## Start the Service Bus emulator (AMQP_PORT, MANAGEMENT_PORT), data under .data/
-	@mkdir -p .data/emulator
-	$(VPY) -m emulator --config emulator/sample-config.json --data-dir .data/emulator \
-	  --amqp-port $(AMQP_PORT) --management-port $(MANAGEMENT_PORT)
+# Emulator (data under $(DATA_DIR)/emulator) + Busbar's topology (startup hook, when shared/bootstrap.py
+# exists) + devhost running function_app.py. Ctrl-C drains in-flight invocations and stops both.
+run: $(STAMP) ## Start emulator + devhost with function_app.py (HTTP_PORT, AMQP_PORT, MANAGEMENT_PORT, DATA_DIR)
+	@mkdir -p $(DATA_DIR)/emulator
+	@[ -f local.settings.json ] || { cp local.settings.sample.json local.settings.json; \
+	  echo "created local.settings.json from local.settings.sample.json"; }
+	@hook=""; if [ -f shared/bootstrap.py ]; then hook="--startup-hook shared.bootstrap:provision"; fi; \
+	exec $(VPY) -m devhost --app function_app.py --settings local.settings.json --host-json host.json \
+	  --port $(HTTP_PORT) --with-emulator --emulator-data-dir $(DATA_DIR)/emulator \
+	  --emulator-config emulator/sample-config.json --amqp-port $(AMQP_PORT) \
+	  --management-port $(MANAGEMENT_PORT) $$hook
 
 bench: $(STAMP) ## Run the emulator throughput benchmark
 	$(VPY) bench/emulator_throughput.py
@@ -89,5 +145,5 @@ clean: ## Remove .data/ and tool caches (keeps .venv)
 	rm -f bench/results/*.tmp
 	find . -path ./$(VENV) -prune -o -type d -name __pycache__ -exec rm -rf {} +
 
-distclean: clean ## clean, and remove .venv too
-	rm -rf $(VENV)
+distclean: clean ## clean, and remove .venv and tools/azurite/node_modules too
+	rm -rf $(VENV) tools/azurite/node_modules

@@ -1,0 +1,196 @@
+"""devhost throughput: messages per second a no-op Service Bus function processes end to end (the host
+receives, invokes, completes), at maxConcurrentCalls 1, 16 and 64, against a bare SDK loop doing the same
+receive + complete against the same emulator in the same run.
+
+The emulator runs as its own process (in memory). For each concurrency level ``c``, N 1 KB messages are
+sent to a fresh queue first; then
+
+* ``bare_sdk``: one aio receiver (prefetch 0, as the host's default),
+  ``receive_messages(max_message_count=c)`` then ``complete_message`` for each, until all N are done;
+* ``devhost``: devhost (in this process) with the no-op app and ``maxConcurrentCalls = c``; the handler is
+  a plain function, so every invocation hops to the worker thread pool as in the Python worker;
+* ``devhost_async_handler``: the same with an ``async def`` no-op (no thread hop), for comparison.
+
+Rate = N / (first message in hand -> last completion) for the bare loop and N / (first invocation start ->
+last invocation end) for devhost (the last completion follows within a round trip). Host start-up (link
+opening, ~1 s) is excluded from both. Each configuration runs ``--rounds`` times, interleaved, and the
+medians are reported (the machine is shared, so single runs are noisy). Writes
+``bench/results/host_throughput.json``. Usage::
+
+    .venv/bin/python bench/host_throughput.py [--messages 1500] [--rounds 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from azure.servicebus import ServiceBusClient, ServiceBusMessage  # noqa: E402
+from azure.servicebus.aio import ServiceBusClient as AsyncServiceBusClient  # noqa: E402
+
+from devhost.testing import running_host  # noqa: E402
+
+RESULT_FILE = ROOT / "bench" / "results" / "host_throughput.json"
+APP = ROOT / "bench" / "host_apps" / "noop_app.py"
+LEVELS = (1, 16, 64)
+
+
+def config(queues: list[str]) -> str:
+    entries = [{"Name": q, "Properties": {"LockDuration": "PT1M", "MaxDeliveryCount": 10}} for q in queues]
+    return json.dumps(
+        {"UserConfig": {"Namespaces": [{"Name": "sbemulatorns", "Queues": entries, "Topics": []}]}}
+    )
+
+
+def start_emulator(work: Path, queues: list[str]) -> tuple[subprocess.Popen[str], str]:
+    (work / "config.json").write_text(config(queues))
+    proc = subprocess.Popen(
+        [
+            *(sys.executable, "-m", "emulator", "--config", str(work / "config.json"), "--in-memory"),
+            *("--amqp-port", "0", "--management-port", "0", "--log-level", "WARNING"),
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert proc.stdout is not None
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        match = re.search(r"Connection string: (\S+)", proc.stdout.readline())
+        if match:
+            return proc, match.group(1)
+    proc.kill()
+    raise RuntimeError("emulator did not become ready")
+
+
+def preload(conn: str, queue: str, total: int) -> None:
+    body = b"x" * 1024
+    with ServiceBusClient.from_connection_string(conn) as client, client.get_queue_sender(queue) as sender:
+        for start in range(0, total, 100):
+            sender.send_messages([ServiceBusMessage(body) for _ in range(min(100, total - start))])
+
+
+async def bare_loop(conn: str, queue: str, total: int, batch: int) -> float:
+    done = 0
+    first: float | None = None
+    async with (
+        AsyncServiceBusClient.from_connection_string(conn) as client,
+        client.get_queue_receiver(queue, prefetch_count=0) as receiver,
+    ):
+        while done < total:
+            messages = await receiver.receive_messages(max_message_count=batch, max_wait_time=5)
+            if not messages:
+                break
+            first = first or time.perf_counter()
+            for message in messages:
+                await receiver.complete_message(message)
+            done += len(messages)
+        assert first is not None
+        elapsed = time.perf_counter() - first
+    if done < total:
+        raise RuntimeError(f"bare loop received {done} of {total}")
+    return total / elapsed
+
+
+def devhost_run(conn: str, queue: str, total: int, concurrency: int, *, async_handler: bool = False) -> float:
+    host_json = {"version": "2.0", "extensions": {"serviceBus": {"maxConcurrentCalls": concurrency}}}
+    idle = f"idle-{concurrency}"  # the other function's queue: nothing is sent there
+    settings = {
+        "ServiceBusConnection": conn,
+        "BENCH_QUEUE": idle if async_handler else queue,
+        "BENCH_ASYNC_QUEUE": queue if async_handler else idle,
+    }
+    with running_host(APP, settings=settings, host_json=host_json) as host:
+        host.wait_for_invocations(total, timeout=600)
+        records = host.invocations
+    if not all(r.succeeded for r in records):
+        raise RuntimeError("an invocation failed")
+    first = min(r.started_at for r in records)
+    last = max(r.finished_at for r in records)
+    return total / (last - first)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--messages", type=int, default=1500, help="messages per run")
+    parser.add_argument("--rounds", type=int, default=3, help="runs per configuration (medians reported)")
+    args = parser.parse_args()
+    kinds = ("bare", "host", "host-async", "idle")
+    queues = [f"{kind}-{c}" for c in LEVELS for kind in kinds]
+    with tempfile.TemporaryDirectory() as tmp:
+        proc, conn = start_emulator(Path(tmp), queues)
+        try:
+            levels: dict[str, Any] = {}
+            for concurrency in LEVELS:
+                runs: dict[str, list[float]] = {"bare": [], "host": [], "host-async": []}
+                for _ in range(args.rounds):  # interleaved rounds: load from other processes hits all alike
+                    queue = f"bare-{concurrency}"
+                    preload(conn, queue, args.messages)
+                    runs["bare"].append(asyncio.run(bare_loop(conn, queue, args.messages, concurrency)))
+                    for kind in ("host", "host-async"):
+                        queue = f"{kind}-{concurrency}"
+                        preload(conn, queue, args.messages)
+                        runs[kind].append(
+                            devhost_run(
+                                conn, queue, args.messages, concurrency, async_handler=kind == "host-async"
+                            )
+                        )
+                bare, host, host_async = (statistics.median(runs[k]) for k in ("bare", "host", "host-async"))
+                levels[str(concurrency)] = {
+                    "bare_sdk_msgs_per_s": round(bare, 1),
+                    "devhost_msgs_per_s": round(host, 1),
+                    "devhost_vs_bare": round(host / bare, 3),
+                    "devhost_async_handler_msgs_per_s": round(host_async, 1),
+                    "devhost_async_handler_vs_bare": round(host_async / bare, 3),
+                    "rounds": {k: [round(v, 1) for v in values] for k, values in runs.items()},
+                }
+                print(
+                    f"maxConcurrentCalls={concurrency}: bare SDK {bare:.0f} msg/s, devhost {host:.0f} msg/s "
+                    f"({host / bare:.0%}), async handler {host_async:.0f} msg/s ({host_async / bare:.0%}) "
+                    f"[medians of {args.rounds}]",
+                    flush=True,
+                )
+        finally:
+            proc.terminate()
+            proc.wait(30)
+    result = {
+        "benchmark": "host_throughput",
+        "when": datetime.now(UTC).isoformat(timespec="seconds"),
+        "machine": {
+            "python": platform.python_version(),
+            "cpus": os.cpu_count(),
+            "platform": platform.platform(),
+        },
+        "messages_per_level": args.messages,
+        "message_bytes": 1024,
+        "handler": "no-op; devhost: plain function (thread pool); async: coroutine; autoComplete; prefetch 0",
+        "load_average_at_end": os.getloadavg(),
+        "target": "devhost >= 60% of the bare SDK loop",
+        "levels": levels,
+    }
+    RESULT_FILE.parent.mkdir(parents=True, exist_ok=True)
+    RESULT_FILE.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"wrote {RESULT_FILE}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

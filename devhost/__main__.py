@@ -1,0 +1,227 @@
+"""Command line: run ``function_app.py`` locally the way the Azure Functions host runs it.
+
+    python -m devhost [--app function_app.py] [--settings local.settings.json] [--host-json host.json]
+                      [--port 7071] [--with-emulator ...] [--startup-hook module:function]
+
+Against a real namespace: leave out ``--with-emulator`` and set ``ServiceBusConnection`` (connection
+string) or ``ServiceBusConnection__fullyQualifiedNamespace`` (DefaultAzureCredential) in
+local.settings.json or the environment, plus the ``BUSBAR_*`` management settings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import logging
+import os
+import signal
+import sys
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from devhost.host import FunctionsHost, HostOptions, StartupHook
+from devhost.host_config import HostConfigError, load_host_config
+from devhost.local_settings import LocalSettingsError, load_local_settings
+
+READY_LINE = "devhost ready"
+EMULATOR_NAMESPACE = "sbemulatorns"
+EMULATOR_SUBSCRIPTION_ID = "00000000-0000-0000-0000-000000000000"
+EMULATOR_RESOURCE_GROUP = "busbar-local"
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m devhost",
+        description="Run a Python v2-model Azure Functions app locally with the Functions host's trigger "
+        "semantics (Service Bus, timer, HTTP), against the embedded emulator (--with-emulator) or a real "
+        "Service Bus namespace (set ServiceBusConnection or ServiceBusConnection__fullyQualifiedNamespace "
+        "in local.settings.json or the environment).",
+    )
+    parser.add_argument("--app", type=Path, default=Path("function_app.py"), help="the app script")
+    parser.add_argument(
+        "--settings",
+        type=Path,
+        default=Path("local.settings.json"),
+        help="local.settings.json (Values become environment variables; environment variables win)",
+    )
+    parser.add_argument("--host-json", type=Path, default=Path("host.json"), help="host.json")
+    parser.add_argument("--host", default="127.0.0.1", help="HTTP interface (default 127.0.0.1)")
+    parser.add_argument(
+        "--port", type=int, default=None, help="HTTP port (default Host.LocalHttpPort or 7071; 0 = free)"
+    )
+    parser.add_argument(
+        "--drain-seconds", type=float, default=30.0, help="how long Ctrl-C waits for in-flight invocations"
+    )
+    parser.add_argument(
+        "--with-emulator",
+        action="store_true",
+        help="start the embedded Service Bus emulator and point ServiceBusConnection and BUSBAR_* at it",
+    )
+    parser.add_argument("--emulator-data-dir", type=Path, default=Path(".data/emulator"))
+    parser.add_argument("--emulator-config", type=Path, default=None, help="emulator Config.json")
+    parser.add_argument("--amqp-port", type=int, default=5672, help="emulator AMQP port (0 = free)")
+    parser.add_argument(
+        "--management-port", type=int, default=5300, help="emulator management port (0 = free)"
+    )
+    parser.add_argument(
+        "--startup-hook",
+        default=None,
+        metavar="MODULE:FUNCTION",
+        help="callable taking the settings mapping, run before the triggers start (e.g. provisioning)",
+    )
+    parser.add_argument("--log-level", default="INFO", help="devhost log level (default INFO)")
+    return parser.parse_args(argv)
+
+
+def load_hook(reference: str | None) -> StartupHook | None:
+    """``module:function`` -> the callable."""
+    if not reference:
+        return None
+    module_name, _, attribute = reference.partition(":")
+    if not attribute:
+        raise ValueError(f"--startup-hook '{reference}' must look like module:function")
+    hook = getattr(importlib.import_module(module_name), attribute)
+    if not callable(hook):
+        raise ValueError(f"--startup-hook '{reference}' is not callable")
+    return hook  # type: ignore[no-any-return]
+
+
+def emulator_settings(emulator: Any) -> dict[str, str]:
+    """The settings that point the app and its triggers at an embedded emulator."""
+    return {
+        "ServiceBusConnection": emulator.connection_string,
+        "BUSBAR_MANAGEMENT_ENDPOINT": f"http://127.0.0.1:{emulator.management_port}",
+        "BUSBAR_MANAGEMENT_TOKEN": emulator.management_token,
+        "BUSBAR_SUBSCRIPTION_ID": EMULATOR_SUBSCRIPTION_ID,
+        "BUSBAR_RESOURCE_GROUP": EMULATOR_RESOURCE_GROUP,
+        "BUSBAR_NAMESPACE": EMULATOR_NAMESPACE,
+    }
+
+
+def _points_at_local_emulator(value: str) -> bool:
+    text = value.replace(" ", "").lower()
+    return "usedevelopmentemulator=true" in text or text.startswith(("http://127.0.0.1", "http://localhost"))
+
+
+def effective_settings(
+    file_values: Mapping[str, str], environment: Mapping[str, str], emulator: Mapping[str, str]
+) -> dict[str, str]:
+    """local.settings.json Values, overridden by the environment; emulator settings fill what neither sets.
+
+    File values meant for a local emulator -- a connection string with ``UseDevelopmentEmulator=true``, a
+    management endpoint on 127.0.0.1/localhost -- are replaced by the embedded emulator's, whose ports may
+    differ (e.g. ``make run AMQP_PORT=...``)."""
+    settings = dict(emulator)
+    for name, value in file_values.items():
+        if name in emulator and _points_at_local_emulator(value):
+            continue
+        settings[name] = value
+    for name in list(settings):
+        if name in environment:
+            settings[name] = environment[name]
+    return settings
+
+
+def start_emulator(args: argparse.Namespace, management_token: str | None) -> Any:
+    """An embedded emulator on its own thread (data under ``--emulator-data-dir``)."""
+    from emulator.config import default_config, load_config
+    from emulator.server import EmulatorOptions, EmulatorThread
+
+    config = load_config(args.emulator_config) if args.emulator_config else default_config()
+    args.emulator_data_dir.mkdir(parents=True, exist_ok=True)
+    thread = EmulatorThread(
+        EmulatorOptions(
+            config=config,
+            data_dir=args.emulator_data_dir,
+            amqp_port=args.amqp_port,
+            management_port=args.management_port,
+            management_token=management_token,  # None: a random one
+        )
+    )
+    try:
+        thread.start()
+    except BaseException:
+        thread.stop()
+        raise
+    return thread
+
+
+async def serve(options: HostOptions, banner: Callable[[FunctionsHost], None]) -> None:
+    host = FunctionsHost(options)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    await host.start()
+    banner(host)
+    await stop.wait()
+    print("Stopping: draining in-flight invocations...", flush=True)
+    await host.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    logging.basicConfig(level=args.log_level.upper(), format="[%(asctime)s] %(name)s: %(message)s")
+    logging.getLogger("azure").setLevel(logging.WARNING)  # the SDK's link-state chatter
+    try:
+        local = load_local_settings(args.settings)
+        host_config = load_host_config(args.host_json if args.host_json.exists() else None)
+        hook = load_hook(args.startup_hook)
+    except (LocalSettingsError, HostConfigError, ValueError, ImportError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    emulator_thread = None
+    extra: dict[str, str] = {}
+    if args.with_emulator:
+        try:
+            # The app's configured token (local.settings.json / environment) is the one the emulator accepts.
+            token = os.environ.get("BUSBAR_MANAGEMENT_TOKEN") or local.values.get("BUSBAR_MANAGEMENT_TOKEN")
+            emulator_thread = start_emulator(args, token or None)
+        except Exception as exc:
+            print(f"error: cannot start the emulator: {exc}", file=sys.stderr)
+            return 1
+        extra = emulator_settings(emulator_thread.emulator)
+    settings = effective_settings(local.values, os.environ, extra)
+    port = args.port if args.port is not None else (local.http_port or 7071)
+    options = HostOptions(
+        app_path=args.app,
+        settings=settings,
+        host_config=host_config,
+        keys=local.keys,
+        http_host=args.host,
+        http_port=port,
+        drain_seconds=args.drain_seconds,
+        startup_hook=hook,
+    )
+
+    def banner(host: FunctionsHost) -> None:
+        assert host.http is not None and host.keys is not None
+        lines = ["", "Functions:", *(f"    {line}" for line in host.describe()), ""]
+        lines.append(f"Host status: {host.http.base_url}/admin/host/status (master key)")
+        lines.append(f"Master key:   {host.keys.master}")
+        lines.append(f"Host key:     {host.keys.host}   (any function-level function)")
+        for name, key in host.keys.functions.items():
+            lines.append(f"Function key: {name} = {key}")
+        if emulator_thread is not None:
+            emulator = emulator_thread.emulator
+            lines.append(f"Service Bus connection string: {emulator.connection_string}")
+            lines.append(f"Emulator management (ARM): http://127.0.0.1:{emulator.management_port}")
+        lines.append(f"{READY_LINE}: {host.http.base_url} (Ctrl-C to stop)")
+        print("\n".join(lines), flush=True)
+
+    try:
+        asyncio.run(serve(options, banner))
+    except Exception as exc:
+        print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        if emulator_thread is not None:
+            emulator_thread.stop()
+    print("devhost stopped", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

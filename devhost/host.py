@@ -1,0 +1,259 @@
+"""The host: loads settings and the app, starts the triggers and the HTTP server, and shuts down
+gracefully (stop receiving, let in-flight invocations finish within a bound, settle, close).
+
+App settings become environment variables while the host runs (the app reads them through
+``os.environ``), and are restored when it stops. Two hosts running at the same time in one process
+therefore share one environment: give them the same values for names they both use.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import azure.functions as func
+from azure.functions.servicebus import ServiceBusMessage as WorkerServiceBusMessage
+
+from devhost.app_loader import FunctionSpec, load_functions
+from devhost.bindings import resolve_connection
+from devhost.host_config import HostConfig
+from devhost.http_server import HttpRoute, HttpServer, http_route
+from devhost.invocation_log import InvocationLog
+from devhost.invoker import Invoker
+from devhost.keys import HostKeys
+from devhost.local_settings import ConfiguredKeys
+from devhost.servicebus_trigger import ServiceBusListener
+from devhost.timer_trigger import TimerListener, schedule_zone
+
+logger = logging.getLogger("devhost.Host")
+
+StartupHook = Callable[[Mapping[str, str]], Any]
+
+# host.json logging.logLevel categories -> devhost loggers; .NET level names -> logging levels.
+_CATEGORIES = {"default": "devhost", "Function": "devhost.Function", "Host.Results": "devhost.Function"}
+_LEVELS = {
+    "trace": logging.DEBUG,
+    "debug": logging.DEBUG,
+    "information": logging.INFO,
+    "warning": logging.WARNING,
+    "error": logging.ERROR,
+    "critical": logging.CRITICAL,
+    "none": logging.CRITICAL + 10,
+}
+
+
+def apply_log_levels(levels: Mapping[str, str]) -> None:
+    """Set devhost's loggers from host.json ``logging.logLevel`` (unknown categories are ignored)."""
+    for category, level in levels.items():
+        logger_name = _CATEGORIES.get(category) or (
+            "devhost.Function" if category.startswith("Function.") else None
+        )
+        value = _LEVELS.get(level.lower())
+        if logger_name is not None and value is not None:
+            logging.getLogger(logger_name).setLevel(value)
+
+
+@dataclass(slots=True)
+class HostOptions:
+    """Everything a host run needs; ``settings`` are the effective app settings."""
+
+    app_path: Path
+    settings: Mapping[str, str]
+    host_config: HostConfig = field(default_factory=HostConfig)
+    keys: ConfiguredKeys = field(default_factory=ConfiguredKeys)
+    http_host: str = "127.0.0.1"
+    http_port: int = 7071
+    drain_seconds: float = 30.0
+    startup_hook: StartupHook | None = None
+
+
+class FunctionsHost:
+    """One running app. ``await start()``, then ``await stop()``."""
+
+    def __init__(self, options: HostOptions, log: InvocationLog | None = None) -> None:
+        self.options = options
+        self.log = log or InvocationLog()
+        self.functions: list[FunctionSpec] = []
+        self.keys: HostKeys | None = None
+        self.http: HttpServer | None = None
+        self.invoker: Invoker | None = None
+        self._service_bus: list[ServiceBusListener] = []
+        self._timers: dict[str, TimerListener] = {}
+        self._by_name: dict[str, FunctionSpec] = {}
+        self._admin_tasks: set[asyncio.Task[Any]] = set()
+        self._saved_environment: dict[str, str | None] = {}
+        self._started_at = time.monotonic()
+        self.state = "Default"
+
+    # ------------------------------------------------------------------------------- lifecycle
+
+    def _apply_environment(self) -> None:
+        for name, value in self.options.settings.items():
+            self._saved_environment.setdefault(name, os.environ.get(name))
+            os.environ[name] = value
+
+    def _restore_environment(self) -> None:
+        for name, value in self._saved_environment.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        self._saved_environment.clear()
+
+    async def start(self) -> None:
+        """Run the startup hook, import the app, start HTTP and the triggers. Raises on bad config."""
+        options = self.options
+        settings = options.settings
+        self.state = "Initialized"
+        apply_log_levels(options.host_config.log_levels)
+        self._apply_environment()
+        try:
+            if options.startup_hook is not None:
+                logger.info("Running the startup hook")
+                await asyncio.to_thread(options.startup_hook, dict(settings))
+            self.functions = await asyncio.to_thread(load_functions, options.app_path, settings)
+            self._by_name = {spec.name.lower(): spec for spec in self.functions}
+            thread_count = settings.get("PYTHON_THREADPOOL_THREAD_COUNT")
+            self.invoker = Invoker(
+                self.log,
+                timeout=options.host_config.function_timeout,
+                app_directory=options.app_path.resolve().parent,
+                thread_count=int(thread_count) if thread_count else None,
+            )
+            self.keys = HostKeys(options.keys, [spec.name for spec in self.functions])
+            routes: list[HttpRoute] = []
+            zone = schedule_zone(settings)
+            for spec in self.functions:
+                if spec.trigger_type == "httpTrigger":
+                    routes.append(http_route(spec))
+                elif spec.trigger_type == "timerTrigger":
+                    self._timers[spec.name.lower()] = TimerListener(spec, self.invoker, zone)
+                else:
+                    connection = resolve_connection(
+                        spec.trigger.get("connection"), settings, where=f"function '{spec.name}'"
+                    )
+                    self._service_bus.append(
+                        ServiceBusListener(spec, options.host_config.service_bus, connection, self.invoker)
+                    )
+            self.http = HttpServer(
+                routes,
+                keys=self.keys,
+                invoker=self.invoker,
+                admin=self,
+                route_prefix=options.host_config.route_prefix,
+                host=options.http_host,
+                port=options.http_port,
+            )
+            await self.http.start()
+            for listener in self._service_bus:
+                await listener.start()
+            for timer in self._timers.values():
+                await timer.start()
+        except BaseException:
+            await self.stop()
+            raise
+        self.state = "Running"
+        logger.info("Host started: %d functions, HTTP on %s", len(self.functions), self.http.base_url)
+
+    async def stop(self) -> None:
+        """Drain and close everything; safe to call twice."""
+        if self.state == "Stopped":
+            return
+        self.state = "Stopping"
+        drain = self.options.drain_seconds
+        await asyncio.gather(
+            *(listener.stop(drain) for listener in self._service_bus),
+            *(timer.stop(drain) for timer in self._timers.values()),
+            return_exceptions=True,
+        )
+        if self._admin_tasks:
+            await asyncio.wait(self._admin_tasks, timeout=drain)
+        if self.http is not None:
+            await self.http.stop()
+        if self.invoker is not None:
+            self.invoker.close()
+        self._restore_environment()
+        self.state = "Stopped"
+        logger.info("Host stopped")
+
+    # --------------------------------------------------------------------------------- admin
+
+    def status(self) -> Mapping[str, Any]:
+        """``GET /admin/host/status``."""
+        return {
+            "id": "devhost",
+            "state": self.state,
+            "version": f"devhost (azure-functions {getattr(func, '__version__', '?')})",
+            "processUptime": int((time.monotonic() - self._started_at) * 1000),
+            "functions": [spec.name for spec in self.functions],
+            "invocations": len(self.log.records),
+            "utcNow": datetime.now(UTC).isoformat(),
+        }
+
+    def non_http_function(self, name: str) -> Callable[[str | None], Awaitable[Any]] | None:
+        """A starter for ``POST /admin/functions/{name}``, None for unknown or HTTP functions."""
+        spec = self._by_name.get(name.lower())
+        if spec is None or spec.trigger_type == "httpTrigger":
+            return None
+        timer = self._timers.get(name.lower())
+
+        async def start_invocation(input_value: str | None) -> None:
+            if timer is not None:
+                work: Awaitable[Any] = timer.invoke_now(
+                    reason="This function was programmatically called via the host APIs."
+                )
+            else:
+                work = self._invoke_service_bus_manually(spec, input_value)
+            task = asyncio.ensure_future(work)
+            self._admin_tasks.add(task)
+            task.add_done_callback(self._admin_tasks.discard)
+
+        return start_invocation
+
+    async def _invoke_service_bus_manually(self, spec: FunctionSpec, input_value: str | None) -> None:
+        """A manual run of a Service Bus function: the input is the body of a message that no broker holds
+        (so there is nothing to settle), as with the host's admin API."""
+        import uuid
+
+        body = (input_value or "").encode("utf-8")
+        message = WorkerServiceBusMessage(
+            body=body,
+            message_id=str(uuid.uuid4()),
+            application_properties={},
+            user_properties={},
+            delivery_count=1,
+            enqueued_time_utc=datetime.now(UTC),
+        )
+        batch = str(spec.trigger.get("cardinality", "ONE")).upper() == "MANY"
+        assert self.invoker is not None
+        await self.invoker.invoke(
+            spec,
+            {spec.trigger_arg: [message] if batch else message},
+            reason="This function was programmatically called via the host APIs.",
+        )
+
+    # --------------------------------------------------------------------------------- output
+
+    def describe(self) -> list[str]:
+        """Core Tools-style lines listing the functions and their URLs."""
+        lines: list[str] = []
+        assert self.http is not None
+        prefix = self.options.host_config.route_prefix
+        for spec in self.functions:
+            if spec.trigger_type == "httpTrigger":
+                route = http_route(spec)
+                path = "/".join(p for p in (prefix, route.template.template.strip("/")) if p)
+                methods = ",".join(sorted(route.methods))
+                lines.append(
+                    f"{spec.name}: [{methods}] {self.http.base_url}/{path} (auth: {route.auth_level.lower()})"
+                )
+            else:
+                lines.append(f"{spec.name}: {spec.trigger_type}")
+        return lines

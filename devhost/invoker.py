@@ -1,0 +1,161 @@
+"""Call a user function as the Python worker does: coroutines on the event loop, plain functions in a
+thread pool (``PYTHON_THREADPOOL_THREAD_COUNT``, default the executor's own), bounded by functionTimeout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import threading
+import uuid
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import azure.functions as func
+from azure.functions import _abc
+
+from devhost.app_loader import FunctionSpec
+from devhost.invocation_log import InvocationLog, InvocationRecord
+
+
+class FunctionTimeoutError(TimeoutError):
+    """The invocation ran longer than host.json's functionTimeout."""
+
+
+class _TraceContext(_abc.TraceContext):
+    def __init__(self) -> None:
+        self._parent = f"00-{uuid.uuid4().hex}-{uuid.uuid4().hex[:16]}-00"
+
+    @property
+    def trace_state(self) -> str:
+        return ""
+
+    @property
+    def trace_parent(self) -> str:
+        return self._parent
+
+    @property
+    def attributes(self) -> dict[str, str]:
+        return {}
+
+
+class _RetryContext(_abc.RetryContext):
+    """Service Bus, HTTP and (without a policy) timer functions are never retried by the host."""
+
+    @property
+    def retry_count(self) -> int:
+        return 0
+
+    @property
+    def max_retry_count(self) -> int:
+        return 0
+
+    @property
+    def exception(self) -> Any:
+        return None
+
+
+class InvocationContext(func.Context):
+    """``func.Context`` for one invocation."""
+
+    _thread_local = threading.local
+
+    def __init__(self, invocation_id: str, function_name: str, function_directory: str) -> None:
+        self._invocation_id = invocation_id
+        self._function_name = function_name
+        self._function_directory = function_directory
+
+    @property
+    def invocation_id(self) -> str:
+        return self._invocation_id
+
+    @property
+    def thread_local_storage(self) -> type[threading.local]:
+        return self._thread_local
+
+    @property
+    def function_name(self) -> str:
+        return self._function_name
+
+    @property
+    def function_directory(self) -> str:
+        return self._function_directory
+
+    @property
+    def trace_context(self) -> _abc.TraceContext:
+        return _TraceContext()
+
+    @property
+    def retry_context(self) -> _abc.RetryContext:
+        return _RetryContext()
+
+
+class Invoker:
+    """Runs invocations, logs them, and enforces the timeout."""
+
+    def __init__(
+        self,
+        log: InvocationLog,
+        *,
+        timeout: timedelta | None,
+        app_directory: Path,
+        thread_count: int | None = None,
+    ) -> None:
+        self.log = log
+        self.timeout = None if timeout is None else timeout.total_seconds()
+        self.app_directory = str(app_directory)
+        self.executor = ThreadPoolExecutor(max_workers=thread_count, thread_name_prefix="devhost-worker")
+
+    async def invoke(
+        self,
+        spec: FunctionSpec,
+        arguments: Mapping[str, Any] | Callable[[], Mapping[str, Any]],
+        *,
+        reason: str,
+    ) -> tuple[InvocationRecord, Any]:
+        """Invoke ``spec`` with the trigger ``arguments`` (or a callable binding them); returns the record
+        and the return value.
+
+        Never raises for a failing function -- nor for arguments that cannot be bound, which fail the
+        invocation as in the host: the failure is in the record (so triggers can abandon)."""
+        invocation_id = str(uuid.uuid4())
+        started = self.log.started(spec.name, invocation_id, reason)
+        result: Any = None
+        error: BaseException | None = None
+        try:
+            kwargs = dict(arguments() if callable(arguments) else arguments)
+            context_arg = spec.context_arg
+            if context_arg is not None and context_arg not in kwargs:
+                kwargs[context_arg] = InvocationContext(invocation_id, spec.name, self.app_directory)
+            result = await self._run(spec, kwargs)
+        except asyncio.CancelledError:
+            self.log.finished(spec.name, invocation_id, reason, started, RuntimeError("cancelled"))
+            raise
+        except Exception as exc:
+            error = exc
+        record = self.log.finished(spec.name, invocation_id, reason, started, error)
+        return record, result
+
+    async def _run(self, spec: FunctionSpec, kwargs: dict[str, Any]) -> Any:
+        if spec.is_async:
+            awaitable = spec.handler(**kwargs)
+        else:
+            loop = asyncio.get_running_loop()
+            call_context = contextvars.copy_context()
+            awaitable = loop.run_in_executor(self.executor, lambda: call_context.run(spec.handler, **kwargs))
+        if self.timeout is None:
+            return await awaitable
+        try:
+            return await asyncio.wait_for(awaitable, self.timeout)
+        except TimeoutError as exc:
+            raise FunctionTimeoutError(
+                f"Timeout value of {timedelta(seconds=self.timeout)} was exceeded by function: "
+                f"Functions.{spec.name}"
+            ) from exc
+
+    def close(self) -> None:
+        """Stop the worker threads (running ones finish first)."""
+        self.executor.shutdown(wait=False, cancel_futures=True)

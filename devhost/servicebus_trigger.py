@@ -1,0 +1,451 @@
+"""Service Bus trigger listeners: one per function, receiving with the real ``azure-servicebus`` SDK (aio).
+
+Semantics as the Functions host (extension 5.x) implements them:
+
+* PEEK_LOCK receive; success -> complete, exception -> abandon (the broker dead-letters once
+  MaxDeliveryCount is exceeded), unless ``autoCompleteMessages`` is false.
+* single-message functions: up to ``maxConcurrentCalls`` invocations at once, locks renewed by an
+  ``AutoLockRenewer`` for up to ``maxAutoLockRenewalDuration``;
+* session functions: up to ``maxConcurrentSessions`` sessions at once, one message at a time per session
+  (in order), a session released after ``sessionIdleTimeout`` without messages; session locks renewed;
+* batch functions (``cardinality="many"``): up to ``maxMessageBatchSize`` messages per invocation, one batch
+  at a time, settled together.
+
+Receivers are opened once per listener (sessions: once per accepted session) because opening and closing
+an SDK link costs about a second each.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import typing
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from azure.servicebus import NEXT_AVAILABLE_SESSION, ServiceBusReceivedMessage, ServiceBusReceiveMode
+from azure.servicebus.aio import AutoLockRenewer, ServiceBusClient, ServiceBusReceiver
+from azure.servicebus.exceptions import OperationTimeoutError, ServiceBusError, SessionCannotBeLockedError
+
+from devhost.app_loader import FunctionSpec
+from devhost.bindings import ServiceBusConnection
+from devhost.host_config import ServiceBusOptions
+from devhost.invoker import Invoker
+from devhost.message_conversion import message_body, to_function_messages, to_single_function_message
+from devhost.settlement import ServiceBusMessageActions, SettlementTracker, is_actions_annotation
+
+logger = logging.getLogger("devhost.ServiceBus")
+
+POLL_SECONDS = 1.0  # how long one receive call waits: bounds how quickly a stop is noticed
+RESTART_MIN_SECONDS = 1.0  # back-off before a failed listener starts again, doubling up to the max
+RESTART_MAX_SECONDS = 30.0
+SHORT_POLL_SECONDS = 0.05  # receive wait while invocations are in flight, so their settlements go out soon
+SESSION_ACCEPT_SECONDS = 5.0  # how long a session worker waits for a free session before asking again
+DEFAULT_SESSION_IDLE_SECONDS = 60.0  # clientRetryOptions.tryTimeout, the host's fallback
+INFINITE_RENEWAL_SECONDS = 10 * 365 * 86400.0
+
+
+@dataclass(frozen=True, slots=True)
+class TriggerShape:
+    """How a function wants its messages: batch or single, SDK or ``func`` messages, settlement hook."""
+
+    entity: str
+    queue_name: str | None
+    topic_name: str | None
+    subscription_name: str | None
+    sessions: bool
+    batch: bool
+    auto_complete: bool
+    payload: str  # "func" | "sdk" | "str" | "bytes"
+    actions_arg: str | None
+
+
+def _hints(spec: FunctionSpec) -> dict[str, Any]:
+    try:
+        return typing.get_type_hints(spec.handler)
+    except Exception:  # unresolvable forward references: fall back to the raw annotations
+        return {name: p.annotation for name, p in spec.parameters.items()}
+
+
+def _payload_kind(annotation: Any) -> str:
+    inner = (
+        typing.get_args(annotation)[0] if typing.get_origin(annotation) in (list, Sequence) else annotation
+    )
+    name = inner if isinstance(inner, str) else getattr(inner, "__name__", "")
+    if inner is str:
+        return "str"
+    if inner is bytes:
+        return "bytes"
+    if inner is ServiceBusReceivedMessage or str(name).endswith("ServiceBusReceivedMessage"):
+        return "sdk"
+    return "func"
+
+
+def trigger_shape(spec: FunctionSpec, options: ServiceBusOptions) -> TriggerShape:
+    """Read the trigger binding and the handler's annotations."""
+    binding = spec.trigger
+    queue = binding.get("queueName")
+    topic = binding.get("topicName")
+    subscription = binding.get("subscriptionName")
+    if not queue and not (topic and subscription):
+        raise ValueError(
+            f"function '{spec.name}': a Service Bus trigger needs queueName or topicName+subscriptionName"
+        )
+    hints = _hints(spec)
+    actions_arg = next((name for name, hint in hints.items() if is_actions_annotation(hint)), None)
+    auto_complete = binding.get("autoCompleteMessages")
+    return TriggerShape(
+        entity=str(queue) if queue else f"{topic}/Subscriptions/{subscription}",
+        queue_name=str(queue) if queue else None,
+        topic_name=None if queue else str(topic),
+        subscription_name=None if queue else str(subscription),
+        sessions=bool(binding.get("isSessionsEnabled")),
+        batch=str(binding.get("cardinality", "ONE")).upper() == "MANY",
+        auto_complete=options.auto_complete_messages if auto_complete is None else bool(auto_complete),
+        payload=_payload_kind(hints.get(spec.trigger_arg)),
+        actions_arg=actions_arg,
+    )
+
+
+def make_client(connection: ServiceBusConnection) -> ServiceBusClient:
+    """An aio client from a connection string or a namespace + DefaultAzureCredential."""
+    if connection.connection_string is not None:
+        return ServiceBusClient.from_connection_string(connection.connection_string)
+    from azure.identity.aio import DefaultAzureCredential
+
+    assert connection.fully_qualified_namespace is not None
+    return ServiceBusClient(connection.fully_qualified_namespace, DefaultAzureCredential())
+
+
+class ServiceBusListener:
+    """Receives for one function until stopped; see the module docstring for the semantics."""
+
+    def __init__(
+        self,
+        spec: FunctionSpec,
+        options: ServiceBusOptions,
+        connection: ServiceBusConnection,
+        invoker: Invoker,
+    ) -> None:
+        self.spec = spec
+        self.options = options
+        self.connection = connection
+        self.invoker = invoker
+        self.shape = trigger_shape(spec, options)
+        self._client: ServiceBusClient | None = None
+        self._renewer: AutoLockRenewer | None = None
+        self._stopping = asyncio.Event()
+        self._workers: list[asyncio.Task[None]] = []
+        self._in_flight: set[asyncio.Task[None]] = set()
+        self._accepting: set[asyncio.Task[None]] = set()
+        self._settlements: list[Callable[[], Awaitable[None]]] = []
+        self._finished = asyncio.Event()
+
+    @property
+    def in_flight(self) -> int:
+        """Invocations running now."""
+        return len(self._in_flight)
+
+    def _receiver(self, *, session: bool, max_wait_time: float | None = None) -> ServiceBusReceiver:
+        assert self._client is not None
+        kwargs: dict[str, Any] = {
+            "receive_mode": ServiceBusReceiveMode.PEEK_LOCK,
+            "prefetch_count": self.options.prefetch_count,
+        }
+        if session:
+            kwargs["session_id"] = NEXT_AVAILABLE_SESSION
+            kwargs["max_wait_time"] = max_wait_time
+        if self.shape.queue_name is not None:
+            return self._client.get_queue_receiver(self.shape.queue_name, **kwargs)
+        assert self.shape.topic_name is not None and self.shape.subscription_name is not None
+        return self._client.get_subscription_receiver(
+            self.shape.topic_name, self.shape.subscription_name, **kwargs
+        )
+
+    def _renewal_seconds(self) -> float:
+        duration = self.options.max_auto_lock_renewal_duration
+        return INFINITE_RENEWAL_SECONDS if duration is None else duration.total_seconds()
+
+    async def start(self) -> None:
+        """Open the client and start receiving."""
+        self._client = make_client(self.connection)
+        self._renewer = AutoLockRenewer(max_lock_renewal_duration=self._renewal_seconds())
+        if self.shape.sessions:
+            for index in range(self.options.max_concurrent_sessions):
+                self._workers.append(
+                    asyncio.create_task(
+                        self._supervised(self._session_worker), name=f"{self.spec.name}-s{index}"
+                    )
+                )
+        else:
+            self._workers.append(
+                asyncio.create_task(self._supervised(self._receive_loop), name=f"{self.spec.name}-receive")
+            )
+        logger.info(
+            "Listening for Functions.%s on %s (%s%s, maxConcurrentCalls=%d)",
+            self.spec.name,
+            self.shape.entity,
+            "batch" if self.shape.batch else "single",
+            ", sessions" if self.shape.sessions else "",
+            self.options.max_concurrent_calls,
+        )
+
+    async def stop(self, drain_seconds: float) -> None:
+        """Stop receiving, let in-flight invocations finish (up to ``drain_seconds``), settle, close."""
+        self._stopping.set()
+        for task in list(self._accepting):
+            task.cancel()  # waiting for a session holds no message: safe to cancel
+        _, pending = (
+            await asyncio.wait(self._workers, timeout=drain_seconds + POLL_SECONDS * 2)
+            if self._workers
+            else (set(), set())
+        )
+        for task in [*pending, *self._in_flight]:
+            task.cancel()  # past the drain bound: unsettled messages are redelivered after their lock expires
+        if pending:
+            logger.warning(
+                "Functions.%s: %d invocations did not finish within the drain time",
+                self.spec.name,
+                len(pending),
+            )
+            await asyncio.gather(*pending, return_exceptions=True)
+        if self._renewer is not None:
+            await self._renewer.close()
+        if self._client is not None:
+            await self._client.close()
+
+    # ------------------------------------------------------------------------------------- receiving
+
+    async def _supervised(self, worker: Callable[[], Awaitable[None]]) -> None:
+        """Run ``worker``; when it fails (entity missing, connection lost, ...) log why and start it again
+        after a back-off, as the host's listeners do, instead of silently losing the trigger."""
+        delay = RESTART_MIN_SECONDS
+        while not self._stopping.is_set():
+            try:
+                await worker()
+                return
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                logger.error(
+                    "Functions.%s: the listener for '%s' failed (%s: %s); retrying in %.0f s",
+                    self.spec.name,
+                    self.shape.entity,
+                    type(exc).__name__,
+                    exc,
+                    delay,
+                )
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._stopping.wait(), delay)
+                delay = min(delay * 2, RESTART_MAX_SECONDS)
+
+    async def _receive_loop(self) -> None:
+        """Receive, dispatch, and settle -- all link I/O from this one task.
+
+        Settling from the invocation tasks while a receive is pending makes two coroutines read the same
+        AMQP connection; the SDK's receive then sits out its 0.2 s read timeout on frames the other reader
+        already consumed. So finished invocations queue their settlement and this loop performs it between
+        receives (a receive waits only briefly while invocations are in flight)."""
+        receiver = self._receiver(session=False)
+        capacity = self.options.max_concurrent_calls
+        async with receiver:
+            while True:
+                await self._flush_settlements()
+                busy = len(self._in_flight) + len(self._settlements)
+                if self._stopping.is_set():
+                    if not busy:
+                        break
+                    await self._wait_for_finished(SHORT_POLL_SECONDS)
+                    continue
+                if self.shape.batch:
+                    await self._receive_batch(receiver)
+                    continue
+                free = capacity - busy
+                if free <= 0:
+                    await self._wait_for_finished(POLL_SECONDS)
+                    continue
+                try:
+                    messages = await receiver.receive_messages(
+                        max_message_count=free, max_wait_time=SHORT_POLL_SECONDS if busy else POLL_SECONDS
+                    )
+                except ServiceBusError as exc:
+                    logger.warning("Functions.%s: receive failed (%s); retrying", self.spec.name, exc)
+                    await asyncio.sleep(POLL_SECONDS)
+                    continue
+                for message in messages:
+                    self._spawn(self._process_one(receiver, message))
+
+    async def _wait_for_finished(self, timeout: float) -> None:
+        """Until an invocation finishes (its settlement is queued) or ``timeout``."""
+        self._finished.clear()
+        if self._settlements:
+            return
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._finished.wait(), timeout)
+
+    async def _flush_settlements(self) -> None:
+        while self._settlements:
+            pending = self._settlements
+            self._settlements = []
+            await asyncio.gather(*(settle() for settle in pending))
+
+    async def _receive_batch(self, receiver: ServiceBusReceiver) -> None:
+        try:
+            messages = await receiver.receive_messages(
+                max_message_count=self.options.max_message_batch_size, max_wait_time=POLL_SECONDS
+            )
+        except ServiceBusError as exc:
+            logger.warning("Functions.%s: receive failed (%s); retrying", self.spec.name, exc)
+            await asyncio.sleep(POLL_SECONDS)
+            return
+        if messages:
+            await self._process_batch(receiver, messages)
+
+    def _spawn(self, coroutine: Any) -> None:
+        task: asyncio.Task[None] = asyncio.create_task(coroutine)
+        self._in_flight.add(task)
+        task.add_done_callback(self._in_flight.discard)
+
+    async def _session_worker(self) -> None:
+        idle_limit = (
+            DEFAULT_SESSION_IDLE_SECONDS
+            if self.options.session_idle_timeout is None
+            else self.options.session_idle_timeout.total_seconds()
+        )
+        while not self._stopping.is_set():
+            receiver = self._receiver(session=True, max_wait_time=SESSION_ACCEPT_SECONDS)
+            accept = asyncio.current_task()
+            assert accept is not None
+            self._accepting.add(accept)
+            try:
+                await receiver.__aenter__()
+            except (OperationTimeoutError, SessionCannotBeLockedError):
+                await receiver.close()
+                continue
+            except asyncio.CancelledError:
+                await asyncio.shield(receiver.close())
+                return
+            except ServiceBusError as exc:
+                logger.warning("Functions.%s: accepting a session failed (%s)", self.spec.name, exc)
+                await receiver.close()
+                await asyncio.sleep(POLL_SECONDS)
+                continue
+            finally:
+                self._accepting.discard(accept)
+            try:
+                await self._serve_session(receiver, idle_limit)
+            finally:
+                await receiver.close()
+
+    async def _serve_session(self, receiver: ServiceBusReceiver, idle_limit: float) -> None:
+        session = receiver.session
+        assert self._renewer is not None
+        self._renewer.register(receiver, session, max_lock_renewal_duration=self._renewal_seconds())
+        idle = 0.0
+        while not self._stopping.is_set() and idle < idle_limit:
+            wait = min(POLL_SECONDS, idle_limit - idle)
+            limit = self.options.max_message_batch_size if self.shape.batch else 1
+            try:
+                messages = await receiver.receive_messages(max_message_count=limit, max_wait_time=wait)
+            except ServiceBusError as exc:
+                logger.warning("Functions.%s: session %s lost (%s)", self.spec.name, session.session_id, exc)
+                return
+            if not messages:
+                idle += wait
+                continue
+            idle = 0.0
+            if self.shape.batch:
+                await self._process_batch(receiver, messages)
+            else:
+                for message in messages:  # one at a time per session: order preserved
+                    await self._process_one(receiver, message, settle_inline=True)
+
+    # ------------------------------------------------------------------------------------ invoking
+
+    def _arguments(self, payload: Any, tracker: SettlementTracker) -> dict[str, Any]:
+        arguments = {self.spec.trigger_arg: payload}
+        if self.shape.actions_arg is not None:
+            arguments[self.shape.actions_arg] = ServiceBusMessageActions(tracker)
+        return arguments
+
+    def _convert(self, message: ServiceBusReceivedMessage) -> Any:
+        kind = self.shape.payload
+        if kind == "sdk":
+            return message
+        if kind == "bytes":
+            return message_body(message)
+        if kind == "str":
+            return message_body(message).decode("utf-8")
+        return to_single_function_message(message, self.spec.name)
+
+    async def _process_one(
+        self, receiver: ServiceBusReceiver, message: ServiceBusReceivedMessage, *, settle_inline: bool = False
+    ) -> None:
+        """Invoke for one message; settle inline (sessions) or queue the settlement for the receive loop."""
+        tracker = SettlementTracker(receiver, asyncio.get_running_loop())
+        if not self.shape.sessions and self._renewer is not None:
+            self._renewer.register(receiver, message, max_lock_renewal_duration=self._renewal_seconds())
+        record, _ = await self.invoker.invoke(
+            self.spec,
+            lambda: self._arguments(self._convert(message), tracker),
+            reason=f"New ServiceBus message detected on '{self.shape.entity}'.",
+        )
+
+        async def settle() -> None:
+            await tracker.apply_pending()
+            await self._settle(receiver, [message], tracker, record.succeeded)
+
+        if settle_inline:
+            await settle()
+            return
+        self._settlements.append(settle)
+        self._finished.set()
+
+    async def _process_batch(
+        self, receiver: ServiceBusReceiver, messages: list[ServiceBusReceivedMessage]
+    ) -> None:
+        tracker = SettlementTracker(receiver, asyncio.get_running_loop())
+
+        def bind() -> dict[str, Any]:
+            if self.shape.payload == "func":
+                payload: list[Any] = list(to_function_messages(messages, self.spec.name))
+            else:
+                payload = [self._convert(m) for m in messages]
+            return self._arguments(payload, tracker)
+
+        record, _ = await self.invoker.invoke(
+            self.spec,
+            bind,
+            reason=f"New ServiceBus messages detected on '{self.shape.entity}'.",
+        )
+        await tracker.apply_pending()
+        await self._settle(receiver, messages, tracker, record.succeeded)
+
+    async def _settle(
+        self,
+        receiver: ServiceBusReceiver,
+        messages: list[ServiceBusReceivedMessage],
+        tracker: SettlementTracker,
+        succeeded: bool,
+    ) -> None:
+        if not self.shape.auto_complete:
+            return
+        for message in messages:
+            if tracker.is_settled(message):
+                continue
+            try:
+                if succeeded:
+                    await receiver.complete_message(message)
+                else:
+                    await receiver.abandon_message(message)
+            except Exception as exc:
+                # The lock was lost (e.g. renewal gave up): the broker redelivers; nothing is lost.
+                logger.error(
+                    "Functions.%s: could not %s message %s: %s",
+                    self.spec.name,
+                    "complete" if succeeded else "abandon",
+                    message.message_id,
+                    exc,
+                )

@@ -1,0 +1,149 @@
+"""Run a devhost in-process for tests: ``with running_host(app, settings=...) as host: ...``.
+
+The host runs on its own event-loop thread, so the test thread can use the synchronous SDK and HTTP
+clients against it. Every host imports the app afresh (under a unique module name). Hosts running at the
+same time share ``os.environ`` (see :mod:`devhost.host`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from devhost.host import FunctionsHost, HostOptions, StartupHook
+from devhost.host_config import load_host_config
+from devhost.invocation_log import InvocationLog, InvocationRecord
+from devhost.local_settings import ConfiguredKeys
+
+
+class HostHandle:
+    """A host running on a background thread."""
+
+    def __init__(
+        self, host: FunctionsHost, loop: asyncio.AbstractEventLoop, thread: threading.Thread
+    ) -> None:
+        self._host = host
+        self._loop = loop
+        self._thread = thread
+        self._stopped = False
+
+    @property
+    def host(self) -> FunctionsHost:
+        """The host object itself (for introspection)."""
+        return self._host
+
+    @property
+    def base_url(self) -> str:
+        """``http://127.0.0.1:<port>``."""
+        assert self._host.http is not None
+        return self._host.http.base_url
+
+    @property
+    def master_key(self) -> str:
+        """The master key (admin endpoints and admin-level functions)."""
+        assert self._host.keys is not None
+        return self._host.keys.master
+
+    @property
+    def host_key(self) -> str:
+        """The default host key (any function-level function)."""
+        assert self._host.keys is not None
+        return self._host.keys.host
+
+    def function_key(self, name: str) -> str:
+        """The default key of function ``name``."""
+        assert self._host.keys is not None
+        return self._host.keys.function_key(name)
+
+    @property
+    def log(self) -> InvocationLog:
+        """The invocation log."""
+        return self._host.log
+
+    @property
+    def invocations(self) -> list[InvocationRecord]:
+        """Finished invocations so far, oldest first."""
+        return self._host.log.records
+
+    def wait_for_invocations(
+        self, condition: int | Callable[[list[InvocationRecord]], bool], timeout: float = 30.0
+    ) -> list[InvocationRecord]:
+        """Block until ``condition`` (a count or a predicate over all records) holds."""
+        return self._host.log.wait_for(condition, timeout)
+
+    def stop(self) -> None:
+        """Shut down gracefully (idempotent)."""
+        if self._stopped:
+            return
+        self._stopped = True
+        try:
+            asyncio.run_coroutine_threadsafe(self._host.stop(), self._loop).result(120)
+        finally:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(30)
+            self._loop.close()
+
+
+def start_host(
+    app: Path,
+    *,
+    settings: Mapping[str, str],
+    host_json: Mapping[str, Any] | Path | None = None,
+    http_port: int = 0,
+    keys: ConfiguredKeys | None = None,
+    drain_seconds: float = 30.0,
+    startup_hook: StartupHook | None = None,
+) -> HostHandle:
+    """Start a host on a new loop thread and wait until it runs; raise its start-up error if any."""
+    options = HostOptions(
+        app_path=Path(app),
+        settings=dict(settings),
+        host_config=load_host_config(host_json if host_json is not None else {"version": "2.0"}),
+        keys=keys or ConfiguredKeys(),
+        http_port=http_port,
+        drain_seconds=drain_seconds,
+        startup_hook=startup_hook,
+    )
+    host = FunctionsHost(options)
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, name="devhost", daemon=True)
+    thread.start()
+    try:
+        asyncio.run_coroutine_threadsafe(host.start(), loop).result(120)
+    except BaseException:
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(30)
+        loop.close()
+        raise
+    return HostHandle(host, loop, thread)
+
+
+@contextmanager
+def running_host(
+    app: Path,
+    *,
+    settings: Mapping[str, str],
+    host_json: Mapping[str, Any] | Path | None = None,
+    http_port: int = 0,
+    keys: ConfiguredKeys | None = None,
+    drain_seconds: float = 30.0,
+    startup_hook: StartupHook | None = None,
+) -> Iterator[HostHandle]:
+    """A running host for the ``with`` block; stopped (gracefully) on exit."""
+    handle = start_host(
+        app,
+        settings=settings,
+        host_json=host_json,
+        http_port=http_port,
+        keys=keys,
+        drain_seconds=drain_seconds,
+        startup_hook=startup_hook,
+    )
+    try:
+        yield handle
+    finally:
+        handle.stop()

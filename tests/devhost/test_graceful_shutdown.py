@@ -1,0 +1,85 @@
+"""Stopping the host drains in-flight invocations: their messages are completed, nothing is lost, and
+nothing is processed twice when a new host picks up the rest."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import timedelta
+from pathlib import Path
+
+from azure.servicebus import ServiceBusClient, ServiceBusMessage, ServiceBusSubQueue
+
+from devhost.testing import running_host, start_host
+from tests.conftest import EmulatorHandle
+from tests.devhost.conftest import APPS, Records, send
+
+MESSAGES = 12
+
+
+def test_stopping_drains_in_flight_messages_and_a_restart_processes_each_remaining_message_once(
+    emulator: EmulatorHandle, records: Records, tmp_path: Path
+) -> None:
+    queue = emulator.create_queue(lock_duration=timedelta(seconds=5))
+    settings = {
+        "ServiceBusConnection": emulator.connection_string,
+        "WORK_QUEUE": queue,
+        "TICK_SCHEDULE": "0 0 0 1 1 *",
+        "DEVHOST_TEST_RECORD": str(records.path),
+    }
+    host_json = {"version": "2.0", "extensions": {"serviceBus": {"maxConcurrentCalls": 4}}}
+    ids = [f"m{n}-{uuid.uuid4().hex[:8]}" for n in range(MESSAGES)]
+    first = start_host(APPS / "basic_app.py", settings=settings, host_json=host_json)
+    send(emulator.connection_string, queue, *(ServiceBusMessage("slow:1", message_id=i) for i in ids))
+    records.wait(lambda rs: len([r for r in rs if r["function"] == "work"]) >= 4)
+    first.stop()
+
+    starts = [(r["at"], 1) for r in records.of("work")] + [(r["at"], -1) for r in records.of("work_done")]
+    running = peak = 0
+    for _, step in sorted(starts):
+        running += step
+        peak = max(peak, running)
+    assert peak == 4  # maxConcurrentCalls: never more at once, and the host does use them all
+
+    started_first = {r["message_id"] for r in records.of("work")}
+    done_first = {r["message_id"] for r in records.of("work_done")}
+    assert started_first and started_first == done_first  # every invocation in flight ran to the end
+    assert all(r.succeeded for r in first.invocations)
+    with (
+        ServiceBusClient.from_connection_string(emulator.connection_string) as client,
+        client.get_queue_receiver(queue) as receiver,
+    ):
+        remaining = {m.message_id for m in receiver.peek_messages(max_message_count=50)}
+    assert remaining == set(ids) - done_first  # completed ones are gone, the rest are still there
+
+    with running_host(APPS / "basic_app.py", settings=settings, host_json=host_json):
+        records.wait(
+            lambda rs: {r["message_id"] for r in rs if r["function"] == "work_done"} == set(ids), timeout=60
+        )
+    done = [r["message_id"] for r in records.of("work_done")]
+    assert sorted(done) == sorted(ids)  # each exactly once
+
+
+def test_an_invocation_exceeding_function_timeout_fails_and_its_message_is_abandoned(
+    emulator: EmulatorHandle, records: Records
+) -> None:
+    queue = emulator.create_queue(lock_duration=timedelta(seconds=30), max_delivery_count=1)
+    settings = {
+        "ServiceBusConnection": emulator.connection_string,
+        "WORK_QUEUE": queue,
+        "TICK_SCHEDULE": "0 0 0 1 1 *",
+        "DEVHOST_TEST_RECORD": str(records.path),
+    }
+    host_json = {"version": "2.0", "functionTimeout": "00:00:01"}
+    with running_host(APPS / "basic_app.py", settings=settings, host_json=host_json) as host:
+        send(emulator.connection_string, queue, "slow:3")
+        (failed,) = host.wait_for_invocations(1)
+        assert failed.outcome == "Failed"
+        assert "Timeout value of 0:00:01 was exceeded by function: Functions.work" in (failed.error or "")
+        with (
+            ServiceBusClient.from_connection_string(emulator.connection_string) as client,
+            client.get_queue_receiver(queue, sub_queue=ServiceBusSubQueue.DEAD_LETTER) as receiver,
+        ):
+            # Abandoned at once (not left to its 30 s lock): with MaxDeliveryCount 1 it is dead-lettered.
+            (dead,) = receiver.receive_messages(max_message_count=1, max_wait_time=10)
+            assert dead.dead_letter_reason == "MaxDeliveryCountExceeded"
+            receiver.complete_message(dead)

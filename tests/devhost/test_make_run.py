@@ -1,0 +1,172 @@
+"""A newcomer's path: ``make run`` starts the emulator, provisions, runs devhost with the real
+function_app.py, prints a ready line with URLs and keys, serves HTTP, and stops cleanly on Ctrl-C."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import uuid
+from pathlib import Path
+
+import httpx
+import pytest
+from azure.servicebus import ServiceBusClient, ServiceBusMessage
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class OutputReader:
+    """Collects a process's output lines on a thread; ``wait_for`` a line prefix."""
+
+    def __init__(self, process: subprocess.Popen[str]) -> None:
+        self.lines: list[str] = []
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=self._read, args=(process,), daemon=True)
+        self._thread.start()
+
+    def _read(self, process: subprocess.Popen[str]) -> None:
+        assert process.stdout is not None
+        for line in process.stdout:
+            self.lines.append(line.rstrip("\n"))
+            if line.startswith("devhost ready: "):
+                self._ready.set()
+        self._ready.set()
+
+    def wait_ready(self, timeout: float) -> str:
+        self._ready.wait(timeout)
+        text = "\n".join(self.lines)
+        assert any(line.startswith("devhost ready: ") for line in self.lines), "no ready line:\n" + text
+        return text
+
+    def rest(self, timeout: float) -> str:
+        self._thread.join(timeout)
+        return "\n".join(self.lines)
+
+
+def test_python_m_devhost_help_documents_pointing_at_a_real_namespace() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "devhost", "--help"], cwd=REPO, capture_output=True, text=True, check=True
+    )
+    for flag in ("--with-emulator", "--settings", "--port", "--startup-hook", "fullyQualifiedNamespace"):
+        assert flag in result.stdout
+
+
+class MakeRun:
+    """``make run`` in its own process group with free ports and ``DATA_DIR``."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.http_port = free_port()
+        environment = {
+            k: v for k, v in os.environ.items() if not k.startswith(("BUSBAR_", "ServiceBusConnection"))
+        }
+        self.process = subprocess.Popen(
+            [
+                *("make", "--no-print-directory", "run", f"HTTP_PORT={self.http_port}"),
+                *(f"AMQP_PORT={free_port()}", f"MANAGEMENT_PORT={free_port()}", f"DATA_DIR={data_dir}"),
+            ],
+            cwd=REPO,
+            env=environment,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,  # its own process group, so SIGINT reaches it like a terminal's Ctrl-C
+        )
+        self.reader = OutputReader(self.process)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.http_port}"
+
+    def banner(self, name: str) -> str:
+        """A value printed as ``<name>: value`` (or ``<name> = value``) in the start-up banner."""
+        match = re.search(
+            rf"^{re.escape(name)}[:=]?\s*=?\s*(\S+)", "\n".join(self.reader.lines), re.MULTILINE
+        )
+        assert match, "\n".join(self.reader.lines)
+        return match.group(1)
+
+    def interrupt(self) -> str:
+        """Ctrl-C; returns the whole output once everything exited."""
+        os.killpg(self.process.pid, signal.SIGINT)
+        self.process.wait(timeout=60)
+        output = self.reader.rest(timeout=10)
+        # devhost drains and exits 0; make, interrupted too (as by a terminal's Ctrl-C), re-raises SIGINT.
+        assert self.process.returncode in (0, -signal.SIGINT), output
+        assert "devhost stopped" in output and "Traceback" not in output
+        return output
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(10)
+        if self.process.stdout is not None:
+            self.process.stdout.close()
+
+
+@pytest.mark.slow
+@pytest.mark.subprocess
+def test_make_run_starts_everything_serves_http_stops_on_ctrl_c_and_reuses_its_data(tmp_path: Path) -> None:
+    if shutil.which("make") is None:
+        pytest.fail("GNU make is required for the newcomer path")
+    settings_file = REPO / "local.settings.json"
+    had_settings = settings_file.exists()
+    marker = f"kept-{uuid.uuid4().hex}"
+    runs: list[MakeRun] = []
+    try:
+        first = MakeRun(tmp_path / "data")
+        runs.append(first)
+        text = first.reader.wait_ready(timeout=90)
+        master_key = first.banner("Master key")
+        connection_string = first.banner("Service Bus connection string")
+        with httpx.Client(base_url=first.base_url, timeout=30) as client:
+            status = client.get("/admin/host/status", headers={"x-functions-key": master_key})
+            assert status.status_code == 200 and status.json()["state"] == "Running"
+            # One HTTP function of the real app: the first parameterless GET route listed in the banner.
+            routes = re.findall(
+                rf"^\s+(\w+): \[([A-Z,]+)\] {re.escape(first.base_url)}(/\S+) \(auth: (\w+)\)",
+                text,
+                re.MULTILINE,
+            )
+            plain_gets = [
+                (name, path) for name, methods, path, _ in routes if "GET" in methods and "{" not in path
+            ]
+            assert plain_gets, text
+            name, path = plain_gets[0]
+            assert client.get(path).status_code == 401
+            key = first.banner(f"Function key: {name}")
+            assert client.get(path, headers={"x-functions-key": key}).status_code == 200
+        # A message on a queue no function consumes ('orders' from emulator/sample-config.json) ...
+        with (
+            ServiceBusClient.from_connection_string(connection_string) as sb,
+            sb.get_queue_sender("orders") as tx,
+        ):
+            tx.send_messages(ServiceBusMessage(marker))
+        first.interrupt()
+
+        # ... is still there when `make run` starts again on the same data.
+        second = MakeRun(tmp_path / "data")
+        runs.append(second)
+        second.reader.wait_ready(timeout=90)
+        with (
+            ServiceBusClient.from_connection_string(second.banner("Service Bus connection string")) as sb,
+            sb.get_queue_receiver("orders") as rx,
+        ):
+            assert marker in [str(m) for m in rx.peek_messages(max_message_count=100)]
+        second.interrupt()
+    finally:
+        for run in runs:
+            run.kill()
+        if not had_settings:
+            settings_file.unlink(missing_ok=True)

@@ -1,0 +1,204 @@
+"""Service Bus triggers through the real SDK against the emulator: completion, abandon -> dead-letter,
+lock renewal, metadata and ``%setting%`` resolution."""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from azure.servicebus import ServiceBusClient, ServiceBusMessage, ServiceBusSubQueue
+
+from devhost.app_loader import AppLoadError
+from devhost.bindings import BindingError
+from devhost.testing import HostHandle, running_host
+from emulator.server import EmulatorThread
+from tests.conftest import EmulatorHandle
+from tests.devhost.conftest import APPS, Records, send
+
+MAX_DELIVERY = 3
+
+
+@pytest.fixture(scope="module")
+def shared_emulator(_shared_emulator: EmulatorThread) -> EmulatorHandle:
+    return EmulatorHandle(_shared_emulator)
+
+
+@pytest.fixture(scope="module")
+def work_queue(shared_emulator: EmulatorHandle) -> str:
+    # Lock shorter than the slow handler below, so only renewal keeps the message locked.
+    return shared_emulator.create_queue(lock_duration=timedelta(seconds=5), max_delivery_count=MAX_DELIVERY)
+
+
+@pytest.fixture(scope="module")
+def module_records(tmp_path_factory: pytest.TempPathFactory) -> Records:
+    return Records(tmp_path_factory.mktemp("sb") / "records.jsonl")
+
+
+@pytest.fixture(scope="module")
+def host(shared_emulator: EmulatorHandle, work_queue: str, module_records: Records) -> Iterator[HostHandle]:
+    settings = {
+        "ServiceBusConnection": shared_emulator.connection_string,
+        "WORK_QUEUE": work_queue,
+        "TICK_SCHEDULE": "0 0 0 1 1 *",
+        "DEVHOST_TEST_RECORD": str(module_records.path),
+    }
+    with running_host(APPS / "basic_app.py", settings=settings) as handle:
+        yield handle
+
+
+def _peek(connection_string: str, queue: str, sub_queue: Any = None) -> list[Any]:
+    with (
+        ServiceBusClient.from_connection_string(connection_string) as client,
+        client.get_queue_receiver(queue, sub_queue=sub_queue) as receiver,
+    ):
+        return list(receiver.peek_messages(max_message_count=100))
+
+
+def test_a_message_whose_function_succeeds_is_completed(
+    host: HostHandle, shared_emulator: EmulatorHandle, work_queue: str, module_records: Records
+) -> None:
+    body = f"ok-{uuid.uuid4().hex}"
+    send(shared_emulator.connection_string, work_queue, body)
+    host.wait_for_invocations(
+        lambda rs: any(r.function_name == "work" for r in rs) and bool(module_records.of("work", body=body))
+    )
+    records = host.wait_for_invocations(lambda rs: any(r.function_name == "work" and r.succeeded for r in rs))
+    assert [r["delivery_count"] for r in module_records.of("work", body=body)] == [1]
+    assert any(r.function_name == "work" and r.outcome == "Succeeded" and r.duration_ms >= 0 for r in records)
+    assert [m for m in _peek(shared_emulator.connection_string, work_queue) if str(m) == body] == []
+
+
+def test_the_function_receives_the_metadata_the_host_passes(
+    host: HostHandle, shared_emulator: EmulatorHandle, work_queue: str, module_records: Records
+) -> None:
+    body = f"meta-{uuid.uuid4().hex}"
+    message = ServiceBusMessage(
+        body,
+        message_id=f"id-{body}",
+        correlation_id="corr-1",
+        application_properties={"tenant": "t1", "n": 7},
+    )
+    send(shared_emulator.connection_string, work_queue, message)
+    (seen,) = module_records.wait(
+        lambda rs: any(r.get("body") == body for r in rs) and True
+    ) and module_records.of("work", body=body)
+    assert seen["message_id"] == f"id-{body}"
+    assert seen["metadata_message_id"] == f"id-{body}"
+    assert seen["correlation_id"] == "corr-1"
+    assert seen["user_properties"] == {"tenant": "t1", "n": 7}
+    assert seen["delivery_count"] == 1
+    assert seen["sequence_number"] >= 1 and seen["lock_token"]
+    for key in (
+        "MessageId",
+        "DeliveryCount",
+        "EnqueuedTimeUtc",
+        "LockToken",
+        "SequenceNumber",
+        "UserProperties",
+    ):
+        assert key in seen["metadata_keys"]
+
+
+def test_a_failing_message_is_abandoned_redelivered_and_dead_lettered_after_max_delivery_count(
+    host: HostHandle, shared_emulator: EmulatorHandle, work_queue: str, module_records: Records
+) -> None:
+    body = f"fail-{uuid.uuid4().hex}"
+    send(shared_emulator.connection_string, work_queue, body)
+    module_records.wait(lambda rs: len([r for r in rs if r.get("body") == body]) >= MAX_DELIVERY)
+    assert [r["delivery_count"] for r in module_records.of("work", body=body)] == list(
+        range(1, MAX_DELIVERY + 1)
+    )
+    with (
+        ServiceBusClient.from_connection_string(shared_emulator.connection_string) as client,
+        client.get_queue_receiver(
+            work_queue, sub_queue=ServiceBusSubQueue.DEAD_LETTER, max_wait_time=10
+        ) as receiver,
+    ):
+        dead = [
+            m for m in receiver.receive_messages(max_message_count=50, max_wait_time=10) if str(m) == body
+        ]
+        for m in dead:
+            receiver.complete_message(m)
+    assert len(dead) == 1
+    assert dead[0].dead_letter_reason == "MaxDeliveryCountExceeded"
+    failed = [
+        r
+        for r in host.invocations
+        if r.function_name == "work" and not r.succeeded and body in (r.error or "")
+    ]
+    assert len(failed) == MAX_DELIVERY and all("RuntimeError" in (r.error or "") for r in failed)
+
+
+def test_a_handler_slower_than_the_lock_keeps_its_lock_through_renewal(
+    host: HostHandle, shared_emulator: EmulatorHandle, work_queue: str, module_records: Records
+) -> None:
+    body = "slow:8"  # 8 s handler, 5 s lock
+    marker = f"id-{uuid.uuid4().hex}"
+    send(shared_emulator.connection_string, work_queue, ServiceBusMessage(body, message_id=marker))
+    host.wait_for_invocations(
+        lambda rs: any(r.function_name == "work" and r.succeeded and r.duration_ms > 7500 for r in rs),
+        timeout=40,
+    )
+    seen = [r for r in module_records.of("work") if r["message_id"] == marker]
+    assert [r["delivery_count"] for r in seen] == [1]
+    assert [m for m in _peek(shared_emulator.connection_string, work_queue) if m.message_id == marker] == []
+
+
+def test_an_unknown_setting_in_a_binding_expression_stops_the_host_from_starting(
+    shared_emulator: EmulatorHandle, tmp_path: Path
+) -> None:
+    settings = {"ServiceBusConnection": shared_emulator.connection_string, "TICK_SCHEDULE": "* * * * * *"}
+    with (
+        pytest.raises(BindingError, match="'%WORK_QUEUE%' does not name an app setting"),
+        running_host(APPS / "basic_app.py", settings=settings),
+    ):
+        pass
+
+
+def test_an_output_binding_is_refused_with_a_clear_error(tmp_path: Path) -> None:
+    app = tmp_path / "out_app.py"
+    app.write_text(
+        "import azure.functions as func\n"
+        "app = func.FunctionApp()\n"
+        "@app.route(route='x')\n"
+        "@app.service_bus_queue_output(arg_name='out', queue_name='q', connection='C')\n"
+        "def f(req: func.HttpRequest, out: func.Out[str]) -> None:\n"
+        "    pass\n"
+    )
+    with (
+        pytest.raises(AppLoadError, match="binding 'out' of type 'serviceBus' is not supported"),
+        running_host(app, settings={}),
+    ):
+        pass
+
+
+def test_a_listener_whose_queue_is_missing_logs_why_and_starts_once_the_queue_exists(
+    shared_emulator: EmulatorHandle, records: Records, caplog: pytest.LogCaptureFixture
+) -> None:
+    queue = f"late-{uuid.uuid4().hex[:10]}"
+    settings = {
+        "ServiceBusConnection": shared_emulator.connection_string,
+        "WORK_QUEUE": queue,
+        "TICK_SCHEDULE": "0 0 0 1 1 *",
+        "DEVHOST_TEST_RECORD": str(records.path),
+    }
+    with (
+        caplog.at_level(logging.ERROR, logger="devhost.ServiceBus"),
+        running_host(APPS / "basic_app.py", settings=settings) as host,
+    ):
+        deadline = time.monotonic() + 30
+        while f"the listener for '{queue}' failed (MessagingEntityNotFoundError" not in caplog.text:
+            assert time.monotonic() < deadline, caplog.text
+            time.sleep(0.1)
+        shared_emulator.create_queue(queue)
+        send(shared_emulator.connection_string, queue, "ok-late")
+        host.wait_for_invocations(
+            lambda rs: any(r.function_name == "work" and r.succeeded for r in rs), timeout=60
+        )
+    assert records.of("work", body="ok-late")
