@@ -7,7 +7,8 @@ columns inside each file, so a single file is self-describing).
 
 Application properties keep their types: ``application_properties`` is a JSON object whose values are
 JSON scalars, or ``{"$bytes": "<base64>"}``, ``{"$datetime": "<iso>"}``, ``{"$uuid": "<str>"}`` for the AMQP
-types JSON cannot hold (see :mod:`shared.archive.properties`).
+types JSON cannot hold, and ``{"$float": "nan"|"inf"|"-inf"}`` for floats JSON cannot spell (see
+:mod:`shared.archive.properties`).
 
 Changing this schema is a breaking change for archives already written: only add nullable columns.
 """

@@ -1,0 +1,49 @@
+"""``python -m shared.redrive run|plan``: one re-drive run (or a dry run) from app settings.
+
+Settings come from the environment (see :mod:`shared.redrive.settings`, ``ServiceBusConnection`` and the
+``BUSBAR_*`` management settings). The summary is printed as JSON. Exit status: 0 all handled, 1 some
+messages or entities failed (they stay in their dead-letter queue), 2 invalid settings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Sequence
+
+from shared.management import SettingsError
+from shared.redrive.job import run_redrive
+from shared.redrive.runner import RunHooks
+from shared.redrive.settings import RedriveSettingsError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command-line parser."""
+    parser = argparse.ArgumentParser(prog="python -m shared.redrive", description=__doc__.split("\n")[0])
+    parser.add_argument("command", choices=("run", "plan"), help="run: re-drive and archive; plan: dry run")
+    parser.add_argument(
+        "--run-id", help="run id (default: time-based); re-using one keeps archive files idempotent"
+    )
+    parser.add_argument(
+        "--receive-wait", type=float, default=1.0, help="seconds a receive waits on an empty DLQ"
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None, hooks: RunHooks | None = None) -> int:
+    """Run the command; returns the exit status."""
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        summary = run_redrive(
+            run_id=args.run_id, dry_run=args.command == "plan", hooks=hooks, receive_wait=args.receive_wait
+        )
+    except (SettingsError, RedriveSettingsError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    result = summary.to_dict()
+    result["summary_path"] = summary.summary_path
+    print(json.dumps(result, indent=2, sort_keys=True))
+    return 1 if summary.errors or summary.totals()["failed"] else 0

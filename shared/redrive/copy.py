@@ -1,0 +1,88 @@
+"""Build the re-driven copy of a dead-lettered message.
+
+The copy keeps the body byte for byte and every system property a receiver or a filter may look at
+(MessageId, SessionId, PartitionKey, CorrelationId, Subject, ContentType, To, ReplyTo,
+ReplyToSessionId, TimeToLive) and every application property, except ``DeadLetterReason`` and
+``DeadLetterErrorDescription``: those describe the previous failure, so they move into namespaced
+properties instead of confusing the next handler (ServiceBusExplorer #344, #79)::
+
+    busbar.redrive.count                 1, 2, ... (loop protection reads it back)
+    busbar.redrive.reason                the dead-letter reason
+    busbar.redrive.description           the dead-letter description (truncated to 1,024 characters)
+    busbar.redrive.source                the entity whose dead-letter queue it came from
+    busbar.redrive.dead_letter_source    the broker's DeadLetterSource, when it was auto-forwarded
+    busbar.redrive.sequence_number       its sequence number in that dead-letter queue
+    busbar.redrive.run_id                the run that re-drove it
+    busbar.redrive.at                    when (a timestamp)
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from azure.servicebus import ServiceBusMessage
+
+from shared.redrive.message import DEAD_LETTER_PROPERTIES, REDRIVE_COUNT, REDRIVE_PREFIX, DeadLetter
+
+DESCRIPTION_LIMIT = 1024
+"""Characters of the dead-letter description kept on the copy (the archive keeps all of it)."""
+
+
+class CopyError(ValueError):
+    """The message cannot be re-sent faithfully (the reason says why)."""
+
+
+def redrive_properties(dead_letter: DeadLetter, run_id: str, now: datetime) -> dict[str, Any]:
+    """The copy's application properties: the original ones, DLQ metadata moved to ``busbar.redrive.*``."""
+    properties: dict[str, Any] = {}
+    for name, value in dead_letter.application_properties.items():
+        if name in DEAD_LETTER_PROPERTIES or name.startswith(REDRIVE_PREFIX):
+            continue
+        if isinstance(value, bytes):
+            # azure-servicebus decodes every bytes property as UTF-8 on send (#28999): binary cannot travel.
+            raise CopyError(f"application property {name!r} holds binary data the Python SDK cannot send")
+        properties[name] = value
+    history: dict[str, Any] = {
+        REDRIVE_COUNT: dead_letter.redrive_count + 1,
+        f"{REDRIVE_PREFIX}reason": dead_letter.dead_letter_reason or "",
+        f"{REDRIVE_PREFIX}description": (dead_letter.dead_letter_description or "")[:DESCRIPTION_LIMIT],
+        f"{REDRIVE_PREFIX}source": dead_letter.source.path,
+        f"{REDRIVE_PREFIX}sequence_number": dead_letter.sequence_number,
+        f"{REDRIVE_PREFIX}run_id": run_id,
+        f"{REDRIVE_PREFIX}at": now,
+    }
+    if dead_letter.dead_letter_source:
+        history[f"{REDRIVE_PREFIX}dead_letter_source"] = dead_letter.dead_letter_source
+    properties.update(history)
+    return properties
+
+
+def build_redrive_message(dead_letter: DeadLetter, run_id: str, now: datetime) -> ServiceBusMessage:
+    """The message to send to the target in place of ``dead_letter``."""
+    if dead_letter.body is None:
+        raise CopyError(f"{dead_letter.body_type} bodies are not re-driven (only AMQP data bodies)")
+    partition_key = dead_letter.partition_key
+    if (
+        dead_letter.session_id is not None
+        and partition_key is not None
+        and partition_key != dead_letter.session_id
+    ):
+        # The SDK refuses a PartitionKey that differs from the SessionId; the SessionId decides placement.
+        partition_key = dead_letter.session_id
+    # The SDK's annotation omits datetime, which it does send (as an AMQP timestamp).
+    properties: Any = redrive_properties(dead_letter, run_id, now)
+    return ServiceBusMessage(
+        dead_letter.body,
+        application_properties=properties,
+        session_id=dead_letter.session_id,
+        message_id=dead_letter.message_id,
+        content_type=dead_letter.content_type,
+        correlation_id=dead_letter.correlation_id,
+        subject=dead_letter.subject,
+        partition_key=partition_key,
+        to=dead_letter.to,
+        reply_to=dead_letter.reply_to,
+        reply_to_session_id=dead_letter.reply_to_session_id,
+        time_to_live=dead_letter.time_to_live,
+    )

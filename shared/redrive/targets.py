@@ -1,0 +1,101 @@
+"""Discover the dead-letter queues to re-drive and where each one's messages go, through the management
+plane (``azure-mgmt-servicebus``).
+
+* A queue's dead-lettered messages go back to the queue itself.
+* A subscription's go to the queue it forwards to (in NServiceBus topology, the subscriber's endpoint
+  queue): only that subscriber gets the copy.
+* A subscription without a forward-to queue (or forwarding to a topic) has **no private target**. Its
+  messages are never sent to the topic, which would hand a copy to every subscription (the portal
+  explorer's behaviour); the policy's ``no_private_target`` archives them (default) or leaves them.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from shared.management import ManagementClient
+from shared.redrive.entities import EntityPlan, EntityRef, Target
+
+DEFAULT_MAX_MESSAGE_SIZE_KB = 256  # Standard tier; Premium entities report their own
+
+
+@dataclass(frozen=True, slots=True)
+class Discovery:
+    """The dead-letter queues to work on, and configured entity patterns that matched nothing."""
+
+    plans: list[EntityPlan]
+    unmatched: list[str]
+
+
+def target_of_queue(queue: Any) -> Target:
+    """The re-drive target described by an ARM ``SBQueue``."""
+    window = queue.duplicate_detection_history_time_window
+    size_kb = queue.max_message_size_in_kilobytes or DEFAULT_MAX_MESSAGE_SIZE_KB
+    return Target(
+        name=queue.name,
+        requires_duplicate_detection=bool(queue.requires_duplicate_detection),
+        duplicate_detection_window=window if isinstance(window, timedelta) else timedelta(minutes=10),
+        max_message_size_bytes=int(size_kb) * 1024,
+        requires_session=bool(queue.requires_session),
+    )
+
+
+def dead_letter_count(entity: Any) -> int | None:
+    """The dead-letter message count ARM reports for a queue or subscription (``None``: not reported)."""
+    details = getattr(entity, "count_details", None)
+    if details is None:
+        return None
+    value = getattr(details, "dead_letter_message_count", None)
+    if value is None and isinstance(details, dict):
+        value = details.get("deadLetterMessageCount", details.get("dead_letter_message_count"))
+    return int(value) if isinstance(value, int) else None
+
+
+def plan_entities(queues: Sequence[Any], subscriptions: Sequence[tuple[str, Any]]) -> list[EntityPlan]:
+    """Plans for every queue and ``(topic, subscription)``, from ARM models. Pure."""
+    targets = {q.name.lower(): target_of_queue(q) for q in queues}
+    plans = [
+        EntityPlan(EntityRef.queue(q.name), targets[q.name.lower()], None, dead_letter_count(q))
+        for q in queues
+    ]
+    for topic, subscription in subscriptions:
+        source = EntityRef.subscription(topic, subscription.name)
+        forward_to = subscription.forward_to
+        target = targets.get(forward_to.lower()) if forward_to else None
+        reason = None
+        if target is None:
+            reason = (
+                f"forwards to {forward_to}, which is not a queue" if forward_to else "no forward-to queue"
+            )
+        plans.append(EntityPlan(source, target, reason, dead_letter_count(subscription)))
+    return plans
+
+
+def select(plans: Sequence[EntityPlan], patterns: Sequence[str]) -> Discovery:
+    """The plans whose entity path matches one of ``patterns`` (all when empty) and whose dead-letter
+    queue is not known to be empty."""
+    chosen = []
+    matched: set[str] = set()
+    for plan in plans:
+        path = plan.source.path.lower()
+        hits = [p for p in patterns if fnmatch.fnmatchcase(path, p.lower())]
+        matched.update(hits)
+        if (patterns and not hits) or plan.dead_letter_count == 0:
+            continue
+        chosen.append(plan)
+    return Discovery(chosen, [p for p in patterns if p not in matched])
+
+
+def discover(management: ManagementClient, patterns: Sequence[str] = ()) -> Discovery:
+    """Every queue and subscription dead-letter queue of the namespace to work on."""
+    queues = list(management.queues.list_by_namespace(*management.scope))
+    subscriptions = [
+        (topic.name, subscription)
+        for topic in management.topics.list_by_namespace(*management.scope)
+        for subscription in management.subscriptions.list_by_topic(*management.scope, topic.name)
+    ]
+    return select(plan_entities(queues, subscriptions), patterns)
