@@ -1,0 +1,17 @@
+"""A no-op Service Bus function for bench/host_throughput.py."""
+
+import azure.functions as func
+
+app = func.FunctionApp()
+
+
+@app.service_bus_queue_trigger(arg_name="msg", queue_name="%BENCH_QUEUE%", connection="ServiceBusConnection")
+def noop(msg: func.ServiceBusMessage) -> None:
+    pass
+
+
+@app.service_bus_queue_trigger(
+    arg_name="msg", queue_name="%BENCH_ASYNC_QUEUE%", connection="ServiceBusConnection"
+)
+async def noop_async(msg: func.ServiceBusMessage) -> None:
+    pass
