@@ -1,9 +1,16 @@
 """Azure Functions entry point (Python v2 programming model).
 
-Kept thin on purpose: each feature lives in ``functions/`` and registers exactly one
-``func.Blueprint`` here, e.g. ``app.register_functions(some_feature.bp)``. None exist yet.
+Kept thin on purpose: each feature lives in ``functions/`` and registers exactly one ``func.Blueprint``
+here; the logic lives in ``shared/``.
 """
 
 import azure.functions as func
 
+from functions import fallback_router, provisioning_api, publishing_api, redrive, subscribers
+
 app = func.FunctionApp(http_auth_level=func.AuthLevel.FUNCTION)
+app.register_functions(subscribers.bp)
+app.register_functions(fallback_router.bp)
+app.register_functions(provisioning_api.bp)
+app.register_functions(publishing_api.bp)
+app.register_functions(redrive.bp)

@@ -73,7 +73,14 @@ CONNECTION_SETTINGS: tuple[AppSetting, ...] = (
 )
 
 # Modules that declare a SETTINGS tuple; add a feature's module here when it gains settings.
-_SETTING_MODULES: tuple[str, ...] = ()
+_SETTING_MODULES: tuple[str, ...] = (
+    "shared.topology.options",
+    "shared.sample_endpoints",
+    "shared.router_service",
+    "shared.provisioning_service",
+    "shared.runtime",
+    "shared.redrive.settings",
+)
 
 
 def all_settings() -> list[AppSetting]:

@@ -1,0 +1,20 @@
+"""HTTP publishing (function-key auth): ``POST /api/events/{eventType}`` publishes one event, validated
+against its contract, through the topology (routing, stamps)."""
+
+from __future__ import annotations
+
+import azure.functions as func
+
+from functions.convert import api_request, http_response
+from shared.api import guarded
+from shared.services import provisioning_service, publisher
+
+bp = func.Blueprint()  # type: ignore[no-untyped-call]
+
+
+@bp.function_name("publish_event")
+@bp.route(route="events/{eventType}", methods=["POST"], auth_level=func.AuthLevel.FUNCTION)
+def publish_event(req: func.HttpRequest) -> func.HttpResponse:
+    """Publish one event; 202 with where it went."""
+    converted = api_request(req)
+    return http_response(guarded(lambda: provisioning_service().publish_event(converted, publisher())))

@@ -1,0 +1,117 @@
+"""Start-up provisioning for ``make run``: the sample endpoints' topology and the fallback router's entities.
+
+``provision(settings)`` is idempotent (existing entities are left alone, as NServiceBus installers do) and
+runs before the triggers start listening, so the queues and subscriptions they bind to exist:
+
+1. every sample endpoint's input queue, topics and forwarding subscriptions (topology library);
+2. when a fallback topic is configured: the topic and its catch-all router subscription
+   (``BUSBAR_ROUTER_SUBSCRIPTION``, ``$Default`` ``1=1``, no forwarding: the router function reads it).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+
+from azure.core.exceptions import HttpResponseError
+from azure.mgmt.servicebus.models import SBSubscription, SBSubscriptionProperties, SBTopic, SBTopicProperties
+
+from shared.app_settings import read
+from shared.management import ManagementClient, ManagementSettings
+from shared.provisioning_service import entity_defaults
+from shared.router_service import ROUTER_SUBSCRIPTION
+from shared.sample_endpoints import sample_catalog
+from shared.topology import (
+    DesiredState,
+    EntityDefaults,
+    HierarchyNamespace,
+    Provisioner,
+    TopologyOptions,
+    desired_state,
+    load_topology_options,
+)
+
+log = logging.getLogger(__name__)
+
+
+def provision(settings: Mapping[str, str]) -> None:
+    """Provision the sample endpoints and the fallback router for ``settings`` (idempotent)."""
+    options = load_topology_options(settings)
+    defaults = entity_defaults(settings)
+    with ManagementClient(ManagementSettings.from_env(settings)) as management:
+        provision_endpoints(management, options, defaults, settings)
+        if options.fallback_topic is not None and options.fallback_topic.topic_name:
+            topic = HierarchyNamespace(options.hierarchy_namespace).apply(options.fallback_topic.topic_name)
+            subscription = read(ROUTER_SUBSCRIPTION, settings) or "busbar-router"
+            provision_router(management, topic, subscription, defaults)
+
+
+def provision_endpoints(
+    management: ManagementClient,
+    options: TopologyOptions,
+    defaults: EntityDefaults,
+    settings: Mapping[str, str],
+) -> None:
+    """Every sample endpoint's queue, topics and subscriptions, in one plan."""
+    states = [
+        desired_state(options, endpoint.queue(settings), endpoint.subscribed_events())
+        for endpoint in sample_catalog()
+    ]
+    provisioner = Provisioner(management, defaults)
+    result = provisioner.apply(provisioner.plan(DesiredState.combine(states)))
+    log.info(
+        "sample endpoints provisioned: %d created, %d unchanged", len(result.created), len(result.unchanged)
+    )
+
+
+def provision_router(
+    management: ManagementClient, topic: str, subscription: str, defaults: EntityDefaults
+) -> None:
+    """The fallback topic and the router's catch-all subscription on it (created only when missing)."""
+    group, namespace = management.scope
+    _create_missing(
+        lambda: management.topics.get(group, namespace, topic),
+        lambda: management.topics.create_or_update(
+            group,
+            namespace,
+            topic,
+            SBTopic(
+                properties=SBTopicProperties(
+                    max_size_in_megabytes=defaults.max_size_in_megabytes,
+                    enable_batched_operations=defaults.enable_batched_operations,
+                )
+            ),
+        ),
+    )
+    _create_missing(
+        lambda: management.subscriptions.get(group, namespace, topic, subscription),
+        lambda: management.subscriptions.create_or_update(
+            group,
+            namespace,
+            topic,
+            subscription,
+            SBSubscription(
+                properties=SBSubscriptionProperties(
+                    lock_duration=defaults.lock_duration,
+                    max_delivery_count=defaults.max_delivery_count,
+                    enable_batched_operations=defaults.enable_batched_operations,
+                    dead_lettering_on_filter_evaluation_exceptions=False,
+                )
+            ),
+        ),
+    )
+    log.info("fallback router subscription %s/Subscriptions/%s is in place", topic, subscription)
+
+
+def _create_missing(get: Callable[[], object], create: Callable[[], object]) -> None:
+    try:
+        get()
+        return
+    except HttpResponseError as error:
+        if error.status_code != 404:
+            raise
+    try:
+        create()
+    except HttpResponseError as error:
+        if error.status_code != 409:  # created concurrently: fine
+            raise

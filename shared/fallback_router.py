@@ -1,0 +1,232 @@
+"""The fallback-topic router's decision: bridge to a dedicated topic, record as unrouted, or leave alone.
+
+The router function reads the fallback topic through its own catch-all subscription, so it sees every event
+published there. For each one it decides, purely:
+
+(a) **Bridge.** When the event's contract has a dedicated topic (mapped in the topology options, or a topic
+    named after the contract) that exists in the namespace, re-publish an exact copy there (same MessageId,
+    SessionId, properties and body) marked with :data:`BRIDGED_FROM`. This is the bridge while publishers
+    migrate to topic-per-event. It never loops: a copy that already carries the marker is never bridged
+    again, and the fallback topic itself is never a bridge target.
+(b) **Unrouted.** Service Bus silently drops a message no subscription matches. The router evaluates the
+    rules of every *other* subscription on the fallback topic against the event; when none matches and the
+    event was not bridged either, the event would be lost without a trace, so the router records it with
+    reason :data:`NO_MATCHING_SUBSCRIPTION`.
+
+Rule evaluation covers what Busbar's topology creates: correlation filters (every system property and
+application property), ``1=1`` / ``1=0``, and ``[NServiceBus.EnclosedMessageTypes] LIKE '...'``. Any other
+SQL expression is :attr:`Match.UNKNOWN`, which counts as a match: the router never archives an event as
+unrouted unless it is certain.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from shared.contracts import ENCLOSED_MESSAGE_TYPES
+from shared.messages import IncomingMessage
+
+BRIDGED_FROM = "busbar.bridged-from"
+"""Application property on a bridged copy: the fallback topic it was copied from."""
+
+NO_MATCHING_SUBSCRIPTION = "NoMatchingSubscription"
+"""The archive reason of an event no subscription on the fallback topic matched."""
+
+
+class Match(Enum):
+    """Whether a filter matches a message; UNKNOWN when the router cannot evaluate it."""
+
+    YES = "yes"
+    NO = "no"
+    UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True, slots=True)
+class CorrelationRule:
+    """A correlation filter: every set field and property must equal the message's (AND)."""
+
+    name: str
+    correlation_id: str | None = None
+    message_id: str | None = None
+    to: str | None = None
+    reply_to: str | None = None
+    subject: str | None = None
+    session_id: str | None = None
+    reply_to_session_id: str | None = None
+    content_type: str | None = None
+    properties: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class SqlRule:
+    """A SQL filter by its expression text."""
+
+    name: str
+    expression: str
+
+
+Rule = CorrelationRule | SqlRule
+
+
+@dataclass(frozen=True, slots=True)
+class SubscriptionRules:
+    """One subscription of the fallback topic and its rules (OR-ed by the broker)."""
+
+    name: str
+    rules: tuple[Rule, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RoutingSnapshot:
+    """What the router knows about the namespace: the fallback topic's subscriptions and existing topics."""
+
+    fallback_topic: str
+    router_subscription: str
+    subscriptions: tuple[SubscriptionRules, ...]
+    existing_topics: frozenset[str]
+
+
+@dataclass(frozen=True, slots=True)
+class RouterDecision:
+    """What to do with one event read from the fallback topic."""
+
+    contract: str | None
+    bridge_to: str | None = None
+    unrouted: bool = False
+    matched_subscriptions: tuple[str, ...] = ()
+    note: str = ""
+
+    @property
+    def description(self) -> str:
+        """A one-line account of the decision, for logs and the archive."""
+        return self.note
+
+
+_SYSTEM_FIELDS = (
+    "correlation_id",
+    "message_id",
+    "to",
+    "reply_to",
+    "subject",
+    "session_id",
+    "reply_to_session_id",
+    "content_type",
+)
+
+_TRUE = re.compile(r"^\s*\(?\s*(1\s*=\s*1|true)\s*\)?\s*$", re.IGNORECASE)
+_FALSE = re.compile(r"^\s*\(?\s*(1\s*=\s*0|false)\s*\)?\s*$", re.IGNORECASE)
+_ENCLOSED_LIKE = re.compile(
+    r"^\s*(?:user\.)?\[?(?P<name>[\w.]+)\]?\s+LIKE\s+'(?P<pattern>(?:[^']|'')*)'\s*$", re.IGNORECASE
+)
+
+
+def _same(a: Any, b: Any) -> bool:
+    # Service Bus compares typed values: true is not 1 and "1" is not 1.
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if isinstance(a, int | float) and isinstance(b, int | float):
+        return a == b
+    return type(a) is type(b) and bool(a == b)
+
+
+def _user_property(properties: Mapping[str, Any], name: str) -> Any:
+    if name in properties:
+        return properties[name]
+    lowered = name.lower()
+    return next((v for k, v in properties.items() if isinstance(k, str) and k.lower() == lowered), None)
+
+
+def _like(value: str, pattern: str) -> bool:
+    regex = "".join(".*" if c == "%" else "." if c == "_" else re.escape(c) for c in pattern)
+    return re.fullmatch(regex, value, re.DOTALL) is not None
+
+
+def rule_matches(rule: Rule, message: IncomingMessage) -> Match:
+    """Whether ``rule`` matches ``message``, as far as the router can tell."""
+    if isinstance(rule, CorrelationRule):
+        for name in _SYSTEM_FIELDS:
+            wanted = getattr(rule, name)
+            if wanted is not None and getattr(message, name) != wanted:
+                return Match.NO
+        for key, wanted in rule.properties.items():
+            if key not in message.application_properties:
+                return Match.NO
+            if not _same(message.application_properties[key], wanted):
+                return Match.NO
+        return Match.YES
+    if _TRUE.match(rule.expression):
+        return Match.YES
+    if _FALSE.match(rule.expression):
+        return Match.NO
+    like = _ENCLOSED_LIKE.match(rule.expression)
+    if like is None or like.group("name").lower() != ENCLOSED_MESSAGE_TYPES.lower():
+        return Match.UNKNOWN
+    header = _user_property(message.application_properties, ENCLOSED_MESSAGE_TYPES)
+    if not isinstance(header, str):
+        return Match.NO  # a missing property makes LIKE unknown, and an unknown filter result does not match
+    return Match.YES if _like(header, like.group("pattern").replace("''", "'")) else Match.NO
+
+
+def subscription_matches(subscription: SubscriptionRules, message: IncomingMessage) -> Match:
+    """OR over the subscription's rules; a subscription without rules receives nothing."""
+    results = [rule_matches(rule, message) for rule in subscription.rules]
+    if Match.YES in results:
+        return Match.YES
+    return Match.UNKNOWN if Match.UNKNOWN in results else Match.NO
+
+
+def decide(
+    message: IncomingMessage,
+    snapshot: RoutingSnapshot,
+    dedicated_topic: Callable[[str], str | None],
+) -> RouterDecision:
+    """Decide what the router does with ``message``; ``dedicated_topic`` maps a contract to its own topic."""
+    contract = message.contract_type
+    bridged_from = message.property_text(BRIDGED_FROM)
+    if bridged_from is not None:
+        return RouterDecision(contract, note=f"already bridged from {bridged_from!r}; not routed again")
+
+    matched: list[str] = []
+    uncertain: list[str] = []
+    for subscription in snapshot.subscriptions:
+        if subscription.name.lower() == snapshot.router_subscription.lower():
+            continue
+        result = subscription_matches(subscription, message)
+        if result is Match.YES:
+            matched.append(subscription.name)
+        elif result is Match.UNKNOWN:
+            uncertain.append(subscription.name)
+
+    bridge_to: str | None = None
+    if contract is not None:
+        target = dedicated_topic(contract)
+        if (
+            target is not None
+            and target.lower() != snapshot.fallback_topic.lower()
+            and target.lower() in {t.lower() for t in snapshot.existing_topics}
+        ):
+            bridge_to = target
+
+    notes: list[str] = []
+    if bridge_to is not None:
+        notes.append(f"bridged to dedicated topic {bridge_to!r}")
+    if matched:
+        notes.append(f"matched subscriptions {matched}")
+    if uncertain:
+        notes.append(f"assumed matched by {uncertain} (filters the router cannot evaluate)")
+    unrouted = bridge_to is None and not matched and not uncertain
+    if unrouted:
+        others = [
+            s.name for s in snapshot.subscriptions if s.name.lower() != snapshot.router_subscription.lower()
+        ]
+        notes.append(
+            f"no subscription on topic {snapshot.fallback_topic!r} matches "
+            f"{contract or 'an untyped message'} "
+            f"(enclosed types {message.enclosed_types}; subscriptions checked: {others}) and it has no "
+            "dedicated topic: Service Bus would drop it silently"
+        )
+    return RouterDecision(contract, bridge_to, unrouted, tuple(matched + uncertain), "; ".join(notes))

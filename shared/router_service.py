@@ -1,0 +1,262 @@
+"""The fallback router's I/O: the namespace snapshot it decides on, the bridge, and unrouted records.
+
+:func:`shared.fallback_router.decide` is pure; this module feeds it a :class:`RoutingSnapshot` read through
+``azure-mgmt-servicebus`` (cached for ``BUSBAR_ROUTER_SNAPSHOT_SECONDS``; re-read before an event is
+declared unrouted, so a subscription created a moment ago is never missed), re-publishes bridged copies
+with ``azure-servicebus``, and records unrouted events: logged, counted, and archived as Parquet
+(:mod:`shared.archive`) with decision ``NoMatchingSubscription``.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any, Protocol
+
+from azure.servicebus import ServiceBusClient, ServiceBusMessage
+
+from shared.app_settings import AppSetting, read
+from shared.archive.properties import encode_properties
+from shared.archive.writer import ArchiveRow, ArchiveWriter
+from shared.fallback_router import (
+    BRIDGED_FROM,
+    NO_MATCHING_SUBSCRIPTION,
+    CorrelationRule,
+    RouterDecision,
+    RoutingSnapshot,
+    SqlRule,
+    SubscriptionRules,
+    decide,
+)
+from shared.management import ManagementClient
+from shared.messages import IncomingMessage
+from shared.topology.names import HierarchyNamespace
+from shared.topology.options import TopologyOptions
+
+log = logging.getLogger(__name__)
+
+ROUTER_SUBSCRIPTION = AppSetting(
+    "BUSBAR_ROUTER_SUBSCRIPTION",
+    "Name of the fallback router's catch-all subscription on the fallback topic (BUSBAR_FALLBACK_TOPIC). "
+    "The router trigger binds to it, so it must be set explicitly.",
+    default="busbar-router",
+)
+SNAPSHOT_SECONDS = AppSetting(
+    "BUSBAR_ROUTER_SNAPSHOT_SECONDS",
+    "How long the router reuses its snapshot of the fallback topic's subscriptions and rules, in seconds.",
+    default="30",
+)
+
+SETTINGS: tuple[AppSetting, ...] = (ROUTER_SUBSCRIPTION, SNAPSHOT_SECONDS)
+
+FRESH_READ_INTERVAL = 2.0
+"""Seconds: the snapshot is re-read before an event is declared unrouted only if it is older than this."""
+
+UNROUTED = Counter[str]()
+"""Unrouted events per contract since the process started (``None`` contract counted as ``<untyped>``)."""
+_unrouted_lock = threading.Lock()
+
+
+class UnroutedRecorder(Protocol):
+    def record(
+        self, message: IncomingMessage, decision: RouterDecision, topic: str, subscription: str
+    ) -> None:
+        """Keep a trace of an event no subscription matched."""
+
+
+def load_snapshot(
+    management: ManagementClient, fallback_topic: str, router_subscription: str
+) -> RoutingSnapshot:
+    """Read the fallback topic's subscriptions and rules, and every topic name, from the namespace."""
+    group, namespace = management.scope
+    topics = frozenset(t.name for t in management.topics.list_by_namespace(group, namespace))
+    subscriptions: list[SubscriptionRules] = []
+    for subscription in management.subscriptions.list_by_topic(group, namespace, fallback_topic):
+        rules = management.rules.list_by_subscriptions(group, namespace, fallback_topic, subscription.name)
+        subscriptions.append(SubscriptionRules(subscription.name, tuple(_rule(r) for r in rules)))
+    return RoutingSnapshot(fallback_topic, router_subscription, tuple(subscriptions), topics)
+
+
+def _rule(rule: Any) -> CorrelationRule | SqlRule:
+    if (
+        str(rule.filter_type) in ("CorrelationFilter", "FilterType.CORRELATION_FILTER")
+        and rule.correlation_filter
+    ):
+        c = rule.correlation_filter
+        # The SDK model reads correlation properties as strings (a boolean true becomes "True"); its raw
+        # data keeps the typed JSON value, which is what the broker compares.
+        raw = getattr(c, "_data", {}).get("properties")
+        properties = raw if isinstance(raw, dict) else (c.properties or {})
+        return CorrelationRule(
+            rule.name,
+            correlation_id=c.correlation_id,
+            message_id=c.message_id,
+            to=c.to,
+            reply_to=c.reply_to,
+            subject=c.label,
+            session_id=c.session_id,
+            reply_to_session_id=c.reply_to_session_id,
+            content_type=c.content_type,
+            properties=dict(properties),
+        )
+    expression = rule.sql_filter.sql_expression if rule.sql_filter is not None else "1=1"
+    return SqlRule(rule.name, expression or "1=1")
+
+
+def dedicated_topic_resolver(options: TopologyOptions) -> Callable[[str], str | None]:
+    """A contract's dedicated topic: its mapped publish topic, else the topic named after it."""
+    hierarchy = HierarchyNamespace(options.hierarchy_namespace)
+
+    def resolve(contract: str) -> str | None:
+        mapped = options.published_event_to_topics_map.get(contract)
+        return hierarchy.apply(mapped.topic if mapped is not None else contract)
+
+    return resolve
+
+
+def bridged_copy(message: IncomingMessage, fallback_topic: str) -> ServiceBusMessage:
+    """An exact copy of ``message`` (ids, session, properties, body) marked as bridged from the fallback."""
+    properties: dict[str | bytes, Any] = {k: v for k, v in message.application_properties.items()}
+    properties[BRIDGED_FROM] = fallback_topic
+    ttl = timedelta(seconds=message.time_to_live_seconds) if message.time_to_live_seconds else None
+    return ServiceBusMessage(
+        message.body,
+        application_properties=properties,
+        message_id=message.message_id,
+        session_id=message.session_id,
+        correlation_id=message.correlation_id,
+        content_type=message.content_type,
+        subject=message.subject,
+        to=message.to,
+        reply_to=message.reply_to,
+        reply_to_session_id=message.reply_to_session_id,
+        partition_key=message.partition_key if message.partition_key == message.session_id else None,
+        time_to_live=ttl,
+    )
+
+
+class ArchivingRecorder:
+    """Logs, counts and archives unrouted events (decision ``NoMatchingSubscription``)."""
+
+    def __init__(self, writer: ArchiveWriter | None) -> None:
+        self.writer = writer
+
+    def record(
+        self, message: IncomingMessage, decision: RouterDecision, topic: str, subscription: str
+    ) -> None:
+        with _unrouted_lock:
+            UNROUTED[decision.contract or "<untyped>"] += 1
+        log.warning(
+            "unrouted event %s (message %s) on %s: %s",
+            decision.contract,
+            message.message_id,
+            topic,
+            decision.description,
+        )
+        if self.writer is None:
+            return
+        now = datetime.now(UTC)
+        ttl = message.time_to_live_seconds
+        row = ArchiveRow(
+            run_id=f"router-{uuid.uuid4().hex}",
+            archived_at=now,
+            archived_date=now.strftime("%Y-%m-%d"),
+            decision=NO_MATCHING_SUBSCRIPTION,
+            decision_detail=decision.description,
+            source_entity=topic,
+            source_kind="topic",
+            source_topic=topic,
+            source_subscription=subscription,
+            target_entity=None,
+            message_id=message.message_id,
+            session_id=message.session_id,
+            correlation_id=message.correlation_id,
+            subject=message.subject,
+            content_type=message.content_type,
+            reply_to=message.reply_to,
+            reply_to_session_id=message.reply_to_session_id,
+            to=message.to,
+            partition_key=message.partition_key,
+            time_to_live_ms=None if ttl is None else int(ttl * 1000),
+            body=message.body,
+            application_properties=encode_properties(message.application_properties),
+            contract_type=decision.contract,
+            sequence_number=message.sequence_number,
+            enqueued_time=message.enqueued_time,
+            delivery_count=message.delivery_count,
+            dead_letter_reason=NO_MATCHING_SUBSCRIPTION,
+            dead_letter_description=decision.description[:4096],
+            dead_letter_source=None,
+            redrive_count=0,
+        )
+        self.writer.write(row.run_id, [row])
+
+
+class FallbackRouter:
+    """Routes events read from the fallback topic: bridge, record unrouted, or nothing to do."""
+
+    def __init__(
+        self,
+        *,
+        management: ManagementClient,
+        client: ServiceBusClient,
+        options: TopologyOptions,
+        fallback_topic: str,
+        router_subscription: str,
+        recorder: UnroutedRecorder,
+        snapshot_seconds: float = 30.0,
+    ) -> None:
+        self.management = management
+        self.client = client
+        self.fallback_topic = fallback_topic
+        self.router_subscription = router_subscription
+        self.recorder = recorder
+        self.snapshot_seconds = snapshot_seconds
+        self._dedicated = dedicated_topic_resolver(options)
+        self._snapshot: RoutingSnapshot | None = None
+        self._loaded_at = 0.0
+        self._lock = threading.Lock()
+
+    def _current(self, *, fresh: bool) -> RoutingSnapshot:
+        with self._lock:
+            age = time.monotonic() - self._loaded_at
+            # A fresh read is wanted before declaring an event unrouted, but a burst of unrouted events
+            # must not turn into a burst of management-plane listings (ARM throttles reads).
+            limit = min(self.snapshot_seconds, FRESH_READ_INTERVAL) if fresh else self.snapshot_seconds
+            if self._snapshot is None or age > limit:
+                self._snapshot = load_snapshot(self.management, self.fallback_topic, self.router_subscription)
+                self._loaded_at = time.monotonic()
+            return self._snapshot
+
+    def route(self, message: IncomingMessage) -> RouterDecision:
+        """Decide and act; raises (so the broker redelivers) when the bridge or the archive fails."""
+        decision = decide(message, self._current(fresh=False), self._dedicated)
+        if decision.unrouted:
+            # Declaring an event lost is a strong claim: check against the namespace as it is now.
+            decision = decide(message, self._current(fresh=True), self._dedicated)
+        if decision.bridge_to is not None:
+            with self.client.get_topic_sender(decision.bridge_to) as sender:
+                sender.send_messages(bridged_copy(message, self.fallback_topic))
+            log.info(
+                "bridged %s (message %s) to %s", decision.contract, message.message_id, decision.bridge_to
+            )
+        if decision.unrouted:
+            self.recorder.record(message, decision, self.fallback_topic, self.router_subscription)
+        return decision
+
+
+def snapshot_seconds(env: Mapping[str, str]) -> float:
+    """``BUSBAR_ROUTER_SNAPSHOT_SECONDS`` as a number (a bad value is an error, not a silent default)."""
+    raw = read(SNAPSHOT_SECONDS, env) or "30"
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError(f"{SNAPSHOT_SECONDS.name} must be a number of seconds, got {raw!r}") from None
+    if value < 0:
+        raise ValueError(f"{SNAPSHOT_SECONDS.name} must not be negative, got {raw!r}")
+    return value

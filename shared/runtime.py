@@ -1,0 +1,186 @@
+"""The app's long-lived clients, built from app settings once per distinct configuration.
+
+Functions run many invocations per process; opening an AMQP connection or a sender costs far more than a
+send, so the Service Bus client, the publishers and the management client are cached, keyed by the settings
+that define them (several devhost instances in one test process use different settings side by side).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
+
+from azure.servicebus import ServiceBusClient
+
+from shared.app_settings import AppSetting, read
+from shared.archive.writer import ArchiveWriter
+from shared.management import ManagementClient, ManagementSettings, SettingsError
+from shared.redrive import settings as archive_settings
+from shared.router_service import (
+    ROUTER_SUBSCRIPTION,
+    ArchivingRecorder,
+    FallbackRouter,
+    snapshot_seconds,
+)
+from shared.topology.names import HierarchyNamespace
+from shared.topology.options import TopologyOptions, load_topology_options
+from shared.topology.publisher import Publisher
+
+CONNECTION = "ServiceBusConnection"
+"""The connection name the triggers use (app setting, or ``<name>__fullyQualifiedNamespace``)."""
+
+API_ENDPOINT_NAME = AppSetting(
+    "BUSBAR_API_ENDPOINT_NAME",
+    "NServiceBus.OriginatingEndpoint of events published through POST /api/events/{eventType}.",
+    default="busbar-api",
+)
+
+SETTINGS: tuple[AppSetting, ...] = (API_ENDPOINT_NAME,)
+
+T = TypeVar("T")
+_cache: dict[tuple[str, ...], object] = {}
+_cache_lock = threading.Lock()
+
+
+def environment() -> Mapping[str, str]:
+    """The app settings as the host exposes them: the process environment."""
+    return os.environ
+
+
+def _cached(key: tuple[str, ...], build: Callable[[], T]) -> T:
+    with _cache_lock:
+        found = _cache.get(key)
+        if found is None:
+            found = build()
+            _cache[key] = found
+        return found  # type: ignore[return-value]
+
+
+def service_bus_client(env: Mapping[str, str] | None = None) -> ServiceBusClient:
+    """A client for ``ServiceBusConnection`` (connection string) or its ``__fullyQualifiedNamespace``."""
+    values = environment() if env is None else env
+    connection_string = (values.get(CONNECTION) or "").strip()
+    if connection_string:
+        return _cached(
+            ("sb", connection_string), lambda: ServiceBusClient.from_connection_string(connection_string)
+        )
+    namespace = (values.get(f"{CONNECTION}__fullyQualifiedNamespace") or "").strip()
+    if not namespace:
+        raise SettingsError(
+            f"missing app setting: {CONNECTION} (connection string) or {CONNECTION}__fullyQualifiedNamespace"
+        )
+
+    def build() -> ServiceBusClient:
+        from azure.identity import DefaultAzureCredential  # heavy; only in Azure
+
+        return ServiceBusClient(namespace, DefaultAzureCredential())
+
+    return _cached(("sb-identity", namespace), build)
+
+
+def topology_options(env: Mapping[str, str] | None = None) -> TopologyOptions:
+    """The effective topology options (not cached: cheap, and a bad value must surface every time)."""
+    return load_topology_options(environment() if env is None else env)
+
+
+def publisher(endpoint_name: str, env: Mapping[str, str] | None = None) -> Publisher:
+    """The cached publisher of ``endpoint_name`` for the current connection and topology options."""
+    values = environment() if env is None else env
+    client = service_bus_client(values)
+    options = topology_options(values)
+    key = ("publisher", str(id(client)), options.model_dump_json(), endpoint_name)
+    return _cached(key, lambda: Publisher(client, options, endpoint_name=endpoint_name))
+
+
+def api_endpoint_name(env: Mapping[str, str] | None = None) -> str:
+    """The originating endpoint name of events published over HTTP."""
+    return read(API_ENDPOINT_NAME, environment() if env is None else env) or "busbar-api"
+
+
+def management_client(env: Mapping[str, str] | None = None) -> ManagementClient:
+    """The cached management client of the namespace the ``BUSBAR_*`` management settings name."""
+    settings = ManagementSettings.from_env(environment() if env is None else env)
+    key = (
+        "mgmt",
+        settings.subscription_id,
+        settings.resource_group,
+        settings.namespace,
+        settings.endpoint,
+        settings.token or "",
+    )
+    return _cached(key, lambda: ManagementClient(settings))
+
+
+def reset() -> None:
+    """Close and forget every cached client (tests, and a host shutting down)."""
+    with _cache_lock:
+        items = list(_cache.values())
+        _cache.clear()
+    # Publishers before the clients their senders belong to.
+    items.sort(key=lambda item: not isinstance(item, Publisher))
+    for item in items:
+        close = getattr(item, "close", None)
+        if callable(close):
+            with contextlib.suppress(Exception):  # best effort: the process is done with them
+                close()
+
+
+def archive_writer(env: Mapping[str, str] | None = None) -> ArchiveWriter:
+    """The failure archive the re-drive settings name (``BUSBAR_ARCHIVE_URL`` and its credentials)."""
+    values = environment() if env is None else env
+    url = read(archive_settings.ARCHIVE_URL, values) or ".data/archive"
+    options: dict[str, Any] = {}
+    connection_string = account = None
+    # The same rules as the re-drive's archive (shared.redrive.settings): credentials only for blob storage.
+    if url.startswith(("abfs://", "az://", "abfss://")):
+        connection_string = read(archive_settings.ARCHIVE_CONNECTION_STRING, values)
+        account = read(archive_settings.ARCHIVE_ACCOUNT_NAME, values)
+        if connection_string:
+            options["connection_string"] = connection_string
+        elif account:
+            options.update(account_name=account, anon=False)  # adlfs then uses DefaultAzureCredential
+        else:
+            raise SettingsError(
+                f"{archive_settings.ARCHIVE_URL.name} is {url!r}: set "
+                f"{archive_settings.ARCHIVE_ACCOUNT_NAME.name} "
+                f"(or, locally, {archive_settings.ARCHIVE_CONNECTION_STRING.name})"
+            )
+    key = ("archive", url, connection_string or "", account or "")
+    return _cached(key, lambda: ArchiveWriter(url, options))
+
+
+def fallback_router(env: Mapping[str, str] | None = None) -> FallbackRouter:
+    """The cached fallback router for the current settings."""
+    values = environment() if env is None else env
+    options = topology_options(values)
+    if options.fallback_topic is None or not options.fallback_topic.topic_name:
+        raise SettingsError("no fallback topic is configured (BUSBAR_FALLBACK_TOPIC or TopologyOptions)")
+    topic = HierarchyNamespace(options.hierarchy_namespace).apply(options.fallback_topic.topic_name)
+    subscription = read(ROUTER_SUBSCRIPTION, values) or "busbar-router"
+    management = management_client(values)
+    client = service_bus_client(values)
+    writer = archive_writer(values)
+    seconds = snapshot_seconds(values)
+    key = (
+        "router",
+        options.model_dump_json(),
+        subscription,
+        str(id(management)),
+        str(id(client)),
+        str(seconds),
+    )
+    return _cached(
+        key,
+        lambda: FallbackRouter(
+            management=management,
+            client=client,
+            options=options,
+            fallback_topic=topic,
+            router_subscription=subscription,
+            recorder=ArchivingRecorder(writer),
+            snapshot_seconds=seconds,
+        ),
+    )

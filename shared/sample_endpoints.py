@@ -1,0 +1,134 @@
+"""The sample domain: three endpoints over the seeds' events, so ``make run`` shows real traffic.
+
+- **billing** (queue ``BUSBAR_BILLING_QUEUE``) handles ``Shipping.OrderAccepted`` and
+  ``Shipping.OrderAcceptedV2`` and publishes ``Billing.InvoiceIssued`` for each. An order with a negative
+  amount can never be invoiced: the handler raises :class:`~shared.dispatch.PermanentHandlerError`.
+- **crm** (queue ``BUSBAR_CRM_QUEUE``) handles two interfaces, polymorphically:
+  ``Tenant.ICustomerLifecycleEvent`` (``CustomerCreated``, ``CustomerUpdated``, ``CustomerDeleted``) and
+  ``Shipping.IOrderStatusChanged`` (``OrderAccepted``, ``OrderDeclined``, ``OrderAcceptedV2``).
+- **shipping** (queue ``BUSBAR_SHIPPING_QUEUE``) handles ``Billing.InvoiceIssued``: it ships invoiced orders.
+
+Every handler notes what it handled in :data:`JOURNAL`, the sample's stand-in for a database, which
+``make run`` logs and the end-to-end tests read.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import deque
+from dataclasses import dataclass
+
+from shared.app_settings import AppSetting
+from shared.dispatch import HandlerRegistry, PermanentHandlerError
+from shared.endpoints import Endpoint, EndpointCatalog
+from shared.handler_context import HandlerContext
+from shared.sample_events import (
+    ICustomerLifecycleEvent,
+    InvoiceIssued,
+    IOrderStatusChanged,
+    OrderAccepted,
+    OrderAcceptedV2,
+    sample_registry,
+)
+
+logger = logging.getLogger("busbar.sample")
+
+BILLING_QUEUE = AppSetting("BUSBAR_BILLING_QUEUE", "Input queue of the sample billing endpoint.", "billing")
+CRM_QUEUE = AppSetting("BUSBAR_CRM_QUEUE", "Input queue of the sample CRM endpoint.", "crm")
+SHIPPING_QUEUE = AppSetting(
+    "BUSBAR_SHIPPING_QUEUE", "Input queue of the sample shipping endpoint.", "shipping"
+)
+
+SETTINGS: tuple[AppSetting, ...] = (BILLING_QUEUE, CRM_QUEUE, SHIPPING_QUEUE)
+
+
+@dataclass(frozen=True, slots=True)
+class HandledEvent:
+    """One handler call: which endpoint, which contract arrived (concrete name) and the message id."""
+
+    endpoint: str
+    contract: str
+    key: str  # the order or customer id
+    message_id: str | None
+    correlation_id: str | None
+
+
+class Journal:
+    """A bounded, thread-safe record of handled events (the sample endpoints' "database")."""
+
+    def __init__(self, capacity: int = 10_000) -> None:
+        self._entries: deque[HandledEvent] = deque(maxlen=capacity)
+        self._lock = threading.Lock()
+
+    def note(self, endpoint: str, contract: str, key: str, context: HandlerContext) -> None:
+        entry = HandledEvent(endpoint, contract, key, context.message_id, context.correlation_id)
+        with self._lock:
+            self._entries.append(entry)
+        logger.info("%s handled %s for %s (message %s)", endpoint, contract, key, context.message_id)
+
+    def entries(self, key: str | None = None) -> list[HandledEvent]:
+        """Everything handled, oldest first; only entries about ``key`` when given."""
+        with self._lock:
+            return [e for e in self._entries if key is None or e.key == key]
+
+
+JOURNAL = Journal()
+
+_billing = HandlerRegistry()
+_crm = HandlerRegistry()
+_shipping = HandlerRegistry()
+
+
+def _invoice(endpoint: str, order_id: str, amount: float, contract: str, context: HandlerContext) -> None:
+    if amount < 0:
+        raise PermanentHandlerError(
+            f"order {order_id} has a negative amount ({amount}) and cannot be invoiced"
+        )
+    JOURNAL.note(endpoint, contract, order_id, context)
+    context.publish(InvoiceIssued(order_id=order_id, invoice_id=f"INV-{order_id}", amount=amount))
+
+
+@_billing.handles(OrderAccepted)
+def invoice_accepted_order(event: OrderAccepted, context: HandlerContext) -> None:
+    """Billing invoices an accepted order."""
+    _invoice("billing", event.order_id, event.amount, event.contract_name, context)
+
+
+@_billing.handles(OrderAcceptedV2)
+def invoice_accepted_order_v2(event: OrderAcceptedV2, context: HandlerContext) -> None:
+    """Billing invoices an accepted order published with the evolved contract."""
+    _invoice("billing", event.order_id, event.amount, event.contract_name, context)
+
+
+@_crm.handles(ICustomerLifecycleEvent)
+def track_customer(event: ICustomerLifecycleEvent, context: HandlerContext) -> None:
+    """CRM follows every customer lifecycle event."""
+    JOURNAL.note("crm", _arrived_as(context, event), event.customer_id, context)
+
+
+@_crm.handles(IOrderStatusChanged)
+def track_order_status(event: IOrderStatusChanged, context: HandlerContext) -> None:
+    """CRM follows every order status change."""
+    JOURNAL.note("crm", _arrived_as(context, event), event.order_id, context)
+
+
+@_shipping.handles(InvoiceIssued)
+def ship_invoiced_order(event: InvoiceIssued, context: HandlerContext) -> None:
+    """Shipping ships an order once it is invoiced."""
+    JOURNAL.note("shipping", event.contract_name, event.order_id, context)
+
+
+def _arrived_as(context: HandlerContext, event: object) -> str:
+    # The concrete contract on the wire (the handler sees it through an interface).
+    return context.incoming.contract_type or type(event).__name__
+
+
+def sample_catalog() -> EndpointCatalog:
+    """The three sample endpoints."""
+    contracts = sample_registry()
+    return EndpointCatalog(
+        Endpoint("billing", BILLING_QUEUE, contracts, _billing),
+        Endpoint("crm", CRM_QUEUE, contracts, _crm),
+        Endpoint("shipping", SHIPPING_QUEUE, contracts, _shipping),
+    )

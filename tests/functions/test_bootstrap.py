@@ -1,0 +1,62 @@
+"""``make run``'s startup provisioning: the sample endpoints and the fallback router, idempotently, and the
+whole sample chain running on top of it (OrderAccepted -> billing -> InvoiceIssued -> shipping)."""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import httpx
+from busbar_app import APP, HOST_JSON, app_settings, management_for
+
+from devhost.testing import running_host
+from emulator.server import EmulatorThread
+from shared.bootstrap import provision
+from shared.sample_endpoints import JOURNAL
+
+
+def test_provisioning_twice_creates_the_sample_topology_once(private_emulator: EmulatorThread) -> None:
+    settings = app_settings(private_emulator)
+
+    provision(settings)
+    provision(settings)
+
+    topic = settings["BUSBAR_FALLBACK_TOPIC"]
+    with management_for(settings) as management:
+        scope = management.scope
+        subscriptions = {s.name: s for s in management.subscriptions.list_by_topic(*scope, topic)}
+        rules = {
+            name: sorted(r.name.lower() for r in management.rules.list_by_subscriptions(*scope, topic, name))
+            for name in subscriptions
+        }
+    billing, crm, shipping = (settings[f"BUSBAR_{n}_QUEUE"] for n in ("BILLING", "CRM", "SHIPPING"))
+    assert rules == {
+        "busbar-router": ["$default"],
+        billing: ["$default", "shipping.orderaccepted", "shipping.orderacceptedv2"],
+        crm: ["$default", "shipping.iorderstatuschanged", "tenant.icustomerlifecycleevent"],
+        shipping: ["$default", "billing.invoiceissued"],
+    }
+    assert subscriptions["busbar-router"].forward_to in (None, "")
+    assert subscriptions[crm].forward_to == crm
+
+
+def test_the_sample_chain_runs_on_the_started_app(private_emulator: EmulatorThread) -> None:
+    settings = app_settings(private_emulator)
+    order = f"chain-{uuid.uuid4().hex[:8]}"
+
+    with running_host(APP, settings=settings, host_json=HOST_JSON, startup_hook=provision) as host:
+        response = httpx.post(
+            f"{host.base_url}/api/events/Shipping.OrderAccepted",
+            headers={"x-functions-key": host.function_key("publish_event")},
+            json={"order_id": order, "amount": 42},
+        )
+        deadline = time.monotonic() + 30
+        while len(JOURNAL.entries(order)) < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+    assert response.status_code == 202, response.text
+    assert sorted((e.endpoint, e.contract) for e in JOURNAL.entries(order)) == [
+        ("billing", "Shipping.OrderAccepted"),
+        ("crm", "Shipping.OrderAccepted"),
+        ("shipping", "Billing.InvoiceIssued"),
+    ]

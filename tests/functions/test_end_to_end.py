@@ -1,0 +1,430 @@
+"""End to end under devhost + the emulator: HTTP provisioning, publishing over HTTP and with the SDK, the
+sample handlers, dead-lettering, and the fallback router.
+
+One host serves the whole module (starting one costs seconds); every test uses its own order and customer
+ids, so the journal entries it waits for are its own.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from azure.servicebus import ServiceBusMessage, ServiceBusSubQueue
+from azure.servicebus.amqp import AmqpAnnotatedMessage
+from busbar_app import (
+    APP,
+    HOST_JSON,
+    app_settings,
+    create_queues_and_router,
+    management_for,
+    sdk_client_for,
+)
+
+from devhost.testing import HostHandle, running_host
+from emulator.server import EmulatorThread
+from shared.archive.reader import read_archive
+from shared.contracts import ENCLOSED_MESSAGE_TYPES, Event
+from shared.dispatch import NO_HANDLER, PAYLOAD_VALIDATION_FAILED, PERMANENT_HANDLER_ERROR
+from shared.fallback_router import BRIDGED_FROM, NO_MATCHING_SUBSCRIPTION
+from shared.router_service import UNROUTED
+from shared.sample_endpoints import JOURNAL
+from shared.sample_events import (
+    CustomerCreated,
+    CustomerDeleted,
+    CustomerUpdated,
+    InvoiceIssued,
+    OrderAccepted,
+    OrderAcceptedV2,
+    OrderDeclined,
+)
+from shared.topology import Publisher, load_topology_options
+
+WAIT = 30.0
+
+
+class App:
+    """The running app as a test sees it: settings, host, an HTTP client with the function key."""
+
+    def __init__(self, settings: dict[str, str], host: HostHandle, archive: Path) -> None:
+        self.settings = settings
+        self.host = host
+        self.archive = archive
+        self.http = httpx.Client(
+            base_url=host.base_url, headers={"x-functions-key": host.host_key}, timeout=60.0
+        )
+
+    def put(self, endpoint: str, events: list[Any], dry_run: bool = False) -> httpx.Response:
+        body = {"events": events, "dryRun": dry_run}
+        return self.http.put(f"/api/endpoints/{endpoint}/subscriptions", json=body)
+
+    def publish(self, event_type: str, payload: dict[str, Any]) -> httpx.Response:
+        return self.http.post(f"/api/events/{event_type}", json=payload)
+
+
+@pytest.fixture(scope="module")
+def app(private_emulator: EmulatorThread, tmp_path_factory: pytest.TempPathFactory) -> Iterator[App]:
+    archive = tmp_path_factory.mktemp("archive")
+    settings = app_settings(
+        private_emulator, BUSBAR_ARCHIVE_URL=str(archive), BUSBAR_ROUTER_SNAPSHOT_SECONDS="0"
+    )
+    with running_host(
+        APP, settings=settings, host_json=HOST_JSON, startup_hook=create_queues_and_router
+    ) as host:
+        running = App(settings, host, archive)
+        yield running
+        running.http.close()
+
+
+@pytest.fixture(scope="module")
+def provisioned(app: App) -> App:
+    """billing and crm subscribed over HTTP (shipping is not: what billing publishes stays unrouted)."""
+    billing = app.put("billing", ["Shipping.OrderAccepted", "Shipping.OrderAcceptedV2"])
+    crm = app.put("crm", ["Tenant.ICustomerLifecycleEvent", {"type": "Shipping.IOrderStatusChanged"}])
+    assert billing.status_code == 201, billing.text
+    assert crm.status_code == 201, crm.text
+    return app
+
+
+def wait_for(condition: Callable[[], bool], what: str, timeout: float = WAIT) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+def handled(key: str) -> list[tuple[str, str]]:
+    return sorted((e.endpoint, e.contract) for e in JOURNAL.entries(key))
+
+
+def fresh(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:10]}"
+
+
+# ----------------------------------------------------------------------------------------------- routing
+
+
+# Every sample event, the key it carries, and which (endpoint, contract) handler calls it must cause when
+# billing and crm are subscribed as in ``provisioned`` (shipping is not: nobody handles InvoiceIssued).
+SAMPLES: list[tuple[type[Event], str, dict[str, Any], list[tuple[str, str]]]] = [
+    (
+        OrderAccepted,
+        "order_id",
+        {"amount": 12.5},
+        [("billing", "Shipping.OrderAccepted"), ("crm", "Shipping.OrderAccepted")],
+    ),
+    (OrderDeclined, "order_id", {"reason": "out of stock"}, [("crm", "Shipping.OrderDeclined")]),
+    (
+        OrderAcceptedV2,
+        "order_id",
+        {"amount": 3, "currency": "USD"},
+        [("billing", "Shipping.OrderAcceptedV2"), ("crm", "Shipping.OrderAcceptedV2")],
+    ),
+    (CustomerCreated, "customer_id", {"name": "Ada"}, [("crm", "Tenant.CustomerCreated")]),
+    (CustomerUpdated, "customer_id", {"name": "Ada L."}, [("crm", "Tenant.CustomerUpdated")]),
+    (CustomerDeleted, "customer_id", {}, [("crm", "Tenant.CustomerDeleted")]),
+    (InvoiceIssued, "order_id", {"invoice_id": "i-1"}, []),
+]
+
+
+def test_each_endpoint_handles_exactly_the_events_it_subscribes_to_over_http_and_sdk(
+    provisioned: App,
+) -> None:
+    app = provisioned
+    expected: dict[str, list[tuple[str, str]]] = {}
+    invoiced: set[str] = set()  # orders billing invoices, and invoices published directly
+    sdk_events: list[Event] = []
+    for event_type, key_field, fields, calls in SAMPLES:
+        over_http, over_sdk = fresh("http"), fresh("sdk")
+        response = app.publish(event_type.contract_name, {key_field: over_http, **fields})
+        assert response.status_code == 202, response.text
+        assert response.json()["sent"][0]["eventType"] == event_type.contract_name
+        sdk_events.append(event_type.model_validate({key_field: over_sdk, **fields}))
+        expected[over_http] = expected[over_sdk] = sorted(calls)
+        if ("billing", event_type.contract_name) in calls or event_type is InvoiceIssued:
+            invoiced |= {over_http, over_sdk}
+    with (
+        sdk_client_for(app.settings) as client,
+        Publisher(client, load_topology_options(app.settings), endpoint_name="sdk-test") as publisher,
+    ):
+        result = publisher.publish(sdk_events)
+    assert len(result.sent) == len(SAMPLES)
+
+    wait_for(lambda: all(len(handled(k)) >= len(v) for k, v in expected.items()), "every handler call")
+    # Invoices reach no subscription: the router records each one, which also gives every other delivery
+    # the time to happen, so the comparison below would see an event handled twice or at the wrong endpoint.
+    wait_for(
+        lambda: len(_archived(app, "Billing.InvoiceIssued", invoiced)) == len(invoiced),
+        "the unrouted invoices",
+    )
+    assert {k: handled(k) for k in expected} == expected
+
+
+def test_handlers_publish_with_the_incoming_correlation_carried_over(provisioned: App) -> None:
+    order = fresh("corr")
+    response = provisioned.http.post(
+        "/api/events/Shipping.OrderAccepted",
+        params={"correlationId": f"c-{order}"},
+        json={"order_id": order, "amount": 2},
+    )
+    assert response.status_code == 202, response.text
+
+    wait_for(lambda: len(_archived(provisioned, "Billing.InvoiceIssued", {order})) == 1, "the invoice")
+    invoice = _archived(provisioned, "Billing.InvoiceIssued", {order})[0]
+    assert invoice["correlation_id"] == f"c-{order}"
+    properties = json.loads(invoice["application_properties"])
+    assert properties["NServiceBus.OriginatingEndpoint"] == "billing"
+    assert properties["NServiceBus.RelatedTo"]  # the message id of the OrderAccepted billing handled
+    assert JOURNAL.entries(order)[0].correlation_id == f"c-{order}"
+
+
+# ----------------------------------------------------------------------------------------------- dead-letters
+
+
+def _dead_letters(app: App, queue: str, message_id: str) -> list[Any]:
+    found: list[Any] = []
+    with (
+        sdk_client_for(app.settings) as client,
+        client.get_queue_receiver(
+            queue, sub_queue=ServiceBusSubQueue.DEAD_LETTER, max_wait_time=1
+        ) as receiver,
+    ):
+        deadline = time.monotonic() + WAIT
+        while not found and time.monotonic() < deadline:
+            found = [m for m in receiver.peek_messages(max_message_count=100) if m.message_id == message_id]
+            if not found:
+                time.sleep(0.1)
+    return found
+
+
+def _send_to_fallback(app: App, message: ServiceBusMessage) -> None:
+    with (
+        sdk_client_for(app.settings) as client,
+        client.get_topic_sender(app.settings["BUSBAR_FALLBACK_TOPIC"]) as sender,
+    ):
+        sender.send_messages(message)
+
+
+def _legacy(contract_header: str, body: object, **stamps: bool) -> ServiceBusMessage:
+    properties: dict[str | bytes, Any] = {ENCLOSED_MESSAGE_TYPES: contract_header, **stamps}
+    return ServiceBusMessage(
+        json.dumps(body),
+        message_id=fresh("msg"),
+        content_type="application/json",
+        application_properties=properties,
+    )
+
+
+def test_a_poison_payload_is_dead_lettered_after_one_delivery_with_the_precise_reason(
+    provisioned: App,
+) -> None:
+    message = _legacy(
+        "Shipping.OrderAccepted;Shipping.IOrderAccepted;Shipping.IOrderStatusChanged",
+        {"amount": "lots"},
+        **{"Shipping.OrderAccepted": True, "Shipping.IOrderStatusChanged": True},
+    )
+    _send_to_fallback(provisioned, message)
+
+    for queue in ("BUSBAR_BILLING_QUEUE", "BUSBAR_CRM_QUEUE"):
+        [dead] = _dead_letters(provisioned, provisioned.settings[queue], str(message.message_id))
+        assert dead.dead_letter_reason == PAYLOAD_VALIDATION_FAILED
+        assert "order_id: Field required" in (dead.dead_letter_error_description or "")
+        # Dead-lettered on its first delivery: the SDK counts earlier (failed) deliveries, none here.
+        assert dead.delivery_count == 0
+
+
+def test_a_permanent_handler_error_dead_letters_only_at_the_endpoint_that_raised_it(provisioned: App) -> None:
+    order = fresh("neg")
+    response = provisioned.publish("Shipping.OrderAccepted", {"order_id": order, "amount": -5})
+    message_id = response.json()["sent"][0]["messageId"]
+    assert response.status_code == 202
+
+    wait_for(lambda: handled(order) == [("crm", "Shipping.OrderAccepted")], "crm handling the order")
+    billing_queue = provisioned.settings["BUSBAR_BILLING_QUEUE"]
+    candidates = _dead_letters_with(provisioned, billing_queue, lambda m: order.encode() in b"".join(m.body))
+    assert len(candidates) == 1
+    dead = candidates[0]
+    assert dead.dead_letter_reason == PERMANENT_HANDLER_ERROR
+    assert "negative amount" in (dead.dead_letter_error_description or "")
+    assert dead.application_properties[b"NServiceBus.MessageId"].decode() == message_id
+
+
+def _dead_letters_with(app: App, queue: str, match: Callable[[Any], bool]) -> list[Any]:
+    with (
+        sdk_client_for(app.settings) as client,
+        client.get_queue_receiver(
+            queue, sub_queue=ServiceBusSubQueue.DEAD_LETTER, max_wait_time=1
+        ) as receiver,
+    ):
+        deadline = time.monotonic() + WAIT
+        while time.monotonic() < deadline:
+            found = [m for m in receiver.peek_messages(max_message_count=250) if match(m)]
+            if found:
+                return found
+            time.sleep(0.1)
+    return []
+
+
+def test_a_known_event_the_endpoint_has_no_handler_for_is_dead_lettered_as_no_handler(
+    provisioned: App,
+) -> None:
+    message = _legacy("Tenant.CustomerCreated;Tenant.ICustomerLifecycleEvent", {"customer_id": fresh("x")})
+    queue = provisioned.settings["BUSBAR_BILLING_QUEUE"]
+    with sdk_client_for(provisioned.settings) as client, client.get_queue_sender(queue) as sender:
+        sender.send_messages(message)
+
+    [dead] = _dead_letters(provisioned, queue, str(message.message_id))
+    assert dead.dead_letter_reason == NO_HANDLER
+    assert "'billing' has no handler for 'Tenant.CustomerCreated'" in (
+        dead.dead_letter_error_description or ""
+    )
+
+
+# ----------------------------------------------------------------------------------------------- router
+
+
+def _archived(app: App, contract: str, keys: set[str]) -> list[dict[str, Any]]:
+    if not any(app.archive.rglob("*.parquet")):
+        return []
+    rows = read_archive(str(app.archive)).to_pylist()
+    return [
+        r
+        for r in rows
+        if r["contract_type"] == contract and any(k.encode() in (r["body"] or b"") for k in keys)
+    ]
+
+
+def test_an_event_no_subscription_matches_is_archived_as_unrouted(provisioned: App) -> None:
+    key = fresh("lost")
+    message = _legacy(
+        "Sales.OrderPlaced, Sales;Sales.IOrderEvent", {"order": key}, **{"Sales.OrderPlaced": True}
+    )
+    _send_to_fallback(provisioned, message)
+
+    wait_for(lambda: len(_archived(provisioned, "Sales.OrderPlaced", {key})) == 1, "the unrouted record")
+    [row] = _archived(provisioned, "Sales.OrderPlaced", {key})
+    assert row["decision"] == NO_MATCHING_SUBSCRIPTION
+    assert row["dead_letter_reason"] == NO_MATCHING_SUBSCRIPTION
+    assert row["message_id"] == message.message_id
+    assert row["source_entity"] == provisioned.settings["BUSBAR_FALLBACK_TOPIC"]
+    assert "no subscription on topic" in row["decision_detail"]
+    assert UNROUTED["Sales.OrderPlaced"] >= 1
+
+
+def test_the_router_bridges_to_the_dedicated_topic_preserving_the_message(provisioned: App) -> None:
+    app = provisioned
+    dedicated = "Tenant.CustomerUpdated"
+    watcher = fresh("watch")
+    with management_for(app.settings) as management:
+        from azure.mgmt.servicebus.models import SBSubscription, SBTopic
+
+        group, namespace = management.scope
+        management.topics.create_or_update(group, namespace, dedicated, SBTopic())
+        management.subscriptions.create_or_update(group, namespace, dedicated, watcher, SBSubscription())
+    customer = fresh("bridged")
+    message = _legacy(
+        "Tenant.CustomerUpdated;Tenant.ICustomerLifecycleEvent",
+        {"customer_id": customer},
+        **{"Tenant.CustomerUpdated": True, "Tenant.ICustomerLifecycleEvent": True},
+    )
+    message.session_id = "session-7"
+    message.application_properties = {**(message.application_properties or {}), "tenant": "acme"}
+    _send_to_fallback(app, message)
+
+    with (
+        sdk_client_for(app.settings) as client,
+        client.get_subscription_receiver(dedicated, watcher, max_wait_time=WAIT) as receiver,
+    ):
+        [copy] = receiver.receive_messages(max_message_count=1, max_wait_time=WAIT)
+        receiver.complete_message(copy)
+    assert copy.message_id == message.message_id
+    assert copy.session_id == "session-7"
+    assert json.loads(b"".join(copy.body)) == {"customer_id": customer}
+    assert copy.content_type == "application/json"
+    properties = copy.application_properties or {}
+    assert properties[b"tenant"] == b"acme"
+    assert properties[b"Tenant.CustomerUpdated"] is True
+    assert properties[BRIDGED_FROM.encode()] == app.settings["BUSBAR_FALLBACK_TOPIC"].encode()
+    # crm still receives it on the fallback topic, and a bridged event is not an unrouted one.
+    wait_for(lambda: handled(customer) == [("crm", "Tenant.CustomerUpdated")], "crm handling the customer")
+    assert _archived(app, "Tenant.CustomerUpdated", {customer}) == []
+
+
+# ----------------------------------------------------------------------------------------------- provisioning
+
+
+def test_the_same_put_twice_reports_unchanged_the_second_time(app: App) -> None:
+    try:
+        first = app.put("shipping", ["Billing.InvoiceIssued", "Tenant.CustomerDeleted"])
+        second = app.put("shipping", ["Billing.InvoiceIssued", "Tenant.CustomerDeleted"])
+    finally:
+        app.put("shipping", [])  # the other tests rely on nobody handling invoices
+
+    assert first.status_code == 201, first.text
+    assert first.json()["outcome"] == "changed"
+    assert second.status_code == 200, second.text
+    assert second.json()["outcome"] == "unchanged"
+    assert second.json()["result"]["created"] == second.json()["result"]["deleted"] == []
+
+
+def test_a_put_deletes_what_the_endpoint_no_longer_subscribes_to(app: App) -> None:
+    topic, queue = app.settings["BUSBAR_FALLBACK_TOPIC"], app.settings["BUSBAR_SHIPPING_QUEUE"]
+    app.put("shipping", ["Billing.InvoiceIssued", "Tenant.CustomerDeleted"])
+
+    fewer = app.put("shipping", ["Billing.InvoiceIssued"])
+    none = app.put("shipping", [])
+
+    assert fewer.status_code == 200, fewer.text
+    assert fewer.json()["result"]["deleted"] == [
+        f"{topic}/Subscriptions/{queue}/Rules/Tenant.CustomerDeleted"
+    ]
+    assert none.json()["result"]["deleted"] == [f"{topic}/Subscriptions/{queue}"]
+    assert app.http.get("/api/endpoints/shipping/subscriptions").json()["subscriptions"] == []
+
+
+def test_concurrent_puts_for_different_endpoints_both_succeed(private_emulator: EmulatorThread) -> None:
+    settings = app_settings(private_emulator)
+    with (
+        running_host(
+            APP, settings=settings, host_json=HOST_JSON, startup_hook=create_queues_and_router
+        ) as host,
+        httpx.Client(base_url=host.base_url, headers={"x-functions-key": host.host_key}, timeout=60) as http,
+    ):
+
+        def put(endpoint: str, events: list[str]) -> httpx.Response:
+            return http.put(f"/api/endpoints/{endpoint}/subscriptions", json={"events": events})
+
+        with ThreadPoolExecutor(2) as pool:
+            a = pool.submit(put, "billing", ["Shipping.OrderAccepted"])
+            b = pool.submit(put, "crm", ["Shipping.IOrderStatusChanged", "Tenant.ICustomerLifecycleEvent"])
+            responses = [a.result(), b.result()]
+        listed = http.get("/api/endpoints/crm/subscriptions")
+
+    assert [r.status_code for r in responses] == [201, 201], [r.text for r in responses]
+    rules = {r["name"] for s in listed.json()["subscriptions"] for r in s["rules"]}
+    assert {"Shipping.IOrderStatusChanged", "Tenant.ICustomerLifecycleEvent"} <= rules
+
+
+def test_a_message_with_an_amqp_value_body_is_dead_lettered_not_retried(provisioned: App) -> None:
+    message_id = fresh("value")
+    message = AmqpAnnotatedMessage(
+        value_body={"amount": 1},
+        properties={"message_id": message_id},
+        application_properties={ENCLOSED_MESSAGE_TYPES: "Shipping.OrderAccepted"},
+    )
+    queue = provisioned.settings["BUSBAR_BILLING_QUEUE"]
+    with sdk_client_for(provisioned.settings) as client, client.get_queue_sender(queue) as sender:
+        sender.send_messages(message)
+
+    [dead] = _dead_letters(provisioned, queue, message_id)
+    assert dead.dead_letter_reason == PAYLOAD_VALIDATION_FAILED
+    assert "order_id: Field required" in (dead.dead_letter_error_description or "")
+    assert dead.delivery_count == 0

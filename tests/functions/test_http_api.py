@@ -1,0 +1,200 @@
+"""The HTTP API's contract under devhost: status codes and bodies for every error case, dry runs, the
+topology view, GET and DELETE of subscriptions."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from busbar_app import APP, HOST_JSON, app_settings, create_queues_and_router
+
+from devhost.testing import running_host
+from emulator.server import EmulatorThread
+
+
+@pytest.fixture(scope="module")
+def settings(private_emulator: EmulatorThread) -> dict[str, str]:
+    return app_settings(private_emulator)
+
+
+@pytest.fixture(scope="module")
+def http(settings: dict[str, str]) -> Iterator[httpx.Client]:
+    with (
+        running_host(
+            APP, settings=settings, host_json=HOST_JSON, startup_hook=create_queues_and_router
+        ) as host,
+        httpx.Client(
+            base_url=host.base_url, headers={"x-functions-key": host.host_key}, timeout=60
+        ) as client,
+    ):
+        yield client
+
+
+def error_of(response: httpx.Response) -> dict[str, Any]:
+    assert response.headers["content-type"].startswith("application/json"), response.text
+    error: dict[str, Any] = response.json()["error"]
+    assert "Traceback" not in response.text
+    return error
+
+
+def test_requests_without_a_function_key_are_refused_with_401(http: httpx.Client) -> None:
+    anonymous = httpx.get(f"{http.base_url}/api/topology")
+
+    assert anonymous.status_code == 401
+
+
+def test_an_unknown_endpoint_is_404_naming_the_known_ones(http: httpx.Client) -> None:
+    response = http.put("/api/endpoints/warehouse/subscriptions", json={"events": ["Shipping.OrderAccepted"]})
+
+    assert response.status_code == 404
+    error = error_of(response)
+    assert error["code"] == "NotFound"
+    assert "'warehouse'" in error["message"]
+    assert "billing, crm, shipping" in error["details"][0]
+
+
+def test_an_unknown_event_type_is_404(http: httpx.Client) -> None:
+    response = http.put(
+        "/api/endpoints/billing/subscriptions",
+        json={"events": ["Shipping.OrderAccepted", "Sales.OrderPlaced"]},
+    )
+
+    assert response.status_code == 404
+    assert error_of(response)["details"][0] == "Sales.OrderPlaced is not a known contract"
+
+
+def test_an_invalid_body_is_400_listing_every_problem(http: httpx.Client) -> None:
+    response = http.put(
+        "/api/endpoints/billing/subscriptions",
+        json={
+            "events": [17, {"type": "Shipping.OrderAccepted", "routingMode": "Sometimes"}],
+            "dryRun": "maybe",
+            "extra": True,
+        },
+    )
+
+    assert response.status_code == 400
+    error = error_of(response)
+    assert error["code"] == "ValidationFailed"
+    details = "\n".join(error["details"])
+    for location in ("events.0", "events.1", "routingMode", "dryRun", "extra"):
+        assert location in details, details
+
+
+def test_a_body_that_is_not_json_is_400(http: httpx.Client) -> None:
+    response = http.put("/api/endpoints/billing/subscriptions", content=b"events: [x]")
+
+    assert response.status_code == 400
+    assert "Invalid JSON" in "\n".join(error_of(response)["details"])
+
+
+def test_incompatible_routing_modes_on_one_topic_are_400_with_the_nservicebus_message(
+    http: httpx.Client,
+) -> None:
+    events = [
+        {"type": "Shipping.OrderAccepted", "topic": "orders", "routingMode": "SqlLikeFilter"},
+        {"type": "Shipping.OrderDeclined", "topic": "orders", "routingMode": "CorrelationFilter"},
+    ]
+    response = http.put("/api/endpoints/billing/subscriptions", json={"events": events})
+
+    assert response.status_code == 400
+    assert (
+        "Incompatible subscription routing modes detected for topic 'orders'"
+        in error_of(response)["details"][0]
+    )
+
+
+def test_a_dry_run_plans_without_creating_anything(http: httpx.Client, settings: dict[str, str]) -> None:
+    dry = http.put(
+        "/api/endpoints/crm/subscriptions", json={"events": ["Tenant.CustomerCreated"], "dryRun": True}
+    )
+    listed = http.get("/api/endpoints/crm/subscriptions")
+
+    assert dry.status_code == 200, dry.text
+    body = dry.json()
+    assert body["outcome"] == "planned"
+    assert body["plan"]["summary"]["create"] >= 3  # queue, subscription, rules
+    assert body["result"]["created"] == []
+    assert listed.status_code == 200
+    assert listed.json()["subscriptions"] == []
+    assert listed.json()["queue"] == settings["BUSBAR_CRM_QUEUE"]
+
+
+def test_get_and_delete_show_and_remove_one_event(http: httpx.Client, settings: dict[str, str]) -> None:
+    put = http.put(
+        "/api/endpoints/shipping/subscriptions",
+        json={"events": ["Billing.InvoiceIssued", "Tenant.CustomerDeleted"]},
+    )
+    deleted = http.delete("/api/endpoints/shipping/subscriptions/Tenant.CustomerDeleted")
+    listed = http.get("/api/endpoints/shipping/subscriptions")
+
+    assert put.status_code == 201, put.text
+    assert deleted.status_code == 200, deleted.text
+    assert deleted.json()["result"]["deleted"] == [
+        f"{settings['BUSBAR_FALLBACK_TOPIC']}/Subscriptions/{settings['BUSBAR_SHIPPING_QUEUE']}/Rules/"
+        "Tenant.CustomerDeleted"
+    ]
+    [subscription] = listed.json()["subscriptions"]
+    assert subscription["forwardTo"] == settings["BUSBAR_SHIPPING_QUEUE"]
+    rules = {r["name"].lower(): r for r in subscription["rules"]}  # rule names are case-insensitive
+    assert set(rules) == {"$default", "billing.invoiceissued"}
+    assert rules["$default"]["sqlExpression"] == "1=0"
+
+
+def test_deleting_an_unknown_event_type_is_404(http: httpx.Client) -> None:
+    response = http.delete("/api/endpoints/shipping/subscriptions/Nope.Nothing")
+
+    assert response.status_code == 404
+    assert error_of(response)["code"] == "NotFound"
+
+
+def test_the_topology_view_shows_options_and_each_endpoints_desired_state(
+    http: httpx.Client, settings: dict[str, str]
+) -> None:
+    response = http.get("/api/topology")
+
+    assert response.status_code == 200
+    body = response.json()
+    assert body["fallbackTopic"] == {
+        "topicName": settings["BUSBAR_FALLBACK_TOPIC"],
+        "routingMode": "CorrelationFilter",
+    }
+    crm = body["endpoints"]["crm"]
+    assert crm["events"] == ["Tenant.ICustomerLifecycleEvent", "Shipping.IOrderStatusChanged"]
+    [subscription] = crm["desired"]["subscriptions"]
+    assert subscription["forwardTo"] == settings["BUSBAR_CRM_QUEUE"]
+    assert "Shipping.OrderAccepted" in body["contracts"]
+
+
+def test_publishing_an_unknown_event_type_is_404(http: httpx.Client) -> None:
+    response = http.post("/api/events/Sales.OrderPlaced", json={"id": 1})
+
+    assert response.status_code == 404
+
+
+def test_publishing_an_invalid_event_is_400_with_the_contract_errors(http: httpx.Client) -> None:
+    response = http.post("/api/events/Billing.InvoiceIssued", json={"order_id": "o", "amount": "many"})
+
+    assert response.status_code == 400
+    details = error_of(response)["details"]
+    assert "invoice_id: Field required" in details
+    assert any(d.startswith("amount: Input should be a valid number") for d in details)
+
+
+def test_publishing_an_interface_is_400_naming_its_implementers(http: httpx.Client) -> None:
+    response = http.post("/api/events/Shipping.IOrderStatusChanged", json={"order_id": "o"})
+
+    assert response.status_code == 400
+    assert "Shipping.OrderAccepted" in error_of(response)["details"][0]
+
+
+def test_a_valid_publish_is_202_with_where_it_went(http: httpx.Client, settings: dict[str, str]) -> None:
+    response = http.post("/api/events/Tenant.CustomerCreated", json={"customer_id": "c-1", "name": "Ada"})
+
+    assert response.status_code == 202, response.text
+    body = response.json()
+    assert body["topic"] == settings["BUSBAR_FALLBACK_TOPIC"]
+    assert body["routingMode"] == "CorrelationFilter"
+    assert len(body["sent"]) == 1 and body["dropped"] == []
