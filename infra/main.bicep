@@ -1,0 +1,201 @@
+// Busbar in one resource group: Service Bus namespace with the fallback topic, Functions host storage,
+// the ADLS Gen2 failure archive, monitoring, a Flex Consumption Function App (Python 3.11) with a
+// system-assigned identity, and the least-privilege role assignments it needs.
+//
+//   az deployment group create --resource-group <rg> --template-file infra/main.bicep \
+//     --parameters infra/main.parameters.json
+//
+// Then publish the code with `func azure functionapp publish <functionAppName>` (docs/deployment.md).
+
+targetScope = 'resourceGroup'
+
+@description('Short lowercase name that prefixes every resource (3-11 letters and digits).')
+@minLength(3)
+@maxLength(11)
+param baseName string
+
+param location string = resourceGroup().location
+
+@description('Service Bus tier: Standard (shared, 256 KB messages) or Premium (dedicated messaging units).')
+@allowed([
+  'Standard'
+  'Premium'
+])
+param serviceBusSku string = 'Standard'
+
+@description('Premium messaging units (ignored for Standard).')
+@allowed([
+  1
+  2
+  4
+  8
+  16
+])
+param serviceBusPremiumCapacity int = 1
+
+@description('Topic for events without a topic of their own (app setting BUSBAR_FALLBACK_TOPIC).')
+param fallbackTopicName string = 'busbar-fallback'
+
+@description('Catch-all subscription of the fallback router on the fallback topic (BUSBAR_ROUTER_SUBSCRIPTION).')
+param routerSubscriptionName string = 'busbar-router'
+
+@description('Input queues of the hosted endpoints: billing, crm, shipping (BUSBAR_BILLING_QUEUE, BUSBAR_CRM_QUEUE, BUSBAR_SHIPPING_QUEUE).')
+param billingQueueName string = 'billing'
+param crmQueueName string = 'crm'
+param shippingQueueName string = 'shipping'
+
+@description('Routing mode of the fallback topic (BUSBAR_FALLBACK_ROUTING_MODE).')
+@allowed([
+  'CorrelationFilter'
+  'SqlLikeFilter'
+])
+param fallbackRoutingMode string = 'CorrelationFilter'
+
+@description('NServiceBus TopologyOptions JSON (AzureServiceBus__TopologyOptions); empty: topic-per-event without mappings.')
+param topologyOptions string = ''
+
+@description('Entity-path prefix (BUSBAR_HIERARCHY_NAMESPACE); empty: none.')
+param hierarchyNamespace string = ''
+
+@description('NCronTab schedule of the dead-letter re-drive (BUSBAR_REDRIVE_SCHEDULE).')
+param redriveSchedule string = '0 */5 * * * *'
+
+@description('Entities the re-drive covers (BUSBAR_REDRIVE_ENTITIES); empty: every queue and subscription.')
+param redriveEntities string = ''
+
+@description('JSON re-drive policy merged over the defaults (BUSBAR_REDRIVE_POLICY); empty: the defaults.')
+param redrivePolicy string = ''
+
+@description('Container (file system) of the Parquet failure archive.')
+param archiveContainerName string = 'archive'
+
+@description('Flex Consumption: most instances the app scales out to.')
+param maximumInstanceCount int = 40
+
+@description('Flex Consumption: memory per instance in MB.')
+@allowed([
+  2048
+  4096
+])
+param instanceMemoryMB int = 2048
+
+@description('Dead-letter alert threshold per entity.')
+param deadLetterAlertThreshold int = 0
+
+@description('E-mail notified by the dead-letter alert (empty: no notification).')
+param alertEmail string = ''
+
+param tags object = {
+  application: 'busbar'
+}
+
+// Globally unique names derive from the resource group, so a redeploy reuses the same resources.
+var suffix = take(uniqueString(resourceGroup().id), 8)
+var serviceBusNamespaceName = '${baseName}-sb-${suffix}'
+var hostStorageAccountName = toLower('${baseName}host${suffix}')
+var archiveStorageAccountName = toLower('${baseName}arch${suffix}')
+var deploymentContainerName = 'app-package'
+var functionAppName = '${baseName}-func-${suffix}'
+
+module serviceBus 'modules/servicebus.bicep' = {
+  name: 'servicebus'
+  params: {
+    namespaceName: serviceBusNamespaceName
+    location: location
+    sku: serviceBusSku
+    premiumCapacity: serviceBusPremiumCapacity
+    fallbackTopicName: fallbackTopicName
+    routerSubscriptionName: routerSubscriptionName
+    endpointQueueNames: [
+      billingQueueName
+      crmQueueName
+      shippingQueueName
+    ]
+    tags: tags
+  }
+}
+
+module storage 'modules/storage.bicep' = {
+  name: 'storage'
+  params: {
+    location: location
+    hostAccountName: hostStorageAccountName
+    archiveAccountName: archiveStorageAccountName
+    deploymentContainerName: deploymentContainerName
+    archiveContainerName: archiveContainerName
+    tags: tags
+  }
+}
+
+module monitoring 'modules/monitoring.bicep' = {
+  name: 'monitoring'
+  params: {
+    location: location
+    workspaceName: '${baseName}-log-${suffix}'
+    appInsightsName: '${baseName}-appi-${suffix}'
+    tags: tags
+  }
+}
+
+module functionApp 'modules/functionapp.bicep' = {
+  name: 'functionapp'
+  params: {
+    location: location
+    planName: '${baseName}-plan-${suffix}'
+    appName: functionAppName
+    tags: tags
+    hostStorageAccountName: storage.outputs.hostAccountName
+    deploymentContainerUrl: storage.outputs.deploymentContainerUrl
+    serviceBusNamespaceName: serviceBus.outputs.namespaceName
+    serviceBusFullyQualifiedNamespace: serviceBus.outputs.fullyQualifiedNamespace
+    topologyOptions: topologyOptions
+    fallbackTopicName: serviceBus.outputs.fallbackTopicName
+    fallbackRoutingMode: fallbackRoutingMode
+    routerSubscriptionName: serviceBus.outputs.routerSubscriptionName
+    billingQueueName: billingQueueName
+    crmQueueName: crmQueueName
+    shippingQueueName: shippingQueueName
+    hierarchyNamespace: hierarchyNamespace
+    redriveSchedule: redriveSchedule
+    redriveEntities: redriveEntities
+    redrivePolicy: redrivePolicy
+    archiveAccountName: storage.outputs.archiveAccountName
+    archiveContainerName: storage.outputs.archiveContainerName
+    appInsightsConnectionString: monitoring.outputs.connectionString
+    maximumInstanceCount: maximumInstanceCount
+    instanceMemoryMB: instanceMemoryMB
+  }
+}
+
+module roles 'modules/roles.bicep' = {
+  name: 'roles'
+  params: {
+    principalId: functionApp.outputs.principalId
+    serviceBusNamespaceName: serviceBus.outputs.namespaceName
+    hostStorageAccountName: storage.outputs.hostAccountName
+    archiveAccountName: storage.outputs.archiveAccountName
+    archiveContainerName: storage.outputs.archiveContainerName
+    appInsightsName: monitoring.outputs.appInsightsName
+  }
+}
+
+module alerts 'modules/alerts.bicep' = {
+  name: 'alerts'
+  params: {
+    namespaceId: serviceBus.outputs.namespaceId
+    alertName: '${baseName}-dlq-${suffix}'
+    threshold: deadLetterAlertThreshold
+    notifyEmail: alertEmail
+    tags: tags
+  }
+}
+
+output functionAppName string = functionApp.outputs.appName
+output functionAppHostName string = functionApp.outputs.defaultHostName
+output serviceBusNamespace string = serviceBus.outputs.namespaceName
+output appInsightsName string = monitoring.outputs.appInsightsName
+output serviceBusFullyQualifiedNamespace string = serviceBus.outputs.fullyQualifiedNamespace
+output archiveStorageAccount string = storage.outputs.archiveAccountName
+output archiveContainer string = storage.outputs.archiveContainerName
+// The same archive for the Databricks replay job (Spark's ABFS driver wants the account in the URL).
+output archiveAbfssUrl string = 'abfss://${storage.outputs.archiveContainerName}@${storage.outputs.archiveAccountName}.dfs.${environment().suffixes.storage}/deadletters'

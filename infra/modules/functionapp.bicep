@@ -1,0 +1,247 @@
+// The Function App on the Flex Consumption plan (Python 3.11), with a system-assigned identity.
+//
+// Every app setting is in the one `appSettings` array below, one `{ name: '...' value: ... }` entry each,
+// so tests/infra can read the template text: each setting the code declares (shared.app_settings) must be
+// here unless it is local-only, and none may carry a key or connection string where the identity will do.
+// Flex Consumption takes the runtime from functionAppConfig; FUNCTIONS_WORKER_RUNTIME and
+// FUNCTIONS_EXTENSION_VERSION are not allowed as app settings on this plan.
+
+param location string
+param planName string
+param appName string
+param tags object
+
+@description('Functions host storage account (identity-based AzureWebJobsStorage).')
+param hostStorageAccountName string
+
+@description('https://<account>.blob.core.windows.net/<container> for the deployment package.')
+param deploymentContainerUrl string
+
+@description('Service Bus namespace name.')
+param serviceBusNamespaceName string
+
+@description('<namespace>.servicebus.windows.net')
+param serviceBusFullyQualifiedNamespace string
+
+param appInsightsConnectionString string
+
+@description('NServiceBus TopologyOptions JSON (AzureServiceBus__TopologyOptions); empty: topic-per-event, no mappings.')
+param topologyOptions string
+
+@description('Fallback topic for events without a topic of their own.')
+param fallbackTopicName string
+
+@description('Catch-all subscription of the fallback router on the fallback topic.')
+param routerSubscriptionName string
+
+@description('Input queues of the hosted endpoints.')
+param billingQueueName string
+param crmQueueName string
+param shippingQueueName string
+
+@description('Routing mode of the fallback topic: CorrelationFilter or SqlLikeFilter.')
+param fallbackRoutingMode string
+
+@description('Entity-path prefix (NServiceBus HierarchyNamespace); empty: none.')
+param hierarchyNamespace string
+
+@description('NCronTab schedule of the dead-letter re-drive timer.')
+param redriveSchedule string
+
+@description('Entities whose dead-letter queues are re-driven (comma-separated globs); empty: all.')
+param redriveEntities string
+
+@description('JSON re-drive policy merged over the defaults; empty: the defaults.')
+param redrivePolicy string
+
+@description('Archive storage account (ADLS Gen2), reached with the managed identity.')
+param archiveAccountName string
+
+@description('Archive container; the archive is written under abfs://<container>/deadletters.')
+param archiveContainerName string
+
+@description('Upper bound of instances the plan scales out to.')
+param maximumInstanceCount int
+
+@description('Memory per instance in MB (2048 or 4096).')
+@allowed([
+  2048
+  4096
+])
+param instanceMemoryMB int
+
+resource plan 'Microsoft.Web/serverfarms@2024-04-01' = {
+  name: planName
+  location: location
+  tags: tags
+  kind: 'functionapp'
+  sku: {
+    name: 'FC1'
+    tier: 'FlexConsumption'
+  }
+  properties: {
+    reserved: true
+  }
+}
+
+resource app 'Microsoft.Web/sites@2024-04-01' = {
+  name: appName
+  location: location
+  tags: tags
+  kind: 'functionapp,linux'
+  identity: {
+    type: 'SystemAssigned'
+  }
+  properties: {
+    serverFarmId: plan.id
+    httpsOnly: true
+    siteConfig: {
+      minTlsVersion: '1.2'
+      appSettings: [
+        {
+          name: 'AzureWebJobsStorage__accountName'
+          value: hostStorageAccountName
+        }
+        {
+          name: 'APPLICATIONINSIGHTS_CONNECTION_STRING'
+          value: appInsightsConnectionString
+        }
+        {
+          name: 'APPLICATIONINSIGHTS_AUTHENTICATION_STRING'
+          value: 'Authorization=AAD'
+        }
+        {
+          name: 'ServiceBusConnection__fullyQualifiedNamespace'
+          value: serviceBusFullyQualifiedNamespace
+        }
+        {
+          name: 'BUSBAR_SUBSCRIPTION_ID'
+          value: subscription().subscriptionId
+        }
+        {
+          name: 'BUSBAR_RESOURCE_GROUP'
+          value: resourceGroup().name
+        }
+        {
+          name: 'BUSBAR_NAMESPACE'
+          value: serviceBusNamespaceName
+        }
+        {
+          name: 'BUSBAR_MANAGEMENT_ENDPOINT'
+          value: environment().resourceManager
+        }
+        {
+          name: 'AzureServiceBus__TopologyOptions'
+          value: topologyOptions
+        }
+        {
+          name: 'BUSBAR_FALLBACK_TOPIC'
+          value: fallbackTopicName
+        }
+        {
+          name: 'BUSBAR_FALLBACK_ROUTING_MODE'
+          value: fallbackRoutingMode
+        }
+        {
+          name: 'BUSBAR_HIERARCHY_NAMESPACE'
+          value: hierarchyNamespace
+        }
+        {
+          name: 'BUSBAR_API_ENDPOINT_NAME'
+          value: 'busbar-api'
+        }
+        {
+          name: 'BUSBAR_REDRIVE_SCHEDULE'
+          value: redriveSchedule
+        }
+        {
+          name: 'BUSBAR_REDRIVE_ENTITIES'
+          value: redriveEntities
+        }
+        {
+          name: 'BUSBAR_REDRIVE_POLICY'
+          value: redrivePolicy
+        }
+        {
+          name: 'BUSBAR_REDRIVE_MAX_REDRIVES'
+          value: '3'
+        }
+        {
+          name: 'BUSBAR_REDRIVE_MAX_MESSAGES'
+          value: '1000'
+        }
+        {
+          name: 'BUSBAR_REDRIVE_TIME_BUDGET_SECONDS'
+          value: '240'
+        }
+        {
+          name: 'BUSBAR_REDRIVE_RATE_PER_SECOND'
+          value: '100'
+        }
+        {
+          name: 'BUSBAR_ARCHIVE_URL'
+          value: 'abfs://${archiveContainerName}/deadletters'
+        }
+        {
+          name: 'BUSBAR_ARCHIVE_ACCOUNT_NAME'
+          value: archiveAccountName
+        }
+        {
+          name: 'BUSBAR_BILLING_QUEUE'
+          value: billingQueueName
+        }
+        {
+          name: 'BUSBAR_CRM_QUEUE'
+          value: crmQueueName
+        }
+        {
+          name: 'BUSBAR_SHIPPING_QUEUE'
+          value: shippingQueueName
+        }
+        {
+          name: 'BUSBAR_ROUTER_SUBSCRIPTION'
+          value: routerSubscriptionName
+        }
+        {
+          name: 'BUSBAR_ROUTER_SNAPSHOT_SECONDS'
+          value: '30'
+        }
+        {
+          name: 'BUSBAR_ENTITY_LOCK_DURATION_SECONDS'
+          value: '300'
+        }
+        {
+          name: 'BUSBAR_ENTITY_MAX_DELIVERY_COUNT'
+          value: '10'
+        }
+        {
+          name: 'BUSBAR_ENTITY_MAX_SIZE_MB'
+          value: '5120'
+        }
+      ]
+    }
+    functionAppConfig: {
+      deployment: {
+        storage: {
+          type: 'blobContainer'
+          value: deploymentContainerUrl
+          authentication: {
+            type: 'SystemAssignedIdentity'
+          }
+        }
+      }
+      scaleAndConcurrency: {
+        maximumInstanceCount: maximumInstanceCount
+        instanceMemoryMB: instanceMemoryMB
+      }
+      runtime: {
+        name: 'python'
+        version: '3.11'
+      }
+    }
+  }
+}
+
+output appName string = app.name
+output principalId string = app.identity.principalId
+output defaultHostName string = app.properties.defaultHostName

@@ -1,0 +1,95 @@
+// Service Bus namespace and Busbar's own entities.
+//
+// Topic-per-event topics and their subscriptions are NOT declared here: the provisioning function
+// creates them on demand through azure-mgmt-servicebus (see docs/topology-guide.md). Only the entities
+// Busbar's functions bind to before any subscription exists are declared: the fallback topic with the
+// router's catch-all subscription, and the input queues of the endpoints this app hosts. Their properties
+// match what the provisioner creates (BUSBAR_ENTITY_*: 5 min lock, 10 deliveries, 5 GB).
+// Local (SAS) authentication is off: every client uses Microsoft Entra ID (the managed identity).
+
+@description('Service Bus namespace name (6-50 characters, globally unique).')
+param namespaceName string
+
+param location string
+
+@description('Standard or Premium. Premium gives dedicated messaging units, 100 MB messages and 80 GB topics.')
+@allowed([
+  'Standard'
+  'Premium'
+])
+param sku string
+
+@description('Messaging units (Premium only): 1, 2, 4, 8 or 16.')
+@allowed([
+  1
+  2
+  4
+  8
+  16
+])
+param premiumCapacity int
+
+@description('Fallback topic for events that have no topic of their own (BUSBAR_FALLBACK_TOPIC).')
+param fallbackTopicName string
+
+@description('Catch-all subscription of the fallback router on the fallback topic (BUSBAR_ROUTER_SUBSCRIPTION).')
+param routerSubscriptionName string
+
+@description('Input queues of the endpoints the app hosts (BUSBAR_*_QUEUE settings).')
+param endpointQueueNames array
+
+param tags object
+
+resource namespace 'Microsoft.ServiceBus/namespaces@2024-01-01' = {
+  name: namespaceName
+  location: location
+  tags: tags
+  sku: {
+    name: sku
+    tier: sku
+    capacity: sku == 'Premium' ? premiumCapacity : null
+  }
+  properties: {
+    disableLocalAuth: true
+    minimumTlsVersion: '1.2'
+  }
+}
+
+resource fallbackTopic 'Microsoft.ServiceBus/namespaces/topics@2024-01-01' = {
+  parent: namespace
+  name: fallbackTopicName
+  properties: {
+    maxSizeInMegabytes: 5120
+    enableBatchedOperations: true
+  }
+}
+
+// No rules given: the subscription keeps its default match-all rule, as a catch-all must.
+resource routerSubscription 'Microsoft.ServiceBus/namespaces/topics/subscriptions@2024-01-01' = {
+  parent: fallbackTopic
+  name: routerSubscriptionName
+  properties: {
+    lockDuration: 'PT5M'
+    maxDeliveryCount: 10
+    deadLetteringOnFilterEvaluationExceptions: false
+  }
+}
+
+resource endpointQueues 'Microsoft.ServiceBus/namespaces/queues@2024-01-01' = [
+  for queueName in endpointQueueNames: {
+    parent: namespace
+    name: queueName
+    properties: {
+      lockDuration: 'PT5M'
+      maxDeliveryCount: 10
+      maxSizeInMegabytes: 5120
+    }
+  }
+]
+
+output namespaceName string = namespace.name
+output namespaceId string = namespace.id
+// <name>.servicebus.windows.net, for ServiceBusConnection__fullyQualifiedNamespace
+output fullyQualifiedNamespace string = split(replace(namespace.properties.serviceBusEndpoint, 'https://', ''), ':')[0]
+output fallbackTopicName string = fallbackTopic.name
+output routerSubscriptionName string = routerSubscription.name

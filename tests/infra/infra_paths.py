@@ -1,0 +1,56 @@
+"""Where the deployment artefacts live, and their parsed contents (read once per test session)."""
+
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+
+from bicep_text import AppSettingEntry, BicepResource, app_settings, read_templates, resources
+
+from shared.app_settings import AppSetting, all_settings
+
+REPO = Path(__file__).resolve().parents[2]
+INFRA = REPO / "infra"
+SAMPLE_SETTINGS = REPO / "local.settings.sample.json"
+DOCS = REPO / "docs"
+
+# Settings the Functions host (not Busbar's code) reads; they need no AppSetting declaration.
+AZURE_HOST_SETTINGS = frozenset(
+    {
+        "AzureWebJobsStorage__accountName",
+        "APPLICATIONINSIGHTS_CONNECTION_STRING",
+        "APPLICATIONINSIGHTS_AUTHENTICATION_STRING",
+    }
+)
+LOCAL_HOST_SETTINGS = frozenset(
+    {"FUNCTIONS_WORKER_RUNTIME", "AzureWebJobsStorage", "AzureWebJobsFeatureFlags"}
+)
+
+
+@functools.cache
+def templates() -> dict[str, str]:
+    """Every Bicep file under infra/ by relative path."""
+    return read_templates(INFRA)
+
+
+@functools.cache
+def bicep_resources() -> tuple[BicepResource, ...]:
+    return tuple(resources(templates()))
+
+
+@functools.cache
+def bicep_app_settings() -> tuple[AppSettingEntry, ...]:
+    return tuple(app_settings(templates()))
+
+
+def declared_settings() -> dict[str, AppSetting]:
+    """``shared.app_settings.all_settings()`` by name (read at test time, so new features are covered)."""
+    return {setting.name: setting for setting in all_settings()}
+
+
+def sample_values() -> dict[str, str]:
+    """``Values`` of local.settings.sample.json."""
+    values = json.loads(SAMPLE_SETTINGS.read_text(encoding="utf-8"))["Values"]
+    assert isinstance(values, dict)
+    return {str(k): str(v) for k, v in values.items()}

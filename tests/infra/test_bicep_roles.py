@@ -1,0 +1,112 @@
+"""The Function App's identity gets exactly the roles the code needs, each on the one resource it needs.
+
+Role ids are Azure's built-in role definition ids (the same in every cloud), checked against Microsoft's
+published role list and Microsoft's own Flex Consumption sample templates.
+"""
+
+from __future__ import annotations
+
+import re
+
+from bicep_text import BicepResource, nested_block, string_variables
+from infra_paths import bicep_resources, templates
+
+SERVICE_BUS_DATA_SENDER = "69a216fc-b8fb-44d8-bc22-1f3c2cd27a39"
+SERVICE_BUS_DATA_RECEIVER = "4f6d3b9b-027b-4f4c-9142-0e5a2a2247e0"
+CONTRIBUTOR = "b24988ac-6180-42a0-ab88-20f7382dd24c"
+STORAGE_BLOB_DATA_OWNER = "b7e6dc6d-f1e8-4753-8033-0f276bb0955b"
+STORAGE_BLOB_DATA_CONTRIBUTOR = "ba92f5b4-2d11-453d-a403-e96b0029c9fe"
+MONITORING_METRICS_PUBLISHER = "3913510d-42f4-4e42-8a64-420c390055eb"
+# More than the app needs: never assigned.
+SERVICE_BUS_DATA_OWNER = "090c5cfd-751d-490a-894a-3ce6f1109419"
+OWNER = "8e3af657-a8ff-443c-a75c-2fe8c4bcb635"
+USER_ACCESS_ADMINISTRATOR = "18d7d88d-d35e-4fb5-a5c3-7773c20a72d9"
+
+NAMESPACE = "Microsoft.ServiceBus/namespaces"
+STORAGE_ACCOUNT = "Microsoft.Storage/storageAccounts"
+CONTAINER = "Microsoft.Storage/storageAccounts/blobServices/containers"
+APP_INSIGHTS = "Microsoft.Insights/components"
+
+# (role, type of the resource it is scoped to): everything the identity needs, and nothing more.
+EXPECTED = {
+    (SERVICE_BUS_DATA_SENDER, NAMESPACE),  # publish, re-drive
+    (SERVICE_BUS_DATA_RECEIVER, NAMESPACE),  # triggers, dead-letter receivers
+    (CONTRIBUTOR, NAMESPACE),  # provisioning through azure-mgmt-servicebus
+    (STORAGE_BLOB_DATA_OWNER, STORAGE_ACCOUNT),  # identity-based AzureWebJobsStorage + deployment container
+    (STORAGE_BLOB_DATA_CONTRIBUTOR, CONTAINER),  # the Parquet archive
+    (MONITORING_METRICS_PUBLISHER, APP_INSIGHTS),  # telemetry with Entra ID
+}
+
+
+def assignments() -> list[BicepResource]:
+    return [r for r in bicep_resources() if r.type == "Microsoft.Authorization/roleAssignments"]
+
+
+def role_of(assignment: BicepResource) -> str:
+    """The role definition id, resolved through the file's ``var`` declarations."""
+    raw = nested_block(assignment.body, "properties")
+    match = re.search(
+        r"roleDefinitionId:\s*subscriptionResourceId\('Microsoft\.Authorization/roleDefinitions',\s*(\w+)\)",
+        raw,
+    )
+    assert match, f"{assignment.symbol}: roleDefinitionId must be subscriptionResourceId(..., <var>)"
+    variables = string_variables(templates()[assignment.file])
+    assert match.group(1) in variables, f"{assignment.symbol}: {match.group(1)} is not a string var"
+    return variables[match.group(1)]
+
+
+def scope_of(assignment: BicepResource) -> BicepResource:
+    """The resource the assignment is scoped to (a declared resource of the same file)."""
+    scope = assignment.properties.get("scope")
+    assert scope, f"{assignment.symbol} has no scope: it would apply to the whole resource group"
+    (resource,) = [r for r in bicep_resources() if r.file == assignment.file and r.symbol == scope]
+    return resource
+
+
+def test_the_identity_gets_exactly_the_roles_the_code_needs_on_the_right_resources() -> None:
+    found = [(role_of(a), scope_of(a).type) for a in assignments()]
+    assert len(found) == len(set(found)), "a role is assigned twice"
+    assert set(found) == EXPECTED
+
+
+def test_no_assignment_grants_ownership_or_the_right_to_grant_roles() -> None:
+    roles = {role_of(a) for a in assignments()}
+    assert roles.isdisjoint({SERVICE_BUS_DATA_OWNER, OWNER, USER_ACCESS_ADMINISTRATOR})
+
+
+def test_contributor_is_scoped_to_the_service_bus_namespace_only() -> None:
+    scopes = [scope_of(a) for a in assignments() if role_of(a) == CONTRIBUTOR]
+    assert [s.type for s in scopes] == [NAMESPACE]
+    assert scopes[0].properties["name"] == "serviceBusNamespaceName"
+
+
+def test_the_archive_role_is_scoped_to_the_archive_container_of_the_archive_account() -> None:
+    (assignment,) = [a for a in assignments() if role_of(a) == STORAGE_BLOB_DATA_CONTRIBUTOR]
+    container = scope_of(assignment)
+    assert container.properties["name"] == "archiveContainerName"
+    by_symbol = {r.symbol: r for r in bicep_resources() if r.file == assignment.file}
+    account = by_symbol[by_symbol[container.properties["parent"]].properties["parent"]]
+    assert account.properties["name"] == "archiveAccountName"
+
+
+def test_the_host_storage_role_is_scoped_to_the_host_account_not_the_archive() -> None:
+    (assignment,) = [a for a in assignments() if role_of(a) == STORAGE_BLOB_DATA_OWNER]
+    assert scope_of(assignment).properties["name"] == "hostStorageAccountName"
+
+
+def test_every_assignment_is_for_the_function_apps_identity() -> None:
+    for assignment in assignments():
+        properties = nested_block(assignment.body, "properties")
+        assert re.search(r"(?m)^\s*principalId:\s*principalId\s*$", properties), assignment.symbol
+        assert "principalType: 'ServicePrincipal'" in properties, assignment.symbol
+    main = templates()["main.bicep"]
+    roles_module = nested_block(main[main.index("module roles ") :], "params")
+    assert re.search(r"(?m)^\s*principalId:\s*functionApp\.outputs\.principalId\s*$", roles_module)
+    assert "output principalId string = app.identity.principalId" in templates()["modules/functionapp.bicep"]
+
+
+def test_assignment_names_are_deterministic_so_redeploys_are_idempotent() -> None:
+    for assignment in assignments():
+        assert re.fullmatch(r"guid\(\w+\.id, principalId, \w+\)", assignment.properties["name"]), (
+            assignment.symbol
+        )
