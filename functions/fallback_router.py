@@ -2,13 +2,15 @@
 
 For each event it bridges to the contract's dedicated topic when one exists and records events no other
 subscription on the fallback topic matches (see :mod:`shared.fallback_router`). A failure to bridge or to
-archive raises, so the message is redelivered rather than lost.
+archive raises, so the message is redelivered rather than lost (the host abandons it).
+
+The message parameter uses the SDK-type binding class of ``azurefunctions-extensions-bindings-servicebus``
+(the router needs the full SDK message: MessageId, SessionId and every property must survive the bridge).
+The annotation must be that class itself, not a string: no ``from __future__ import annotations`` here.
 """
 
-from __future__ import annotations
-
 import azure.functions as func
-from azure.servicebus import ServiceBusReceivedMessage
+import azurefunctions.extensions.bindings.servicebus as servicebus
 
 from functions.convert import incoming_from_received
 from shared import runtime
@@ -23,6 +25,6 @@ bp = func.Blueprint()  # type: ignore[no-untyped-call]
     subscription_name="%BUSBAR_ROUTER_SUBSCRIPTION%",
     connection=runtime.CONNECTION,
 )
-def fallback_router(message: ServiceBusReceivedMessage) -> None:
+def fallback_router(message: servicebus.ServiceBusReceivedMessage) -> None:
     """Bridge or record one event of the fallback topic."""
     runtime.fallback_router().route(incoming_from_received(message))

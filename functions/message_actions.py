@@ -1,8 +1,10 @@
-"""The settlement interface a Service Bus function asks for with a ``ServiceBusMessageActions`` parameter.
+"""The settlement interface Busbar's Service Bus functions use.
 
-The Functions host injects the message-actions object by the parameter's annotation (the class name
-``ServiceBusMessageActions``, as in ``azurefunctions-extensions-bindings-servicebus``); this Protocol is the
-part of it Busbar uses, so the function code type-checks without depending on the extension package.
+In Azure, a function gets explicit settlement by annotating its parameters with the SDK-type binding classes
+of ``azurefunctions-extensions-bindings-servicebus`` (``ServiceBusReceivedMessage`` and
+``ServiceBusMessageActions``); devhost injects its own equivalent by the same annotations. That package ships
+no type information, so the function code types the actions object with this Protocol: the part of the
+extension's ``ServiceBusMessageActions`` Busbar relies on, with the extension's own parameter names.
 """
 
 from __future__ import annotations
@@ -12,8 +14,14 @@ from typing import Protocol
 from azure.servicebus import ServiceBusReceivedMessage
 
 
-class ServiceBusMessageActions(Protocol):
+class MessageActions(Protocol):
     """Explicit settlement of the trigger's message."""
+
+    def complete(self, message: ServiceBusReceivedMessage) -> None:
+        """Remove ``message`` from its entity: it was handled."""
+
+    def abandon(self, message: ServiceBusReceivedMessage) -> None:
+        """Release ``message`` for redelivery now (its delivery count goes up)."""
 
     def deadletter(
         self,

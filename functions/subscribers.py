@@ -1,17 +1,21 @@
 """Service Bus queue triggers: one per sample endpoint's input queue.
 
-Each function binds to the SDK type (``ServiceBusReceivedMessage``) with a ``ServiceBusMessageActions``
-parameter so it can dead-letter a message that can never succeed at once, with a precise reason; the host's
-``autoCompleteMessages`` completes on success and abandons (redelivery) on an exception.
+Each function uses the SDK-type binding (``azurefunctions-extensions-bindings-servicebus``): it receives the
+SDK's ``ServiceBusReceivedMessage`` and a ``ServiceBusMessageActions`` object, with
+``auto_complete_messages=False``, and settles every message itself: complete on success, dead-letter at once
+with a precise reason when the message can never succeed (no retry storm), and abandon (immediate
+redelivery, so the broker dead-letters after MaxDeliveryCount) when the failure may be transient.
+
+The annotations must be the extension's classes (not ``azure.servicebus``'s) and must not be strings, since
+the Python worker picks the binding by the annotation object; hence no ``from __future__ import annotations``.
 """
 
-from __future__ import annotations
-
 import azure.functions as func
+import azurefunctions.extensions.bindings.servicebus as servicebus
 from azure.servicebus import ServiceBusReceivedMessage
 
 from functions.convert import incoming_from_received
-from functions.message_actions import ServiceBusMessageActions
+from functions.message_actions import MessageActions
 from shared.dispatch import UNREADABLE_MESSAGE, DeadLetter, Retry, truncate
 from shared.endpoints import Endpoint
 from shared.runtime import CONNECTION
@@ -27,9 +31,7 @@ def _endpoint(name: str) -> Endpoint:
     return endpoint
 
 
-def _handle(
-    endpoint: Endpoint, message: ServiceBusReceivedMessage, actions: ServiceBusMessageActions
-) -> None:
+def _handle(endpoint: Endpoint, message: ServiceBusReceivedMessage, actions: MessageActions) -> None:
     try:
         incoming = incoming_from_received(message)
     except Exception as error:  # a message that cannot be read never will be: no retry storm
@@ -44,27 +46,51 @@ def _handle(
             message, deadletter_reason=outcome.reason, deadletter_error_description=outcome.description
         )
     elif isinstance(outcome, Retry):
+        # Released now rather than when the lock expires, as the host's autoComplete would; raising
+        # afterwards reports the invocation as failed.
+        actions.abandon(message)
         raise HandlerFailed(outcome.description) from outcome.error
+    else:
+        actions.complete(message)
 
 
 @bp.function_name("billing_subscriber")
-@bp.service_bus_queue_trigger(arg_name="message", queue_name="%BUSBAR_BILLING_QUEUE%", connection=CONNECTION)
-def billing_subscriber(message: ServiceBusReceivedMessage, message_actions: ServiceBusMessageActions) -> None:
+@bp.service_bus_queue_trigger(
+    arg_name="message",
+    queue_name="%BUSBAR_BILLING_QUEUE%",
+    connection=CONNECTION,
+    auto_complete_messages=False,
+)
+def billing_subscriber(
+    message: servicebus.ServiceBusReceivedMessage, message_actions: servicebus.ServiceBusMessageActions
+) -> None:
     """The billing endpoint's input queue."""
     _handle(_endpoint("billing"), message, message_actions)
 
 
 @bp.function_name("crm_subscriber")
-@bp.service_bus_queue_trigger(arg_name="message", queue_name="%BUSBAR_CRM_QUEUE%", connection=CONNECTION)
-def crm_subscriber(message: ServiceBusReceivedMessage, message_actions: ServiceBusMessageActions) -> None:
+@bp.service_bus_queue_trigger(
+    arg_name="message",
+    queue_name="%BUSBAR_CRM_QUEUE%",
+    connection=CONNECTION,
+    auto_complete_messages=False,
+)
+def crm_subscriber(
+    message: servicebus.ServiceBusReceivedMessage, message_actions: servicebus.ServiceBusMessageActions
+) -> None:
     """The CRM endpoint's input queue."""
     _handle(_endpoint("crm"), message, message_actions)
 
 
 @bp.function_name("shipping_subscriber")
-@bp.service_bus_queue_trigger(arg_name="message", queue_name="%BUSBAR_SHIPPING_QUEUE%", connection=CONNECTION)
+@bp.service_bus_queue_trigger(
+    arg_name="message",
+    queue_name="%BUSBAR_SHIPPING_QUEUE%",
+    connection=CONNECTION,
+    auto_complete_messages=False,
+)
 def shipping_subscriber(
-    message: ServiceBusReceivedMessage, message_actions: ServiceBusMessageActions
+    message: servicebus.ServiceBusReceivedMessage, message_actions: servicebus.ServiceBusMessageActions
 ) -> None:
     """The shipping endpoint's input queue."""
     _handle(_endpoint("shipping"), message, message_actions)

@@ -6,7 +6,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-import fsspec  # type: ignore[import-untyped]
+import fsspec
 import pyarrow as pa
 import pyarrow.dataset as ds
 

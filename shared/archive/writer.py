@@ -21,10 +21,10 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
 
-import fsspec  # type: ignore[import-untyped]
+import fsspec
 import pyarrow as pa
 import pyarrow.parquet as pq
-from fsspec.implementations.local import LocalFileSystem  # type: ignore[import-untyped]
+from fsspec.implementations.local import LocalFileSystem
 
 from shared.archive.schema import ARCHIVE_SCHEMA, entity_partition_value
 
