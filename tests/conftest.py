@@ -7,6 +7,8 @@ that restart, reconfigure or break the broker.
 
 from __future__ import annotations
 
+import os
+import sys
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import replace
@@ -100,6 +102,9 @@ def spark() -> Iterator[Any]:
     """One local Spark session (``local[2]``) per test process, started on first use (the JVM is slow)."""
     from pyspark.sql import SparkSession
 
+    # Spark's Python workers must run this interpreter (the .venv one, with azure-servicebus), not python3.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     session = (
         SparkSession.builder.master("local[2]")
         .appName("busbar-tests")

@@ -1,0 +1,99 @@
+"""The contract with the re-drive: what ``shared.redrive`` archives, the replay sends back as it was."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import Any
+
+from azure.servicebus import ServiceBusClient, ServiceBusMessage, ServiceBusSubQueue
+
+from shared.redrive.job import run_redrive
+from spark.params import parse_params
+from spark.properties import ORIGINAL_MESSAGE_ID_PROPERTY, REPLAY_RUN_ID_PROPERTY
+from spark.replay import run
+from tests.conftest import EmulatorHandle
+from tests.emulator.sdk_helpers import drain, opened, receive
+
+
+def test_messages_the_redrive_archived_are_replayed_with_their_properties_past_duplicate_detection(
+    spark: Any, emulator: EmulatorHandle, tmp_path: Path
+) -> None:
+    queue = emulator.create_queue(f"redrive-replay-{uuid.uuid4().hex[:8]}", requires_duplicate_detection=True)
+    sent = {
+        f"poison-{n}": {"n": n, "tenant": "contoso", "NServiceBus.EnclosedMessageTypes": "Sales.OrderPlaced"}
+        for n in range(5)
+    }
+    with ServiceBusClient.from_connection_string(emulator.connection_string) as client:
+        sender = client.get_queue_sender(queue)
+        receiver = client.get_queue_receiver(queue)
+        with opened(sender, receiver):
+            sender.send_messages(
+                [
+                    ServiceBusMessage(
+                        f"body-{mid}", message_id=mid, application_properties=props, subject="Order"
+                    )
+                    for mid, props in sent.items()
+                ]
+            )
+            for message in receive(receiver, len(sent), wait=2):
+                # a permanent failure: the re-drive's default policy archives it instead of re-driving
+                receiver.dead_letter_message(
+                    message, reason="DeserializationFailed", error_description="bad json"
+                )
+    env = {
+        "ServiceBusConnection": emulator.connection_string,
+        "BUSBAR_SUBSCRIPTION_ID": "sub",
+        "BUSBAR_RESOURCE_GROUP": "rg",
+        "BUSBAR_NAMESPACE": "sbemulatorns",
+        "BUSBAR_MANAGEMENT_ENDPOINT": f"http://127.0.0.1:{emulator.management_port}",
+        "BUSBAR_MANAGEMENT_TOKEN": emulator.emulator.management_token,
+        "BUSBAR_REDRIVE_ENTITIES": queue,
+        "BUSBAR_ARCHIVE_URL": str(tmp_path / "archive"),
+    }
+    redrive = run_redrive(env, run_id="redrive-1", receive_wait=0.5)
+    assert redrive.totals()["archived"] == len(sent)
+
+    def replay(run_id: str, *extra: str) -> dict[str, int]:
+        params = parse_params(
+            [
+                *("--archive_path", str(tmp_path / "archive"), "--ledger_path", str(tmp_path / "ledger")),
+                *(
+                    "--report_path",
+                    str(tmp_path / "report"),
+                    "--connection_string",
+                    emulator.connection_string,
+                ),
+                *("--reasons", "DeserializationFailed", "--run_ids", "redrive-1", "--replay_run_id", run_id),
+                *extra,
+            ],
+            env={},
+        )
+        return run(params, spark).outcomes
+
+    # Replayed within the target's duplicate detection window under the original MessageIds, the copies
+    # are accepted and silently dropped by the broker, as Azure does: the report says sent, nothing arrives.
+    assert replay("preserve-ids") == {"sent": len(sent)}
+    namespace = emulator.emulator.namespace
+    counts = emulator.call(lambda: namespace.counts(namespace.queues[queue.lower()]))
+    assert isinstance(counts, dict) and counts["activeMessageCount"] == 0
+
+    # The remedy: force past the ledger and send under derived MessageIds.
+    assert replay("derived-ids", "--force", "--message_id_policy", "derive") == {"sent": len(sent)}
+    with ServiceBusClient.from_connection_string(emulator.connection_string) as client:
+        with client.get_queue_receiver(queue) as receiver:
+            replayed = drain(receiver, len(sent), wait=2)
+        with client.get_queue_receiver(queue, sub_queue=ServiceBusSubQueue.DEAD_LETTER) as dead_letters:
+            assert dead_letters.peek_messages(max_message_count=10) == []
+    originals = {}
+    for message in replayed:
+        properties = {
+            k.decode(): v.decode() if isinstance(v, bytes) else v
+            for k, v in message.application_properties.items()
+        }
+        original = properties.pop(ORIGINAL_MESSAGE_ID_PROPERTY)
+        originals[original] = message.message_id
+        assert properties == {**sent[original], REPLAY_RUN_ID_PROPERTY: "derived-ids"}
+        assert (str(message), message.subject) == (f"body-{original}", "Order")
+    assert sorted(originals) == sorted(sent)
+    assert all(new_id not in sent for new_id in originals.values())
