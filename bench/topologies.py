@@ -1,12 +1,15 @@
 """The seed's capacity example on both topologies: 100 event types, 80 endpoints each subscribing to 25%.
 
-For ``bundle`` (one topic, one subscription per endpoint with one SQL rule per event) and
+For ``bundle`` (one topic, one subscription per endpoint with one SQL rule per event, plus the
+``$default`` 1=0 rule NServiceBus gives every filtered subscription), ``bundle_without_false_default``
+(the same without that rule: a subscription with no rules matches nothing, so delivery is identical) and
 ``topic_per_event`` (one topic per event, one catch-all subscription per endpoint and event), each in a
 fresh emulator process, this script:
 
-1. checks the whole desired state against the per-topic quotas (the bundle does not fit 80 endpoints:
-   every subscription's ``$default`` rule is a SQL filter too, so 80 x 26 = 2,080 > 2,000; the refusal
-   and the largest endpoint count that fits are recorded, and that many endpoints are provisioned);
+1. checks the whole desired state against the per-topic quotas (the NServiceBus-shaped bundle does not
+   fit 80 endpoints: every subscription's ``$default`` rule is a SQL filter too, so 80 x 26 = 2,080 >
+   2,000; the refusal and the largest endpoint count that fits are recorded, and that many endpoints are
+   provisioned; without the false default rule 80 x 25 = 2,000 fits exactly);
 2. provisions endpoint by endpoint through ``Provisioner.plan`` + ``apply`` (azure-mgmt-servicebus over
    the emulator's ARM endpoint) and times it; a second plan of every endpoint must be all ``unchanged``;
 3. counts the entities on the namespace (ARM list calls);
@@ -99,9 +102,14 @@ def subscriptions(endpoints: int, events: int, share: int, seed: int = 42) -> di
     }
 
 
-def largest_fit(options: TopologyOptions, wanted: dict[str, list[str]]) -> tuple[int, str | None]:
+def largest_fit(
+    options: TopologyOptions, wanted: dict[str, list[str]], false_default_rule: bool
+) -> tuple[int, str | None]:
     """How many endpoints (in order) fit the quotas, and the refusal of all of them (if any)."""
-    states = [desired_state(options, q, events) for q, events in wanted.items()]
+    states = [
+        desired_state(options, q, events, false_default_rule=false_default_rule)
+        for q, events in wanted.items()
+    ]
     try:
         check_desired(DesiredState.combine(states))
         return len(states), None
@@ -118,16 +126,23 @@ def largest_fit(options: TopologyOptions, wanted: dict[str, list[str]]) -> tuple
 
 
 def run_topology(
-    name: str, options: TopologyOptions, wanted: dict[str, list[str]], args: argparse.Namespace
+    name: str,
+    options: TopologyOptions,
+    wanted: dict[str, list[str]],
+    args: argparse.Namespace,
+    false_default_rule: bool = True,
 ) -> dict[str, Any]:
-    fits, refusal = largest_fit(options, wanted)
+    fits, refusal = largest_fit(options, wanted, false_default_rule)
     endpoints = dict(list(wanted.items())[:fits])
     proc, conn, port, token = start_emulator()
     try:
         settings = ManagementSettings("bench", "bench", EMULATOR_NAMESPACE, f"http://127.0.0.1:{port}", token)
         with ManagementClient(settings) as management:
             provisioner = Provisioner(management, concurrency=args.concurrency)
-            states = {q: desired_state(options, q, events) for q, events in endpoints.items()}
+            states = {
+                q: desired_state(options, q, events, false_default_rule=false_default_rule)
+                for q, events in endpoints.items()
+            }
             started = time.perf_counter()
             per_endpoint: list[float] = []
             for state in states.values():
@@ -149,6 +164,7 @@ def run_topology(
     combined = DesiredState.combine(states.values())
     return {
         "topology": name,
+        "false_default_rule": false_default_rule,
         "endpoints_requested": len(wanted),
         "endpoints_provisioned": fits,
         "quota_refusal": refusal,
@@ -260,14 +276,16 @@ def main() -> int:
     logging.getLogger("shared.topology.publisher").setLevel(logging.ERROR)
     wanted = subscriptions(args.endpoints, args.events, args.share)
     names = [f"Bench.Event{i:03d}" for i in range(args.events)]
+    bundle = MigrationTopologyOptions(events_to_migrate_map=tuple(names))
     results = [
-        run_topology("bundle", MigrationTopologyOptions(events_to_migrate_map=tuple(names)), wanted, args),
+        run_topology("bundle", bundle, wanted, args),
+        run_topology("bundle_without_false_default", bundle, wanted, args, false_default_rule=False),
         run_topology("topic_per_event", TopologyOptions(), wanted, args),
     ]
     document = {
         "benchmark": "topologies",
         "scenario": f"{args.events} event types, {args.endpoints} endpoints each subscribing to "
-        "{args.share}%",
+        f"{args.share}%",
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
         "results": results,
     }
@@ -275,7 +293,7 @@ def main() -> int:
     args.out.write_text(json.dumps(document, indent=2) + "\n")
     for r in results:
         print(
-            f"{r['topology']:>16}: {r['endpoints_provisioned']}/{r['endpoints_requested']} endpoints, "
+            f"{r['topology']:>28}: {r['endpoints_provisioned']}/{r['endpoints_requested']} endpoints, "
             f"{r['entities']}, provisioning {r['provisioning']['total_s']} s, "
             f"publish {r['publish']['messages_per_s']} msg/s"
         )

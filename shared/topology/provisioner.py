@@ -44,7 +44,7 @@ from shared.topology.desired import (
     subscription_name,
 )
 from shared.topology.errors import ProvisioningError, TopologyValidationError
-from shared.topology.names import HierarchyNamespace, rule_name
+from shared.topology.names import DEFAULT_RULE_NAME, HierarchyNamespace, rule_name
 from shared.topology.options import MigrationTopologyOptions, TopicRoutingMode, TopologyOptions
 from shared.topology.plan import (
     ApplyResult,
@@ -131,7 +131,11 @@ class Provisioner:
                     "create",
                     "subscription",
                     path,
-                    {"forwardTo": spec.forward_to, "userMetadata": spec.user_metadata},
+                    {
+                        "forwardTo": spec.forward_to,
+                        "userMetadata": spec.user_metadata,
+                        **({} if spec.has_default_rule else {"defaultRule": "removed after creation"}),
+                    },
                     spec.topic,
                     spec.name,
                     spec.name,
@@ -256,8 +260,20 @@ class Provisioner:
             if item.implicit and subscription_created:
                 outcomes.append((item.path, True))  # ARM created it with the subscription
                 continue
-            outcomes.append((item.path, self._create(item, done)))
+            created = self._create(item, done)
+            outcomes.append((item.path, created))
+            spec = item.spec
+            if created and isinstance(spec, SubscriptionSpec) and not spec.has_default_rule:
+                # Desired without a default rule: drop the $Default 1=1 ARM just created, before the
+                # event rules go in, so the subscription is unfiltered for as short a time as possible.
+                self._delete(self._implicit_default_rule(spec), done)
         return outcomes
+
+    @staticmethod
+    def _implicit_default_rule(spec: SubscriptionSpec) -> PlanItem:
+        name = DEFAULT_RULE_NAME
+        path = rule_path(spec.topic, spec.name, name)
+        return PlanItem("delete", "rule", path, {}, spec.topic, spec.name, name, None, True)
 
     def _create(self, item: PlanItem, done: list[str]) -> bool:
         """Create one entity; False when it already existed (a concurrent run)."""

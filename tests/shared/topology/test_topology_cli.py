@@ -84,3 +84,25 @@ def test_object_events_and_missing_management_settings(tmp_path: Path, ns: str) 
     assert document["desired"]["subscriptions"][0]["rules"][1]["properties"] == {"Ev.A": True}  # type: ignore[index]
     code, (refused,) = _run(["plan", "--endpoint", "billing", "--events", "Ev.A"], {})
     assert code == 2 and "missing app setting(s)" in refused["errors"][0]  # type: ignore[index]
+
+
+def test_validate_without_the_false_default_rule_shows_only_the_event_rules(tmp_path: Path) -> None:
+    options = tmp_path / "options.json"
+    bundle = {
+        "$type": "migration-topology-options",
+        "TopicToPublishTo": "bundle-1",
+        "TopicToSubscribeOn": "bundle-1",
+        "EventsToMigrateMap": ["Ev.A"],
+    }
+    options.write_text(json.dumps(bundle))
+    argv = ["validate", "--options", str(options), "--endpoint", "billing", "--events", "Ev.A"]
+    _, (nservicebus,) = _run(argv)
+    _, (lean,) = _run([*argv, "--no-false-default-rule"])
+
+    def rule_names(document: dict[str, object]) -> list[str]:
+        desired = document["desired"]
+        assert isinstance(desired, dict)
+        return [rule["name"] for rule in desired["subscriptions"][0]["rules"]]
+
+    assert rule_names(nservicebus) == ["$default", "Ev.A"]
+    assert rule_names(lean) == ["Ev.A"]

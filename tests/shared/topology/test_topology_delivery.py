@@ -10,12 +10,14 @@ from shared.management import ManagementClient
 from shared.topology import (
     FallbackTopicOptions,
     MigrationTopologyOptions,
+    Provisioner,
     PublishEntry,
     SubscriptionEntry,
     TopicRoutingMode,
     TopologyOptions,
+    desired_state,
 )
-from tests.shared.topology.topology_helpers import CC, CD, CU, OA, OAV2, OD, deliver
+from tests.shared.topology.topology_helpers import CC, CD, CU, OA, OAV2, OD, deliver, publish_and_collect
 
 CF, SQL = TopicRoutingMode.CorrelationFilter, TopicRoutingMode.SqlLikeFilter
 SHIPPING = ("Shipping.OrderAccepted", "Shipping.OrderDeclined", "Shipping.OrderAcceptedV2")
@@ -174,3 +176,24 @@ def test_migration_serves_events_to_migrate_from_the_bundle_and_migrated_ones_fr
     )
     assert received == {"sales": sorted([OA, OD, OAV2, CC]), "crm": sorted([OD, CU, CD])}
     assert {m.topic for m in result.sent} == {f"{ns}/bundle-1", *(f"{ns}/{e}" for e in CUSTOMERS)}
+
+
+def test_a_bundle_without_false_default_rules_routes_the_same_with_one_rule_less_per_endpoint(
+    management: ManagementClient, sb_client: ServiceBusClient, ns: str
+) -> None:
+    options = _bundle(ns)
+    provisioner = Provisioner(management)
+    for queue, events in {"sales": ["Shipping.IOrderStatusChanged"], "crm": [OA, CD]}.items():
+        plan = provisioner.plan(desired_state(options, queue, events, false_default_rule=False))
+        provisioner.apply(plan)
+    rules = {
+        name: sorted(
+            r.name for r in management.rules.list_by_subscriptions(*management.scope, f"{ns}/bundle-1", name)
+        )
+        for name in ("sales", "crm")
+    }
+    # ARM's automatic $Default 1=1 is gone and no $default 1=0 took its place.
+    assert rules == {"sales": ["Shipping.IOrderStatusChanged"], "crm": sorted([OA, CD])}
+
+    received, _ = publish_and_collect(sb_client, options, ["sales", "crm"])
+    assert received == {"sales": sorted([OA, OD, OAV2]), "crm": sorted([OA, OAV2, CD])}

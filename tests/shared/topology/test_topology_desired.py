@@ -323,3 +323,18 @@ def test_the_capacity_example_overflows_a_single_bundle_topic_and_the_refusal_ha
         "(2080 planned + 0 existing), over the limit of 2000 per topic"
     ]
     check_desired(DesiredState.combine(states[:76]))  # 76 x 26 = 1976 fits
+
+
+def test_without_the_false_default_rule_a_bundle_subscription_holds_only_its_event_rules() -> None:
+    options = MigrationTopologyOptions(events_to_migrate_map=("Shipping.OrderAccepted",))
+    state = desired_state(options, "billing", ["Shipping.OrderAccepted"], false_default_rule=False)
+    [subscription] = state.subscriptions
+    assert subscription.rules == (sql("Shipping.OrderAccepted"),)
+    assert not subscription.has_default_rule
+    assert state.rule_count() == 1
+
+
+def test_a_catch_all_subscription_keeps_its_true_default_rule_either_way() -> None:
+    state = desired_state(TopologyOptions(), "billing", ["Shipping.OrderAccepted"], false_default_rule=False)
+    [subscription] = state.subscriptions
+    assert subscription.is_catch_all and subscription.has_default_rule
