@@ -60,7 +60,7 @@ AZURITE_STAMP := tools/azurite/node_modules/.installed
 DEPLOY_SITE := $(VENV)/deploy-site
 DEPLOY_STAMP := $(DEPLOY_SITE)/.installed
 
-.PHONY: help check-python check-java check-node check-prereqs install test lint typecheck format run bench clean distclean
+.PHONY: help check-python check-java check-node check-prereqs install test lint typecheck format run bench bench-all clean distclean
 
 help: ## List the targets
 	@echo "Busbar targets:"
@@ -131,14 +131,24 @@ run: $(STAMP) ## Start emulator + devhost with function_app.py (HTTP_PORT, AMQP_
 	@mkdir -p $(DATA_DIR)/emulator
 	@[ -f local.settings.json ] || { cp local.settings.sample.json local.settings.json; \
 	  echo "created local.settings.json from local.settings.sample.json"; }
-	@hook=""; if [ -f shared/bootstrap.py ]; then hook="--startup-hook shared.bootstrap:provision"; fi; \
 	exec $(VPY) -m devhost --app function_app.py --settings local.settings.json --host-json host.json \
 	  --port $(HTTP_PORT) --with-emulator --emulator-data-dir $(DATA_DIR)/emulator \
 	  --emulator-config emulator/sample-config.json --amqp-port $(AMQP_PORT) \
-	  --management-port $(MANAGEMENT_PORT) $$hook
+	  --management-port $(MANAGEMENT_PORT) --startup-hook shared.bootstrap:provision
 
 bench: $(STAMP) ## Run the emulator throughput benchmark
 	$(VPY) bench/emulator_throughput.py
+
+# Each script writes its figures to bench/results/<name>.json. Spark's takes a few minutes and needs Java.
+bench-all: $(STAMP) ## Run every benchmark in bench/ (emulator, filters, topologies, host, re-drive, replay)
+	$(VPY) bench/emulator_throughput.py
+	$(VPY) bench/filters.py
+	$(VPY) bench/sql_filter.py
+	$(VPY) bench/topologies.py
+	$(VPY) bench/host_throughput.py
+	$(VPY) bench/redrive.py
+	@$(require_java17)
+	$(VPY) bench/replay.py
 
 clean: ## Remove .data/ and tool caches (keeps .venv)
 	rm -rf .data .mypy_cache .ruff_cache .pytest_cache .hypothesis
