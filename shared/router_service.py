@@ -35,6 +35,7 @@ from shared.fallback_router import (
 )
 from shared.management import ManagementClient
 from shared.messages import IncomingMessage
+from shared.topology.arm import correlation_properties
 from shared.topology.names import HierarchyNamespace
 from shared.topology.options import TopologyOptions
 
@@ -88,10 +89,7 @@ def _rule(rule: Any) -> CorrelationRule | SqlRule:
         and rule.correlation_filter
     ):
         c = rule.correlation_filter
-        # The SDK model reads correlation properties as strings (a boolean true becomes "True"); its raw
-        # data keeps the typed JSON value, which is what the broker compares.
-        raw = getattr(c, "_data", {}).get("properties")
-        properties = raw if isinstance(raw, dict) else (c.properties or {})
+        properties = correlation_properties(c)
         return CorrelationRule(
             rule.name,
             correlation_id=c.correlation_id,

@@ -9,15 +9,21 @@ from azure.mgmt.servicebus.models import CorrelationFilter, Rule, Ruleproperties
 from shared.topology.desired import FALSE_FILTER, TRUE_FILTER, RuleFilter
 
 
+def correlation_properties(correlation_filter: Any) -> dict[str, Any]:
+    """The application properties of an ARM ``CorrelationFilter``, with their JSON types.
+
+    The SDK model types them as strings and turns a boolean true into ``"True"`` when read; its raw data
+    keeps the JSON value, which is what the broker compares (a string ``"True"`` would not match
+    NServiceBus's boolean stamps)."""
+    raw = getattr(correlation_filter, "_data", {}).get("properties")
+    return raw if isinstance(raw, dict) else dict(correlation_filter.properties or {})
+
+
 def filter_of(rule: Any) -> RuleFilter:
     """The :class:`RuleFilter` of an ARM ``Rule`` (SQL ``1=1``/``1=0`` are the true/false filters)."""
     if rule.filter_type == "CorrelationFilter" and rule.correlation_filter is not None:
         cf = rule.correlation_filter
-        # The SDK model types correlation properties as strings and turns a boolean true into "True" when
-        # read; its raw data keeps the JSON value, and a string "True" would not match NServiceBus's stamps.
-        raw = getattr(cf, "_data", {}).get("properties")
-        values = raw if isinstance(raw, dict) else (cf.properties or {})
-        props: list[tuple[str, bool | str | int | float]] = sorted(values.items())
+        props: list[tuple[str, bool | str | int | float]] = sorted(correlation_properties(cf).items())
         for key in (
             "correlation_id", "message_id", "to", "reply_to", "label", "session_id", "reply_to_session_id",
             "content_type",
