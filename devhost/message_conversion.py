@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -85,6 +85,7 @@ def _optional_str(value: Any) -> str | None:
 
 def _fields(message: ServiceBusReceivedMessage) -> dict[str, Any]:
     """The typed fields, keyed by trigger-metadata name."""
+    subject = message.subject  # Label and Subject: each SDK property read decodes the AMQP section again
     return {
         "ContentType": message.content_type,
         "CorrelationId": _optional_str(message.correlation_id),
@@ -97,8 +98,8 @@ def _fields(message: ServiceBusReceivedMessage) -> dict[str, Any]:
         "EnqueuedSequenceNumber": message.enqueued_sequence_number,
         "EnqueuedTimeUtc": message.enqueued_time_utc,
         "ExpiresAtUtc": message.expires_at_utc,
-        "Label": message.subject,
-        "Subject": message.subject,
+        "Label": subject,
+        "Subject": subject,
         "LockedUntil": message.locked_until_utc,
         "LockToken": _optional_str(message.lock_token),
         "MessageId": _optional_str(message.message_id),
@@ -128,9 +129,13 @@ def _datum(value: Any) -> meta.Datum:
     return meta.Datum(json.dumps(_plain(value)), "json")
 
 
-def _sys_metadata(function_name: str) -> meta.Datum:
+def _sys_metadata(function_name: str, utc_now: datetime | None = None) -> meta.Datum:
     return _datum(
-        {"MethodName": function_name, "UtcNow": _iso(datetime.now(UTC)), "RandGuid": str(uuid.uuid4())}
+        {
+            "MethodName": function_name,
+            "UtcNow": _iso(utc_now or datetime.now(UTC)),
+            "RandGuid": str(uuid.uuid4()),
+        }
     )
 
 
@@ -146,12 +151,49 @@ def _extract(message: ServiceBusReceivedMessage) -> _Extracted:
     return _Extracted(_fields(message), application_properties(message))
 
 
-def _single_metadata(extracted: _Extracted, function_name: str) -> dict[str, meta.Datum]:
+def _single_metadata(
+    extracted: _Extracted,
+    function_name: str,
+    utc_now: datetime | None = None,
+    props: meta.Datum | None = None,
+) -> dict[str, meta.Datum]:
     metadata = {key: _datum(value) for key, value in extracted.fields.items() if value is not None}
-    metadata["UserProperties"] = _datum(extracted.props)
-    metadata["ApplicationProperties"] = _datum(extracted.props)
-    metadata["sys"] = _sys_metadata(function_name)
+    metadata["UserProperties"] = metadata["ApplicationProperties"] = props or _datum(extracted.props)
+    metadata["sys"] = _sys_metadata(function_name, utc_now)
     return metadata
+
+
+class _LazySingleMetadata(Mapping[str, meta.Datum]):
+    """Single-message trigger metadata, encoded on first use.
+
+    Most functions never read ``msg.metadata``, and encoding it is a good share of the conversion cost
+    on every message. What could change before first use is taken at conversion: the trigger time
+    (``sys.UtcNow``) and the user properties (a function may mutate ``msg.user_properties``, this dict)."""
+
+    __slots__ = ("_extracted", "_function_name", "_metadata", "_props", "_utc_now")
+
+    def __init__(self, extracted: _Extracted, function_name: str) -> None:
+        self._extracted = extracted
+        self._function_name = function_name
+        self._utc_now = datetime.now(UTC)
+        self._props = _datum(extracted.props)
+        self._metadata: dict[str, meta.Datum] | None = None
+
+    def _encoded(self) -> dict[str, meta.Datum]:
+        if self._metadata is None:
+            self._metadata = _single_metadata(
+                self._extracted, self._function_name, self._utc_now, self._props
+            )
+        return self._metadata
+
+    def __getitem__(self, key: str) -> meta.Datum:
+        return self._encoded()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._encoded())
+
+    def __len__(self) -> int:
+        return len(self._encoded())
 
 
 def trigger_metadata(message: ServiceBusReceivedMessage, function_name: str) -> dict[str, meta.Datum]:
@@ -235,4 +277,4 @@ def to_single_function_message(
 ) -> func.ServiceBusMessage:
     """One message with its single-message metadata."""
     extracted = _extract(message)
-    return _build(message, extracted, _single_metadata(extracted, function_name))
+    return _build(message, extracted, _LazySingleMetadata(extracted, function_name))

@@ -23,6 +23,7 @@ import logging
 import typing
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from azure.servicebus import NEXT_AVAILABLE_SESSION, ServiceBusReceivedMessage, ServiceBusReceiveMode
@@ -45,6 +46,10 @@ SHORT_POLL_SECONDS = 0.05  # receive wait while invocations are in flight, so th
 SESSION_ACCEPT_SECONDS = 5.0  # how long a session worker waits for a free session before asking again
 DEFAULT_SESSION_IDLE_SECONDS = 60.0  # clientRetryOptions.tryTimeout, the host's fallback
 INFINITE_RENEWAL_SECONDS = 10 * 365 * 86400.0
+# A message joins the lock renewer only once its invocation has run this long (at most a fifth of the
+# lock): the renewer checks each lock once a second anyway, and most invocations end well before, so
+# they skip the renewal task the SDK starts per registered message.
+RENEWAL_DELAY_SECONDS = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,7 +146,7 @@ class ServiceBusListener:
         self._in_flight: set[asyncio.Task[None]] = set()
         self._accepting: set[asyncio.Task[None]] = set()
         self._settlements: list[Callable[[], Awaitable[None]]] = []
-        self._finished = asyncio.Event()
+        self._finished: asyncio.Future[None] | None = None  # what _wait_for_finished waits on
 
     @property
     def in_flight(self) -> int:
@@ -278,18 +283,33 @@ class ServiceBusListener:
                     self._spawn(self._process_one(receiver, message))
 
     async def _wait_for_finished(self, timeout: float) -> None:
-        """Until an invocation finishes (its settlement is queued) or ``timeout``."""
-        self._finished.clear()
+        """Until an invocation finishes (its settlement is queued) or ``timeout``.
+
+        A bare future and a timer handle rather than ``wait_for(event.wait())``: no task per wait, and the
+        finishing invocation wakes this loop directly."""
         if self._settlements:
             return
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._finished.wait(), timeout)
+        loop = asyncio.get_running_loop()
+        finished = self._finished = loop.create_future()
+        timer = loop.call_later(timeout, _resolve, finished)
+        try:
+            await finished
+        finally:
+            timer.cancel()
+            self._finished = None
+
+    def _notify_finished(self) -> None:
+        if self._finished is not None:
+            _resolve(self._finished)
 
     async def _flush_settlements(self) -> None:
         while self._settlements:
             pending = self._settlements
             self._settlements = []
-            await asyncio.gather(*(settle() for settle in pending))
+            if len(pending) == 1:  # the common case at low concurrency: no gather task
+                await pending[0]()
+            else:
+                await asyncio.gather(*(settle() for settle in pending))
 
     async def _receive_batch(self, receiver: ServiceBusReceiver) -> None:
         try:
@@ -385,13 +405,16 @@ class ServiceBusListener:
     ) -> None:
         """Invoke for one message; settle inline (sessions) or queue the settlement for the receive loop."""
         tracker = SettlementTracker(receiver, asyncio.get_running_loop())
-        if not self.shape.sessions and self._renewer is not None:
-            self._renewer.register(receiver, message, max_lock_renewal_duration=self._renewal_seconds())
-        record, _ = await self.invoker.invoke(
-            self.spec,
-            lambda: self._arguments(self._convert(message), tracker),
-            reason=f"New ServiceBus message detected on '{self.shape.entity}'.",
-        )
+        renewal = None if self.shape.sessions else self._schedule_renewal(receiver, message)
+        try:
+            record, _ = await self.invoker.invoke(
+                self.spec,
+                lambda: self._arguments(self._convert(message), tracker),
+                reason=f"New ServiceBus message detected on '{self.shape.entity}'.",
+            )
+        finally:
+            if renewal is not None:
+                renewal.cancel()  # no-op once registered: the renewer stops at settlement by itself
 
         async def settle() -> None:
             await tracker.apply_pending()
@@ -401,7 +424,29 @@ class ServiceBusListener:
             await settle()
             return
         self._settlements.append(settle)
-        self._finished.set()
+        self._notify_finished()
+
+    def _schedule_renewal(
+        self, receiver: ServiceBusReceiver, message: ServiceBusReceivedMessage
+    ) -> asyncio.TimerHandle | None:
+        """Register ``message`` with the lock renewer if its invocation is still running after
+        ``RENEWAL_DELAY_SECONDS`` (or a fifth of its remaining lock, if shorter)."""
+        renewer = self._renewer
+        if renewer is None:
+            return None
+        locked_until = message.locked_until_utc
+        remaining = 0.0 if locked_until is None else (locked_until - datetime.now(UTC)).total_seconds()
+        delay = max(0.0, min(RENEWAL_DELAY_SECONDS, remaining / 5))
+
+        def register() -> None:
+            try:
+                renewer.register(receiver, message, max_lock_renewal_duration=self._renewal_seconds())
+            except (ServiceBusError, ValueError) as exc:  # shut down, or the lock already gone
+                logger.warning(
+                    "Functions.%s: cannot renew the lock of %s: %s", self.spec.name, message.message_id, exc
+                )
+
+        return asyncio.get_running_loop().call_later(delay, register)
 
     async def _process_batch(
         self, receiver: ServiceBusReceiver, messages: list[ServiceBusReceivedMessage]
@@ -449,3 +494,8 @@ class ServiceBusListener:
                     message.message_id,
                     exc,
                 )
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
