@@ -84,8 +84,9 @@ class StaticTokenCredential:
         return AccessToken(self._token, int(time.time()) + 3600)
 
 
-class _Operations:
-    """Wraps an operations group so every call carries ``enforce_https=False``."""
+class PlainHttpOperations:
+    """Wraps an operations group so every call carries ``enforce_https=False`` (for an ``http://`` ARM
+    endpoint, i.e. the emulator's: azure-core refuses to send a bearer token over plain HTTP otherwise)."""
 
     def __init__(self, operations: object) -> None:
         self._operations = operations
@@ -117,7 +118,7 @@ class ManagementClient:
             base_url=settings.endpoint,
             **kwargs,
         )
-        wrap = _Operations if settings.plain_http else (lambda operations: operations)
+        wrap = PlainHttpOperations if settings.plain_http else (lambda operations: operations)
         self.queues: Any = wrap(self.client.queues)
         self.topics: Any = wrap(self.client.topics)
         self.subscriptions: Any = wrap(self.client.subscriptions)

@@ -1,4 +1,4 @@
-"""ARM test helpers: a static credential for the emulator's development token, a client factory, and
+"""ARM test helpers: a client factory (with the app's static-token credential and plain-HTTP wrapper), and
 small data-plane helpers (send, receive) that prove a management change is live.
 
 Every ServiceBusManagementClient call against the emulator's plain-HTTP port needs ``enforce_https=False``
@@ -8,14 +8,11 @@ operations pass it on every call, so tests read like production code.
 
 from __future__ import annotations
 
-import functools
-import time
 import uuid
 from collections.abc import Callable
 from typing import Any
 
 import sdk_helpers
-from azure.core.credentials import AccessToken
 from azure.core.exceptions import HttpResponseError
 from azure.mgmt.servicebus import ServiceBusManagementClient
 from azure.servicebus import (
@@ -26,32 +23,11 @@ from azure.servicebus import (
     ServiceBusSubQueue,
 )
 
+from shared.management import PlainHttpOperations, StaticTokenCredential
+
 SUBSCRIPTION_ID = "00000000-0000-0000-0000-000000000000"
 RESOURCE_GROUP = "busbar-tests"
 WAIT = 0.5  # seconds a receiver waits on an empty entity (local deliveries take milliseconds)
-
-
-class StaticToken:
-    """A TokenCredential that always returns the same token (the emulator's development token)."""
-
-    def __init__(self, token: str) -> None:
-        self.token = token
-
-    def get_token(self, *scopes: str, **kwargs: Any) -> AccessToken:
-        return AccessToken(self.token, int(time.time()) + 3600)
-
-
-class _PlainHttp:
-    """Wraps an operations group so every call carries ``enforce_https=False``."""
-
-    def __init__(self, operations: object) -> None:
-        self._operations = operations
-
-    def __getattr__(self, name: str) -> Any:
-        attribute = getattr(self._operations, name)
-        if not callable(attribute):
-            return attribute
-        return functools.partial(attribute, enforce_https=False)
 
 
 class Arm:
@@ -61,11 +37,11 @@ class Arm:
         self.client = client
         self.namespace = namespace
         self.resource_group = resource_group
-        self.queues = _PlainHttp(client.queues)
-        self.topics = _PlainHttp(client.topics)
-        self.subscriptions = _PlainHttp(client.subscriptions)
-        self.rules = _PlainHttp(client.rules)
-        self.namespaces = _PlainHttp(client.namespaces)
+        self.queues = PlainHttpOperations(client.queues)
+        self.topics = PlainHttpOperations(client.topics)
+        self.subscriptions = PlainHttpOperations(client.subscriptions)
+        self.rules = PlainHttpOperations(client.rules)
+        self.namespaces = PlainHttpOperations(client.namespaces)
 
     @property
     def scope(self) -> tuple[str, str]:
@@ -82,7 +58,7 @@ def make_client(
     """The unmodified SDK client pointed at the emulator, with retries off so errors surface at once."""
     kwargs.setdefault("retry_total", 0)
     return ServiceBusManagementClient(
-        credential=StaticToken(token), subscription_id=subscription_id, base_url=base_url, **kwargs
+        credential=StaticTokenCredential(token), subscription_id=subscription_id, base_url=base_url, **kwargs
     )
 
 
