@@ -9,8 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import httpx
 import pytest
+from busbar_app import APP, HOST_JSON, app_settings, create_queues_and_router
 
+from devhost.testing import running_host
 from emulator.server import EmulatorOptions, EmulatorThread
 from shared import runtime
 
@@ -24,3 +27,23 @@ def private_emulator() -> Iterator[EmulatorThread]:
     finally:
         runtime.reset()
         thread.stop()
+
+
+@pytest.fixture(scope="module")
+def settings(private_emulator: EmulatorThread) -> dict[str, str]:
+    """The app's settings for this module's emulator, with fresh entity names."""
+    return app_settings(private_emulator)
+
+
+@pytest.fixture(scope="module")
+def http(settings: dict[str, str]) -> Iterator[httpx.Client]:
+    """An HTTP client with the host key for the app running under devhost (one host per module)."""
+    with (
+        running_host(
+            APP, settings=settings, host_json=HOST_JSON, startup_hook=create_queues_and_router
+        ) as host,
+        httpx.Client(
+            base_url=host.base_url, headers={"x-functions-key": host.host_key}, timeout=60
+        ) as client,
+    ):
+        yield client

@@ -3,33 +3,9 @@ topology view, GET and DELETE of subscriptions."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
-import pytest
-from busbar_app import APP, HOST_JSON, app_settings, create_queues_and_router
-
-from devhost.testing import running_host
-from emulator.server import EmulatorThread
-
-
-@pytest.fixture(scope="module")
-def settings(private_emulator: EmulatorThread) -> dict[str, str]:
-    return app_settings(private_emulator)
-
-
-@pytest.fixture(scope="module")
-def http(settings: dict[str, str]) -> Iterator[httpx.Client]:
-    with (
-        running_host(
-            APP, settings=settings, host_json=HOST_JSON, startup_hook=create_queues_and_router
-        ) as host,
-        httpx.Client(
-            base_url=host.base_url, headers={"x-functions-key": host.host_key}, timeout=60
-        ) as client,
-    ):
-        yield client
 
 
 def error_of(response: httpx.Response) -> dict[str, Any]:

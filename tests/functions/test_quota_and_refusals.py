@@ -6,14 +6,12 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator
 
 import httpx
 import pytest
 from azure.core.exceptions import ResourceNotFoundError
-from busbar_app import APP, HOST_JSON, app_settings, create_queues_and_router, management_for
+from busbar_app import management_for
 
-from devhost.testing import running_host
 from emulator.config import SubscriptionProperties, TopicProperties
 from emulator.limits import SUBSCRIPTIONS_PER_TOPIC
 from emulator.server import EmulatorThread
@@ -21,24 +19,6 @@ from shared import provisioning_service
 from shared.api import ApiRequest, guarded
 from shared.sample_endpoints import sample_catalog
 from shared.sample_events import sample_registry
-
-
-@pytest.fixture(scope="module")
-def settings(private_emulator: EmulatorThread) -> dict[str, str]:
-    return app_settings(private_emulator)
-
-
-@pytest.fixture(scope="module")
-def http(settings: dict[str, str]) -> Iterator[httpx.Client]:
-    with (
-        running_host(
-            APP, settings=settings, host_json=HOST_JSON, startup_hook=create_queues_and_router
-        ) as host,
-        httpx.Client(
-            base_url=host.base_url, headers={"x-functions-key": host.host_key}, timeout=60
-        ) as client,
-    ):
-        yield client
 
 
 def test_a_plan_that_would_exceed_a_quota_is_409_and_creates_nothing(
