@@ -10,6 +10,7 @@ from typing import Any
 
 from shared.archive.properties import PropertyValue, encode_properties, normalise_received
 from shared.archive.writer import ArchiveRow
+from shared.contracts import ENCLOSED_MESSAGE_TYPES
 from shared.redrive.entities import EntityRef
 
 REDRIVE_PREFIX = "busbar.redrive."
@@ -17,8 +18,6 @@ REDRIVE_COUNT = "busbar.redrive.count"
 REDRIVE_AT = "busbar.redrive.at"
 DEAD_LETTER_PROPERTIES = ("DeadLetterReason", "DeadLetterErrorDescription")
 """Broker-set properties that describe the *previous* failure; they never travel on a re-driven copy."""
-
-ENCLOSED_TYPES = "NServiceBus.EnclosedMessageTypes"
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +70,7 @@ class DeadLetter:
     @property
     def contract_type(self) -> str | None:
         """The first NServiceBus enclosed message type, if the message names one."""
-        value = self.application_properties.get(ENCLOSED_TYPES)
+        value = self.application_properties.get(ENCLOSED_MESSAGE_TYPES)
         if not isinstance(value, str) or not value.strip():
             return None
         return value.split(";", 1)[0].strip() or None
