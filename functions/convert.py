@@ -16,22 +16,16 @@ from azure.servicebus import ServiceBusReceivedMessage
 from azure.servicebus.amqp import AmqpMessageBodyType
 
 from shared.api import ApiRequest, ApiResponse
-from shared.messages import IncomingMessage
-
-
-def _text(value: object) -> str | None:
-    if value is None:
-        return None
-    if isinstance(value, bytes):
-        return value.decode("utf-8", errors="replace")
-    return str(value)
+from shared.messages import IncomingMessage, as_text
 
 
 def _properties(raw: Mapping[Any, Any] | None) -> dict[str, Any]:
     # The SDK may hand keys (and string values) over as bytes; Busbar's headers are text.
     out: dict[str, Any] = {}
     for key, value in (raw or {}).items():
-        out[_text(key) or ""] = value.decode("utf-8", errors="replace") if isinstance(value, bytes) else value
+        out[as_text(key) or ""] = (
+            value.decode("utf-8", errors="replace") if isinstance(value, bytes) else value
+        )
     return out
 
 
@@ -69,21 +63,21 @@ def incoming_from_received(message: ServiceBusReceivedMessage) -> IncomingMessag
     """An SDK-type binding's message as an :class:`IncomingMessage`."""
     return IncomingMessage(
         body=_body(message),
-        message_id=_text(message.message_id),
-        content_type=_text(message.content_type),
-        correlation_id=_text(message.correlation_id),
-        session_id=_text(message.session_id),
-        subject=_text(message.subject),
-        reply_to=_text(message.reply_to),
-        reply_to_session_id=_text(message.reply_to_session_id),
-        to=_text(message.to),
-        partition_key=_text(message.partition_key),
+        message_id=as_text(message.message_id),
+        content_type=as_text(message.content_type),
+        correlation_id=as_text(message.correlation_id),
+        session_id=as_text(message.session_id),
+        subject=as_text(message.subject),
+        reply_to=as_text(message.reply_to),
+        reply_to_session_id=as_text(message.reply_to_session_id),
+        to=as_text(message.to),
+        partition_key=as_text(message.partition_key),
         time_to_live_seconds=_seconds(message.time_to_live),
         application_properties=_properties(message.application_properties),
         delivery_count=message.delivery_count,
         sequence_number=message.sequence_number,
         enqueued_time=message.enqueued_time_utc,
-        dead_letter_source=_text(message.dead_letter_source),
+        dead_letter_source=as_text(message.dead_letter_source),
     )
 
 

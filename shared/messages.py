@@ -14,6 +14,17 @@ from typing import Any
 
 from shared.contracts import ENCLOSED_MESSAGE_TYPES, parse_enclosed_types
 
+
+def as_text(value: object) -> str | None:
+    """A system or application property from the SDK as text: None stays None, bytes (as the SDK hands
+    strings back) are decoded as UTF-8, anything else is ``str()``-ed."""
+    if value is None:
+        return None
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    return str(value)
+
+
 CONVERSATION_ID = "NServiceBus.ConversationId"
 """Header carrying the conversation a message belongs to; copied onto everything a handler sends."""
 
@@ -60,9 +71,4 @@ class IncomingMessage:
 
     def property_text(self, name: str) -> str | None:
         """An application property as text, or None when absent."""
-        value = self.application_properties.get(name)
-        if value is None:
-            return None
-        if isinstance(value, bytes):
-            return value.decode("utf-8", errors="replace")
-        return str(value)
+        return as_text(self.application_properties.get(name))

@@ -11,6 +11,7 @@ from typing import Any
 from shared.archive.properties import PropertyValue, encode_properties, normalise_received
 from shared.archive.writer import ArchiveRow
 from shared.contracts import ENCLOSED_MESSAGE_TYPES
+from shared.messages import as_text
 from shared.redrive.entities import EntityRef
 
 REDRIVE_PREFIX = "busbar.redrive."
@@ -89,30 +90,22 @@ def from_received(message: Any, source: EntityRef) -> DeadLetter:
         body=body,
         body_type=str(body_type),
         application_properties=normalise_received(message.application_properties),
-        message_id=_text(message.message_id),
-        session_id=_text(message.session_id),
-        correlation_id=_text(message.correlation_id),
-        subject=_text(message.subject),
-        content_type=_text(message.content_type),
-        reply_to=_text(message.reply_to),
-        reply_to_session_id=_text(message.reply_to_session_id),
-        to=_text(message.to),
-        partition_key=_text(message.partition_key),
+        message_id=as_text(message.message_id),
+        session_id=as_text(message.session_id),
+        correlation_id=as_text(message.correlation_id),
+        subject=as_text(message.subject),
+        content_type=as_text(message.content_type),
+        reply_to=as_text(message.reply_to),
+        reply_to_session_id=as_text(message.reply_to_session_id),
+        to=as_text(message.to),
+        partition_key=as_text(message.partition_key),
         time_to_live=message.time_to_live,
         enqueued_time=message.enqueued_time_utc,
         delivery_count=message.delivery_count,
-        dead_letter_reason=_text(message.dead_letter_reason),
-        dead_letter_description=_text(message.dead_letter_error_description),
-        dead_letter_source=_text(message.dead_letter_source),
+        dead_letter_reason=as_text(message.dead_letter_reason),
+        dead_letter_description=as_text(message.dead_letter_error_description),
+        dead_letter_source=as_text(message.dead_letter_source),
     )
-
-
-def _text(value: Any) -> str | None:
-    if value is None:
-        return None
-    if isinstance(value, bytes):
-        return value.decode("utf-8", errors="replace")
-    return str(value)
 
 
 def archive_row(
