@@ -80,7 +80,15 @@ async def serve(options: EmulatorOptions) -> None:
         print(f"ARM endpoint (TLS): https://localhost:{emulator.management_tls_port}")
         print(f"Management CA file: {emulator.management_ca_file}")
     print(f"Management token: {emulator.management_token}")
-    print(f"Connection string: {emulator.connection_string}", flush=True)
+    print(f"Connection string: {emulator.connection_string}")
+    if emulator.admin_connection_string is not None:
+        print(
+            f"Admin connection string: {emulator.admin_connection_string} "
+            f"(ServiceBusAdministrationClient: connection_verify={emulator.management_ca_file})"
+        )
+    else:
+        print("Admin connection string: start with --management-tls (the admin client needs HTTPS)")
+    sys.stdout.flush()
     await stop.wait()
     print("Shutting down.", flush=True)
     await emulator.stop()

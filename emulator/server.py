@@ -106,6 +106,7 @@ class Emulator:
                 resource_group=options.arm_resource_group,
             ),
             endpoint=lambda: f"sb://localhost:{self.amqp_port}/",
+            authority=self.authority,
         )
 
     def _load_entities(self) -> None:
@@ -127,6 +128,20 @@ class Emulator:
         o = self.options
         return (
             f"Endpoint=sb://localhost:{self.amqp_port};SharedAccessKeyName={o.key_name};"
+            f"SharedAccessKey={o.key};UseDevelopmentEmulator=true;"
+        )
+
+    @property
+    def admin_connection_string(self) -> str | None:
+        """What ``ServiceBusAdministrationClient.from_connection_string`` takes: the HTTPS management
+        port (the client always speaks HTTPS; pass ``connection_verify=<management CA file>``).
+
+        None without TLS."""
+        if self.management_tls_port is None:
+            return None
+        o = self.options
+        return (
+            f"Endpoint=sb://localhost:{self.management_tls_port};SharedAccessKeyName={o.key_name};"
             f"SharedAccessKey={o.key};UseDevelopmentEmulator=true;"
         )
 

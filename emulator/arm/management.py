@@ -1,5 +1,9 @@
-"""The management port: ``GET /health`` and the ARM REST subset (see :mod:`emulator.arm.routes`), over
-plain HTTP and, when asked, also over HTTPS on a second port with a certificate generated at start."""
+"""The management port: ``GET /health``, the ARM REST subset (see :mod:`emulator.arm.routes`) and the
+namespace's own ATOM management API (see :mod:`emulator.admin.api`), over plain HTTP and, when asked,
+also over HTTPS on a second port with a certificate generated at start.
+
+The two APIs share paths (a queue may be called ``subscriptions``), so a request goes by its credential:
+a ``SharedAccessSignature`` is the ATOM API's, anything else ARM's bearer token."""
 
 from __future__ import annotations
 
@@ -9,10 +13,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from emulator.admin.api import AdminApi
 from emulator.arm.http import HttpServer, Request, Response
 from emulator.arm.metadata import Metadata
 from emulator.arm.routes import ArmApi, ArmSettings
 from emulator.arm.tls import CA_FILE_NAME, create_tls
+from emulator.auth import SasAuthority
 from emulator.broker.namespace import Namespace
 
 HEALTH = {"status": "healthy", "message": "Service is healthy."}
@@ -33,11 +39,18 @@ class ManagementOptions:
 class ManagementServer:
     """Owns the management listeners of one emulator."""
 
-    def __init__(self, namespace: Namespace, options: ManagementOptions, endpoint: Callable[[], str]) -> None:
+    def __init__(
+        self,
+        namespace: Namespace,
+        options: ManagementOptions,
+        endpoint: Callable[[], str],
+        authority: SasAuthority | None = None,
+    ) -> None:
         self.options = options
         self.metadata = Metadata(options.data_dir)
         settings = ArmSettings(options.token, options.subscription_id, options.resource_group)
         self.api = ArmApi(namespace, settings, self.metadata, endpoint)
+        self.admin = AdminApi(namespace, self.metadata, authority or SasAuthority())
         self.port = options.port
         self.tls_port: int | None = None
         self.ca_file: Path | None = None
@@ -46,6 +59,8 @@ class ManagementServer:
         self._temporary: str | None = None
 
     def handle(self, request: Request) -> Response:
+        if AdminApi.accepts(request):
+            return self.admin.handle(request)
         path = request.path.rstrip("/") or "/"
         if path == "/health":
             if request.method in ("GET", "HEAD"):

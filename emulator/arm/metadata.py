@@ -77,7 +77,11 @@ class Metadata:
                 key: EntityMeta(
                     datetime.fromisoformat(item["createdAt"]),
                     datetime.fromisoformat(item["updatedAt"]),
-                    Extras(bool(item.get("enablePartitioning")), bool(item.get("enableExpress"))),
+                    Extras(
+                        bool(item.get("enablePartitioning")),
+                        bool(item.get("enableExpress")),
+                        str(item.get("authorizationRules") or ""),
+                    ),
                 )
                 for key, item in raw.items()
             }
@@ -94,6 +98,7 @@ class Metadata:
                 "updatedAt": entry.updated_at.isoformat(),
                 "enablePartitioning": entry.extras.enable_partitioning,
                 "enableExpress": entry.extras.enable_express,
+                "authorizationRules": entry.extras.authorization_rules,
             }
             for key, entry in sorted(self._entries.items())
         }

@@ -46,10 +46,12 @@ CORRELATION_FIELDS: tuple[tuple[str, str], ...] = (
 
 @dataclass(frozen=True, slots=True)
 class Extras:
-    """Properties ARM knows that the broker's dataclasses do not hold."""
+    """Properties the management planes know that the broker's dataclasses do not hold."""
 
     enable_partitioning: bool = False
     enable_express: bool = False
+    # The entity's AuthorizationRules as the ATOM API received them (XML), reported back unchanged.
+    authorization_rules: str = ""
 
 
 def parse_document(body: bytes) -> dict[str, Any]:

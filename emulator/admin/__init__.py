@@ -1,0 +1,1 @@
+"""The namespace management API (ATOM over HTTPS) that ``ServiceBusAdministrationClient`` speaks."""

@@ -1,0 +1,164 @@
+"""Rule descriptions of the ATOM management API <-> the broker's :class:`RuleConfig`.
+
+A filter is ``<Filter i:type="SqlFilter|TrueFilter|FalseFilter|CorrelationFilter">`` and an action
+``<Action i:type="SqlRuleAction|EmptyRuleAction">``; correlation user properties travel as
+``KeyValueOfstringanyType`` pairs whose ``Value`` carries an ``xsi:type`` (``d6p1:int``, ``d6p1:string``,
+...), which decides the property's type, as on Azure.
+
+SQL filter and action *parameters* (``@name`` placeholders with values) are not supported by the emulator's
+SQL engine; a rule that has any is refused with a message saying so rather than stored half-understood.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from collections.abc import Mapping
+from datetime import datetime
+from xml.sax.saxutils import escape
+
+from emulator.admin import atom
+from emulator.admin.descriptions import InvalidDescription
+from emulator.arm.models import COMPATIBILITY_LEVEL, CORRELATION_FIELDS
+from emulator.config import CorrelationFilterConfig, FrozenProperties, PropertyValue, RuleConfig
+
+_XSD_TYPES: dict[type, str] = {bool: "boolean", int: "int", float: "double", str: "string"}
+_CORRELATION_XML = {key.lower(): field for key, field in CORRELATION_FIELDS}
+_CORRELATION_XML["label"] = "subject"
+
+
+def _child(parent: ET.Element, name: str) -> ET.Element | None:
+    return next((c for c in parent if atom.local(c.tag).lower() == name.lower()), None)
+
+
+def _text(parent: ET.Element, name: str) -> str | None:
+    child = _child(parent, name)
+    if child is None or child.text is None:
+        return None
+    return child.text
+
+
+def _value(element: ET.Element, key: str) -> PropertyValue:
+    kind = (atom.xsi_type(element) or "string").lower()
+    text = element.text or ""
+    try:
+        if kind in ("int", "long", "short", "byte", "unsignedint", "unsignedshort", "unsignedbyte"):
+            return int(text)
+        if kind in ("double", "float", "decimal"):
+            return float(text)
+        if kind == "boolean":
+            if text.strip().lower() not in ("true", "false"):
+                raise ValueError(text)
+            return text.strip().lower() == "true"
+    except ValueError:
+        raise InvalidDescription(f"the value {text!r} of property '{key}' is not a valid {kind}.") from None
+    if kind != "string":
+        raise InvalidDescription(
+            f"property '{key}' has type '{kind}'; the emulator supports string, int, long, double and "
+            "boolean correlation filter properties."
+        )
+    return text
+
+
+def _pairs(parent: ET.Element | None, where: str) -> dict[str, PropertyValue]:
+    out: dict[str, PropertyValue] = {}
+    if parent is None:
+        return out
+    for pair in parent:
+        key = _text(pair, "Key")
+        value = _child(pair, "Value")
+        if key is None or value is None:
+            raise InvalidDescription(f"every entry of <{where}> needs a <Key> and a <Value>.")
+        out[key] = _value(value, key)
+    return out
+
+
+def _refuse_parameters(element: ET.Element, what: str) -> None:
+    if _pairs(_child(element, "Parameters"), "Parameters"):
+        raise InvalidDescription(
+            f"{what} parameters are not supported by the emulator; write the values into the expression."
+        )
+
+
+def rule_from_xml(name: str, description: ET.Element) -> RuleConfig:
+    """The rule a ``RuleDescription`` asks for (no filter: the true filter, as Azure defaults it)."""
+    action_sql: str | None = None
+    action = _child(description, "Action")
+    if action is not None and (atom.xsi_type(action) or "").lower() == "sqlruleaction":
+        _refuse_parameters(action, "SQL action")
+        action_sql = _text(action, "SqlExpression") or None
+    filter_ = _child(description, "Filter")
+    kind = "truefilter" if filter_ is None else (atom.xsi_type(filter_) or "").lower()
+    if filter_ is None or kind == "truefilter":
+        return RuleConfig(name=name, filter_type="True", action_sql=action_sql)
+    if kind == "falsefilter":
+        return RuleConfig(name=name, filter_type="False", action_sql=action_sql)
+    if kind == "sqlfilter":
+        _refuse_parameters(filter_, "SQL filter")
+        expression = _text(filter_, "SqlExpression")
+        if expression is None:
+            raise InvalidDescription("a SqlFilter needs a <SqlExpression>.")
+        return RuleConfig(name=name, filter_type="Sql", sql_expression=expression, action_sql=action_sql)
+    if kind == "correlationfilter":
+        system: dict[str, str | None] = {field: None for field in _CORRELATION_XML.values()}
+        for child in filter_:
+            field = _CORRELATION_XML.get(atom.local(child.tag).lower())
+            if field is not None:
+                system[field] = child.text
+        properties = _pairs(_child(filter_, "Properties"), "Properties")
+        correlation = CorrelationFilterConfig(**system, properties=FrozenProperties(properties))
+        return RuleConfig(
+            name=name, filter_type="Correlation", correlation=correlation, action_sql=action_sql
+        )
+    raise InvalidDescription(
+        f"the filter type {atom.xsi_type(filter_)!r} is not supported "
+        "(SqlFilter, TrueFilter, FalseFilter, CorrelationFilter)."
+    )
+
+
+# ------------------------------------------------------------------------------------------ rendering
+
+
+def _properties_xml(properties: Mapping[str, PropertyValue]) -> str:
+    parts = []
+    for key, value in properties.items():
+        kind = _XSD_TYPES[type(value)]
+        if kind == "int" and not -(2**31) <= int(value) < 2**31:
+            kind = "long"
+        text = atom.text_of(value)
+        parts.append(
+            "<KeyValueOfstringanyType>"
+            f"{atom.elements([('Key', key)])}"
+            f'<Value i:type="d6p1:{kind}" xmlns:d6p1="{atom.XSD_NS}">{escape(text)}</Value>'
+            "</KeyValueOfstringanyType>"
+        )
+    return "".join(parts)
+
+
+def _sql(kind: str, expression: str) -> str:
+    inner = atom.elements([("SqlExpression", expression), ("CompatibilityLevel", COMPATIBILITY_LEVEL)])
+    return f'<Filter i:type="{kind}">{inner}</Filter>'
+
+
+def rule_xml(rule: RuleConfig, created_at: datetime) -> str:
+    if rule.filter_type == "True":
+        filter_ = _sql("TrueFilter", "1=1")
+    elif rule.filter_type == "False":
+        filter_ = _sql("FalseFilter", "1=0")
+    elif rule.filter_type == "Sql":
+        filter_ = _sql("SqlFilter", rule.sql_expression or "")
+    else:
+        correlation = rule.correlation or CorrelationFilterConfig()
+        values = [
+            (key[0].upper() + key[1:], getattr(correlation, field)) for key, field in CORRELATION_FIELDS
+        ]
+        inner = atom.elements(values) + f"<Properties>{_properties_xml(correlation.properties)}</Properties>"
+        filter_ = f'<Filter i:type="CorrelationFilter">{inner}</Filter>'
+    if rule.action_sql:
+        inner = atom.elements(
+            [("SqlExpression", rule.action_sql), ("CompatibilityLevel", COMPATIBILITY_LEVEL)]
+        )
+        action = f'<Action i:type="SqlRuleAction">{inner}</Action>'
+    else:
+        action = '<Action i:type="EmptyRuleAction"/>'
+    tail = atom.elements([("CreatedAt", atom.timestamp(created_at)), ("Name", rule.name)])
+    return atom.description("RuleDescription", filter_ + action + tail)
