@@ -91,7 +91,7 @@ class AdminApi:
     @staticmethod
     def accepts(request: Request) -> bool:
         """Whether a request on the management port is for this API (a SAS-authenticated call)."""
-        return (request.header("authorization") or "").startswith("SharedAccessSignature ")
+        return _sas_token(request.header("authorization")) is not None
 
     def handle(self, request: Request) -> Response:
         try:
@@ -114,7 +114,7 @@ class AdminApi:
     def _authorize(self, request: Request, host: str, segments: tuple[str, ...]) -> None:
         path = "/".join(s for s in segments if not s.startswith("$"))
         try:
-            self.authority.check(request.header("authorization") or "", f"https://{host}/{path}")
+            self.authority.check(_sas_token(request.header("authorization")) or "", f"https://{host}/{path}")
             for header, target in (
                 (SUPPLEMENTARY, "forwardto"),
                 (DEAD_LETTER_SUPPLEMENTARY, "forwarddeadletteredmessagesto"),
@@ -460,6 +460,15 @@ class AdminApi:
 
 
 # ------------------------------------------------------------------------------------------ module helpers
+
+
+def _sas_token(header: str | None) -> str | None:
+    """The SAS token of an ``Authorization`` header: the SDK sends ``SharedAccessSignature ...`` for a
+    key credential and ``Bearer SharedAccessSignature ...`` for a SAS-token connection string."""
+    if header is None:
+        return None
+    token = header.removeprefix("Bearer ").strip()
+    return token if token.startswith("SharedAccessSignature ") else None
 
 
 def _xml(status: int, document: str, content_type: str = atom.CONTENT_TYPE) -> Response:
