@@ -102,7 +102,7 @@ class AdminApi:
             return handler(_Call(request, names, host))
         except AdminError as exc:
             return _error(exc.status, exc.detail)
-        except InvalidDescription as exc:
+        except (InvalidDescription, atom.MalformedEntry) as exc:
             return _error(400, f"The request body is invalid: {exc}")
         except ArmError as exc:  # the shared ARM converters and validators speak ARM errors
             return _error(exc.status, exc.message)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from datetime import UTC, datetime, timedelta
 from urllib.parse import quote_plus
+from xml.etree import ElementTree
 
 import pytest
 from admin_fixtures import AdminEmulator, admin_emulator, fresh, make_admin_emulator
@@ -27,6 +28,7 @@ from azure.servicebus.management import (
     SqlRuleFilter,
     TrueRuleFilter,
 )
+from sdk_helpers import app_properties
 
 from emulator.auth import DEFAULT_KEY, DEFAULT_KEY_NAME, sign
 
@@ -322,8 +324,7 @@ def test_correlation_rule_created_through_the_api_routes_a_message(admin_emulato
     )
     (routed,) = receive_subscription(admin_emulator.connection_string, topic, "orders", 1)
     assert str(routed) == "match"
-    assert routed.application_properties is not None
-    assert routed.application_properties[b"routed"] in (b"yes", "yes")
+    assert app_properties(routed)["routed"] == "yes"
     assert receive_subscription(admin_emulator.connection_string, topic, "orders") == []
 
 
@@ -448,3 +449,52 @@ def test_one_entity_store_for_admin_api_arm_and_restart(make_admin_emulator, tmp
         assert admin.get_queue(queue).max_delivery_count == 4
         assert admin.get_subscription(topic, "s").forward_to.endswith(f"/{queue}")  # type: ignore[union-attr]
         assert admin.get_queue_runtime_properties(queue).active_message_count == 1
+
+
+def _token(host: str) -> str:
+    resource = quote_plus(f"https://{host}")
+    expiry = int(time.time()) + 3600
+    signature = quote_plus(sign(resource, expiry, DEFAULT_KEY))
+    return f"SharedAccessSignature sr={resource}&sig={signature}&se={expiry}&skn={DEFAULT_KEY_NAME}"
+
+
+@pytest.mark.parametrize(
+    ("body", "detail"),
+    [
+        (b"<entry><content>", "not well-formed XML"),
+        (b"<feed/>", "must be an ATOM <entry>"),
+        (b'<entry xmlns="http://www.w3.org/2005/Atom"><content/></entry>', "must hold a <QueueDescription>"),
+        (
+            b'<!DOCTYPE x [<!ENTITY a "aaaa">]><entry xmlns="http://www.w3.org/2005/Atom"/>',
+            "document type declarations are not allowed",
+        ),
+        (
+            b'<entry xmlns="http://www.w3.org/2005/Atom"><content type="application/xml">'
+            b'<QueueDescription xmlns="http://schemas.microsoft.com/netservices/2010/10/servicebus/connect">'
+            b"<MaxDeliveryCount>many</MaxDeliveryCount></QueueDescription></content></entry>",
+            "<MaxDeliveryCount> must be an integer",
+        ),
+    ],
+)
+def test_malformed_bodies_get_a_precise_400_and_create_nothing(
+    admin_emulator: AdminEmulator, body: bytes, detail: str
+) -> None:
+    import requests
+
+    host = admin_emulator.admin_connection_string.split("sb://", 1)[1].split(";", 1)[0]
+    name = fresh("q")
+    response = requests.put(
+        f"https://{host}/{name}?api-version=2021-05",
+        data=body,
+        headers={"Authorization": _token(host), "Content-Type": "application/atom+xml"},
+        verify=admin_emulator.ca_file,
+        timeout=10,
+    )
+    assert response.status_code == 400
+    error = ElementTree.fromstring(response.content)
+    assert error.tag == "Error" and error.findtext("Code") == "400"
+    assert detail in (error.findtext("Detail") or "")
+    with admin_emulator.admin() as admin:
+        with pytest.raises(ResourceNotFoundError):
+            admin.get_queue(name)
+        assert admin.get_namespace_properties().name  # still serving
