@@ -1,4 +1,4 @@
-"""Provisioning and publishing as an application service, independent of HTTP.
+"""Provisioning as an application service, independent of HTTP (publishing: :mod:`shared.publishing_service`).
 
 The HTTP functions (``functions/provisioning_api.py``, ``functions/publishing_api.py``) convert requests to
 :class:`~shared.api.ApiRequest`, call a method here and turn the :class:`~shared.api.ApiResponse` back.
@@ -16,27 +16,25 @@ from datetime import timedelta
 from typing import Any
 
 from azure.core.exceptions import AzureError, HttpResponseError
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from shared.api import (
     ApiError,
     ApiRequest,
     ApiResponse,
-    BrokerRefused,
     ManagementRefused,
     Misconfigured,
     NotFound,
     QuotaExceeded,
     ValidationFailed,
     parse_body,
-    pydantic_problems,
 )
 from shared.app_settings import AppSetting, read
 from shared.contracts import ContractRegistry
-from shared.dispatch import describe_validation_error
 from shared.endpoints import Endpoint, EndpointCatalog
 from shared.management import ManagementClient, SettingsError
+from shared.publishing_service import require_known
 from shared.topology import (
     ApplyResult,
     DesiredState,
@@ -51,7 +49,6 @@ from shared.topology import (
     TopologyValidationError,
     UnmappedEventError,
     desired_state,
-    publish_route,
 )
 from shared.topology.provisioner import rule_path, subscription_path
 
@@ -155,7 +152,7 @@ def management_error(error: Exception) -> ApiError:
 
 
 class ProvisioningService:
-    """Provision, describe and remove endpoint subscriptions; publish events (one namespace)."""
+    """Provision, describe and remove endpoint subscriptions (one namespace)."""
 
     def __init__(
         self,
@@ -186,13 +183,7 @@ class ProvisioningService:
         return endpoint, endpoint.queue(self.env)
 
     def _require_known(self, event_types: list[str]) -> None:
-        unknown = [t for t in dict.fromkeys(event_types) if t not in self.contracts]
-        if unknown:
-            raise NotFound(
-                f"unknown event type(s): {', '.join(unknown)}",
-                [f"{t} is not a known contract" for t in unknown]
-                + [f"known: {', '.join(self.contracts.names())}"],
-            )
+        require_known(self.contracts, event_types)
 
     def _desired(self, queue: str, entries: list[str | dict[str, Any]]) -> DesiredState:
         try:
@@ -321,59 +312,6 @@ class ProvisioningService:
                 "contracts": self.contracts.names(),
             },
         )
-
-    # ------------------------------------------------------------------------------------------ publish
-
-    def publish_event(self, request: ApiRequest, publish: Any) -> ApiResponse:
-        """Validate the body against the event's contract and publish it through ``publish`` (a Publisher)."""
-        event_type = request.route_params.get("eventType", "")
-        self._require_known([event_type])
-        contract = self.contracts.resolve(event_type)
-        if contract.is_abstract:
-            raise ValidationFailed(
-                f"{event_type} is an interface and cannot be published",
-                [
-                    "publish one of: "
-                    + ", ".join(c.contract_name for c in self.contracts.implementers(event_type))
-                ],
-            )
-        if not request.body.strip():
-            raise ValidationFailed("the request body is empty; the event as a JSON object is required")
-        try:
-            event = contract.model_validate_json(request.body)
-        except ValidationError as error:
-            raise ValidationFailed(
-                f"the body is not a valid {event_type}: {describe_validation_error(error)}",
-                pydantic_problems(error),
-            ) from None
-        try:
-            route = publish_route(self.options, contract)
-        except UnmappedEventError as error:
-            raise ValidationFailed("the event has no topic in this topology", [str(error)]) from None
-        correlation_id = request.query.get("correlationId") or None
-        try:
-            result = publish.publish([event], correlation_id=correlation_id)
-        except AzureError as error:
-            raise BrokerRefused(
-                "Service Bus refused the publish", [f"{type(error).__name__}: {error}"]
-            ) from None
-        sent = [{"eventType": m.event, "topic": m.topic, "messageId": m.message_id} for m in result.sent]
-        dropped = [
-            {"eventType": m.event, "topic": m.topic, "messageId": m.message_id} for m in result.dropped
-        ]
-        body: dict[str, Any] = {
-            "eventType": event_type,
-            "topic": route.topic,
-            "routingMode": str(route.routing_mode),
-            "sent": sent,
-            "dropped": dropped,
-        }
-        if dropped:
-            body["warning"] = (
-                f"topic {route.topic} does not exist: the event was dropped "
-                "(no endpoint subscribes to it yet)"
-            )
-        return ApiResponse(202, body)
 
 
 def from_settings(
