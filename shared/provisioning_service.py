@@ -50,6 +50,7 @@ from shared.topology import (
     UnmappedEventError,
     desired_state,
 )
+from shared.topology.errors import is_quota_refusal
 from shared.topology.provisioner import rule_path, subscription_path
 
 LOCK_DURATION = AppSetting(
@@ -129,7 +130,17 @@ def entity_defaults(env: Mapping[str, str]) -> EntityDefaults:
 
 
 def management_error(error: Exception) -> ApiError:
-    """A management-plane failure as the API reports it (502 with the ARM error)."""
+    """A management-plane failure as the API reports it: 409 when Service Bus refused for a quota (a
+    race the pre-check could not see), else 502 with the ARM error. Both list what was rolled back."""
+    if isinstance(error, ProvisioningError) and is_quota_refusal(error):
+        return QuotaExceeded(
+            f"Service Bus refused to {error.action} {error.path}: a per-topic quota is reached",
+            [error.message],
+            managementStatus=error.status,
+            managementCode=error.code,
+            done=error.done,
+            rolledBack=error.rolled_back,
+        )
     if isinstance(error, ProvisioningError):
         return ManagementRefused(
             f"the management plane refused to {error.action} {error.path or 'an entity'}",
@@ -137,6 +148,7 @@ def management_error(error: Exception) -> ApiError:
             managementStatus=error.status,
             managementCode=error.code,
             done=error.done,
+            rolledBack=error.rolled_back,
         )
     if isinstance(error, HttpResponseError):
         code = getattr(getattr(error, "error", None), "code", None)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from shared.topology.desired import DesiredState
+from shared.topology.desired import DesiredState, RuleFilter
 from shared.topology.errors import QuotaExceededError
 
 SUBSCRIPTIONS_PER_TOPIC = 2000
@@ -32,6 +32,13 @@ class TopicUsage:
             self.sql_filters + other.sql_filters,
             self.correlation_filters + other.correlation_filters,
         )
+
+
+def rule_usage(rule_filter: RuleFilter) -> TopicUsage:
+    """What one rule counts: a correlation filter, or a SQL filter (true and false filters included)."""
+    if rule_filter.kind == "correlation":
+        return TopicUsage(correlation_filters=1)
+    return TopicUsage(sql_filters=1)
 
 
 def usage(desired: DesiredState) -> dict[str, tuple[str, TopicUsage]]:
@@ -98,5 +105,6 @@ __all__ = [
     "TopicUsage",
     "check",
     "check_desired",
+    "rule_usage",
     "usage",
 ]
