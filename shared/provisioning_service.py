@@ -11,21 +11,26 @@ rules that no listed event needs any more are deleted. Repeating a PUT reports `
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import contextlib
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any
 
 from azure.core.exceptions import AzureError, HttpResponseError
+from azure.mgmt.servicebus.models import SBQueue, SBQueueProperties
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from shared import endpoint_admission
 from shared.api import (
     ApiError,
     ApiRequest,
     ApiResponse,
+    EndpointNotAllowed,
     ManagementRefused,
     Misconfigured,
-    NotFound,
+    ProvisioningBusy,
     QuotaExceeded,
     ValidationFailed,
     parse_body,
@@ -34,11 +39,23 @@ from shared.app_settings import AppSetting, read
 from shared.contracts import ContractRegistry
 from shared.endpoints import Endpoint, EndpointCatalog
 from shared.management import ManagementClient, SettingsError
+from shared.provisioning_lock import (
+    LOCK_DURATION as LOCK_QUEUE_LOCK_DURATION,
+)
+from shared.provisioning_lock import (
+    LOCK_QUEUE,
+    LOCK_WAIT_SECONDS,
+    LockTimeout,
+    ProvisioningLocks,
+    endpoint_key,
+    topic_key,
+)
 from shared.publishing_service import require_known
 from shared.topology import (
     ApplyResult,
     DesiredState,
     EntityDefaults,
+    HierarchyNamespace,
     Plan,
     PlanItem,
     Provisioner,
@@ -71,6 +88,21 @@ MAX_SIZE_MB = AppSetting(
 
 SETTINGS: tuple[AppSetting, ...] = (LOCK_DURATION, MAX_DELIVERY_COUNT, MAX_SIZE_MB)
 
+RETRY_AFTER_SECONDS = 5
+"""The retry hint of a request that waited too long for another one on the same endpoint or topic."""
+
+
+def lock_wait_seconds(env: Mapping[str, str]) -> float:
+    """``BUSBAR_PROVISIONING_LOCK_WAIT_SECONDS`` as a number (a settings error otherwise)."""
+    raw = read(LOCK_WAIT_SECONDS, env) or LOCK_WAIT_SECONDS.default or "60"
+    try:
+        value = float(raw)
+    except ValueError:
+        raise SettingsError(f"{LOCK_WAIT_SECONDS.name} must be a number of seconds, got {raw!r}") from None
+    if value < 0:
+        raise SettingsError(f"{LOCK_WAIT_SECONDS.name} must not be negative, got {raw!r}")
+    return value
+
 
 class _Model(BaseModel):
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True)
@@ -84,11 +116,29 @@ class EventSubscription(_Model):
     routing_mode: TopicRoutingMode | None = None
 
 
+class QueueSettings(_Model):
+    """Properties of the endpoint's input queue when this request creates it (an existing queue is
+    adopted as it is). Unset fields come from the ``BUSBAR_ENTITY_*`` settings."""
+
+    lock_duration_seconds: int | None = Field(default=None, ge=5, le=300)
+    max_delivery_count: int | None = Field(default=None, ge=1)
+    max_size_in_megabytes: int | None = Field(default=None, ge=1)
+
+
 class SubscriptionsRequest(_Model):
     """Body of ``PUT /api/endpoints/{endpoint}/subscriptions``."""
 
     events: list[str | EventSubscription]
     dry_run: bool = False
+    queue: QueueSettings | None = None
+
+    def unmapped_event_types(self) -> list[str]:
+        """The event types named without an explicit topic: those must be known contracts."""
+        return [
+            item if isinstance(item, str) else item.type
+            for item in self.events
+            if isinstance(item, str) or item.topic is None
+        ]
 
     def entries(self) -> list[str | dict[str, Any]]:
         """The events in the topology library's request shape."""
@@ -163,8 +213,21 @@ def management_error(error: Exception) -> ApiError:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class EndpointTarget:
+    """The endpoint a request is about: hosted by this app (``hosted``) or another subscriber on the
+    namespace, whose input queue is named after it."""
+
+    name: str
+    queue: str
+    hosted: Endpoint | None
+
+
 class ProvisioningService:
-    """Provision, describe and remove endpoint subscriptions (one namespace)."""
+    """Provision, describe and remove endpoint subscriptions (one namespace).
+
+    Changes are serialised per endpoint and per topic they add to by ``locks`` (see
+    :mod:`shared.provisioning_lock`); without ``locks`` (tests of the service alone) they are not."""
 
     def __init__(
         self,
@@ -175,24 +238,67 @@ class ProvisioningService:
         management: ManagementClient,
         defaults: EntityDefaults,
         env: Mapping[str, str],
+        locks: ProvisioningLocks | None = None,
     ) -> None:
         self.catalog = catalog
         self.contracts = contracts
         self.options = options
         self.management = management
+        self.defaults = defaults
         self.provisioner = Provisioner(management, defaults)
         self.env = env
+        self.locks = locks
 
     # ------------------------------------------------------------------------------------------ helpers
 
-    def _endpoint(self, request: ApiRequest) -> tuple[Endpoint, str]:
+    def _endpoint(self, request: ApiRequest) -> EndpointTarget:
         name = request.route_params.get("endpoint", "")
-        endpoint = self.catalog.get(name)
-        if endpoint is None:
-            raise NotFound(
-                f"unknown endpoint {name!r}", [f"known endpoints: {', '.join(self.catalog.names())}"]
+        hosted = self.catalog.get(name)
+        if hosted is not None:
+            return EndpointTarget(name, hosted.queue(self.env), hosted)
+        problems = endpoint_admission.name_problems(name, self.options)
+        if problems:
+            raise ValidationFailed(f"{name!r} is not a valid endpoint name", problems)
+        patterns = endpoint_admission.allowed_patterns(self.env)
+        if not endpoint_admission.is_allowed(name, patterns):
+            raise EndpointNotAllowed(
+                f"endpoint {name!r} may not be provisioned by this app",
+                [
+                    f"{endpoint_admission.PROVISIONABLE_ENDPOINTS.name} allows: {', '.join(patterns)}",
+                    f"hosted endpoints: {', '.join(self.catalog.names())}",
+                ],
             )
-        return endpoint, endpoint.queue(self.env)
+        return EndpointTarget(name, name, None)
+
+    @contextlib.contextmanager
+    def _serialised(self, keys: list[str]) -> Iterator[None]:
+        if self.locks is None:
+            yield
+            return
+        try:
+            with self.locks.hold(keys):
+                yield
+        except LockTimeout as error:
+            raise ProvisioningBusy(
+                "another provisioning request is changing the same endpoint or topic; retry",
+                [str(error)],
+                retryAfterSeconds=RETRY_AFTER_SECONDS,
+                headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
+            ) from None
+
+    def _provisioner_for(self, queue: QueueSettings | None) -> Provisioner:
+        if queue is None:
+            return self.provisioner
+        d = self.defaults
+        queue_defaults = replace(
+            d,
+            lock_duration=d.lock_duration
+            if queue.lock_duration_seconds is None
+            else timedelta(seconds=queue.lock_duration_seconds),
+            max_delivery_count=queue.max_delivery_count or d.max_delivery_count,
+            max_size_in_megabytes=queue.max_size_in_megabytes or d.max_size_in_megabytes,
+        )
+        return Provisioner(self.management, d, queue_defaults=queue_defaults)
 
     def _require_known(self, event_types: list[str]) -> None:
         require_known(self.contracts, event_types)
@@ -229,15 +335,30 @@ class ProvisioningService:
     # ------------------------------------------------------------------------------------------ endpoints
 
     def put_subscriptions(self, request: ApiRequest) -> ApiResponse:
-        """Make the endpoint subscribe to exactly the requested events; 201 when something was created."""
-        endpoint, queue = self._endpoint(request)
+        """Make the endpoint subscribe to exactly the requested events; 201 when something was created.
+
+        Plan and apply run under the endpoint's lock (and, when the plan brings a topic near a quota, that
+        topic's lock too), so concurrent requests for one endpoint apply one after the other, each planned
+        against what the previous one left: the final state is exactly the last request's desired state."""
+        target = self._endpoint(request)
         body = parse_body(SubscriptionsRequest, request.body)
-        self._require_known(body.event_types())
+        self._require_known(body.unmapped_event_types())
+        queue = target.queue
         desired = self._desired(queue, body.entries())
+        provisioner = self._provisioner_for(body.queue)
+        endpoint_lock = [endpoint_key(HierarchyNamespace(self.options.hierarchy_namespace).apply(queue))]
         try:
-            plan = self.provisioner.plan(desired)
-            plan = Plan(plan.items + tuple(self._stale_items(queue, desired)))
-            result = ApplyResult() if body.dry_run else self.provisioner.apply(plan)
+            with contextlib.ExitStack() as held:
+                if not body.dry_run:
+                    held.enter_context(self._serialised(endpoint_lock))
+                plan = provisioner.plan(desired)
+                if plan.near_quota and not body.dry_run:
+                    # Two plans that each fit a nearly full topic may not fit together: take the topics'
+                    # locks (after the endpoint's: never in a cycle) and plan again under them.
+                    held.enter_context(self._serialised([topic_key(t) for t in plan.near_quota]))
+                    plan = provisioner.plan(desired)
+                plan = Plan(plan.items + tuple(self._stale_items(queue, desired)), plan.near_quota)
+                result = ApplyResult() if body.dry_run else provisioner.apply(plan)
         except QuotaExceededError as error:
             raise QuotaExceeded("the plan would exceed a Service Bus quota", error.violations) from None
         except (ProvisioningError, AzureError) as error:
@@ -247,7 +368,8 @@ class ProvisioningService:
         return ApiResponse(
             201 if result.created else 200,
             {
-                "endpoint": endpoint.name,
+                "endpoint": target.name,
+                "hosted": target.hosted is not None,
                 "queue": queue,
                 "dryRun": body.dry_run,
                 "outcome": outcome,
@@ -259,7 +381,8 @@ class ProvisioningService:
 
     def get_subscriptions(self, request: ApiRequest) -> ApiResponse:
         """The endpoint's subscriptions as they exist in the namespace now."""
-        endpoint, queue = self._endpoint(request)
+        target = self._endpoint(request)
+        queue = target.queue
         try:
             existing = self.provisioner.describe(queue, self.options)
         except (ProvisioningError, AzureError) as error:
@@ -267,21 +390,25 @@ class ProvisioningService:
         return ApiResponse(
             200,
             {
-                "endpoint": endpoint.name,
+                "endpoint": target.name,
+                "hosted": target.hosted is not None,
                 "queue": queue,
-                "handles": endpoint.subscribed_events(),
+                "handles": None if target.hosted is None else target.hosted.subscribed_events(),
                 "subscriptions": [s.to_dict() for s in existing],
             },
         )
 
     def delete_subscription(self, request: ApiRequest) -> ApiResponse:
-        """Unsubscribe the endpoint from one event (idempotent)."""
-        endpoint, queue = self._endpoint(request)
+        """Unsubscribe the endpoint from one event (idempotent), under the endpoint's lock."""
+        target = self._endpoint(request)
+        queue = target.queue
         event_type = request.route_params.get("eventType", "")
         self._require_known([event_type])
+        hierarchy = HierarchyNamespace(self.options.hierarchy_namespace)
         try:
             plan = self.provisioner.plan_unsubscribe(self.options, queue, event_type)
-            result = self.provisioner.apply(plan)
+            with self._serialised([endpoint_key(hierarchy.apply(queue))]):
+                result = self.provisioner.apply(plan)
         except TopologyValidationError as error:
             raise ValidationFailed("cannot unsubscribe in this topology", error.errors) from None
         except (ProvisioningError, AzureError) as error:
@@ -289,7 +416,7 @@ class ProvisioningService:
         return ApiResponse(
             200,
             {
-                "endpoint": endpoint.name,
+                "endpoint": target.name,
                 "queue": queue,
                 "eventType": event_type,
                 "plan": plan.to_dict(),
@@ -339,8 +466,17 @@ def from_settings(
     try:
         management = runtime.management_client(env)
         defaults = entity_defaults(env)
+        wait_seconds = lock_wait_seconds(env)
     except SettingsError as error:
         raise Misconfigured("the app settings are incomplete", [str(error)]) from None
+    hierarchy = HierarchyNamespace(options.hierarchy_namespace)
+    lock_queue = hierarchy.apply(read(LOCK_QUEUE, env) or "busbar-provisioning-locks")
+    locks = ProvisioningLocks(
+        connect=lambda: runtime.new_service_bus_client(env, retry_total=0),
+        queue=lock_queue,
+        ensure_queue=lambda: create_lock_queue(management, lock_queue),
+        wait_seconds=wait_seconds,
+    )
     return ProvisioningService(
         catalog=catalog,
         contracts=contracts,
@@ -348,4 +484,24 @@ def from_settings(
         management=management,
         defaults=defaults,
         env=env,
+        locks=locks,
     )
+
+
+def create_lock_queue(management: ManagementClient, name: str) -> None:
+    """The session-enabled lock queue (a concurrent creation by another instance is fine)."""
+    try:
+        management.queues.create_or_update(
+            *management.scope,
+            name,
+            SBQueue(
+                properties=SBQueueProperties(
+                    requires_session=True,
+                    lock_duration=LOCK_QUEUE_LOCK_DURATION,
+                    max_size_in_megabytes=1024,
+                )
+            ),
+        )
+    except HttpResponseError as error:
+        if error.status_code != 409:
+            raise

@@ -73,13 +73,20 @@ def _code(exc: HttpResponseError) -> str | None:
 class Provisioner:
     """Plans and applies desired states on one namespace (see the module docstring).
 
-    ``concurrency`` management calls run at once (per subscription the calls stay in order)."""
+    ``concurrency`` management calls run at once (per subscription the calls stay in order). Queues are
+    created with ``queue_defaults`` when given (an endpoint's own queue settings), else ``defaults``."""
 
     def __init__(
-        self, management: ManagementClient, defaults: EntityDefaults | None = None, *, concurrency: int = 4
+        self,
+        management: ManagementClient,
+        defaults: EntityDefaults | None = None,
+        *,
+        concurrency: int = 4,
+        queue_defaults: EntityDefaults | None = None,
     ) -> None:
         self.management = management
         self.defaults = defaults or EntityDefaults()
+        self.queue_defaults = queue_defaults or self.defaults
         self.concurrency = max(1, concurrency)
         self._scope = management.scope
 
@@ -101,10 +108,10 @@ class Provisioner:
         sub_items = self._parallel(lambda s: self._plan_subscription(s, topic_state), desired.subscriptions)
         for group in sub_items:
             items.extend(group)
-        self._check_existing_quotas(items, topic_state)
-        return Plan(tuple(items))
+        near = self._check_existing_quotas(items, topic_state)
+        return Plan(tuple(items), tuple(near))
 
-    def _check_existing_quotas(self, items: list[PlanItem], topic_state: dict[str, Any]) -> None:
+    def _check_existing_quotas(self, items: list[PlanItem], topic_state: dict[str, Any]) -> list[str]:
         """Quotas on what the plan creates plus what each existing topic already holds.
 
         A topic's existing rules are counted by listing every subscription's rules (ARM reports no
@@ -131,6 +138,7 @@ class Provisioner:
             )
         )
         quotas.check(planned, existing)
+        return quotas.near_limit(planned, existing)
 
     def topic_usage(self, topic: str) -> quotas.TopicUsage:
         """What ``topic`` holds now: subscriptions, SQL filters (true/false included), correlation filters."""
@@ -347,16 +355,17 @@ class Provisioner:
         """Create one entity; False when it already existed (a concurrent run)."""
         d = self.defaults
         if item.kind == "queue":
+            q = self.queue_defaults
             call: Callable[[], Any] = lambda: self.management.queues.create_or_update(  # noqa: E731
                 *self._scope,
                 item.name,
                 SBQueue(
                     properties=SBQueueProperties(
-                        lock_duration=d.lock_duration,
-                        max_delivery_count=d.max_delivery_count,
-                        max_size_in_megabytes=d.max_size_in_megabytes,
-                        enable_partitioning=d.enable_partitioning,
-                        enable_batched_operations=d.enable_batched_operations,
+                        lock_duration=q.lock_duration,
+                        max_delivery_count=q.max_delivery_count,
+                        max_size_in_megabytes=q.max_size_in_megabytes,
+                        enable_partitioning=q.enable_partitioning,
+                        enable_batched_operations=q.enable_batched_operations,
                     )
                 ),
             )

@@ -26,16 +26,6 @@ def test_requests_without_a_function_key_are_refused_with_401(http: httpx.Client
     assert anonymous.status_code == 401
 
 
-def test_an_unknown_endpoint_is_404_naming_the_known_ones(http: httpx.Client) -> None:
-    response = http.put("/api/endpoints/warehouse/subscriptions", json={"events": ["Shipping.OrderAccepted"]})
-
-    assert response.status_code == 404
-    error = error_of(response)
-    assert error["code"] == "NotFound"
-    assert "'warehouse'" in error["message"]
-    assert "billing, crm, shipping" in error["details"][0]
-
-
 def test_an_unknown_event_type_is_404(http: httpx.Client) -> None:
     response = http.put(
         "/api/endpoints/billing/subscriptions",
