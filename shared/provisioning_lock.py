@@ -22,13 +22,16 @@ import contextlib
 import hashlib
 import random
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import timedelta
 
+from azure.core.exceptions import HttpResponseError
+from azure.mgmt.servicebus.models import SBQueue, SBQueueProperties
 from azure.servicebus import ServiceBusClient, ServiceBusReceiver
 from azure.servicebus.exceptions import MessagingEntityNotFoundError, SessionCannotBeLockedError
 
-from shared.app_settings import AppSetting
+from shared.app_settings import AppSetting, read
+from shared.management import ManagementClient, SettingsError
 
 LOCK_QUEUE = AppSetting(
     "BUSBAR_PROVISIONING_LOCK_QUEUE",
@@ -133,3 +136,34 @@ class ProvisioningLocks:
                 continue
             # Jitter, so waiters released together do not all retry in lockstep.
             time.sleep(self.poll_seconds * (0.5 + random.random()))
+
+
+def lock_wait_seconds(env: Mapping[str, str]) -> float:
+    """``BUSBAR_PROVISIONING_LOCK_WAIT_SECONDS`` as a number (a settings error otherwise)."""
+    raw = read(LOCK_WAIT_SECONDS, env) or LOCK_WAIT_SECONDS.default or "60"
+    try:
+        value = float(raw)
+    except ValueError:
+        raise SettingsError(f"{LOCK_WAIT_SECONDS.name} must be a number of seconds, got {raw!r}") from None
+    if value < 0:
+        raise SettingsError(f"{LOCK_WAIT_SECONDS.name} must not be negative, got {raw!r}")
+    return value
+
+
+def create_lock_queue(management: ManagementClient, name: str) -> None:
+    """The session-enabled lock queue (a concurrent creation by another instance is fine)."""
+    try:
+        management.queues.create_or_update(
+            *management.scope,
+            name,
+            SBQueue(
+                properties=SBQueueProperties(
+                    requires_session=True,
+                    lock_duration=LOCK_DURATION,
+                    max_size_in_megabytes=1024,
+                )
+            ),
+        )
+    except HttpResponseError as error:
+        if error.status_code != 409:
+            raise

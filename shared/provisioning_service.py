@@ -18,9 +18,6 @@ from datetime import timedelta
 from typing import Any
 
 from azure.core.exceptions import AzureError, HttpResponseError
-from azure.mgmt.servicebus.models import SBQueue, SBQueueProperties
-from pydantic import BaseModel, ConfigDict, Field
-from pydantic.alias_generators import to_camel
 
 from shared import endpoint_admission
 from shared.api import (
@@ -40,16 +37,15 @@ from shared.contracts import ContractRegistry
 from shared.endpoints import Endpoint, EndpointCatalog
 from shared.management import ManagementClient, SettingsError
 from shared.provisioning_lock import (
-    LOCK_DURATION as LOCK_QUEUE_LOCK_DURATION,
-)
-from shared.provisioning_lock import (
     LOCK_QUEUE,
-    LOCK_WAIT_SECONDS,
     LockTimeout,
     ProvisioningLocks,
+    create_lock_queue,
     endpoint_key,
+    lock_wait_seconds,
     topic_key,
 )
+from shared.provisioning_requests import QueueSettings, SubscriptionsRequest
 from shared.publishing_service import require_known
 from shared.topology import (
     ApplyResult,
@@ -61,7 +57,6 @@ from shared.topology import (
     Provisioner,
     ProvisioningError,
     QuotaExceededError,
-    TopicRoutingMode,
     TopologyOptions,
     TopologyValidationError,
     UnmappedEventError,
@@ -90,73 +85,6 @@ SETTINGS: tuple[AppSetting, ...] = (LOCK_DURATION, MAX_DELIVERY_COUNT, MAX_SIZE_
 
 RETRY_AFTER_SECONDS = 5
 """The retry hint of a request that waited too long for another one on the same endpoint or topic."""
-
-
-def lock_wait_seconds(env: Mapping[str, str]) -> float:
-    """``BUSBAR_PROVISIONING_LOCK_WAIT_SECONDS`` as a number (a settings error otherwise)."""
-    raw = read(LOCK_WAIT_SECONDS, env) or LOCK_WAIT_SECONDS.default or "60"
-    try:
-        value = float(raw)
-    except ValueError:
-        raise SettingsError(f"{LOCK_WAIT_SECONDS.name} must be a number of seconds, got {raw!r}") from None
-    if value < 0:
-        raise SettingsError(f"{LOCK_WAIT_SECONDS.name} must not be negative, got {raw!r}")
-    return value
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True)
-
-
-class EventSubscription(_Model):
-    """One subscribed event with an explicit topic (and optionally a routing mode)."""
-
-    type: str = Field(min_length=1)
-    topic: str | None = Field(default=None, min_length=1)
-    routing_mode: TopicRoutingMode | None = None
-
-
-class QueueSettings(_Model):
-    """Properties of the endpoint's input queue when this request creates it (an existing queue is
-    adopted as it is). Unset fields come from the ``BUSBAR_ENTITY_*`` settings."""
-
-    lock_duration_seconds: int | None = Field(default=None, ge=5, le=300)
-    max_delivery_count: int | None = Field(default=None, ge=1)
-    max_size_in_megabytes: int | None = Field(default=None, ge=1)
-
-
-class SubscriptionsRequest(_Model):
-    """Body of ``PUT /api/endpoints/{endpoint}/subscriptions``."""
-
-    events: list[str | EventSubscription]
-    dry_run: bool = False
-    queue: QueueSettings | None = None
-
-    def unmapped_event_types(self) -> list[str]:
-        """The event types named without an explicit topic: those must be known contracts."""
-        return [
-            item if isinstance(item, str) else item.type
-            for item in self.events
-            if isinstance(item, str) or item.topic is None
-        ]
-
-    def entries(self) -> list[str | dict[str, Any]]:
-        """The events in the topology library's request shape."""
-        out: list[str | dict[str, Any]] = []
-        for item in self.events:
-            if isinstance(item, str):
-                out.append(item)
-            else:
-                entry: dict[str, Any] = {"type": item.type}
-                if item.topic is not None:
-                    entry["topic"] = item.topic
-                if item.routing_mode is not None:
-                    entry["routingMode"] = str(item.routing_mode)
-                out.append(entry)
-        return out
-
-    def event_types(self) -> list[str]:
-        return [item if isinstance(item, str) else item.type for item in self.events]
 
 
 def entity_defaults(env: Mapping[str, str]) -> EntityDefaults:
@@ -486,22 +414,3 @@ def from_settings(
         env=env,
         locks=locks,
     )
-
-
-def create_lock_queue(management: ManagementClient, name: str) -> None:
-    """The session-enabled lock queue (a concurrent creation by another instance is fine)."""
-    try:
-        management.queues.create_or_update(
-            *management.scope,
-            name,
-            SBQueue(
-                properties=SBQueueProperties(
-                    requires_session=True,
-                    lock_duration=LOCK_QUEUE_LOCK_DURATION,
-                    max_size_in_megabytes=1024,
-                )
-            ),
-        )
-    except HttpResponseError as error:
-        if error.status_code != 409:
-            raise
