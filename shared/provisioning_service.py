@@ -327,14 +327,24 @@ class ProvisioningService:
         )
 
     def delete_subscription(self, request: ApiRequest) -> ApiResponse:
-        """Unsubscribe the endpoint from one event (idempotent), under the endpoint's lock."""
+        """Unsubscribe the endpoint from one event (idempotent), under the endpoint's lock.
+
+        ``?topic=...`` (and optionally ``&routingMode=...``) names the event's topic, as the PUT's body
+        can: then the event type need not be a contract the registry knows."""
         target = self._endpoint(request)
         queue = target.queue
         event_type = request.route_params.get("eventType", "")
-        self._require_known([event_type])
+        topic = request.query.get("topic") or None
+        event: str | dict[str, str] = event_type
+        if topic is None:
+            self._require_known([event_type])
+        else:
+            event = {"type": event_type, "topic": topic}
+            if request.query.get("routingMode"):
+                event["routingMode"] = request.query["routingMode"]
         hierarchy = HierarchyNamespace(self.options.hierarchy_namespace)
         try:
-            plan = self.provisioner.plan_unsubscribe(self.options, queue, event_type)
+            plan = self.provisioner.plan_unsubscribe(self.options, queue, event)
             with self._serialised([endpoint_key(hierarchy.apply(queue))]):
                 result = self.provisioner.apply(plan)
         except TopologyValidationError as error:

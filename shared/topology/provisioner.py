@@ -441,8 +441,11 @@ class Provisioner:
 
     # ------------------------------------------------------------------------------------------ unsubscribe
 
-    def plan_unsubscribe(self, options: TopologyOptions, endpoint_queue: str, event_name: str) -> Plan:
-        """The deletes that unsubscribe ``endpoint_queue`` from ``event_name`` (no calls are made).
+    def plan_unsubscribe(
+        self, options: TopologyOptions, endpoint_queue: str, event_name: str | dict[str, str]
+    ) -> Plan:
+        """The deletes that unsubscribe ``endpoint_queue`` from ``event_name`` (no calls are made): a
+        contract name, or ``{"type": ..., "topic": ..., "routingMode": ...}`` for an explicit topic.
 
         Topic-per-event, NotMultiplexed route: delete the subscription (on a multiplexed catch-all topic
         this unsubscribes every event on it, as in NServiceBus). Filtered route: delete the event's rule and

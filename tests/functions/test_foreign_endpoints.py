@@ -148,3 +148,24 @@ def test_the_provisionable_endpoints_setting_restricts_names_with_403(settings: 
     assert hosted.status == 200
     with management_for(settings) as management, pytest.raises(ResourceNotFoundError):
         management.queues.get(*management.scope, outsider)
+
+
+def test_an_event_type_the_registry_does_not_know_is_unsubscribed_by_naming_its_topic(
+    http: httpx.Client, settings: dict[str, str]
+) -> None:
+    endpoint = fresh("legacy")
+    topic = fresh("legacy-events")
+    with management_for(settings) as management:
+        management.topics.create_or_update(*management.scope, topic, {})
+    events = [{"type": "Legacy.Thing", "topic": topic}]
+    put = http.put(f"/api/endpoints/{endpoint}/subscriptions", json={"events": events})
+
+    unknown = http.delete(f"/api/endpoints/{endpoint}/subscriptions/Legacy.Thing")
+    named = http.delete(f"/api/endpoints/{endpoint}/subscriptions/Legacy.Thing", params={"topic": topic})
+
+    assert put.status_code == 201, put.text
+    assert unknown.status_code == 404
+    assert named.status_code == 200, named.text
+    assert named.json()["result"]["deleted"] == [f"{topic}/Subscriptions/{endpoint}"]
+    with management_for(settings) as management, pytest.raises(ResourceNotFoundError):
+        management.subscriptions.get(*management.scope, topic, endpoint)
