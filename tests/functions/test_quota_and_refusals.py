@@ -5,7 +5,9 @@ down every other test that lists the namespace."""
 from __future__ import annotations
 
 import json
+import threading
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
@@ -139,3 +141,30 @@ def test_a_rule_refused_for_quota_mid_apply_rolls_the_new_subscription_back_and_
     assert response.body["error"]["code"] == "QuotaExceeded"
     assert response.body["error"]["rolledBack"] == [f"{topic}/Subscriptions/{queue}"]
     assert str(SQL_FILTERS_PER_TOPIC) in response.body["error"]["details"][0]
+
+
+def test_two_puts_that_each_fit_a_nearly_full_topic_but_not_together_are_serialised_on_the_topic(
+    http: httpx.Client, settings: dict[str, str], private_emulator: EmulatorThread
+) -> None:
+    topic = f"nearly-full-{uuid.uuid4().hex[:8]}"
+    # Each request adds 2 SQL filters ($default 1=0 and its LIKE rule): 1,999 alone, 2,001 together.
+    _fill_with_default_subscriptions(private_emulator, topic, SQL_FILTERS_PER_TOPIC - 3)
+    events = [{"type": "Shipping.OrderAccepted", "topic": topic, "routingMode": "SqlLikeFilter"}]
+    start = threading.Barrier(2)
+
+    def put(endpoint: str) -> httpx.Response:
+        start.wait()
+        return http.put(f"/api/endpoints/{endpoint}/subscriptions", json={"events": events})
+
+    with ThreadPoolExecutor(2) as pool:
+        responses = list(pool.map(put, ["billing", "shipping"]))
+
+    assert sorted(r.status_code for r in responses) == [201, 409], [r.text for r in responses]
+    [refused] = [r.json()["error"] for r in responses if r.status_code == 409]
+    # Refused by the plan made under the topic's lock, after the winner's rules were in: nothing to undo.
+    assert refused["code"] == "QuotaExceeded" and "rolledBack" not in refused
+    assert any(f"(2 planned + {SQL_FILTERS_PER_TOPIC - 1} existing)" in d for d in refused["details"])
+    with management_for(settings) as management:
+        names = {s.name for s in management.subscriptions.list_by_topic(*management.scope, topic)}
+    queues = {settings["BUSBAR_BILLING_QUEUE"], settings["BUSBAR_SHIPPING_QUEUE"]}
+    assert len(names & queues) == 1
