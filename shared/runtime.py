@@ -87,10 +87,14 @@ def _service_bus_client_factory(
             f"missing app setting: {CONNECTION} (connection string) or {CONNECTION}__fullyQualifiedNamespace"
         )
 
-    def build() -> ServiceBusClient:
-        from azure.identity import DefaultAzureCredential  # heavy; only in Azure
+    from azure.identity import DefaultAzureCredential  # heavy; only in Azure
 
-        return ServiceBusClient(namespace, DefaultAzureCredential(), **kwargs)
+    # One credential per process: it caches its tokens, which new clients (locks) then reuse. Taken
+    # here, not in build(), which runs under the cache's (non-reentrant) lock.
+    credential = _cached(("credential",), DefaultAzureCredential)
+
+    def build() -> ServiceBusClient:
+        return ServiceBusClient(namespace, credential, **kwargs)
 
     return ("sb-identity", namespace), build
 
