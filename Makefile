@@ -16,6 +16,9 @@ AMQP_PORT ?= 5672
 MANAGEMENT_PORT ?= 5300
 HTTP_PORT ?= 7071
 DATA_DIR ?= .data
+# Entity-path prefix for `make run` (BUSBAR_HIERARCHY_NAMESPACE, overriding local.settings.json): queues
+# and topics are provisioned, published to and listened on as <prefix>/<name>. Empty: the settings file's.
+HIERARCHY_NAMESPACE ?=
 PYTEST_ARGS ?= -n 4
 
 # $(call require_py311,<interpreter>,<hint>): fail with a clear message unless the
@@ -65,7 +68,7 @@ DEPLOY_STAMP := $(DEPLOY_SITE)/.installed
 help: ## List the targets
 	@echo "Busbar targets:"
 	@awk 'BEGIN { FS = ":.*## " } /^[a-zA-Z_-]+:.*## / { printf "  %-13s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
-	@echo "Variables: PYTHON=$(PYTHON) AMQP_PORT=$(AMQP_PORT) MANAGEMENT_PORT=$(MANAGEMENT_PORT) HTTP_PORT=$(HTTP_PORT) DATA_DIR=$(DATA_DIR) PYTEST_ARGS=..."
+	@echo "Variables: PYTHON=$(PYTHON) AMQP_PORT=$(AMQP_PORT) MANAGEMENT_PORT=$(MANAGEMENT_PORT) HTTP_PORT=$(HTTP_PORT) DATA_DIR=$(DATA_DIR) HIERARCHY_NAMESPACE=$(HIERARCHY_NAMESPACE) PYTEST_ARGS=..."
 
 check-python: ## Fail unless the interpreter (PYTHON=...) is Python 3.11.x
 	@$(call require_py311,$(PYTHON),$(PY_HINT))
@@ -127,11 +130,12 @@ format: $(STAMP) ## Reformat and apply safe lint fixes
 
 # Emulator (data under $(DATA_DIR)/emulator) + Busbar's topology (startup hook, when shared/bootstrap.py
 # exists) + devhost running function_app.py. Ctrl-C drains in-flight invocations and stops both.
-run: $(STAMP) ## Start emulator + devhost with function_app.py (HTTP_PORT, AMQP_PORT, MANAGEMENT_PORT, DATA_DIR)
+run: $(STAMP) ## Start emulator + devhost with function_app.py (HTTP_PORT, AMQP_PORT, MANAGEMENT_PORT, DATA_DIR, HIERARCHY_NAMESPACE)
 	@mkdir -p $(DATA_DIR)/emulator
 	@[ -f local.settings.json ] || { cp local.settings.sample.json local.settings.json; \
 	  echo "created local.settings.json from local.settings.sample.json"; }
-	exec $(VPY) -m devhost --app function_app.py --settings local.settings.json --host-json host.json \
+	exec $(if $(HIERARCHY_NAMESPACE),env BUSBAR_HIERARCHY_NAMESPACE=$(HIERARCHY_NAMESPACE)) \
+	  $(VPY) -m devhost --app function_app.py --settings local.settings.json --host-json host.json \
 	  --port $(HTTP_PORT) --with-emulator --emulator-data-dir $(DATA_DIR)/emulator \
 	  --emulator-config emulator/sample-config.json --amqp-port $(AMQP_PORT) \
 	  --management-port $(MANAGEMENT_PORT) --startup-hook shared.bootstrap:provision

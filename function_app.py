@@ -7,10 +7,12 @@ here; the logic lives in ``shared/``.
 import azure.functions as func
 
 from functions import fallback_router, provisioning_api, publishing_api, redrive, subscribers
+from shared.runtime import environment
 
 app = func.FunctionApp(http_auth_level=func.AuthLevel.FUNCTION)
-app.register_functions(subscribers.bp)
-app.register_functions(fallback_router.bp)
+# The triggers' entity paths come from the app settings as they are now (hierarchy prefix included).
+app.register_functions(subscribers.blueprint(environment()))
+app.register_functions(fallback_router.blueprint(environment()))
 app.register_functions(provisioning_api.bp)
 app.register_functions(publishing_api.bp)
 app.register_functions(redrive.bp)

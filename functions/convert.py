@@ -96,6 +96,7 @@ def http_response(response: ApiResponse) -> func.HttpResponse:
     return func.HttpResponse(
         body=json.dumps(response.body, indent=2, default=str),
         status_code=response.status,
+        headers=dict(response.headers),
         mimetype="application/json",
         charset="utf-8",
     )

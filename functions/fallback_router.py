@@ -9,22 +9,29 @@ The message parameter uses the SDK-type binding class of ``azurefunctions-extens
 The annotation must be that class itself, not a string: no ``from __future__ import annotations`` here.
 """
 
+from collections.abc import Mapping
+
 import azure.functions as func
 import azurefunctions.extensions.bindings.servicebus as servicebus
 
 from functions.convert import incoming_from_received
 from shared import runtime
+from shared.entity_paths import fallback_topic_binding
 
-bp = func.Blueprint()  # type: ignore[no-untyped-call]
 
+def blueprint(env: Mapping[str, str]) -> func.Blueprint:
+    """The router trigger on the fallback topic's path under ``env``'s hierarchy namespace."""
+    bp = func.Blueprint()  # type: ignore[no-untyped-call]
 
-@bp.function_name("fallback_router")
-@bp.service_bus_topic_trigger(
-    arg_name="message",
-    topic_name="%BUSBAR_FALLBACK_TOPIC%",
-    subscription_name="%BUSBAR_ROUTER_SUBSCRIPTION%",
-    connection=runtime.CONNECTION,
-)
-def fallback_router(message: servicebus.ServiceBusReceivedMessage) -> None:
-    """Bridge or record one event of the fallback topic."""
-    runtime.fallback_router().route(incoming_from_received(message))
+    @bp.function_name("fallback_router")
+    @bp.service_bus_topic_trigger(
+        arg_name="message",
+        topic_name=fallback_topic_binding(env),
+        subscription_name="%BUSBAR_ROUTER_SUBSCRIPTION%",
+        connection=runtime.CONNECTION,
+    )
+    def fallback_router(message: servicebus.ServiceBusReceivedMessage) -> None:
+        """Bridge or record one event of the fallback topic."""
+        runtime.fallback_router().route(incoming_from_received(message))
+
+    return bp

@@ -7,7 +7,7 @@ import azure.functions as func
 
 from functions.convert import api_request, http_response
 from shared.api import guarded
-from shared.services import provisioning_service, publisher
+from shared.services import publisher, publishing_service
 
 bp = func.Blueprint()  # type: ignore[no-untyped-call]
 
@@ -17,4 +17,4 @@ bp = func.Blueprint()  # type: ignore[no-untyped-call]
 def publish_event(req: func.HttpRequest) -> func.HttpResponse:
     """Publish one event; 202 with where it went."""
     converted = api_request(req)
-    return http_response(guarded(lambda: provisioning_service().publish_event(converted, publisher())))
+    return http_response(guarded(lambda: publishing_service().publish_event(converted, publisher())))

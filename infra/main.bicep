@@ -54,8 +54,11 @@ param fallbackRoutingMode string = 'CorrelationFilter'
 @description('NServiceBus TopologyOptions JSON (AzureServiceBus__TopologyOptions); empty: topic-per-event without mappings.')
 param topologyOptions string = ''
 
-@description('Entity-path prefix (BUSBAR_HIERARCHY_NAMESPACE); empty: none.')
+@description('Entity-path prefix (BUSBAR_HIERARCHY_NAMESPACE); empty: none. Every queue and topic Busbar declares, provisions and listens on becomes <prefix>/<name>.')
 param hierarchyNamespace string = ''
+
+@description('Endpoint names or patterns the provisioning API may provision besides the hosted ones (BUSBAR_PROVISIONABLE_ENDPOINTS); empty: any valid name.')
+param provisionableEndpoints string = ''
 
 @description('NCronTab schedule of the dead-letter re-drive (BUSBAR_REDRIVE_SCHEDULE).')
 param redriveSchedule string = '0 */5 * * * *'
@@ -106,6 +109,8 @@ module serviceBus 'modules/servicebus.bicep' = {
     premiumCapacity: serviceBusPremiumCapacity
     fallbackTopicName: fallbackTopicName
     routerSubscriptionName: routerSubscriptionName
+    hierarchyNamespace: hierarchyNamespace
+    provisioningLockQueueName: 'busbar-provisioning-locks'
     endpointQueueNames: [
       billingQueueName
       crmQueueName
@@ -156,6 +161,7 @@ module functionApp 'modules/functionapp.bicep' = {
     crmQueueName: crmQueueName
     shippingQueueName: shippingQueueName
     hierarchyNamespace: hierarchyNamespace
+    provisionableEndpoints: provisionableEndpoints
     redriveSchedule: redriveSchedule
     redriveEntities: redriveEntities
     redrivePolicy: redrivePolicy

@@ -4,8 +4,9 @@ Every error the API returns has the same JSON shape::
 
     {"error": {"code": "ValidationFailed", "message": "...", "details": ["events.0: ...", ...]}}
 
-with the status of its :class:`ApiError` subclass: 400 validation (every problem listed), 404 unknown
-event type or endpoint, 409 quota, 502 the management plane refused. Anything unexpected becomes a 500
+with the status of its :class:`ApiError` subclass: 400 validation (every problem listed), 403 endpoint not
+allowed, 404 unknown event type, 409 quota or a concurrent change (with ``Retry-After``), 502 the
+management plane refused. Anything unexpected becomes a 500
 with an error id that is logged with the stack trace; the trace itself never reaches the client.
 """
 
@@ -40,6 +41,7 @@ class ApiResponse:
 
     status: int
     body: Any
+    headers: Mapping[str, str] = field(default_factory=dict)
 
 
 class ApiError(Exception):
@@ -48,17 +50,24 @@ class ApiError(Exception):
     status = 500
     code = "InternalError"
 
-    def __init__(self, message: str, details: list[str] | None = None, **extra: Any) -> None:
+    def __init__(
+        self,
+        message: str,
+        details: list[str] | None = None,
+        headers: Mapping[str, str] | None = None,
+        **extra: Any,
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.details = list(details or [])
+        self.headers = dict(headers or {})
         self.extra = extra
 
     def response(self) -> ApiResponse:
-        """The JSON error response."""
+        """The JSON error response (with the error's HTTP headers, e.g. ``Retry-After``)."""
         error: dict[str, Any] = {"code": self.code, "message": self.message, "details": self.details}
         error.update(self.extra)
-        return ApiResponse(self.status, {"error": error})
+        return ApiResponse(self.status, {"error": error}, self.headers)
 
 
 class ValidationFailed(ApiError):
@@ -66,9 +75,23 @@ class ValidationFailed(ApiError):
     code = "ValidationFailed"
 
 
+class EndpointNotAllowed(ApiError):
+    """The endpoint name is valid, but the app's settings do not let it be provisioned."""
+
+    status = 403
+    code = "EndpointNotAllowed"
+
+
 class NotFound(ApiError):
     status = 404
     code = "NotFound"
+
+
+class ProvisioningBusy(ApiError):
+    """Another request held the endpoint's or a topic's lock for the whole wait budget: retry later."""
+
+    status = 409
+    code = "ProvisioningInProgress"
 
 
 class QuotaExceeded(ApiError):

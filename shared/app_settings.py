@@ -78,6 +78,8 @@ _SETTING_MODULES: tuple[str, ...] = (
     "shared.sample_endpoints",
     "shared.router_service",
     "shared.provisioning_service",
+    "shared.provisioning_lock",
+    "shared.endpoint_admission",
     "shared.runtime",
     "shared.redrive.settings",
 )

@@ -43,7 +43,9 @@ class ContractError(ValueError):
 class Event(BaseModel):
     """Base class of every event contract (concrete events and interfaces alike)."""
 
-    model_config = ConfigDict(extra="ignore", frozen=True)
+    # allow_inf_nan=False: JSON has no NaN or Infinity, yet pydantic's parser accepts the tokens; a
+    # non-finite amount would pass the edge and then dead-letter at every subscriber (issue 17, point 12).
+    model_config = ConfigDict(extra="ignore", frozen=True, allow_inf_nan=False)
 
     contract_name: ClassVar[str] = ""
     """The stable wire name, e.g. ``Shipping.OrderAccepted``. Empty on :class:`Event` itself."""

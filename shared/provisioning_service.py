@@ -1,4 +1,4 @@
-"""Provisioning and publishing as an application service, independent of HTTP.
+"""Provisioning as an application service, independent of HTTP (publishing: :mod:`shared.publishing_service`).
 
 The HTTP functions (``functions/provisioning_api.py``, ``functions/publishing_api.py``) convert requests to
 :class:`~shared.api.ApiRequest`, call a method here and turn the :class:`~shared.api.ApiResponse` back.
@@ -11,48 +11,58 @@ rules that no listed event needs any more are deleted. Repeating a PUT reports `
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import contextlib
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any
 
 from azure.core.exceptions import AzureError, HttpResponseError
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-from pydantic.alias_generators import to_camel
 
+from shared import endpoint_admission
 from shared.api import (
     ApiError,
     ApiRequest,
     ApiResponse,
-    BrokerRefused,
+    EndpointNotAllowed,
     ManagementRefused,
     Misconfigured,
-    NotFound,
+    ProvisioningBusy,
     QuotaExceeded,
     ValidationFailed,
     parse_body,
-    pydantic_problems,
 )
 from shared.app_settings import AppSetting, read
 from shared.contracts import ContractRegistry
-from shared.dispatch import describe_validation_error
 from shared.endpoints import Endpoint, EndpointCatalog
 from shared.management import ManagementClient, SettingsError
+from shared.provisioning_lock import (
+    LOCK_QUEUE,
+    LockTimeout,
+    ProvisioningLocks,
+    create_lock_queue,
+    endpoint_key,
+    lock_wait_seconds,
+    topic_key,
+)
+from shared.provisioning_requests import QueueSettings, SubscriptionsRequest
+from shared.publishing_service import require_known
 from shared.topology import (
     ApplyResult,
     DesiredState,
     EntityDefaults,
+    HierarchyNamespace,
     Plan,
     PlanItem,
     Provisioner,
     ProvisioningError,
     QuotaExceededError,
-    TopicRoutingMode,
     TopologyOptions,
     TopologyValidationError,
     UnmappedEventError,
     desired_state,
-    publish_route,
 )
+from shared.topology.errors import is_quota_refusal
 from shared.topology.provisioner import rule_path, subscription_path
 
 LOCK_DURATION = AppSetting(
@@ -73,42 +83,8 @@ MAX_SIZE_MB = AppSetting(
 
 SETTINGS: tuple[AppSetting, ...] = (LOCK_DURATION, MAX_DELIVERY_COUNT, MAX_SIZE_MB)
 
-
-class _Model(BaseModel):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True)
-
-
-class EventSubscription(_Model):
-    """One subscribed event with an explicit topic (and optionally a routing mode)."""
-
-    type: str = Field(min_length=1)
-    topic: str | None = Field(default=None, min_length=1)
-    routing_mode: TopicRoutingMode | None = None
-
-
-class SubscriptionsRequest(_Model):
-    """Body of ``PUT /api/endpoints/{endpoint}/subscriptions``."""
-
-    events: list[str | EventSubscription]
-    dry_run: bool = False
-
-    def entries(self) -> list[str | dict[str, Any]]:
-        """The events in the topology library's request shape."""
-        out: list[str | dict[str, Any]] = []
-        for item in self.events:
-            if isinstance(item, str):
-                out.append(item)
-            else:
-                entry: dict[str, Any] = {"type": item.type}
-                if item.topic is not None:
-                    entry["topic"] = item.topic
-                if item.routing_mode is not None:
-                    entry["routingMode"] = str(item.routing_mode)
-                out.append(entry)
-        return out
-
-    def event_types(self) -> list[str]:
-        return [item if isinstance(item, str) else item.type for item in self.events]
+RETRY_AFTER_SECONDS = 5
+"""The retry hint of a request that waited too long for another one on the same endpoint or topic."""
 
 
 def entity_defaults(env: Mapping[str, str]) -> EntityDefaults:
@@ -132,7 +108,17 @@ def entity_defaults(env: Mapping[str, str]) -> EntityDefaults:
 
 
 def management_error(error: Exception) -> ApiError:
-    """A management-plane failure as the API reports it (502 with the ARM error)."""
+    """A management-plane failure as the API reports it: 409 when Service Bus refused for a quota (a
+    race the pre-check could not see), else 502 with the ARM error. Both list what was rolled back."""
+    if isinstance(error, ProvisioningError) and is_quota_refusal(error):
+        return QuotaExceeded(
+            f"Service Bus refused to {error.action} {error.path}: a per-topic quota is reached",
+            [error.message],
+            managementStatus=error.status,
+            managementCode=error.code,
+            done=error.done,
+            rolledBack=error.rolled_back,
+        )
     if isinstance(error, ProvisioningError):
         return ManagementRefused(
             f"the management plane refused to {error.action} {error.path or 'an entity'}",
@@ -140,6 +126,7 @@ def management_error(error: Exception) -> ApiError:
             managementStatus=error.status,
             managementCode=error.code,
             done=error.done,
+            rolledBack=error.rolled_back,
         )
     if isinstance(error, HttpResponseError):
         code = getattr(getattr(error, "error", None), "code", None)
@@ -154,8 +141,21 @@ def management_error(error: Exception) -> ApiError:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class EndpointTarget:
+    """The endpoint a request is about: hosted by this app (``hosted``) or another subscriber on the
+    namespace, whose input queue is named after it."""
+
+    name: str
+    queue: str
+    hosted: Endpoint | None
+
+
 class ProvisioningService:
-    """Provision, describe and remove endpoint subscriptions; publish events (one namespace)."""
+    """Provision, describe and remove endpoint subscriptions (one namespace).
+
+    Changes are serialised per endpoint and per topic they add to by ``locks`` (see
+    :mod:`shared.provisioning_lock`); without ``locks`` (tests of the service alone) they are not."""
 
     def __init__(
         self,
@@ -166,33 +166,70 @@ class ProvisioningService:
         management: ManagementClient,
         defaults: EntityDefaults,
         env: Mapping[str, str],
+        locks: ProvisioningLocks | None = None,
     ) -> None:
         self.catalog = catalog
         self.contracts = contracts
         self.options = options
         self.management = management
+        self.defaults = defaults
         self.provisioner = Provisioner(management, defaults)
         self.env = env
+        self.locks = locks
 
     # ------------------------------------------------------------------------------------------ helpers
 
-    def _endpoint(self, request: ApiRequest) -> tuple[Endpoint, str]:
+    def _endpoint(self, request: ApiRequest) -> EndpointTarget:
         name = request.route_params.get("endpoint", "")
-        endpoint = self.catalog.get(name)
-        if endpoint is None:
-            raise NotFound(
-                f"unknown endpoint {name!r}", [f"known endpoints: {', '.join(self.catalog.names())}"]
+        hosted = self.catalog.get(name)
+        if hosted is not None:
+            return EndpointTarget(name, hosted.queue(self.env), hosted)
+        problems = endpoint_admission.name_problems(name, self.options)
+        if problems:
+            raise ValidationFailed(f"{name!r} is not a valid endpoint name", problems)
+        patterns = endpoint_admission.allowed_patterns(self.env)
+        if not endpoint_admission.is_allowed(name, patterns):
+            raise EndpointNotAllowed(
+                f"endpoint {name!r} may not be provisioned by this app",
+                [
+                    f"{endpoint_admission.PROVISIONABLE_ENDPOINTS.name} allows: {', '.join(patterns)}",
+                    f"hosted endpoints: {', '.join(self.catalog.names())}",
+                ],
             )
-        return endpoint, endpoint.queue(self.env)
+        return EndpointTarget(name, name, None)
+
+    @contextlib.contextmanager
+    def _serialised(self, keys: list[str]) -> Iterator[None]:
+        if self.locks is None:
+            yield
+            return
+        try:
+            with self.locks.hold(keys):
+                yield
+        except LockTimeout as error:
+            raise ProvisioningBusy(
+                "another provisioning request is changing the same endpoint or topic; retry",
+                [str(error)],
+                retryAfterSeconds=RETRY_AFTER_SECONDS,
+                headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
+            ) from None
+
+    def _provisioner_for(self, queue: QueueSettings | None) -> Provisioner:
+        if queue is None:
+            return self.provisioner
+        d = self.defaults
+        queue_defaults = replace(
+            d,
+            lock_duration=d.lock_duration
+            if queue.lock_duration_seconds is None
+            else timedelta(seconds=queue.lock_duration_seconds),
+            max_delivery_count=queue.max_delivery_count or d.max_delivery_count,
+            max_size_in_megabytes=queue.max_size_in_megabytes or d.max_size_in_megabytes,
+        )
+        return Provisioner(self.management, d, queue_defaults=queue_defaults)
 
     def _require_known(self, event_types: list[str]) -> None:
-        unknown = [t for t in dict.fromkeys(event_types) if t not in self.contracts]
-        if unknown:
-            raise NotFound(
-                f"unknown event type(s): {', '.join(unknown)}",
-                [f"{t} is not a known contract" for t in unknown]
-                + [f"known: {', '.join(self.contracts.names())}"],
-            )
+        require_known(self.contracts, event_types)
 
     def _desired(self, queue: str, entries: list[str | dict[str, Any]]) -> DesiredState:
         try:
@@ -226,15 +263,30 @@ class ProvisioningService:
     # ------------------------------------------------------------------------------------------ endpoints
 
     def put_subscriptions(self, request: ApiRequest) -> ApiResponse:
-        """Make the endpoint subscribe to exactly the requested events; 201 when something was created."""
-        endpoint, queue = self._endpoint(request)
+        """Make the endpoint subscribe to exactly the requested events; 201 when something was created.
+
+        Plan and apply run under the endpoint's lock (and, when the plan brings a topic near a quota, that
+        topic's lock too), so concurrent requests for one endpoint apply one after the other, each planned
+        against what the previous one left: the final state is exactly the last request's desired state."""
+        target = self._endpoint(request)
         body = parse_body(SubscriptionsRequest, request.body)
-        self._require_known(body.event_types())
+        self._require_known(body.unmapped_event_types())
+        queue = target.queue
         desired = self._desired(queue, body.entries())
+        provisioner = self._provisioner_for(body.queue)
+        endpoint_lock = [endpoint_key(HierarchyNamespace(self.options.hierarchy_namespace).apply(queue))]
         try:
-            plan = self.provisioner.plan(desired)
-            plan = Plan(plan.items + tuple(self._stale_items(queue, desired)))
-            result = ApplyResult() if body.dry_run else self.provisioner.apply(plan)
+            with contextlib.ExitStack() as held:
+                if not body.dry_run:
+                    held.enter_context(self._serialised(endpoint_lock))
+                plan = provisioner.plan(desired)
+                if plan.near_quota and not body.dry_run:
+                    # Two plans that each fit a nearly full topic may not fit together: take the topics'
+                    # locks (after the endpoint's: never in a cycle) and plan again under them.
+                    held.enter_context(self._serialised([topic_key(t) for t in plan.near_quota]))
+                    plan = provisioner.plan(desired)
+                plan = Plan(plan.items + tuple(self._stale_items(queue, desired)), plan.near_quota)
+                result = ApplyResult() if body.dry_run else provisioner.apply(plan)
         except QuotaExceededError as error:
             raise QuotaExceeded("the plan would exceed a Service Bus quota", error.violations) from None
         except (ProvisioningError, AzureError) as error:
@@ -244,7 +296,8 @@ class ProvisioningService:
         return ApiResponse(
             201 if result.created else 200,
             {
-                "endpoint": endpoint.name,
+                "endpoint": target.name,
+                "hosted": target.hosted is not None,
                 "queue": queue,
                 "dryRun": body.dry_run,
                 "outcome": outcome,
@@ -256,7 +309,8 @@ class ProvisioningService:
 
     def get_subscriptions(self, request: ApiRequest) -> ApiResponse:
         """The endpoint's subscriptions as they exist in the namespace now."""
-        endpoint, queue = self._endpoint(request)
+        target = self._endpoint(request)
+        queue = target.queue
         try:
             existing = self.provisioner.describe(queue, self.options)
         except (ProvisioningError, AzureError) as error:
@@ -264,21 +318,35 @@ class ProvisioningService:
         return ApiResponse(
             200,
             {
-                "endpoint": endpoint.name,
+                "endpoint": target.name,
+                "hosted": target.hosted is not None,
                 "queue": queue,
-                "handles": endpoint.subscribed_events(),
+                "handles": None if target.hosted is None else target.hosted.subscribed_events(),
                 "subscriptions": [s.to_dict() for s in existing],
             },
         )
 
     def delete_subscription(self, request: ApiRequest) -> ApiResponse:
-        """Unsubscribe the endpoint from one event (idempotent)."""
-        endpoint, queue = self._endpoint(request)
+        """Unsubscribe the endpoint from one event (idempotent), under the endpoint's lock.
+
+        ``?topic=...`` (and optionally ``&routingMode=...``) names the event's topic, as the PUT's body
+        can: then the event type need not be a contract the registry knows."""
+        target = self._endpoint(request)
+        queue = target.queue
         event_type = request.route_params.get("eventType", "")
-        self._require_known([event_type])
+        topic = request.query.get("topic") or None
+        event: str | dict[str, str] = event_type
+        if topic is None:
+            self._require_known([event_type])
+        else:
+            event = {"type": event_type, "topic": topic}
+            if request.query.get("routingMode"):
+                event["routingMode"] = request.query["routingMode"]
+        hierarchy = HierarchyNamespace(self.options.hierarchy_namespace)
         try:
-            plan = self.provisioner.plan_unsubscribe(self.options, queue, event_type)
-            result = self.provisioner.apply(plan)
+            plan = self.provisioner.plan_unsubscribe(self.options, queue, event)
+            with self._serialised([endpoint_key(hierarchy.apply(queue))]):
+                result = self.provisioner.apply(plan)
         except TopologyValidationError as error:
             raise ValidationFailed("cannot unsubscribe in this topology", error.errors) from None
         except (ProvisioningError, AzureError) as error:
@@ -286,7 +354,7 @@ class ProvisioningService:
         return ApiResponse(
             200,
             {
-                "endpoint": endpoint.name,
+                "endpoint": target.name,
                 "queue": queue,
                 "eventType": event_type,
                 "plan": plan.to_dict(),
@@ -322,59 +390,6 @@ class ProvisioningService:
             },
         )
 
-    # ------------------------------------------------------------------------------------------ publish
-
-    def publish_event(self, request: ApiRequest, publish: Any) -> ApiResponse:
-        """Validate the body against the event's contract and publish it through ``publish`` (a Publisher)."""
-        event_type = request.route_params.get("eventType", "")
-        self._require_known([event_type])
-        contract = self.contracts.resolve(event_type)
-        if contract.is_abstract:
-            raise ValidationFailed(
-                f"{event_type} is an interface and cannot be published",
-                [
-                    "publish one of: "
-                    + ", ".join(c.contract_name for c in self.contracts.implementers(event_type))
-                ],
-            )
-        if not request.body.strip():
-            raise ValidationFailed("the request body is empty; the event as a JSON object is required")
-        try:
-            event = contract.model_validate_json(request.body)
-        except ValidationError as error:
-            raise ValidationFailed(
-                f"the body is not a valid {event_type}: {describe_validation_error(error)}",
-                pydantic_problems(error),
-            ) from None
-        try:
-            route = publish_route(self.options, contract)
-        except UnmappedEventError as error:
-            raise ValidationFailed("the event has no topic in this topology", [str(error)]) from None
-        correlation_id = request.query.get("correlationId") or None
-        try:
-            result = publish.publish([event], correlation_id=correlation_id)
-        except AzureError as error:
-            raise BrokerRefused(
-                "Service Bus refused the publish", [f"{type(error).__name__}: {error}"]
-            ) from None
-        sent = [{"eventType": m.event, "topic": m.topic, "messageId": m.message_id} for m in result.sent]
-        dropped = [
-            {"eventType": m.event, "topic": m.topic, "messageId": m.message_id} for m in result.dropped
-        ]
-        body: dict[str, Any] = {
-            "eventType": event_type,
-            "topic": route.topic,
-            "routingMode": str(route.routing_mode),
-            "sent": sent,
-            "dropped": dropped,
-        }
-        if dropped:
-            body["warning"] = (
-                f"topic {route.topic} does not exist: the event was dropped "
-                "(no endpoint subscribes to it yet)"
-            )
-        return ApiResponse(202, body)
-
 
 def from_settings(
     env: Mapping[str, str], catalog: EndpointCatalog, contracts: ContractRegistry
@@ -389,8 +404,17 @@ def from_settings(
     try:
         management = runtime.management_client(env)
         defaults = entity_defaults(env)
+        wait_seconds = lock_wait_seconds(env)
     except SettingsError as error:
         raise Misconfigured("the app settings are incomplete", [str(error)]) from None
+    hierarchy = HierarchyNamespace(options.hierarchy_namespace)
+    lock_queue = hierarchy.apply(read(LOCK_QUEUE, env) or "busbar-provisioning-locks")
+    locks = ProvisioningLocks(
+        connect=lambda: runtime.new_service_bus_client(env, retry_total=0),
+        queue=lock_queue,
+        ensure_queue=lambda: create_lock_queue(management, lock_queue),
+        wait_seconds=wait_seconds,
+    )
     return ProvisioningService(
         catalog=catalog,
         contracts=contracts,
@@ -398,4 +422,5 @@ def from_settings(
         management=management,
         defaults=defaults,
         env=env,
+        locks=locks,
     )

@@ -62,10 +62,24 @@ def _cached(key: tuple[str, ...], build: Callable[[], T]) -> T:
 def service_bus_client(env: Mapping[str, str] | None = None) -> ServiceBusClient:
     """A client for ``ServiceBusConnection`` (connection string) or its ``__fullyQualifiedNamespace``."""
     values = environment() if env is None else env
+    key, build = _service_bus_client_factory(values)
+    return _cached(key, build)
+
+
+def new_service_bus_client(env: Mapping[str, str] | None = None, **kwargs: Any) -> ServiceBusClient:
+    """A new, uncached client for the same connection (``kwargs`` go to the SDK, e.g. ``retry_total``);
+    the caller closes it."""
+    values = environment() if env is None else env
+    return _service_bus_client_factory(values, **kwargs)[1]()
+
+
+def _service_bus_client_factory(
+    values: Mapping[str, str], **kwargs: Any
+) -> tuple[tuple[str, ...], Callable[[], ServiceBusClient]]:
     connection_string = (values.get(CONNECTION) or "").strip()
     if connection_string:
-        return _cached(
-            ("sb", connection_string), lambda: ServiceBusClient.from_connection_string(connection_string)
+        return ("sb", connection_string), lambda: ServiceBusClient.from_connection_string(
+            connection_string, **kwargs
         )
     namespace = (values.get(f"{CONNECTION}__fullyQualifiedNamespace") or "").strip()
     if not namespace:
@@ -73,12 +87,16 @@ def service_bus_client(env: Mapping[str, str] | None = None) -> ServiceBusClient
             f"missing app setting: {CONNECTION} (connection string) or {CONNECTION}__fullyQualifiedNamespace"
         )
 
+    from azure.identity import DefaultAzureCredential  # heavy; only in Azure
+
+    # One credential per process: it caches its tokens, which new clients (locks) then reuse. Taken
+    # here, not in build(), which runs under the cache's (non-reentrant) lock.
+    credential = _cached(("credential",), DefaultAzureCredential)
+
     def build() -> ServiceBusClient:
-        from azure.identity import DefaultAzureCredential  # heavy; only in Azure
+        return ServiceBusClient(namespace, credential, **kwargs)
 
-        return ServiceBusClient(namespace, DefaultAzureCredential())
-
-    return _cached(("sb-identity", namespace), build)
+    return ("sb-identity", namespace), build
 
 
 def topology_options(env: Mapping[str, str] | None = None) -> TopologyOptions:

@@ -6,6 +6,8 @@ from shared import runtime
 from shared.api import Misconfigured
 from shared.management import SettingsError
 from shared.provisioning_service import ProvisioningService, from_settings
+from shared.publishing_service import PublishingService
+from shared.publishing_service import from_settings as publishing_from_settings
 from shared.sample_endpoints import sample_catalog
 from shared.sample_events import sample_registry
 from shared.topology import Publisher, TopologyValidationError
@@ -17,6 +19,11 @@ CONTRACTS = sample_registry()
 def provisioning_service() -> ProvisioningService:
     """The provisioning service for the current settings (raises :class:`Misconfigured`)."""
     return from_settings(runtime.environment(), CATALOG, CONTRACTS)
+
+
+def publishing_service() -> PublishingService:
+    """The publishing service for the current settings: needs no management settings."""
+    return publishing_from_settings(runtime.environment(), CONTRACTS)
 
 
 def publisher() -> Publisher:

@@ -45,6 +45,9 @@ param fallbackRoutingMode string
 @description('Entity-path prefix (NServiceBus HierarchyNamespace); empty: none.')
 param hierarchyNamespace string
 
+@description('Endpoint names or patterns the provisioning API may provision besides the hosted ones; empty: any.')
+param provisionableEndpoints string
+
 @description('NCronTab schedule of the dead-letter re-drive timer.')
 param redriveSchedule string
 
@@ -217,6 +220,18 @@ resource app 'Microsoft.Web/sites@2024-04-01' = {
         {
           name: 'BUSBAR_ENTITY_MAX_SIZE_MB'
           value: '5120'
+        }
+        {
+          name: 'BUSBAR_PROVISIONABLE_ENDPOINTS'
+          value: provisionableEndpoints
+        }
+        {
+          name: 'BUSBAR_PROVISIONING_LOCK_QUEUE'
+          value: 'busbar-provisioning-locks'
+        }
+        {
+          name: 'BUSBAR_PROVISIONING_LOCK_WAIT_SECONDS'
+          value: '60'
         }
       ]
     }

@@ -6,6 +6,11 @@
 // router's catch-all subscription, and the input queues of the endpoints this app hosts. Their properties
 // match what the provisioner creates (BUSBAR_ENTITY_*: 5 min lock, 10 deliveries, 5 GB).
 // Local (SAS) authentication is off: every client uses Microsoft Entra ID (the managed identity).
+//
+// Under a hierarchy namespace (BUSBAR_HIERARCHY_NAMESPACE) these entities are <ns>/<name>, where the app
+// provisions and listens. '/' is reserved in ARM resource names, so the template spells the path with '~'
+// in its place, the form Azure's own tooling uses for entity paths with '/'
+// (Azure/azure-resource-manager-schemas#230); the entity's path is then <ns>/<name>.
 
 @description('Service Bus namespace name (6-50 characters, globally unique).')
 param namespaceName string
@@ -38,6 +43,15 @@ param routerSubscriptionName string
 @description('Input queues of the endpoints the app hosts (BUSBAR_*_QUEUE settings).')
 param endpointQueueNames array
 
+@description('Entity-path prefix (BUSBAR_HIERARCHY_NAMESPACE); empty: none.')
+param hierarchyNamespace string
+
+@description('Session-enabled queue whose session locks serialise provisioning (BUSBAR_PROVISIONING_LOCK_QUEUE).')
+param provisioningLockQueueName string
+
+// ARM spelling of the hierarchy prefix ('/' is reserved in resource names).
+var armPrefix = empty(hierarchyNamespace) ? '' : '${replace(hierarchyNamespace, '/', '~')}~'
+
 param tags object
 
 resource namespace 'Microsoft.ServiceBus/namespaces@2024-01-01' = {
@@ -57,7 +71,7 @@ resource namespace 'Microsoft.ServiceBus/namespaces@2024-01-01' = {
 
 resource fallbackTopic 'Microsoft.ServiceBus/namespaces/topics@2024-01-01' = {
   parent: namespace
-  name: fallbackTopicName
+  name: '${armPrefix}${fallbackTopicName}'
   properties: {
     maxSizeInMegabytes: 5120
     enableBatchedOperations: true
@@ -78,7 +92,7 @@ resource routerSubscription 'Microsoft.ServiceBus/namespaces/topics/subscription
 resource endpointQueues 'Microsoft.ServiceBus/namespaces/queues@2024-01-01' = [
   for queueName in endpointQueueNames: {
     parent: namespace
-    name: queueName
+    name: '${armPrefix}${queueName}'
     properties: {
       lockDuration: 'PT5M'
       maxDeliveryCount: 10
@@ -87,9 +101,22 @@ resource endpointQueues 'Microsoft.ServiceBus/namespaces/queues@2024-01-01' = [
   }
 ]
 
+// Never holds a message: provisioning requests lock its sessions (shared/provisioning_lock.py). The lock
+// duration is the longest Service Bus allows, longer than any HTTP request lives.
+resource provisioningLockQueue 'Microsoft.ServiceBus/namespaces/queues@2024-01-01' = {
+  parent: namespace
+  name: '${armPrefix}${provisioningLockQueueName}'
+  properties: {
+    requiresSession: true
+    lockDuration: 'PT5M'
+    maxSizeInMegabytes: 1024
+  }
+}
+
 output namespaceName string = namespace.name
 output namespaceId string = namespace.id
 // <name>.servicebus.windows.net, for ServiceBusConnection__fullyQualifiedNamespace
 output fullyQualifiedNamespace string = split(replace(namespace.properties.serviceBusEndpoint, 'https://', ''), ':')[0]
-output fallbackTopicName string = fallbackTopic.name
+// The app setting holds the name without the hierarchy prefix: the app adds it.
+output fallbackTopicName string = fallbackTopicName
 output routerSubscriptionName string = routerSubscription.name

@@ -33,7 +33,9 @@ class QuotaExceededError(ValueError):
 class ProvisioningError(RuntimeError):
     """The management plane refused a call. Carries the refused action and entity path and the ARM
     ``status``/``code``/``message``; ``__cause__`` is the SDK's ``HttpResponseError``; ``done`` holds
-    the paths changed before the refusal (nothing is rolled back: a re-run continues idempotently)."""
+    the paths changed before the refusal and still in place (a re-run continues idempotently);
+    ``rolled_back`` the subscriptions this run created and deleted again because one of their rules
+    was refused (a subscription is never left half-provisioned)."""
 
     def __init__(
         self, action: str, path: str, status: int | None, code: str | None, message: str, done: list[str]
@@ -44,4 +46,14 @@ class ProvisioningError(RuntimeError):
         self.code = code
         self.message = message
         self.done = list(done)
+        self.rolled_back: list[str] = []
         super().__init__(f"{action} {path} failed ({status} {code}): {message}")
+
+
+QUOTA_SUBCODE = "SubCode=40300"
+"""How Service Bus marks a quota refusal in an ARM error message (``MessagingGatewayBadRequest``)."""
+
+
+def is_quota_refusal(error: ProvisioningError) -> bool:
+    """True when the management plane refused because a quota (subscriptions, filters) is reached."""
+    return QUOTA_SUBCODE in (error.message or "")

@@ -351,7 +351,8 @@ FALLBACK_ROUTING_MODE_SETTING = AppSetting(
 )
 HIERARCHY_NAMESPACE_SETTING = AppSetting(
     "BUSBAR_HIERARCHY_NAMESPACE",
-    "Optional entity-path prefix (NServiceBus HierarchyNamespace): queues and topics become <ns>/<name>.",
+    "Optional entity-path prefix (NServiceBus HierarchyNamespace): queues and topics become <ns>/<name>, "
+    "the triggers included.",
 )
 
 SETTINGS: tuple[AppSetting, ...] = (

@@ -46,9 +46,11 @@ class PlanItem:
 
 @dataclass(frozen=True, slots=True)
 class Plan:
-    """What applying would do, in order. JSON-serialisable through :meth:`to_dict`."""
+    """What applying would do, in order. JSON-serialisable through :meth:`to_dict`. ``near_quota``: the
+    topics this plan adds to whose usage would reach 90% of a per-topic quota."""
 
     items: tuple[PlanItem, ...]
+    near_quota: tuple[str, ...] = ()
 
     def of(self, action: Action) -> list[PlanItem]:
         return [i for i in self.items if i.action == action]

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from shared.topology.desired import DesiredState
+from shared.topology.desired import DesiredState, RuleFilter
 from shared.topology.errors import QuotaExceededError
 
 SUBSCRIPTIONS_PER_TOPIC = 2000
@@ -32,6 +32,13 @@ class TopicUsage:
             self.sql_filters + other.sql_filters,
             self.correlation_filters + other.correlation_filters,
         )
+
+
+def rule_usage(rule_filter: RuleFilter) -> TopicUsage:
+    """What one rule counts: a correlation filter, or a SQL filter (true and false filters included)."""
+    if rule_filter.kind == "correlation":
+        return TopicUsage(correlation_filters=1)
+    return TopicUsage(sql_filters=1)
 
 
 def usage(desired: DesiredState) -> dict[str, tuple[str, TopicUsage]]:
@@ -86,6 +93,28 @@ def check(
         raise QuotaExceededError(violations)
 
 
+NEAR_QUOTA_FRACTION = 0.9
+"""A topic whose projected usage reaches this share of a quota is "near" it: concurrent changes to it are
+serialised (see :mod:`shared.provisioning_lock`), since two plans could each fit alone but not together."""
+
+
+def near_limit(
+    planned: Mapping[str, tuple[str, TopicUsage]], existing: Mapping[str, TopicUsage] | None = None
+) -> list[str]:
+    """The topics of ``planned`` whose new plus existing usage reaches :data:`NEAR_QUOTA_FRACTION` of a
+    quota, sorted by lower-case name."""
+    near: list[str] = []
+    for key, (topic, new) in sorted(planned.items()):
+        total = new + (existing or {}).get(key, TopicUsage())
+        if (
+            total.subscriptions >= NEAR_QUOTA_FRACTION * SUBSCRIPTIONS_PER_TOPIC
+            or total.sql_filters >= NEAR_QUOTA_FRACTION * SQL_FILTERS_PER_TOPIC
+            or total.correlation_filters >= NEAR_QUOTA_FRACTION * CORRELATION_FILTERS_PER_TOPIC
+        ):
+            near.append(topic)
+    return near
+
+
 def check_desired(desired: DesiredState) -> None:
     """The quota check on ``desired`` alone (every entity counted as new)."""
     check(usage(desired))
@@ -93,10 +122,13 @@ def check_desired(desired: DesiredState) -> None:
 
 __all__ = [
     "CORRELATION_FILTERS_PER_TOPIC",
+    "NEAR_QUOTA_FRACTION",
     "SQL_FILTERS_PER_TOPIC",
     "SUBSCRIPTIONS_PER_TOPIC",
     "TopicUsage",
     "check",
     "check_desired",
+    "near_limit",
+    "rule_usage",
     "usage",
 ]

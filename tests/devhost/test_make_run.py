@@ -66,7 +66,7 @@ def test_python_m_devhost_help_documents_pointing_at_a_real_namespace() -> None:
 class MakeRun:
     """``make run`` in its own process group with free ports and ``DATA_DIR``."""
 
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(self, data_dir: Path, *variables: str) -> None:
         self.http_port = free_port()
         environment = {
             k: v for k, v in os.environ.items() if not k.startswith(("BUSBAR_", "ServiceBusConnection"))
@@ -75,6 +75,7 @@ class MakeRun:
             [
                 *("make", "--no-print-directory", "run", f"HTTP_PORT={self.http_port}"),
                 *(f"AMQP_PORT={free_port()}", f"MANAGEMENT_PORT={free_port()}", f"DATA_DIR={data_dir}"),
+                *variables,
             ],
             cwd=REPO,
             env=environment,
@@ -170,3 +171,31 @@ def test_make_run_starts_everything_serves_http_stops_on_ctrl_c_and_reuses_its_d
             run.kill()
         if not had_settings:
             settings_file.unlink(missing_ok=True)
+
+
+@pytest.mark.slow
+@pytest.mark.subprocess
+def test_make_run_under_a_hierarchy_namespace_provisions_and_listens_on_prefixed_queues(
+    tmp_path: Path,
+) -> None:
+    if shutil.which("make") is None:
+        pytest.fail("GNU make is required for the newcomer path")
+    settings_file = REPO / "local.settings.json"
+    had_settings = settings_file.exists()
+    prefix = f"team-{uuid.uuid4().hex[:6]}"
+    run = MakeRun(tmp_path / "data", f"HIERARCHY_NAMESPACE={prefix}")
+    try:
+        text = run.reader.wait_ready(timeout=90)
+        connection_string = run.banner("Service Bus connection string")
+        with ServiceBusClient.from_connection_string(connection_string) as sb:
+            for queue in ("billing", "crm", "shipping"):
+                with sb.get_queue_receiver(f"{prefix}/{queue}") as rx:
+                    rx.peek_messages(max_message_count=1)  # exists: provisioned under the prefix
+        output = run.interrupt()
+    finally:
+        run.kill()
+        if not had_settings:
+            settings_file.unlink(missing_ok=True)
+
+    for queue in ("billing", "crm", "shipping"):
+        assert f"Functions.{queue}_subscriber on {prefix}/{queue}" in text + output, text

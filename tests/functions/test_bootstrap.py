@@ -60,3 +60,43 @@ def test_the_sample_chain_runs_on_the_started_app(private_emulator: EmulatorThre
         ("crm", "Shipping.OrderAccepted"),
         ("shipping", "Billing.InvoiceIssued"),
     ]
+
+
+def test_under_a_hierarchy_namespace_the_chain_runs_end_to_end_on_prefixed_entities_only(
+    private_emulator: EmulatorThread,
+) -> None:
+    namespace = f"team-{uuid.uuid4().hex[:6]}"
+    settings = app_settings(private_emulator, BUSBAR_HIERARCHY_NAMESPACE=namespace)
+    order = f"tree-{uuid.uuid4().hex[:8]}"
+    topic = f"{namespace}/{settings['BUSBAR_FALLBACK_TOPIC']}"
+    router = settings["BUSBAR_ROUTER_SUBSCRIPTION"]
+
+    with running_host(APP, settings=settings, host_json=HOST_JSON, startup_hook=provision) as host:
+        response = httpx.post(
+            f"{host.base_url}/api/events/Shipping.OrderAccepted",
+            headers={"x-functions-key": host.function_key("publish_event")},
+            json={"order_id": order, "amount": 42},
+        )
+        with management_for(settings) as management:
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                router_backlog = management.subscriptions.get(*management.scope, topic, router).message_count
+                if len(JOURNAL.entries(order)) >= 3 and router_backlog == 0:
+                    break
+                time.sleep(0.05)
+            queues = {q.name for q in management.queues.list_by_namespace(*management.scope)}
+            topics = {t.name for t in management.topics.list_by_namespace(*management.scope)}
+
+    assert response.status_code == 202, response.text
+    assert response.json()["topic"] == topic
+    assert sorted((e.endpoint, e.contract) for e in JOURNAL.entries(order)) == [
+        ("billing", "Shipping.OrderAccepted"),
+        ("crm", "Shipping.OrderAccepted"),
+        ("shipping", "Billing.InvoiceIssued"),
+    ]
+    # The router trigger drains its subscription on the prefixed fallback topic.
+    assert router_backlog == 0
+    for setting in ("BUSBAR_BILLING_QUEUE", "BUSBAR_CRM_QUEUE", "BUSBAR_SHIPPING_QUEUE"):
+        assert f"{namespace}/{settings[setting]}" in queues
+        assert settings[setting] not in queues
+    assert settings["BUSBAR_FALLBACK_TOPIC"] not in topics

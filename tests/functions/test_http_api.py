@@ -6,6 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
+import pytest
+from busbar_app import APP, HOST_JSON
+
+from devhost.testing import running_host
+from emulator.server import EmulatorThread
 
 
 def error_of(response: httpx.Response) -> dict[str, Any]:
@@ -19,16 +24,6 @@ def test_requests_without_a_function_key_are_refused_with_401(http: httpx.Client
     anonymous = httpx.get(f"{http.base_url}/api/topology")
 
     assert anonymous.status_code == 401
-
-
-def test_an_unknown_endpoint_is_404_naming_the_known_ones(http: httpx.Client) -> None:
-    response = http.put("/api/endpoints/warehouse/subscriptions", json={"events": ["Shipping.OrderAccepted"]})
-
-    assert response.status_code == 404
-    error = error_of(response)
-    assert error["code"] == "NotFound"
-    assert "'warehouse'" in error["message"]
-    assert "billing, crm, shipping" in error["details"][0]
 
 
 def test_an_unknown_event_type_is_404(http: httpx.Client) -> None:
@@ -174,3 +169,36 @@ def test_a_valid_publish_is_202_with_where_it_went(http: httpx.Client, settings:
     assert body["topic"] == settings["BUSBAR_FALLBACK_TOPIC"]
     assert body["routingMode"] == "CorrelationFilter"
     assert len(body["sent"]) == 1 and body["dropped"] == []
+
+
+@pytest.mark.parametrize("token", ["NaN", "-Infinity"])
+def test_publishing_a_non_finite_number_is_400_listing_the_field(http: httpx.Client, token: str) -> None:
+    body = '{"order_id": "o-nan", "amount": ' + token + "}"
+
+    response = http.post(
+        "/api/events/Shipping.OrderAccepted", content=body, headers={"content-type": "application/json"}
+    )
+
+    assert response.status_code == 400, response.text
+    details = error_of(response)["details"]
+    assert any(d.startswith("amount: ") and "finite" in d for d in details), details
+
+
+def test_publishing_needs_only_the_service_bus_connection_not_the_management_settings(
+    private_emulator: EmulatorThread, settings: dict[str, str]
+) -> None:
+    management = ("BUSBAR_SUBSCRIPTION_ID", "BUSBAR_RESOURCE_GROUP", "BUSBAR_NAMESPACE")
+    # Blank rather than absent: hosts in one process share os.environ, and the module's host has them set.
+    publish_only = {**settings, **dict.fromkeys(management, "")}
+    with (
+        running_host(APP, settings=publish_only, host_json=HOST_JSON) as host,
+        httpx.Client(
+            base_url=host.base_url, headers={"x-functions-key": host.host_key}, timeout=60
+        ) as client,
+    ):
+        response = client.post(
+            "/api/events/Tenant.CustomerCreated", json={"customer_id": "c-2", "name": "Grace"}
+        )
+
+    assert response.status_code == 202, response.text
+    assert len(response.json()["sent"]) == 1

@@ -149,7 +149,26 @@ def test_the_archive_lives_in_a_container_of_an_account_with_the_hierarchical_na
 
 def test_the_fallback_topic_is_declared_in_the_namespace() -> None:
     topics = [r for r in bicep_resources() if r.type == "Microsoft.ServiceBus/namespaces/topics"]
-    assert [t.properties["name"] for t in topics] == ["fallbackTopicName"]
+    # Under the hierarchy prefix (issue 17, point 6): see the test below.
+    assert [t.properties["name"] for t in topics] == ["'${armPrefix}${fallbackTopicName}'"]
+
+
+def test_under_a_hierarchy_namespace_the_template_declares_the_prefixed_entities_the_app_listens_on() -> None:
+    servicebus = templates()["modules/servicebus.bicep"]
+    # ARM reserves '/' in resource names: the <ns>/<name> path is spelled <ns>~<name>.
+    assert "var armPrefix = empty(hierarchyNamespace) ? '' : '${replace(hierarchyNamespace, '/', '~')}~'" in (
+        servicebus
+    )
+    created = [r for r in bicep_resources() if r.file == "modules/servicebus.bicep" and not r.existing]
+    queues = {r.symbol: r for r in created if r.type == "Microsoft.ServiceBus/namespaces/queues"}
+    # The endpoint queues are a `for` resource, which the text reader does not parse: read the line.
+    assert "name: '${armPrefix}${queueName}'" in servicebus
+    lock = queues["provisioningLockQueue"]
+    assert lock.properties["name"] == "'${armPrefix}${provisioningLockQueueName}'"
+    assert "requiresSession: true" in nested_block(lock.body, "properties")
+    main = templates()["main.bicep"]
+    service_bus_module = main[main.index("module serviceBus") :]
+    assert "hierarchyNamespace: hierarchyNamespace" in nested_block(service_bus_module, "params")
 
 
 def test_every_declared_setting_is_in_the_sample_local_settings() -> None:

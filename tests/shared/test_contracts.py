@@ -123,3 +123,14 @@ def test_events_are_frozen_and_ignore_unknown_fields() -> None:
     assert event.order_id == "1"
     with pytest.raises(ValueError):
         event.order_id = "2"  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("token", ["NaN", "Infinity", "-Infinity"])
+def test_a_non_finite_number_in_the_json_is_refused_naming_the_field(token: str) -> None:
+    body = '{"order_id": "1", "amount": ' + token + "}"
+
+    with pytest.raises(ValueError) as raised:
+        OrderAccepted.model_validate_json(body)
+
+    assert "amount" in str(raised.value)
+    assert "finite" in str(raised.value)

@@ -23,8 +23,11 @@ from shared.topology import (
     TopicRoutingMode,
     TopologyOptions,
     desired_state,
+    quotas,
 )
+from shared.topology.desired import FALSE_FILTER, TRUE_FILTER
 from shared.topology.provisioner import filter_of
+from tests.conftest import EmulatorHandle
 
 CF = TopicRoutingMode.CorrelationFilter
 OA, OD = "Shipping.OrderAccepted", "Shipping.OrderDeclined"
@@ -244,3 +247,30 @@ def test_subscribing_to_one_more_event_adds_only_its_rule_to_the_existing_subscr
         ("rule", f"{ns}/Shared/Subscriptions/billing/Rules/{OD}")
     ]
     assert provisioner.apply(plan).created == [f"{ns}/Shared/Subscriptions/billing/Rules/{OD}"]
+
+
+def test_true_and_false_filters_count_as_sql_filters_in_the_planner_as_in_the_emulator(
+    management: ManagementClient, emulator: EmulatorHandle, ns: str
+) -> None:
+    # Azure counts them as SQL filters: TrueRuleFilter/FalseRuleFilter derive from SqlRuleFilter in the
+    # SDKs, and ARM reports them as filterType SqlFilter with 1=1 / 1=0 (issue 17, point 9).
+    options = _fallback(ns)
+    provisioner = Provisioner(management)
+    sql_mode = TopologyOptions(
+        hierarchy_namespace=ns,
+        fallback_topic=FallbackTopicOptions(topic_name="Shared", routing_mode=TopicRoutingMode.SqlLikeFilter),
+    )
+    provisioner.apply(provisioner.plan(desired_state(options, "billing", [OA, OD])))  # $default + 2 CF
+    provisioner.apply(provisioner.plan(desired_state(sql_mode, "crm", [OA])))  # $default + 1 SQL
+    topic = f"{ns}/Shared"
+    group, namespace = management.scope
+    management.subscriptions.create_or_update(group, namespace, topic, "plain", SBSubscription())  # $Default
+
+    counted = provisioner.topic_usage(topic)
+    broker_topic = emulator.thread.call(lambda: emulator.emulator.namespace.topic_for(topic))
+
+    assert (counted.subscriptions, counted.sql_filters, counted.correlation_filters) == (3, 4, 2)
+    assert (broker_topic.sql_rules, broker_topic.correlation_rules) == (4, 2)
+    assert (
+        quotas.rule_usage(TRUE_FILTER) == quotas.rule_usage(FALSE_FILTER) == quotas.TopicUsage(sql_filters=1)
+    )

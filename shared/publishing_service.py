@@ -1,0 +1,113 @@
+"""Publishing as an application service, independent of HTTP and of the management plane.
+
+``POST /api/events/{eventType}`` needs the contracts, the topology options (where the event goes, how it is
+stamped) and the Service Bus connection, nothing else: it must work in an app that has no management
+settings (``BUSBAR_SUBSCRIPTION_ID``...), so it is not part of :mod:`shared.provisioning_service`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from azure.core.exceptions import AzureError
+from pydantic import ValidationError
+
+from shared.api import (
+    ApiRequest,
+    ApiResponse,
+    BrokerRefused,
+    Misconfigured,
+    NotFound,
+    ValidationFailed,
+    pydantic_problems,
+)
+from shared.contracts import ContractRegistry
+from shared.dispatch import describe_validation_error
+from shared.topology import (
+    Publisher,
+    TopologyOptions,
+    TopologyValidationError,
+    UnmappedEventError,
+    publish_route,
+)
+
+
+def require_known(contracts: ContractRegistry, event_types: list[str]) -> None:
+    """:class:`NotFound` naming every event type of ``event_types`` the registry does not know."""
+    unknown = [t for t in dict.fromkeys(event_types) if t not in contracts]
+    if unknown:
+        raise NotFound(
+            f"unknown event type(s): {', '.join(unknown)}",
+            [f"{t} is not a known contract" for t in unknown] + [f"known: {', '.join(contracts.names())}"],
+        )
+
+
+class PublishingService:
+    """Validate posted events against their contracts and publish them through the topology."""
+
+    def __init__(self, *, contracts: ContractRegistry, options: TopologyOptions) -> None:
+        self.contracts = contracts
+        self.options = options
+
+    def publish_event(self, request: ApiRequest, publish: Publisher) -> ApiResponse:
+        """Validate the body against the event's contract and publish it through ``publish``; 202."""
+        event_type = request.route_params.get("eventType", "")
+        require_known(self.contracts, [event_type])
+        contract = self.contracts.resolve(event_type)
+        if contract.is_abstract:
+            raise ValidationFailed(
+                f"{event_type} is an interface and cannot be published",
+                [
+                    "publish one of: "
+                    + ", ".join(c.contract_name for c in self.contracts.implementers(event_type))
+                ],
+            )
+        if not request.body.strip():
+            raise ValidationFailed("the request body is empty; the event as a JSON object is required")
+        try:
+            event = contract.model_validate_json(request.body)
+        except ValidationError as error:
+            raise ValidationFailed(
+                f"the body is not a valid {event_type}: {describe_validation_error(error)}",
+                pydantic_problems(error),
+            ) from None
+        try:
+            route = publish_route(self.options, contract)
+        except UnmappedEventError as error:
+            raise ValidationFailed("the event has no topic in this topology", [str(error)]) from None
+        correlation_id = request.query.get("correlationId") or None
+        try:
+            result = publish.publish([event], correlation_id=correlation_id)
+        except AzureError as error:
+            raise BrokerRefused(
+                "Service Bus refused the publish", [f"{type(error).__name__}: {error}"]
+            ) from None
+        sent = [{"eventType": m.event, "topic": m.topic, "messageId": m.message_id} for m in result.sent]
+        dropped = [
+            {"eventType": m.event, "topic": m.topic, "messageId": m.message_id} for m in result.dropped
+        ]
+        body: dict[str, Any] = {
+            "eventType": event_type,
+            "topic": route.topic,
+            "routingMode": str(route.routing_mode),
+            "sent": sent,
+            "dropped": dropped,
+        }
+        if dropped:
+            body["warning"] = (
+                f"topic {route.topic} does not exist: the event was dropped "
+                "(no endpoint subscribes to it yet)"
+            )
+        return ApiResponse(202, body)
+
+
+def from_settings(env: Mapping[str, str], contracts: ContractRegistry) -> PublishingService:
+    """The service for the current app settings: only the topology options are read here."""
+    from shared import runtime
+
+    try:
+        options = runtime.topology_options(env)
+    except TopologyValidationError as error:
+        raise Misconfigured("the topology options app settings are invalid", error.errors) from None
+    return PublishingService(contracts=contracts, options=options)
