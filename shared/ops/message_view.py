@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from shared.ops.failures import exception_of
-from shared.redrive.message import REDRIVE_PREFIX, DeadLetter
+from shared.redrive.message import DEAD_LETTER_PROPERTIES, REDRIVE_PREFIX, DeadLetter
 
 BODY_LIMIT = 64 * 1024
 NSERVICEBUS_PREFIX = "NServiceBus."
@@ -55,7 +55,12 @@ def message_view(dead_letter: DeadLetter) -> dict[str, Any]:
     properties = {k: _jsonable(v) for k, v in dead_letter.application_properties.items()}
     headers = {k: v for k, v in properties.items() if k.startswith(NSERVICEBUS_PREFIX)}
     history = {k[len(REDRIVE_PREFIX) :]: v for k, v in properties.items() if k.startswith(REDRIVE_PREFIX)}
-    other = {k: v for k, v in properties.items() if not k.startswith((NSERVICEBUS_PREFIX, REDRIVE_PREFIX))}
+    # The broker's own DeadLetterReason / DeadLetterErrorDescription are shown with the system properties.
+    other = {
+        k: v
+        for k, v in properties.items()
+        if not k.startswith((NSERVICEBUS_PREFIX, REDRIVE_PREFIX)) and k not in DEAD_LETTER_PROPERTIES
+    }
     system = {
         "sequenceNumber": dead_letter.sequence_number,
         "messageId": dead_letter.message_id,
