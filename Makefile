@@ -59,11 +59,28 @@ elif [ "$$ver" -lt 18 ]; then \
 fi
 endef
 
+# Chromium (Debian's package) for the console's browser tests, driven by Playwright through executable_path
+# (Playwright's own browser download needs a network this project does not have). As root with apt-get,
+# a missing Chromium is installed; otherwise the check says how to get one.
+BUSBAR_CHROMIUM ?= $(shell command -v chromium 2>/dev/null)
+define require_chromium
+if [ -z "$(BUSBAR_CHROMIUM)" ] && ! command -v chromium >/dev/null 2>&1; then \
+  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+    echo "Chromium not found: installing Debian's chromium package (the console's browser tests need it)"; \
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } >/dev/null \
+      || { echo "error: 'apt-get install chromium' failed; install Chromium and re-run." >&2; exit 1; }; \
+  else \
+    echo "error: Chromium not found. The console's browser tests drive Debian's chromium with Playwright." >&2; \
+    echo "  fix: install it (e.g. 'apt-get install chromium') or point BUSBAR_CHROMIUM at a Chromium binary." >&2; exit 1; \
+  fi; \
+fi
+endef
+
 AZURITE_STAMP := tools/azurite/node_modules/.installed
 DEPLOY_SITE := $(VENV)/deploy-site
 DEPLOY_STAMP := $(DEPLOY_SITE)/.installed
 
-.PHONY: help check-python check-java check-node check-prereqs install test lint typecheck format run bench bench-all clean distclean
+.PHONY: help check-python check-java check-node check-chromium check-prereqs install test lint typecheck format run bench bench-all clean distclean
 
 help: ## List the targets
 	@echo "Busbar targets:"
@@ -80,7 +97,10 @@ check-java: ## Fail unless Java 17+ is on PATH (Spark replay)
 check-node: ## Fail unless Node.js 18+ and npm are on PATH (Azurite)
 	@$(require_node18)
 
-check-prereqs: check-python check-java check-node ## All prerequisites beyond Python 3.11
+check-chromium: ## Fail unless Chromium is available (installs Debian's package when root)
+	@$(require_chromium)
+
+check-prereqs: check-python check-java check-node check-chromium ## All prerequisites beyond Python 3.11
 
 install: $(STAMP) ## Create .venv and install requirements-dev.txt
 
@@ -112,6 +132,7 @@ $(DEPLOY_STAMP): requirements.txt $(STAMP)
 
 test: $(STAMP) $(AZURITE_STAMP) $(DEPLOY_STAMP) ## Lint, format-check, type-check, then pytest (PYTEST_ARGS=... passes through)
 	@$(require_java17)
+	@$(require_chromium)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VPY) -m mypy
@@ -152,6 +173,7 @@ bench-all: $(STAMP) ## Run every benchmark in bench/ (emulator, filters, topolog
 	$(VPY) bench/admin_provisioning.py
 	$(VPY) bench/host_throughput.py
 	$(VPY) bench/redrive.py
+	$(VPY) bench/ops_console.py
 	@$(require_java17)
 	$(VPY) bench/replay.py
 

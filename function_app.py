@@ -6,7 +6,7 @@ here; the logic lives in ``shared/``.
 
 import azure.functions as func
 
-from functions import fallback_router, provisioning_api, publishing_api, redrive, subscribers
+from functions import fallback_router, ops_api, provisioning_api, publishing_api, redrive, subscribers
 from shared.runtime import environment
 
 app = func.FunctionApp(http_auth_level=func.AuthLevel.FUNCTION)
@@ -16,3 +16,4 @@ app.register_functions(fallback_router.blueprint(environment()))
 app.register_functions(provisioning_api.bp)
 app.register_functions(publishing_api.bp)
 app.register_functions(redrive.bp)
+app.register_functions(ops_api.bp)

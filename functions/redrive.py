@@ -13,7 +13,7 @@ import logging
 
 import azure.functions as func
 
-from shared.redrive.job import run_redrive
+from shared.redrive.job import RunInProgress, run_redrive
 
 FUNCTION_NAME = "redrive_dead_letters"
 
@@ -29,7 +29,11 @@ def redrive_dead_letters(timer: func.TimerRequest) -> None:
     """Run one re-drive over every configured dead-letter queue and log its summary."""
     if timer.past_due:
         log.info("re-drive timer is past due; running now")
-    summary = run_redrive()
+    try:
+        summary = run_redrive()
+    except RunInProgress as busy:  # the console's retry or archive is working the queues right now
+        log.info("re-drive skipped: %s", busy)
+        return
     totals = summary.totals()
     log.info("re-drive run %s: %s", summary.run_id, json.dumps(summary.to_dict(), sort_keys=True))
     if summary.errors or totals["failed"]:

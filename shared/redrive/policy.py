@@ -111,6 +111,7 @@ class Policy:
     default: Action = Action.ARCHIVE
     duplicate_window: Action = Action.LEAVE  # LEAVE = hold in the dead-letter queue; ARCHIVE = archive
     no_private_target: Action = Action.ARCHIVE
+    default_rule: str = "default"  # how the audit names the rule behind ``default``
 
     def __post_init__(self) -> None:
         # Matching is case-insensitive; fold once here.
@@ -142,7 +143,9 @@ def classify(policy: Policy, reason: str | None, exception_type: str | None = No
         found = _exception_action(policy, reason)
         if found is not None:
             return Classification(found, f"reason as exception {reason}")
-    return Classification(policy.default, "default" if reason else "default (no reason)")
+    return Classification(
+        policy.default, policy.default_rule if reason else f"{policy.default_rule} (no reason)"
+    )
 
 
 def _exception_action(policy: Policy, name: str) -> Action | None:
@@ -204,6 +207,20 @@ def parse_policy(text: str | None) -> Policy:
         no_private_target=_action(
             "no_private_target", raw.get("no_private_target", "archive"), (Action.ARCHIVE, Action.LEAVE)
         ),
+    )
+
+
+def operator_policy(policy: Policy, action: Action) -> Policy:
+    """``policy`` with every reason and exception overridden by an operator's ``action`` (retry or archive
+    from the console); the guards (loop limit, duplicate window, private target) stay ``policy``'s."""
+    return Policy(
+        reasons={},
+        transient_exceptions=frozenset(),
+        permanent_exceptions=frozenset(),
+        default=action,
+        duplicate_window=policy.duplicate_window,
+        no_private_target=policy.no_private_target,
+        default_rule=f"operator {action.value}",
     )
 
 

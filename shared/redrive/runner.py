@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -112,6 +112,17 @@ class _EntityState:
     kept: list[Any] = field(default_factory=list)
     seen: set[int] = field(default_factory=set)
     blocked_sessions: set[str] = field(default_factory=set)
+    # An operator's selection: only these sequence numbers are handled (None: every message).
+    wanted: frozenset[int] | None = None
+    found: int = 0
+
+    def selects(self, sequence_number: int) -> bool:
+        return self.wanted is None or sequence_number in self.wanted
+
+    @property
+    def complete(self) -> bool:
+        """Every selected message was found (an unselected run is never complete early)."""
+        return self.wanted is not None and self.found >= len(self.wanted)
 
 
 class Redriver:
@@ -138,16 +149,27 @@ class Redriver:
 
     # ------------------------------------------------------------------------------------------ run
 
-    def run(self, plans: Sequence[EntityPlan], run_id: str) -> RunSummary:
-        """Re-drive, archive, hold or leave every message of ``plans``' dead-letter queues, within budget."""
+    def run(
+        self,
+        plans: Sequence[EntityPlan],
+        run_id: str,
+        selection: Mapping[str, frozenset[int]] | None = None,
+    ) -> RunSummary:
+        """Re-drive, archive, hold or leave every message of ``plans``' dead-letter queues, within budget.
+
+        ``selection`` (entity path, lower-case -> sequence numbers) limits the run to those messages, as an
+        operator's retry or archive of a failure group does; the others stay untouched in their queue."""
         summary = RunSummary(run_id=run_id, started_at=datetime.now(UTC))
         budget = _Budget(self.limits.max_messages, time.monotonic() + self.limits.time_budget_seconds)
         limiter = RateLimiter(self.limits.rate_per_second)
         for plan in plans:
+            wanted = None if selection is None else selection.get(plan.source.path.lower())
+            if selection is not None and not wanted:
+                continue
             if budget.exhausted():
                 break
             try:
-                self._run_entity(plan, run_id, budget, limiter, summary)
+                self._run_entity(plan, run_id, budget, limiter, summary, wanted)
             except Exception as exc:  # one broken entity must not stop the others
                 log.exception("re-drive of %s failed", plan.source.path)
                 summary.error(plan.source.path, f"{type(exc).__name__}: {exc}")
@@ -156,23 +178,29 @@ class Redriver:
         return summary
 
     def _run_entity(
-        self, plan: EntityPlan, run_id: str, budget: _Budget, limiter: RateLimiter, summary: RunSummary
+        self,
+        plan: EntityPlan,
+        run_id: str,
+        budget: _Budget,
+        limiter: RateLimiter,
+        summary: RunSummary,
+        wanted: frozenset[int] | None = None,
     ) -> None:
         with ExitStack() as stack:
             receiver = stack.enter_context(self._dead_letter_receiver(plan))
             sender = None
             if plan.target is not None:
                 sender = stack.enter_context(self.client.get_queue_sender(plan.target.name))
-            state = _EntityState(plan, receiver, sender)
+            state = _EntityState(plan, receiver, sender, wanted=wanted)
             stack.callback(self._release, state)
-            while not budget.exhausted():
-                wanted = min(self.batch_size, budget.remaining)
-                batch = receiver.receive_messages(max_message_count=wanted, max_wait_time=self.receive_wait)
+            while not budget.exhausted() and not state.complete:
+                count = min(self.batch_size, budget.remaining)
+                batch = receiver.receive_messages(max_message_count=count, max_wait_time=self.receive_wait)
                 if not batch:
                     return
                 limiter.acquire(len(batch))
-                fresh = self._handle_batch(state, batch, run_id, summary)
-                budget.remaining -= fresh
+                fresh, handled = self._handle_batch(state, batch, run_id, summary)
+                budget.remaining -= handled
                 if fresh < len(batch):
                     return  # went round the queue: everything else here was already seen
 
@@ -189,16 +217,22 @@ class Redriver:
 
     def _handle_batch(
         self, state: _EntityState, batch: Sequence[Any], run_id: str, summary: RunSummary
-    ) -> int:
+    ) -> tuple[int, int]:
+        """Handle one received batch: (messages not seen before, messages handled)."""
         now = datetime.now(UTC)
         items: list[_Item] = []
-        fresh = 0
+        fresh = handled = 0
         for message in batch:
             if message.sequence_number in state.seen:
                 state.kept.append(message)
                 continue
             state.seen.add(message.sequence_number)
             fresh += 1
+            if not state.selects(message.sequence_number):
+                state.kept.append(message)  # not the operator's: released untouched at the end
+                continue
+            state.found += 1
+            handled += 1
             try:
                 dead_letter = from_received(message, state.plan.source)
                 decision, copy = self._decide(dead_letter, state, run_id, now)
@@ -216,7 +250,7 @@ class Redriver:
             if item.decision.outcome in (Outcome.HOLD, Outcome.LEAVE):
                 state.kept.append(item.message)
                 self._record(summary, item, item.decision.outcome)
-        return fresh
+        return fresh, handled
 
     @staticmethod
     def _unreadable(state: _EntityState, message: Any, exc: Exception, summary: RunSummary) -> None:

@@ -1,0 +1,106 @@
+"""The operations console (admin auth: only the master key opens it in Azure; under devhost the master key
+it prints): the page at ``GET /api/ops`` and its JSON API under ``/api/ops/``. The logic is
+:class:`shared.ops.service.OpsService`; this module only converts.
+
+Routes (prefix ``/api``): ``GET ops`` (the page), ``GET ops/entities``, ``GET ops/failures``,
+``GET ops/failures/{entity}/{sequenceNumber}`` (a queue; a subscription's path URL-encoded as one
+segment also matches here in Azure, whose routing keeps ``%2F`` encoded),
+``GET ops/failures/{topic}/Subscriptions/{subscription}/{sequenceNumber}`` (a subscription by its path),
+``POST ops/failures/retry``, ``POST ops/failures/archive``, ``GET ops/archive``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import azure.functions as func
+
+from functions.convert import api_request, http_response
+from shared import runtime
+from shared.api import ApiRequest, ApiResponse, guarded
+from shared.ops.service import OpsService
+
+PAGE = Path(__file__).with_name("console") / "index.html"
+
+bp = func.Blueprint()  # type: ignore[no-untyped-call]
+
+
+def ops_service() -> OpsService:
+    return OpsService(runtime.environment(), runtime.management_client, runtime.service_bus_client)
+
+
+def _serve(
+    request: func.HttpRequest, call: Callable[[OpsService, ApiRequest], ApiResponse]
+) -> func.HttpResponse:
+    converted = api_request(request)
+    return http_response(guarded(lambda: call(ops_service(), converted)))
+
+
+@bp.function_name("ops_console")
+@bp.route(route="ops", methods=["GET"], auth_level=func.AuthLevel.ADMIN)
+def ops_console(req: func.HttpRequest) -> func.HttpResponse:
+    """The console page: one self-contained HTML file (no CDN; works offline)."""
+    return func.HttpResponse(
+        body=PAGE.read_bytes(),
+        status_code=200,
+        mimetype="text/html",
+        charset="utf-8",
+        headers={
+            "Cache-Control": "no-store",
+            "Content-Security-Policy": "default-src 'self' 'unsafe-inline'",
+        },
+    )
+
+
+@bp.function_name("ops_entities")
+@bp.route(route="ops/entities", methods=["GET"], auth_level=func.AuthLevel.ADMIN)
+def ops_entities(req: func.HttpRequest) -> func.HttpResponse:
+    """Every queue, topic and subscription with active, dead-letter, scheduled and transfer counts."""
+    return _serve(req, OpsService.entities)
+
+
+@bp.function_name("ops_failures")
+@bp.route(route="ops/failures", methods=["GET"], auth_level=func.AuthLevel.ADMIN)
+def ops_failures(req: func.HttpRequest) -> func.HttpResponse:
+    """Dead-lettered messages grouped by endpoint, reason and exception (read by peek)."""
+    return _serve(req, OpsService.failures)
+
+
+@bp.function_name("ops_failure")
+@bp.route(route="ops/failures/{entity}/{sequenceNumber}", methods=["GET"], auth_level=func.AuthLevel.ADMIN)
+def ops_failure(req: func.HttpRequest) -> func.HttpResponse:
+    """One dead-lettered message: body, properties, NServiceBus headers, re-drive history."""
+    return _serve(req, OpsService.failure)
+
+
+@bp.function_name("ops_subscription_failure")
+@bp.route(
+    route="ops/failures/{topic}/subscriptions/{subscription}/{sequenceNumber}",
+    methods=["GET"],
+    auth_level=func.AuthLevel.ADMIN,
+)
+def ops_subscription_failure(req: func.HttpRequest) -> func.HttpResponse:
+    """One dead-lettered message of a subscription, addressed by its path (``topic/Subscriptions/sub``)."""
+    return _serve(req, OpsService.failure)
+
+
+@bp.function_name("ops_retry")
+@bp.route(route="ops/failures/retry", methods=["POST"], auth_level=func.AuthLevel.ADMIN)
+def ops_retry(req: func.HttpRequest) -> func.HttpResponse:
+    """Re-drive a failure group or selected messages, through the timer re-drive's code."""
+    return _serve(req, OpsService.retry)
+
+
+@bp.function_name("ops_archive_messages")
+@bp.route(route="ops/failures/archive", methods=["POST"], auth_level=func.AuthLevel.ADMIN)
+def ops_archive_messages(req: func.HttpRequest) -> func.HttpResponse:
+    """Archive a failure group or selected messages to the Parquet archive."""
+    return _serve(req, OpsService.archive_messages)
+
+
+@bp.function_name("ops_archive")
+@bp.route(route="ops/archive", methods=["GET"], auth_level=func.AuthLevel.ADMIN)
+def ops_archive(req: func.HttpRequest) -> func.HttpResponse:
+    """What the archive holds and the replay command lines."""
+    return _serve(req, OpsService.archive)

@@ -1,0 +1,187 @@
+"""The operations console's API hosted by devhost against the emulator: failure groups for a mix of poison,
+transient and unmatched failures, one message, retry and archive through the re-drive's code, looking
+that changes nothing, and admin-key auth."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+import ops_scene
+from azure.servicebus import ServiceBusClient, ServiceBusSubQueue
+from ops_scene import provision, scene
+
+from devhost.testing import HostHandle
+from shared.archive.reader import read_archive
+from tests.shared.redrive.redrive_support import (
+    drain_queue,
+    peek_queue,
+    peek_subscription,
+    text_properties,
+)
+
+POISON, TRANSIENT, UNMATCHED = ops_scene.POISON, ops_scene.TRANSIENT, ops_scene.UNMATCHED
+__all__ = ["provision", "scene"]  # fixtures used by name below
+
+
+def admin(host: HostHandle) -> httpx.Client:
+    return httpx.Client(base_url=host.base_url, headers={"x-functions-key": host.master_key}, timeout=60)
+
+
+def groups_by_reason(client: httpx.Client) -> dict[str | None, dict[str, Any]]:
+    response = client.get("/api/ops/failures")
+    assert response.status_code == 200, response.text
+    return {g["reason"]: g for g in response.json()["groups"]}
+
+
+def test_failures_are_grouped_by_endpoint_reason_and_exception_with_the_policy_preview(
+    scene: dict[str, Any],
+) -> None:
+    with admin(scene["host"]) as client:
+        groups = groups_by_reason(client)
+        body = client.get("/api/ops/failures").json()
+    assert body["total"] == 6 and body["errors"] == {}
+    poison, transient, unmatched = groups[POISON], groups[TRANSIENT], groups[UNMATCHED]
+    assert (poison["endpoint"], poison["exception"], poison["count"]) == (scene["billing"], "ValueError", 3)
+    assert poison["policy"]["action"] == "archive"
+    assert (transient["endpoint"], transient["exception"], transient["count"]) == (scene["billing"], None, 2)
+    assert transient["policy"]["action"] == "redrive"
+    # A subscription's failures belong to the endpoint its subscription forwards to.
+    assert (unmatched["endpoint"], unmatched["count"]) == (scene["shipping"], 1)
+    assert unmatched["entities"] == {scene["path"]: 1}
+    assert unmatched["policy"]["action"] == "archive"
+    assert [m["entity"] for m in poison["messages"]] == [scene["billing"]] * 3
+    assert poison["first"] is not None and poison["last"] >= poison["first"]
+
+
+def test_looking_locks_and_changes_nothing(scene: dict[str, Any]) -> None:
+    before = peek_queue(scene["cs"], scene["billing"], ServiceBusSubQueue.DEAD_LETTER)
+    with admin(scene["host"]) as client:
+        groups = groups_by_reason(client)
+        number = groups[POISON]["messages"][0]["sequenceNumber"]
+        assert client.get(f"/api/ops/failures/{scene['billing']}/{number}").status_code == 200
+    after = peek_queue(scene["cs"], scene["billing"], ServiceBusSubQueue.DEAD_LETTER)
+    assert [(m.sequence_number, m.delivery_count) for m in after] == [
+        (m.sequence_number, m.delivery_count) for m in before
+    ]
+    # Not locked: a receiver gets all five at once.
+    with (
+        ServiceBusClient.from_connection_string(scene["cs"]) as sb,
+        sb.get_queue_receiver(
+            scene["billing"], sub_queue=ServiceBusSubQueue.DEAD_LETTER, max_wait_time=5
+        ) as receiver,
+    ):
+        received = receiver.receive_messages(max_message_count=5, max_wait_time=5)
+        assert len(received) == 5
+        for m in received:
+            receiver.abandon_message(m)
+
+
+def test_one_message_shows_body_properties_and_why_it_failed(scene: dict[str, Any]) -> None:
+    with admin(scene["host"]) as client:
+        transient = groups_by_reason(client)[TRANSIENT]
+        first = transient["messages"][0]
+        response = client.get(
+            f"/api/ops/failures/{quote(first['entity'], safe='')}/{first['sequenceNumber']}"
+        )
+        subscription = groups_by_reason(client)[UNMATCHED]["messages"][0]
+        via_path = client.get(
+            f"/api/ops/failures/{quote(subscription['entity'], safe='')}/{subscription['sequenceNumber']}"
+        )
+        missing = client.get(f"/api/ops/failures/{scene['billing']}/999999")
+    assert response.status_code == 200
+    view = response.json()
+    assert view["body"]["json"] is True and json.loads(view["body"]["text"]) == {"order": 9}
+    assert view["system"]["deadLetterReason"] == TRANSIENT
+    assert view["system"]["messageId"].startswith("t-")
+    assert view["applicationProperties"]["tenant"] == "acme"
+    assert via_path.status_code == 200 and via_path.json()["entity"] == scene["path"]
+    assert missing.status_code == 404
+
+
+def test_retry_of_a_group_puts_exactly_those_messages_back_with_their_properties(
+    scene: dict[str, Any],
+) -> None:
+    with admin(scene["host"]) as client:
+        group = groups_by_reason(client)[TRANSIENT]
+        response = client.post("/api/ops/failures/retry", json={"groupId": group["id"]})
+        again = client.post("/api/ops/failures/retry", json={"groupId": group["id"]})
+        remaining = groups_by_reason(client)
+    assert response.status_code == 200, response.text
+    result = response.json()
+    assert result["selected"] == 2
+    assert result["summary"]["totals"]["redriven"] == 2
+    assert again.status_code == 200 and again.json()["selected"] == 0  # idempotent: already handled
+    assert TRANSIENT not in remaining and remaining[POISON]["count"] == 3
+    back = drain_queue(scene["cs"], scene["billing"])
+    assert sorted(str(m.message_id) for m in back) == ["t-0", "t-1"]
+    for m in back:
+        properties = text_properties(m)
+        assert properties["tenant"] == "acme"
+        assert properties["busbar.redrive.count"] == 1
+        assert properties["busbar.redrive.reason"] == TRANSIENT
+    assert len(peek_queue(scene["cs"], scene["billing"], ServiceBusSubQueue.DEAD_LETTER)) == 3
+
+
+def test_archive_of_a_group_writes_parquet_and_empties_only_that_group(scene: dict[str, Any]) -> None:
+    with admin(scene["host"]) as client:
+        group = groups_by_reason(client)[UNMATCHED]
+        response = client.post("/api/ops/failures/archive", json={"groupId": group["id"]})
+        view = client.get("/api/ops/archive").json()
+        poison = groups_by_reason(client)[POISON]
+        one = client.post(
+            "/api/ops/failures/archive",
+            json={"entity": scene["billing"], "sequenceNumbers": [poison["messages"][0]["sequenceNumber"]]},
+        )
+    assert response.status_code == 200, response.text
+    assert response.json()["summary"]["totals"]["archived"] == 1
+    rows = read_archive(str(scene["archive"])).to_pylist()
+    assert [r["message_id"] for r in rows if r["source_entity"] == scene["path"]] == ["u-1"]
+    assert (
+        peek_subscription(scene["cs"], scene["topic"], scene["subscription"], ServiceBusSubQueue.DEAD_LETTER)
+        == []
+    )
+    assert view["total"] == 1 and view["groups"][0]["reason"] == UNMATCHED
+    assert "--dry_run" in view["groups"][0]["replay"]["dryRun"]
+    assert one.status_code == 200 and one.json()["summary"]["totals"]["archived"] == 1
+    assert len(peek_queue(scene["cs"], scene["billing"], ServiceBusSubQueue.DEAD_LETTER)) == 4
+
+
+def test_entities_report_counts_and_dead_letters_per_endpoint(scene: dict[str, Any]) -> None:
+    with admin(scene["host"]) as client:
+        response = client.get("/api/ops/entities")
+    assert response.status_code == 200
+    body = response.json()
+    queues = {q["path"]: q["counts"] for q in body["queues"]}
+    assert queues[scene["billing"]]["deadLetter"] == 5
+    assert queues[scene["shipping"]]["deadLetter"] == 0
+    subscriptions = {s["path"]: s for s in body["subscriptions"]}
+    assert subscriptions[scene["path"]]["counts"]["deadLetter"] == 1
+    assert body["deadLettersPerEndpoint"][scene["billing"]] == 5
+    assert body["deadLettersPerEndpoint"][scene["shipping"]] == 1
+
+
+def test_the_console_needs_the_admin_key(scene: dict[str, Any]) -> None:
+    host: HostHandle = scene["host"]
+    with httpx.Client(base_url=host.base_url, timeout=30) as anonymous:
+        assert anonymous.get("/api/ops").status_code == 401
+        assert anonymous.get("/api/ops/failures").status_code == 401
+        host_key = anonymous.get("/api/ops/entities", headers={"x-functions-key": host.host_key})
+        assert host_key.status_code == 401  # a host key opens function-level functions, not admin ones
+        page = anonymous.get("/api/ops", params={"code": host.master_key})
+    assert page.status_code == 200
+    assert page.headers["content-type"].startswith("text/html")
+    assert "<title>Busbar console</title>" in page.text
+    assert "http://" not in page.text.replace("http://www.w3.org", "")  # no CDN: nothing from elsewhere
+
+
+def test_bad_selections_get_a_precise_400(scene: dict[str, Any]) -> None:
+    with admin(scene["host"]) as client:
+        empty = client.post("/api/ops/failures/retry", json={})
+        unknown = client.post("/api/ops/failures/retry", json={"groupId": "x", "extra": 1})
+        bad_path = client.post("/api/ops/failures/archive", json={"entity": "a/b/c", "sequenceNumbers": [1]})
+    assert empty.status_code == 400 and "groupId" in empty.json()["error"]["message"]
+    assert unknown.status_code == 400
+    assert bad_path.status_code == 400

@@ -1,0 +1,102 @@
+"""The console page in a real headless Chromium (Playwright driving the distribution's ``chromium`` through
+``executable_path``): load it with the admin key, see the counts, open a group, open a message, retry it
+and see the counts change. ``BUSBAR_UPDATE_SCREENSHOT=1`` refreshes ``docs/console.png`` from the run."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ops_scene import TRANSIENT, provision, scene
+from playwright.sync_api import Browser, Page, expect, sync_playwright
+
+__all__ = ["provision", "scene"]  # fixtures used by name below
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = os.environ.get("BUSBAR_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+]
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
+        yield launched
+        launched.close()
+
+
+def dead_letters(page: Page, entity: str) -> str:
+    return page.locator(f'#entities tr[data-entity="{entity}"] td[data-count="deadLetter"]').inner_text()
+
+
+def test_operator_opens_a_group_and_a_message_and_retries_it(
+    browser: Browser, scene: dict[str, Any], tmp_path: Path
+) -> None:
+    host = scene["host"]
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(f"{host.base_url}/api/ops?code={host.master_key}")
+    # The key leaves the address bar for session storage.
+    expect(page).to_have_url(f"{host.base_url}/api/ops")
+    billing = page.locator(f'#entities tr[data-entity="{scene["billing"]}"]')
+    expect(billing.locator('td[data-count="deadLetter"]')).to_have_text("5")
+    expect(page.locator(f'#bars span[data-endpoint="{scene["billing"]}"]')).to_have_text("5")
+    transient_row = page.locator("#groups tbody tr", has_text=TRANSIENT)
+    expect(transient_row).to_have_count(1)
+    expect(transient_row.locator("td").nth(3)).to_have_text("2")
+
+    transient_row.get_by_role("button", name="Open").click()
+    expect(page.locator("#group-view")).to_be_visible()
+    expect(page.locator("#messages tbody tr")).to_have_count(2)
+    page.locator("#messages tbody tr").first.get_by_role("button", name="View").click()
+    expect(page.locator("#message-body")).to_contain_text('"order": 9')
+    expect(page.locator("#message")).to_contain_text(TRANSIENT)
+    expect(page.locator("#message")).to_contain_text("tenant")
+    shot = tmp_path / "console.png"
+    page.screenshot(path=str(shot), full_page=True)
+    assert shot.read_bytes().startswith(b"\x89PNG")
+    if os.environ.get("BUSBAR_UPDATE_SCREENSHOT") == "1":  # refresh the one in docs/ on purpose only
+        shutil.copyfile(shot, ROOT / "docs" / "console.png")
+
+    transient_row.get_by_role("button", name="Retry").click()
+    expect(page.locator("#confirm")).to_be_visible()
+    expect(page.locator("#confirm-text")).to_contain_text("Retry 2 messages")
+    expect(page.locator("#confirm-no")).to_be_focused()  # the safe choice has the focus
+    page.keyboard.press("Shift+Tab")  # keyboard only: to Confirm
+    expect(page.locator("#confirm-yes")).to_be_focused()
+    page.keyboard.press("Enter")
+    expect(page.locator("#result")).to_contain_text("2 re-driven", timeout=30_000)
+    expect(billing.locator('td[data-count="deadLetter"]')).to_have_text("3", timeout=30_000)
+    expect(billing.locator('td[data-count="active"]')).to_have_text("2")
+    expect(page.locator("#groups tbody tr", has_text=TRANSIENT)).to_have_count(0)
+    page.close()
+
+
+def test_without_a_key_the_page_asks_for_one_and_a_wrong_key_is_refused(
+    browser: Browser, scene: dict[str, Any]
+) -> None:
+    host = scene["host"]
+    page = browser.new_page()
+    page.goto(f"{host.base_url}/api/ops?code={host.master_key}")
+    expect(page.locator("#app")).to_be_visible()
+    page.evaluate("sessionStorage.setItem('busbar-ops-key', 'wrong')")
+    page.evaluate("refresh()")
+    expect(page.locator("#keyform")).to_be_visible()
+    expect(page.locator("#status")).to_have_text("The key was refused.")
+    page.fill("#key", host.master_key)
+    page.keyboard.press("Enter")
+    expect(page.locator("#groups tbody tr")).to_have_count(3)
+    page.close()
