@@ -4,6 +4,7 @@ forwarding), quotas, and the timers that drive scheduled activation and TTL expi
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -26,6 +27,8 @@ from emulator.limits import (
 DEAD_LETTER_SUFFIX = "/$deadletterqueue"
 TRANSFER_DEAD_LETTER_SUFFIX = "/$transfer/$deadletterqueue"
 SUBSCRIPTIONS_SEGMENT = "/subscriptions/"
+
+log = logging.getLogger("emulator")
 
 
 def _rule_key(subscription: SubscriptionEntity, name: str) -> str:
@@ -131,9 +134,14 @@ class Namespace(Routing):
                     400,
                 )
 
-    def create_queue(self, name: str, props: QueueProperties, origin: str = "config") -> QueueEntity:
+    def create_queue(
+        self, name: str, props: QueueProperties, origin: str = "config", *, restoring: bool = False
+    ) -> QueueEntity:
+        """Create a queue; ``restoring``: re-created from the store, its forwarding targets were checked when
+        it was first created (and may have been deleted since, which Azure allows)."""
         self._check_new_name(name, "Queue")
-        self._check_forward_targets(props, name, origin)
+        if not restoring:
+            self._check_forward_targets(props, name, origin)
         entity = QueueEntity(self, name, props)
         self.queues[name.lower()] = entity
         self.store.save_entity(name, "queue", origin, definitions.dumps(props))
@@ -313,28 +321,29 @@ class Namespace(Routing):
         return subscription
 
     def restore_runtime_entities(self) -> None:
-        """Re-create entities created at run time (management API) that the config does not define."""
+        """Re-create entities created at run time (management API) that the config does not define.
+
+        One pass in dependency order (queues and topics, then subscriptions, then rules). Forwarding targets
+        are not checked again: they were checked when the entity was created, and a target deleted since
+        then leaves the source in place, forwarding to nothing, as in Azure; the source and its stored
+        messages must not vanish on restart. (Retrying until targets appear made start-up quadratic.)
+        """
         rows = self.store.entities()
         self._origins = {path.lower(): origin for path, _kind, origin, _d in rows}
-        runtime = [row for row in rows if row[2] != "config"]
         order = {"queue": 0, "topic": 0, "subscription": 1, "rule": 2}
-        pending = sorted(runtime, key=lambda row: order.get(row[1], 3))
-        # Queues may forward to each other in any order: retry until no progress.
-        while pending:
-            remaining = []
-            for path, kind, origin, definition in pending:
-                try:
-                    self._restore(path, kind, origin, definition)
-                except BrokerError as exc:
-                    if exc.condition == errors.NOT_FOUND:
-                        remaining.append((path, kind, origin, definition))
-            if len(remaining) == len(pending):
-                break
-            pending = remaining
+        runtime = sorted((row for row in rows if row[2] != "config"), key=lambda row: order.get(row[1], 3))
+        for path, kind, origin, definition in runtime:
+            try:
+                self._restore(path, kind, origin, definition)
+            except BrokerError as exc:
+                if exc.condition != errors.NOT_FOUND:
+                    raise
+                # A subscription or rule whose topic or subscription the config no longer defines.
+                log.warning("Not restoring %s '%s': %s", kind, path, exc.description)
 
     def _restore(self, path: str, kind: str, origin: str, definition: str) -> None:
         if kind == "queue" and path.lower() not in self.queues:
-            self.create_queue(path, definitions.loads(QueueProperties, definition), origin)
+            self.create_queue(path, definitions.loads(QueueProperties, definition), origin, restoring=True)
         elif kind == "topic" and path.lower() not in self.topics:
             self.create_topic(path, definitions.loads(TopicProperties, definition), origin)
         elif kind == "subscription":
