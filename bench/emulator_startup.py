@@ -1,7 +1,7 @@
 """Emulator start-up time and idle memory against the number of entities.
 
-For each size N (default 1,000 / 4,000 / 10,000) the config holds N/2 queues and N/4 topics, each topic with one
-subscription that auto-forwards to a queue (N entities in all, counting subscriptions; 10,000 is what a
+For each size N (default 1,000 / 4,000 / 10,000) the config holds N/2 queues and N/4 topics, each topic with
+one subscription that auto-forwards to a queue (N entities in all, counting subscriptions; 10,000 is what a
 Standard namespace allows). The emulator runs as its own process with a durable store on a fresh data dir,
 as ``make run`` uses it, and is timed twice:
 
@@ -151,7 +151,9 @@ def measure(entities: int, profile: bool) -> dict[str, Any]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 4000, 10000])
     parser.add_argument("--profile", action="store_true", help="cProfile the largest size")
     args = parser.parse_args()
