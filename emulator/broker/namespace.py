@@ -47,6 +47,10 @@ class Namespace(Routing):
         self._loop: asyncio.AbstractEventLoop | None = None
         self._wake_handle: asyncio.TimerHandle | None = None
         self._wake_ms: int | None = None
+        # The queues the timer sweep must visit: those with scheduled or expiring messages. Sweeping every
+        # queue cost 40 ms per wake-up with 10,000 entities, on the only event loop.
+        self._timed: dict[MessageQueue, None] = {}
+        self._sweep_all = False
         self._origins: dict[str, str] = {}
 
     # ------------------------------------------------------------------------------------------ time
@@ -61,10 +65,17 @@ class Namespace(Routing):
         assert self._loop is not None, "namespace not bound to an event loop"
         return self._loop.call_later(max(0.0, (when_ms - self.now_ms()) / 1000), callback, *args)
 
-    def wake_at(self, when_ms: int) -> None:
-        """Make sure the timer sweep runs no later than ``when_ms``."""
+    def wake_at(self, when_ms: int, queue: MessageQueue | None = None) -> None:
+        """Make sure the timer sweep runs no later than ``when_ms``, for ``queue`` (None: for every queue)."""
+        if queue is None:
+            self._sweep_all = True
+        else:
+            self._timed[queue] = None
+        self._arm(when_ms)
+
+    def _arm(self, when_ms: int) -> None:
         if self._loop is None:
-            return
+            return  # restored messages: start() sweeps the queues registered meanwhile
         if self._wake_ms is not None and self._wake_ms <= when_ms:
             return
         if self._wake_handle is not None:
@@ -77,15 +88,20 @@ class Namespace(Routing):
         self._wake_handle = None
         now = self.now_ms()
         upcoming: list[int] = []
-        for queue in self.message_queues():
+        queues = list(self.message_queues()) if self._sweep_all else list(self._timed)
+        self._sweep_all = False
+        for queue in queues:
             queue.on_timer(now)
             due = queue.next_due()
-            if due is not None:
+            if due is None:
+                self._timed.pop(queue, None)
+            else:
                 upcoming.append(due)
+                self._timed[queue] = None
         # Re-arm for what is still pending: wake_at keeps only the earliest request, so the sweep itself
         # must schedule the next one.
         if upcoming:
-            self.wake_at(max(min(upcoming), now + 1))
+            self._arm(max(min(upcoming), now + 1))
 
     def start(self) -> None:
         """Re-arm timers for restored messages (call once the loop is bound)."""
@@ -255,6 +271,7 @@ class Namespace(Routing):
             raise errors.entity_not_found(name, self.name)
         for subscription in list(topic.subscriptions.values()):
             self._drop(subscription, subscription.path.lower())
+        self._timed.pop(topic.scheduled, None)
         self.store.drop_entity_messages(topic.scheduled.key)
         self.store.delete_entity(name.lower())
 
@@ -271,6 +288,7 @@ class Namespace(Routing):
                 for rule in entity.rules.values():
                     self.store.delete_entity(_rule_key(entity, rule.name))
             for queue in entity.queues():
+                self._timed.pop(queue, None)  # a deleted entity's messages neither activate nor expire
                 for consumer in list(queue.consumers):
                     lost = getattr(consumer, "entity_deleted", None)
                     if lost is not None:

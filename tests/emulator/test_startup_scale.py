@@ -1,8 +1,8 @@
 """Behaviour specs for start-up at namespace scale: a Standard namespace's 10,000 entities load, are all
 visible and survive a restart; the store's work per entity saved does not grow with the number of entities
 already stored (start-up is linear, observed as SQLite virtual-machine steps, never as time); entities
-created over ARM come back after a restart whatever has happened to their forwarding targets since, and
-recording their ARM metadata costs the same whatever the namespace's size.
+created over ARM come back after a restart whatever has happened to their forwarding targets since;
+recording their ARM metadata and a timer wake-up cost the same whatever the namespace's size.
 
 Timings are measured by ``bench/emulator_startup.py``, not asserted here."""
 
@@ -12,14 +12,14 @@ import json
 import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 from arm_client import arm, receive_queue, send, unique
 from azure.mgmt.servicebus.models import SBQueue, SBSubscription, SBTopic
-from azure.servicebus import ServiceBusMessage
+from azure.servicebus import ServiceBusClient, ServiceBusMessage
 
 from emulator.arm.metadata import FILE_NAME, LEGACY_FILE_NAME, Metadata
 from emulator.arm.models import Extras
@@ -239,3 +239,30 @@ def test_arm_metadata_keeps_what_was_recorded_when_the_last_journal_line_was_cut
     # the next start compacts: one line per entity, the torn line gone, the legacy document folded in
     assert not (tmp_path / LEGACY_FILE_NAME).exists()
     assert len((tmp_path / FILE_NAME).read_text().splitlines()) == 2
+
+
+def test_a_timer_wake_up_visits_only_the_queues_with_scheduled_or_expiring_messages(
+    make_emulator: Callable[..., EmulatorHandle], tmp_path: Path
+) -> None:
+    # Before: every wake-up (a scheduled message falling due, a TTL running out) opened a store transaction
+    # on every queue of the namespace: 40 ms on the only event loop with 10,000 entities.
+    queues = [f"idle-{i:04d}" for i in range(2000)]
+    handle = make_emulator(config=_config(queues, []), data_dir=tmp_path)
+    store = handle.emulator.store
+    statements: list[str] = []
+    handle.call(lambda: store._db.set_trace_callback(statements.append))
+    try:
+        with (
+            ServiceBusClient.from_connection_string(handle.connection_string) as client,
+            client.get_queue_sender("idle-1234") as sender,
+            client.get_queue_receiver("idle-1234", max_wait_time=10) as receiver,
+        ):
+            sender.schedule_messages(ServiceBusMessage("due soon"), datetime.now(UTC) + timedelta(seconds=1))
+            received = receiver.receive_messages(max_wait_time=10)
+            for message in received:
+                receiver.complete_message(message)
+    finally:
+        handle.call(lambda: store._db.set_trace_callback(None))
+    assert [str(m) for m in received] == ["due soon"]
+    transactions = [s for s in statements if s.strip().upper() == "BEGIN"]
+    assert len(transactions) < 20, len(transactions)  # was one per queue and dead-letter queue: 4,000+
