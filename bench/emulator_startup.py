@@ -7,7 +7,11 @@ as ``make run`` uses it, and is timed twice:
 
 * ``first_start_s``: from process spawn to the first ``GET /health`` answered 200, empty data dir;
 * ``restart_s``: the same after a SIGTERM, on the data the first run left (entities re-read from the store);
-* ``idle_rss_mb``: resident memory of the restarted process once healthy and idle.
+* ``idle_rss_mb``, ``idle_cpu_percent``: resident memory of the restarted process once healthy, and the
+  CPU it uses over the next 2 s with no client.
+
+``arm_created``: the same shape of namespace (default 4,000 entities) created over ARM with raw HTTP PUTs
+(creates per second), then a restart on it: entities created at run time are restored from the store.
 
 ``interpreter_baseline_s`` is the same measure for the built-in one-queue config: the part of every figure
 that is Python start-up and imports, not entities. Writes ``bench/results/emulator_startup.json``.
@@ -20,6 +24,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import http.client
 import json
 import os
 import platform
@@ -32,6 +37,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -39,6 +45,12 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 RESULT_FILE = ROOT / "bench" / "results" / "emulator_startup.json"
 HEALTH_DEADLINE_S = 300
+IDLE_WINDOW_S = 2.0
+ARM_TOKEN = "bench-startup-token"
+ARM_NAMESPACE = (
+    "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/bench/providers/"
+    "Microsoft.ServiceBus/namespaces/sbemulatorns"
+)
 
 
 def entity_config(entities: int) -> dict[str, Any]:
@@ -77,6 +89,11 @@ def _rss_mb(pid: int) -> float:
     return float("nan")
 
 
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
+
 def _healthy(port: int) -> bool:
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5) as response:
@@ -85,8 +102,14 @@ def _healthy(port: int) -> bool:
         return False
 
 
-def timed_start(config: Path | None, data_dir: Path, profile_to: Path | None) -> tuple[float, float]:
-    """Spawn the emulator, wait until /health answers 200; (seconds to healthy, idle RSS in MB)."""
+def timed_start(
+    config: Path | None,
+    data_dir: Path,
+    profile_to: Path | None,
+    provision: Callable[[int], None] | None = None,
+) -> tuple[float, float, float]:
+    """Spawn the emulator, wait until /health answers 200, run ``provision(management_port)`` if given;
+    (seconds to healthy, idle RSS MB, idle CPU %)."""
     cmd = [sys.executable]
     if profile_to is not None:
         cmd += ["-m", "cProfile", "-o", str(profile_to)]
@@ -94,6 +117,7 @@ def timed_start(config: Path | None, data_dir: Path, profile_to: Path | None) ->
     if config is not None:
         cmd += ["--config", str(config)]
     cmd += ["--amqp-port", "0", "--management-port", "0", "--log-level", "WARNING"]
+    cmd += ["--management-token", ARM_TOKEN]
     started = time.perf_counter()
     proc = subprocess.Popen(
         cmd, cwd=ROOT, stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}
@@ -113,7 +137,12 @@ def timed_start(config: Path | None, data_dir: Path, profile_to: Path | None) ->
                 raise RuntimeError("emulator did not become healthy")
             time.sleep(0.01)
         elapsed = time.perf_counter() - started
+        if provision is not None:
+            provision(port)
         time.sleep(1.0)  # idle: let start-up garbage go before reading RSS
+        cpu_before = _cpu_seconds(proc.pid)
+        time.sleep(IDLE_WINDOW_S)
+        idle_cpu = 100 * (_cpu_seconds(proc.pid) - cpu_before) / IDLE_WINDOW_S
         rss = _rss_mb(proc.pid)
     finally:
         proc.send_signal(signal.SIGTERM)
@@ -122,7 +151,7 @@ def timed_start(config: Path | None, data_dir: Path, profile_to: Path | None) ->
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-    return elapsed, rss
+    return elapsed, rss, round(idle_cpu, 1)
 
 
 def measure(entities: int, profile: bool) -> dict[str, Any]:
@@ -132,8 +161,8 @@ def measure(entities: int, profile: bool) -> dict[str, Any]:
         data = Path(tmp) / "data"
         first_profile = Path(tmp) / "first.prof" if profile else None
         restart_profile = Path(tmp) / "restart.prof" if profile else None
-        first, first_rss = timed_start(config, data, first_profile)
-        restart, restart_rss = timed_start(config, data, restart_profile)
+        first, first_rss, _ = timed_start(config, data, first_profile)
+        restart, restart_rss, idle_cpu = timed_start(config, data, restart_profile)
         for label, path in (("first start", first_profile), ("restart", restart_profile)):
             if path is not None:
                 print(f"--- {entities} entities, {label} (cProfile, cumulative)")
@@ -147,6 +176,47 @@ def measure(entities: int, profile: bool) -> dict[str, Any]:
         "restart_s": round(restart, 2),
         "first_start_rss_mb": first_rss,
         "idle_rss_mb": restart_rss,
+        "idle_cpu_percent": idle_cpu,
+    }
+
+
+def arm_provisioning(entities: int) -> dict[str, Any]:
+    """Create the same shape of namespace over ARM (raw HTTP PUTs, one connection), then restart on it."""
+    timings: dict[str, float] = {}
+
+    def provision(port: int) -> None:
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        headers = {"Authorization": f"Bearer {ARM_TOKEN}", "Content-Type": "application/json"}
+        queues = entities // 2
+        started = time.perf_counter()
+
+        def put(path: str, properties: dict[str, Any]) -> None:
+            body = json.dumps({"properties": properties})
+            connection.request("PUT", f"{ARM_NAMESPACE}/{path}?api-version=2021-11-01", body, headers)
+            response = connection.getresponse()
+            response.read()
+            if response.status != 200:
+                raise RuntimeError(f"PUT {path}: HTTP {response.status}")
+
+        # Reverse order, so a restart must not depend on the store's (name) order to resolve forwarding.
+        for i in reversed(range(queues)):
+            put(f"queues/queue-{i:05d}", {})
+        for i in range(entities // 4):
+            put(f"topics/topic-{i:05d}", {})
+            put(f"topics/topic-{i:05d}/subscriptions/forward", {"forwardTo": f"queue-{i % queues:05d}"})
+        timings["seconds"] = time.perf_counter() - started
+        connection.close()
+
+    with tempfile.TemporaryDirectory(prefix="busbar-startup-") as tmp:
+        data = Path(tmp) / "data"
+        timed_start(None, data, None, provision)
+        restart, rss, _ = timed_start(None, data, None)
+    return {
+        "entities": entities,
+        "arm_creates_per_s": round(entities / timings["seconds"]),
+        "arm_provisioning_s": round(timings["seconds"], 2),
+        "restart_s": round(restart, 2),
+        "idle_rss_mb": rss,
     }
 
 
@@ -156,14 +226,20 @@ def main() -> None:
     )
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 4000, 10000])
     parser.add_argument("--profile", action="store_true", help="cProfile the largest size")
+    parser.add_argument(
+        "--arm-entities", type=int, default=4000, help="entities created over ARM, then restarted (0: skip)"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="busbar-startup-") as tmp:
-        baseline, baseline_rss = timed_start(None, Path(tmp) / "data", None)
+        baseline, baseline_rss, _ = timed_start(None, Path(tmp) / "data", None)
     runs = []
     for size in args.sizes:
         run = measure(size, args.profile and size == max(args.sizes))
         print(json.dumps(run))
         runs.append(run)
+    arm = arm_provisioning(args.arm_entities) if args.arm_entities else None
+    if arm is not None:
+        print(json.dumps(arm))
     result = {
         "benchmark": "emulator_startup",
         "measured_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -178,6 +254,7 @@ def main() -> None:
         "interpreter_baseline_rss_mb": baseline_rss,
         "profiled": args.profile,
         "runs": runs,
+        "arm_created": arm,
     }
     RESULT_FILE.parent.mkdir(parents=True, exist_ok=True)
     RESULT_FILE.write_text(json.dumps(result, indent=2) + "\n")

@@ -153,25 +153,31 @@ class Namespace(Routing):
     def create_queue(
         self, name: str, props: QueueProperties, origin: str = "config", *, restoring: bool = False
     ) -> QueueEntity:
-        """Create a queue; ``restoring``: re-created from the store, its forwarding targets were checked when
-        it was first created (and may have been deleted since, which Azure allows)."""
+        """Create a queue; ``restoring``: re-created from its row in the store, which stays as it is, and its
+        forwarding targets were checked when it was first created (and may have been deleted since, which
+        Azure allows)."""
         self._check_new_name(name, "Queue")
         if not restoring:
             self._check_forward_targets(props, name, origin)
         entity = QueueEntity(self, name, props)
         self.queues[name.lower()] = entity
-        self.store.save_entity(name, "queue", origin, definitions.dumps(props))
+        if not restoring:
+            self.store.save_entity(name, "queue", origin, definitions.dumps(props))
         for queue in entity.queues():
             queue.restore()
         return entity
 
-    def create_topic(self, name: str, props: TopicProperties, origin: str = "config") -> TopicEntity:
+    def create_topic(
+        self, name: str, props: TopicProperties, origin: str = "config", *, restoring: bool = False
+    ) -> TopicEntity:
+        """Create a topic; ``restoring``: re-created from its row in the store, which stays as it is."""
         self._check_new_name(name, "Topic")
         topic = TopicEntity(self, name, props)
         topic.scheduled.on_activate = lambda msg: self.publish_due(topic, msg)
         topic.scheduled.restore()
         self.topics[name.lower()] = topic
-        self.store.save_entity(name, "topic", origin, definitions.dumps(props))
+        if not restoring:
+            self.store.save_entity(name, "topic", origin, definitions.dumps(props))
         return topic
 
     def create_subscription(
@@ -363,7 +369,7 @@ class Namespace(Routing):
         if kind == "queue" and path.lower() not in self.queues:
             self.create_queue(path, definitions.loads(QueueProperties, definition), origin, restoring=True)
         elif kind == "topic" and path.lower() not in self.topics:
-            self.create_topic(path, definitions.loads(TopicProperties, definition), origin)
+            self.create_topic(path, definitions.loads(TopicProperties, definition), origin, restoring=True)
         elif kind == "subscription":
             topic_name, name = _split(path, SUBSCRIPTIONS_SEGMENT)
             topic = self.topic_for(topic_name)
