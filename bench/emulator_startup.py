@@ -10,7 +10,7 @@ as ``make run`` uses it, and is timed twice:
 * ``idle_rss_mb``, ``idle_cpu_percent``: resident memory of the restarted process once healthy, and the
   CPU it uses over the next 2 s with no client.
 
-``arm_created``: the same shape of namespace (default 4,000 entities) created over ARM with raw HTTP PUTs
+``arm_created``: the same shape of namespace (default 10,000 entities) created over ARM with raw HTTP PUTs
 (creates per second), then a restart on it: entities created at run time are restored from the store.
 
 ``interpreter_baseline_s`` is the same measure for the built-in one-queue config: the part of every figure
@@ -227,7 +227,7 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 4000, 10000])
     parser.add_argument("--profile", action="store_true", help="cProfile the largest size")
     parser.add_argument(
-        "--arm-entities", type=int, default=4000, help="entities created over ARM, then restarted (0: skip)"
+        "--arm-entities", type=int, default=10000, help="entities created over ARM, then restarted (0: skip)"
     )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="busbar-startup-") as tmp:
