@@ -165,8 +165,9 @@ bench: $(STAMP) ## Run the emulator throughput benchmark
 	$(VPY) bench/emulator_throughput.py
 
 # Each script writes its figures to bench/results/<name>.json. Spark's takes a few minutes and needs Java.
-bench-all: $(STAMP) ## Run every benchmark in bench/ (emulator, filters, topologies, admin API, host, re-drive, replay)
+bench-all: $(STAMP) ## Run every benchmark in bench/ (emulator, start-up, filters, topologies, admin API, host, re-drive, replay, console)
 	$(VPY) bench/emulator_throughput.py
+	$(VPY) bench/emulator_startup.py
 	$(VPY) bench/filters.py
 	$(VPY) bench/sql_filter.py
 	$(VPY) bench/topologies.py

@@ -10,9 +10,9 @@ happens before the broker is touched, so a refused request changes nothing.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import quote, unquote
 
 from emulator.arm import models
@@ -41,6 +41,7 @@ from emulator.filters.sql import SqlSyntaxError
 DEFAULT_RESOURCE_GROUP = "emulator"
 PAGE_SIZE = 100
 MAX_TOP = 1000
+_Item = TypeVar("_Item")
 _API_VERSION_RE = re.compile(r"\d{4}-\d{2}-\d{2}(-preview)?", re.ASCII)
 
 
@@ -229,13 +230,17 @@ class ArmApi:
             raise entity_not_found(self.namespace.name, "Topic", f"{topic.name}|{name}")
         return subscription
 
-    def _page(self, call: _Call, items: list[dict[str, Any]]) -> Response:
+    def _page(
+        self, call: _Call, items: Sequence[_Item], render: Callable[[_Item], dict[str, Any]]
+    ) -> Response:
+        """One page of a list; only the page's items are rendered (paging through N entities renders each
+        once, not N/page-size times)."""
         request = call.request
         skip = _int_param(request, "$skip", 0, None)
         top = _int_param(request, "$top", 1, MAX_TOP)
         size = top or PAGE_SIZE
         skip = skip or 0
-        document: dict[str, Any] = {"value": items[skip : skip + size]}
+        document: dict[str, Any] = {"value": [render(item) for item in items[skip : skip + size]]}
         if skip + size < len(items):
             host = request.header("host") or "127.0.0.1"
             query = f"api-version={quote(request.param('api-version') or '')}&$skip={skip + size}"
@@ -281,7 +286,7 @@ class ArmApi:
 
     def _list_namespaces(self, call: _Call) -> Response:
         group = call.group or self.settings.resource_group or DEFAULT_RESOURCE_GROUP
-        return self._page(call, [self.resources.namespace_json(call.subscription_id, group)])
+        return self._page(call, [group], lambda g: self.resources.namespace_json(call.subscription_id, g))
 
     # ------------------------------------------------------------------------------------------ queues
 
@@ -290,7 +295,7 @@ class ArmApi:
 
     def _list_queues(self, call: _Call) -> Response:
         queues = sorted(self.namespace.queues.values(), key=lambda q: q.name.lower())
-        return self._page(call, [self.resources.queue_json(call.base, q) for q in queues])
+        return self._page(call, queues, lambda q: self.resources.queue_json(call.base, q))
 
     def _put_queue(self, call: _Call) -> Response:
         (name,) = call.names
@@ -330,7 +335,7 @@ class ArmApi:
 
     def _list_topics(self, call: _Call) -> Response:
         topics = sorted(self.namespace.topics.values(), key=lambda t: t.name.lower())
-        return self._page(call, [self.resources.topic_json(call.base, t) for t in topics])
+        return self._page(call, topics, lambda t: self.resources.topic_json(call.base, t))
 
     def _put_topic(self, call: _Call) -> Response:
         (name,) = call.names
@@ -369,7 +374,7 @@ class ArmApi:
     def _list_subscriptions(self, call: _Call) -> Response:
         topic = self._topic(call.names[0])
         subscriptions = sorted(topic.subscriptions.values(), key=lambda s: s.subscription_name.lower())
-        return self._page(call, [self.resources.subscription_json(call.base, s) for s in subscriptions])
+        return self._page(call, subscriptions, lambda s: self.resources.subscription_json(call.base, s))
 
     def _put_subscription(self, call: _Call) -> Response:
         topic_name, name = call.names
@@ -420,7 +425,7 @@ class ArmApi:
         topic_name, subscription_name = call.names
         subscription = self._subscription(self._topic(topic_name), subscription_name)
         rules = sorted((r.config for r in subscription.rules.values()), key=lambda r: r.name.lower())
-        return self._page(call, [self.resources.rule_json(call.base, subscription, r) for r in rules])
+        return self._page(call, rules, lambda r: self.resources.rule_json(call.base, subscription, r))
 
     def _put_rule(self, call: _Call) -> Response:
         topic_name, subscription_name, name = call.names

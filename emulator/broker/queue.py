@@ -143,11 +143,11 @@ class MessageQueue(SessionOperations):
     def _track(self, msg: StoredMessage, now: int) -> None:
         if msg.state is MessageState.SCHEDULED and msg.scheduled_ms is not None:
             heapq.heappush(self._scheduled, (msg.scheduled_ms, msg.sequence_number))
-            self.namespace.wake_at(msg.scheduled_ms)
+            self.namespace.wake_at(msg.scheduled_ms, self)
             return
         if msg.expires_ms is not None:
             heapq.heappush(self._expiring, (msg.expires_ms, msg.sequence_number))
-            self.namespace.wake_at(msg.expires_ms)
+            self.namespace.wake_at(msg.expires_ms, self)
         if msg.state is MessageState.ACTIVE:
             self._make_available(msg)
 
