@@ -1,5 +1,6 @@
-"""The management port: ``GET /health`` and the ARM REST subset (see :mod:`emulator.arm.routes`), over
-plain HTTP and, when asked, also over HTTPS on a second port with a certificate generated at start."""
+"""The management port: ``GET /health`` (``/health/details`` adds broker counts) and the ARM REST subset
+(see :mod:`emulator.arm.routes`), over plain HTTP and, when asked, also over HTTPS on a second port with a
+certificate generated at start."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from emulator.arm.http import HttpServer, Request, Response
 from emulator.arm.metadata import Metadata
@@ -16,6 +18,14 @@ from emulator.arm.tls import CA_FILE_NAME, create_tls
 from emulator.broker.namespace import Namespace
 
 HEALTH = {"status": "healthy", "message": "Service is healthy."}
+
+
+def health_details(namespace: Namespace) -> dict[str, Any]:
+    """What the broker counts that Azure shows only as metrics: messages each topic dropped because no
+    subscription matched them (topics that dropped none are left out)."""
+    topics = namespace.topics.values()
+    unmatched = {topic.name: topic.unrouted_count for topic in topics if topic.unrouted_count}
+    return {"namespace": namespace.name, "unmatchedTopicMessages": unmatched}
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +45,7 @@ class ManagementServer:
 
     def __init__(self, namespace: Namespace, options: ManagementOptions, endpoint: Callable[[], str]) -> None:
         self.options = options
+        self.namespace = namespace
         self.metadata = Metadata(options.data_dir)
         settings = ArmSettings(options.token, options.subscription_id, options.resource_group)
         self.api = ArmApi(namespace, settings, self.metadata, endpoint)
@@ -47,14 +58,16 @@ class ManagementServer:
 
     def handle(self, request: Request) -> Response:
         path = request.path.rstrip("/") or "/"
-        if path == "/health":
-            if request.method in ("GET", "HEAD"):
+        if path in ("/health", "/health/details"):
+            if request.method not in ("GET", "HEAD"):
+                return Response.json(
+                    405,
+                    {"error": {"code": "MethodNotAllowed", "message": f"Use GET {path}."}},
+                    [("Allow", "GET, HEAD")],
+                )
+            if path == "/health":
                 return Response.json(200, HEALTH)
-            return Response.json(
-                405,
-                {"error": {"code": "MethodNotAllowed", "message": "Use GET /health."}},
-                [("Allow", "GET, HEAD")],
-            )
+            return Response.json(200, HEALTH | {"details": health_details(self.namespace)})
         if path.lower().split("/")[1] == "subscriptions":
             return self.api.handle(request)
         return Response.json(404, {"error": {"code": "NotFound", "message": "No such resource."}})

@@ -116,15 +116,19 @@ class MessageQueue(SessionOperations):
             self._add(msg)
             self._track(msg, now)
 
-    def prepare(self, msg: StoredMessage, now: int) -> None:
-        """Fill in broker fields of a message about to be accepted into this queue."""
+    def prepare(self, msg: StoredMessage, now: int, ttl_ceiling_ms: int | None = None) -> None:
+        """Fill in broker fields of a message about to be accepted into this queue.
+
+        ``ttl_ceiling_ms`` is a further default that governs the message (its topic's, for a subscription)."""
         msg.sequence_number = self.next_sequence()
         msg.enqueued_ms = now
+        ceiling = _earliest(self.default_ttl_ms, ttl_ceiling_ms)
         ttl = msg.ttl_ms
-        if self.default_ttl_ms is not None and (ttl is None or ttl > self.default_ttl_ms):
-            # The entity default is a ceiling, applied silently as in Azure: the message reports it too.
-            ttl = self.default_ttl_ms
-            msg.set_ttl(ttl)
+        if ceiling is not None:
+            # The entity default is the TTL of a message sent without one (its header stays unset, as in
+            # Azure) and a ceiling for one sent with a longer TTL (silently adjusted: the receiver sees it).
+            msg.set_ttl(ceiling)
+            ttl = ceiling if ttl is None else min(ttl, ceiling)
         scheduled = msg.parsed.message_annotations.get(SCHEDULED_ENQUEUE_TIME)
         if scheduled is not None and int(scheduled) > now:
             msg.state = MessageState.SCHEDULED
@@ -241,7 +245,7 @@ class MessageQueue(SessionOperations):
             if msg is None or not msg.available:
                 continue
             msg.available = False
-            if msg.expires_ms is not None and msg.expires_ms <= now:
+            if _expired(msg, now):
                 self._expire(msg)
                 continue
             return msg
@@ -486,9 +490,8 @@ class MessageQueue(SessionOperations):
             messages.append(msg)
         result = []
         for msg in messages:
-            if msg.expires_ms is not None and msg.expires_ms <= now:
-                self._expire(msg)
-                continue
+            # Deferred messages never expire (service-bus-dead-letter-queues.md: "Deferred messages won't be
+            # purged and moved to the dead-letter queue after they expire. This behavior is by design.").
             if receive_and_delete:
                 with self.namespace.store.transaction():
                     self._remove(msg)
@@ -507,7 +510,7 @@ class MessageQueue(SessionOperations):
             msg = self.messages[seq]
             if session_id is not None and msg.session_id != session_id:
                 continue
-            if msg.expires_ms is not None and msg.expires_ms <= now and msg.lock_token is None:
+            if _expired(msg, now) and msg.lock_token is None:
                 continue
             result.append(msg)
             if len(result) >= count:
@@ -525,3 +528,15 @@ class MessageQueue(SessionOperations):
             else:
                 active += 1
         return {"active": active, "scheduled": scheduled, "deferred": deferred}
+
+
+def _earliest(first: int | None, second: int | None) -> int | None:
+    """The smaller of two optional durations (None is infinite)."""
+    if first is None:
+        return second
+    return first if second is None else min(first, second)
+
+
+def _expired(msg: StoredMessage, now: int) -> bool:
+    """Whether ``msg`` is past its time to live (a deferred message never is)."""
+    return msg.expires_ms is not None and msg.expires_ms <= now and msg.state is not MessageState.DEFERRED
