@@ -245,7 +245,7 @@ class MessageQueue(SessionOperations):
             if msg is None or not msg.available:
                 continue
             msg.available = False
-            if _expired(msg, now):
+            if msg.expires_ms is not None and msg.expires_ms <= now:
                 self._expire(msg)
                 continue
             return msg
@@ -490,8 +490,9 @@ class MessageQueue(SessionOperations):
             messages.append(msg)
         result = []
         for msg in messages:
-            # Deferred messages never expire (service-bus-dead-letter-queues.md: "Deferred messages won't be
-            # purged and moved to the dead-letter queue after they expire. This behavior is by design.").
+            if msg.expires_ms is not None and msg.expires_ms <= now:
+                self._expire(msg)
+                continue
             if receive_and_delete:
                 with self.namespace.store.transaction():
                     self._remove(msg)
@@ -510,7 +511,7 @@ class MessageQueue(SessionOperations):
             msg = self.messages[seq]
             if session_id is not None and msg.session_id != session_id:
                 continue
-            if _expired(msg, now) and msg.lock_token is None:
+            if msg.expires_ms is not None and msg.expires_ms <= now and msg.lock_token is None:
                 continue
             result.append(msg)
             if len(result) >= count:
@@ -535,8 +536,3 @@ def _earliest(first: int | None, second: int | None) -> int | None:
     if first is None:
         return second
     return first if second is None else min(first, second)
-
-
-def _expired(msg: StoredMessage, now: int) -> bool:
-    """Whether ``msg`` is past its time to live (a deferred message never is)."""
-    return msg.expires_ms is not None and msg.expires_ms <= now and msg.state is not MessageState.DEFERRED
