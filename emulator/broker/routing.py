@@ -230,11 +230,14 @@ class Routing:
         hops: int,
         dead_letter_source: str | None,
     ) -> None:
-        """Auto-forward to ``target_name``; failures dead-letter in the source, as Azure does."""
+        """Auto-forward to ``target_name``; failures dead-letter in the source's dead-letter queue, as Azure
+        does (service-bus-dead-letter-queues.md, "Dead-lettering in auto forward scenarios": more than four
+        hops, a disabled or deleted destination, a full one). The transfer dead-letter queue is for send-via
+        (transactional) transfers, which the emulator does not offer, so it stays empty."""
         if not messages:
             return
         if hops >= MAX_TRANSFER_HOPS:
-            self._transfer_dead_letter(source, messages, HOPS_EXCEEDED, HOPS_EXCEEDED_DESCRIPTION)
+            self._dead_letter_new(source, messages, HOPS_EXCEEDED, HOPS_EXCEEDED_DESCRIPTION)
             return
         target = self.send_target(target_name)
         try:
@@ -243,24 +246,9 @@ class Routing:
             self.check_send(target, messages)
         except BrokerError as exc:
             reason = TRANSFER_FAILURE_REASONS.get(exc.condition, exc.condition)
-            self._transfer_dead_letter(source, messages, reason, exc.description)
+            self._dead_letter_new(source, messages, reason, exc.description)
             return
         self._deliver(target, messages, hops + 1, dead_letter_source)
-
-    def _transfer_dead_letter(
-        self, entity: MessageEntity, messages: list[ParsedMessage], reason: str, description: str
-    ) -> None:
-        """Messages an auto-forward could not transfer go to the source's transfer dead-letter queue
-        (``$Transfer/$DeadLetterQueue``), never forwarded on as dead letters are."""
-        now = self.now_ms()
-        queue = entity.transfer_dead_letter
-        for parsed in messages:
-            msg = StoredMessage(parsed=parsed)
-            entity.main.prepare(msg, now)  # a number from the entity's sequence, shared with its sub-queues
-            _mark_dead(msg, reason, description)
-            queue.last_sequence = max(queue.last_sequence, msg.sequence_number)
-            queue.accept([msg])
-        queue.dispatch()
 
     def _dead_letter_new(
         self, entity: MessageEntity, messages: list[ParsedMessage], reason: str, description: str
@@ -294,20 +282,10 @@ class Routing:
             self._deliver(target, [msg.parsed], hops=1, dead_letter_source=entity.path)
             return
         # Dead-letter queues observe neither TTL nor scheduling.
-        _mark_dead(msg, None, None)
+        msg.expires_ms = None
+        msg.state = MessageState.ACTIVE
+        msg.scheduled_ms = None
         dlq = entity.dead_letter
         dlq.last_sequence = max(dlq.last_sequence, msg.sequence_number)
         dlq.accept([msg])
         dlq.dispatch()
-
-
-def _mark_dead(msg: StoredMessage, reason: str | None, description: str | None) -> None:
-    """Ready ``msg`` for a dead-letter sub-queue: they observe neither TTL nor scheduling; ``reason`` and
-    ``description`` (when given) go into the application properties as Azure puts them."""
-    msg.expires_ms = None
-    msg.state = MessageState.ACTIVE
-    msg.scheduled_ms = None
-    if reason is not None:
-        msg.set_application_properties(
-            {"DeadLetterReason": reason, "DeadLetterErrorDescription": description or ""}
-        )
