@@ -402,6 +402,9 @@ class MessageQueue(SessionOperations):
 
     def on_timer(self, now: int) -> None:
         """Activate due scheduled messages and expire messages past their TTL."""
+        due = self.next_due()
+        if due is None or due > now:
+            return  # nothing due: no store transaction (the sweep visits every queue of the namespace)
         changed = False
         with self.namespace.store.transaction():
             while self._scheduled and self._scheduled[0][0] <= now:
