@@ -12,6 +12,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
+from arm_client import arm
 from azure.servicebus import NEXT_AVAILABLE_SESSION, ServiceBusMessage, ServiceBusMessageState
 from sdk_helpers import create_subscription, create_topic, no_retry_client, opened, receive, sleep_until
 
@@ -103,3 +104,20 @@ def test_scheduled_messages_on_a_topic_with_a_default_ttl_are_cancellable_and_ro
         ("t-no-ttl", None),  # the defaults govern its expiry; its header stays as sent
         ("t-long-ttl", timedelta(days=7)),  # silently lowered to the subscription's default
     ]
+
+
+def test_messages_scheduled_on_a_topic_are_counted_in_its_count_details_until_due(
+    emulator: EmulatorHandle,
+) -> None:
+    topic = create_topic(emulator)
+    create_subscription(emulator, topic, "all")
+    api = arm(emulator.management_port, emulator.emulator.management_token)
+    try:
+        with no_retry_client(emulator) as client, client.get_topic_sender(topic) as sender:
+            numbers = sender.schedule_messages(_ttl_mix("counted"), datetime.now(UTC) + timedelta(hours=1))
+            sender.cancel_scheduled_messages(numbers[0])
+        details = api.topics.get(*api.scope, topic).count_details
+    finally:
+        api.close()
+    assert details is not None
+    assert (details.scheduled_message_count, details.active_message_count) == (2, 0)
