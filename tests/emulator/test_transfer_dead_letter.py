@@ -111,3 +111,20 @@ def test_messages_no_subscription_wanted_are_counted_in_health_details(emulator:
         body = json.loads(response.read())
     assert body["status"] == "healthy"
     assert body["details"]["unmatchedTopicMessages"][topic] == 2
+
+
+def test_a_message_without_session_id_reaching_a_session_subscription_has_azures_reason_and_description(
+    emulator: EmulatorHandle,
+) -> None:
+    topic = create_topic(emulator)
+    subscription = create_subscription(emulator, topic, "sessions", requires_session=True)
+    with sdk_client(emulator) as client:
+        sender = client.get_topic_sender(topic)
+        dead_letters = client.get_subscription_receiver(topic, subscription, sub_queue=DLQ)
+        with opened(sender, dead_letters):
+            sender.send_messages(ServiceBusMessage("no session"))
+            (dead,) = peek(dead_letters)
+    assert (dead.dead_letter_reason, dead.dead_letter_error_description) == (
+        "Session ID is null.",
+        "Session enabled entity doesn't allow a message whose session identifier is null.",
+    )
