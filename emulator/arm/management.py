@@ -1,6 +1,6 @@
-"""The management port: ``GET /health``, the ARM REST subset (see :mod:`emulator.arm.routes`) and the
-namespace's own ATOM management API (see :mod:`emulator.admin.api`), over plain HTTP and, when asked,
-also over HTTPS on a second port with a certificate generated at start.
+"""The management port: ``GET /health`` (``/health/details`` adds broker counts), the ARM REST subset (see
+:mod:`emulator.arm.routes`) and the namespace's own ATOM management API (see :mod:`emulator.admin.api`),
+over plain HTTP and, when asked, also over HTTPS on a second port with a certificate generated at start.
 
 The two APIs share paths (a queue may be called ``subscriptions``), so a request goes by its credential:
 a ``SharedAccessSignature`` is the ATOM API's, anything else ARM's bearer token."""
@@ -12,6 +12,7 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from emulator.admin.api import AdminApi
 from emulator.arm.http import HttpServer, Request, Response
@@ -22,6 +23,14 @@ from emulator.auth import SasAuthority
 from emulator.broker.namespace import Namespace
 
 HEALTH = {"status": "healthy", "message": "Service is healthy."}
+
+
+def health_details(namespace: Namespace) -> dict[str, Any]:
+    """What the broker counts that Azure shows only as metrics: messages each topic dropped because no
+    subscription matched them (topics that dropped none are left out)."""
+    topics = namespace.topics.values()
+    unmatched = {topic.name: topic.unrouted_count for topic in topics if topic.unrouted_count}
+    return {"namespace": namespace.name, "unmatchedTopicMessages": unmatched}
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +56,7 @@ class ManagementServer:
         authority: SasAuthority | None = None,
     ) -> None:
         self.options = options
+        self.namespace = namespace
         self.metadata = Metadata(options.data_dir)
         settings = ArmSettings(options.token, options.subscription_id, options.resource_group)
         self.api = ArmApi(namespace, settings, self.metadata, endpoint)
@@ -62,14 +72,16 @@ class ManagementServer:
         if AdminApi.accepts(request):
             return self.admin.handle(request)
         path = request.path.rstrip("/") or "/"
-        if path == "/health":
-            if request.method in ("GET", "HEAD"):
+        if path in ("/health", "/health/details"):
+            if request.method not in ("GET", "HEAD"):
+                return Response.json(
+                    405,
+                    {"error": {"code": "MethodNotAllowed", "message": f"Use GET {path}."}},
+                    [("Allow", "GET, HEAD")],
+                )
+            if path == "/health":
                 return Response.json(200, HEALTH)
-            return Response.json(
-                405,
-                {"error": {"code": "MethodNotAllowed", "message": "Use GET /health."}},
-                [("Allow", "GET, HEAD")],
-            )
+            return Response.json(200, HEALTH | {"details": health_details(self.namespace)})
         if path.lower().split("/")[1] == "subscriptions":
             return self.api.handle(request)
         return Response.json(404, {"error": {"code": "NotFound", "message": "No such resource."}})

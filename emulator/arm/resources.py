@@ -86,17 +86,18 @@ class Resources:
     def topic_json(self, base: str, topic: TopicEntity) -> dict[str, Any]:
         meta = self.metadata.get(topic.name)
         properties = models.topic_properties(topic.props, meta.extras)
-        zero = {
+        # Messages pass through a topic at once, except those scheduled on it: they wait at topic level.
+        counts = {
             "activeMessageCount": 0,
             "deadLetterMessageCount": 0,
-            "scheduledMessageCount": 0,
+            "scheduledMessageCount": len(topic.scheduled.messages),
             "transferMessageCount": 0,
             "transferDeadLetterMessageCount": 0,
         }
         properties |= {
             "sizeInBytes": topic.size_bytes,
             "subscriptionCount": len(topic.subscriptions),
-            "countDetails": zero,
+            "countDetails": counts,
         }
         properties |= self.times(meta)
         return self.resource("topic", f"{base}/topics/{topic.name}", topic.name, properties)

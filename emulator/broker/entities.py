@@ -73,6 +73,16 @@ class MessageEntity:
             dead_letter_on_expiration=False,
             dead_letter_queue=None,
         )
+        # Messages an auto-forward could not transfer (the `$Transfer/$DeadLetterQueue` sub-queue).
+        self.transfer_dead_letter = MessageQueue(
+            namespace,
+            path + "/$Transfer/$DeadLetterQueue",
+            lock_duration_ms=lock_ms,
+            max_delivery_count=None,
+            default_ttl_ms=None,
+            dead_letter_on_expiration=False,
+            dead_letter_queue=None,
+        )
         self.main = MessageQueue(
             namespace,
             path,
@@ -85,6 +95,7 @@ class MessageEntity:
         )
         self.main.owner = self
         self.dead_letter.owner = self
+        self.transfer_dead_letter.owner = self
 
     @property
     def name(self) -> str:
@@ -92,10 +103,10 @@ class MessageEntity:
 
     @property
     def size_bytes(self) -> int:
-        return self.main.size_bytes + self.dead_letter.size_bytes
+        return sum(queue.size_bytes for queue in self.queues())
 
     def queues(self) -> tuple[MessageQueue, ...]:
-        return (self.main, self.dead_letter)
+        return (self.main, self.dead_letter, self.transfer_dead_letter)
 
     def send_disabled(self) -> bool:
         return self.props.status in (EntityStatus.DISABLED, EntityStatus.SEND_DISABLED)

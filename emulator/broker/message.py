@@ -98,9 +98,9 @@ class StoredMessage:
             application_properties_raw=section(APPLICATION_PROPERTIES, props),
         )
 
-    def set_ttl(self, ttl_ms: int) -> None:
-        """Record the effective time to live in the header (copy-on-write, like the properties)."""
-        self.parsed = with_ttl(self.parsed, ttl_ms)
+    def set_ttl(self, ceiling_ms: int) -> None:
+        """Cap the message's own time to live at ``ceiling_ms`` (copy-on-write, like the properties)."""
+        self.parsed = with_ttl(self.parsed, ceiling_ms)
 
     def copy_for(self, sequence_number: int, enqueued_ms: int) -> StoredMessage:
         """A fresh copy of this message for another entity (forwarding, dead-letter forwarding)."""
@@ -194,11 +194,14 @@ class StoredMessage:
 
 
 def with_ttl(parsed: ParsedMessage, ceiling_ms: int) -> ParsedMessage:
-    """``parsed`` with its time to live capped at ``ceiling_ms`` (a copy when it changes)."""
+    """``parsed`` with its own time to live capped at ``ceiling_ms`` (a copy when it changes).
+
+    Azure (message-expiration.md): a longer TimeToLive is "silently adjusted" to the entity default, so the
+    receiver sees the adjusted value; a message sent without one keeps its header TTL unset (the default
+    governs its expiry only)."""
     ttl = parsed.header_field(HeaderField.TTL)
-    if ttl and int(ttl) <= ceiling_ms:
+    if not ttl or int(ttl) <= ceiling_ms:
         return parsed
     header = list(parsed.header or [])
-    header += [None] * (3 - len(header))
     header[HeaderField.TTL] = ceiling_ms
     return replace(parsed, header=header)

@@ -393,8 +393,9 @@ class Namespace(Routing):
             "activeMessageCount": main["active"],
             "deadLetterMessageCount": len(entity.dead_letter.messages),
             "scheduledMessageCount": main["scheduled"],
+            # Auto-forwarding transfers inside the send, so nothing ever waits in `$Transfer`.
             "transferMessageCount": 0,
-            "transferDeadLetterMessageCount": 0,
+            "transferDeadLetterMessageCount": len(entity.transfer_dead_letter.messages),
         }
 
     # ------------------------------------------------------------------------------------------ lookup
@@ -428,12 +429,12 @@ class Namespace(Routing):
         """Resolve a receive address (queue or subscription, or its dead-letter sub-queue)."""
         trimmed = path.strip("/")
         lowered = trimmed.lower()
-        dead_letter = False
+        sub_queue: str | None = None
         for suffix in (TRANSFER_DEAD_LETTER_SUFFIX, DEAD_LETTER_SUFFIX):
             if lowered.endswith(suffix):
                 trimmed = trimmed[: -len(suffix)]
                 lowered = lowered[: -len(suffix)]
-                dead_letter = True
+                sub_queue = suffix
                 break
         entity: MessageEntity
         if SUBSCRIPTIONS_SEGMENT in lowered:
@@ -445,7 +446,9 @@ class Namespace(Routing):
             if queue is None:
                 raise errors.entity_not_found(trimmed, self.name)
             entity = queue
-        return entity, entity.dead_letter if dead_letter else entity.main
+        if sub_queue == TRANSFER_DEAD_LETTER_SUFFIX:
+            return entity, entity.transfer_dead_letter
+        return entity, entity.dead_letter if sub_queue == DEAD_LETTER_SUFFIX else entity.main
 
 
 def _immutable(before: object, after: object, fields: tuple[str, ...], path: str) -> None:

@@ -116,15 +116,19 @@ class MessageQueue(SessionOperations):
             self._add(msg)
             self._track(msg, now)
 
-    def prepare(self, msg: StoredMessage, now: int) -> None:
-        """Fill in broker fields of a message about to be accepted into this queue."""
+    def prepare(self, msg: StoredMessage, now: int, ttl_ceiling_ms: int | None = None) -> None:
+        """Fill in broker fields of a message about to be accepted into this queue.
+
+        ``ttl_ceiling_ms`` is a further default that governs the message (its topic's, for a subscription)."""
         msg.sequence_number = self.next_sequence()
         msg.enqueued_ms = now
+        ceiling = _earliest(self.default_ttl_ms, ttl_ceiling_ms)
         ttl = msg.ttl_ms
-        if self.default_ttl_ms is not None and (ttl is None or ttl > self.default_ttl_ms):
-            # The entity default is a ceiling, applied silently as in Azure: the message reports it too.
-            ttl = self.default_ttl_ms
-            msg.set_ttl(ttl)
+        if ceiling is not None:
+            # The entity default is the TTL of a message sent without one (its header stays unset, as in
+            # Azure) and a ceiling for one sent with a longer TTL (silently adjusted: the receiver sees it).
+            msg.set_ttl(ceiling)
+            ttl = ceiling if ttl is None else min(ttl, ceiling)
         scheduled = msg.parsed.message_annotations.get(SCHEDULED_ENQUEUE_TIME)
         if scheduled is not None and int(scheduled) > now:
             msg.state = MessageState.SCHEDULED
@@ -398,6 +402,9 @@ class MessageQueue(SessionOperations):
 
     def on_timer(self, now: int) -> None:
         """Activate due scheduled messages and expire messages past their TTL."""
+        due = self.next_due()
+        if due is None or due > now:
+            return  # nothing due: no store transaction (the sweep visits every queue of the namespace)
         changed = False
         with self.namespace.store.transaction():
             while self._scheduled and self._scheduled[0][0] <= now:
@@ -525,3 +532,10 @@ class MessageQueue(SessionOperations):
             else:
                 active += 1
         return {"active": active, "scheduled": scheduled, "deferred": deferred}
+
+
+def _earliest(first: int | None, second: int | None) -> int | None:
+    """The smaller of two optional durations (None is infinite)."""
+    if first is None:
+        return second
+    return first if second is None else min(first, second)

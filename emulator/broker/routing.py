@@ -20,13 +20,27 @@ if TYPE_CHECKING:
 
 Target = QueueEntity | TopicEntity
 
-# Dead-letter reasons. Azure documents the hop limit's and the session one; the others are this
-# emulator's names (their descriptions follow Azure's wording).
+# Dead-letter reasons Azure documents (service-bus-dead-letter-queues.md, "Moving messages to the DLQ").
 HOPS_EXCEEDED = "MaxTransferHopCountExceeded"
+HOPS_EXCEEDED_DESCRIPTION = (
+    "The maximum number of allowed hops when forwarding between queues has been exceeded. "
+    f"This value is set to {MAX_TRANSFER_HOPS}."
+)
 SESSION_ID_NULL = "Session ID is null."
-DESTINATION_MISSING = "TransferDestinationEntityNotFound"
-DESTINATION_REFUSED = "TransferDestinationEntityUnavailable"
+SESSION_ID_NULL_DESCRIPTION = (
+    "Session enabled entity doesn't allow a message whose session identifier is null."
+)
 FILTER_EXCEPTION = "FilterEvaluationException"
+# A transfer refused by its destination: Azure names such broker-raised failures by the exception's type,
+# with its message as the description (as for filter evaluation errors). The .NET exception each AMQP
+# condition maps to (Azure.Messaging.ServiceBus / Microsoft.ServiceBus.Messaging).
+TRANSFER_FAILURE_REASONS = {
+    errors.NOT_FOUND: "MessagingEntityNotFoundException",
+    errors.ENTITY_DISABLED: "MessagingEntityDisabledException",
+    errors.RESOURCE_LIMIT_EXCEEDED: "QuotaExceededException",
+    errors.MESSAGE_SIZE_EXCEEDED: "MessageSizeExceededException",
+    errors.NOT_ALLOWED: "InvalidOperationException",
+}
 
 
 class Routing:
@@ -112,9 +126,8 @@ class Routing:
                 else:
                     self._publish(target, parsed, hops, dead_letter_source)
             return [numbers.get(id(p), 0) for p in messages]
-        stored = self._enqueue(target, fresh, hops, now, dead_letter_source)
-        by_id = {id(m.parsed): m.sequence_number for m in stored}
-        return [by_id.get(id(p), 0) for p in messages]
+        numbers = self._enqueue(target, fresh, hops, now, dead_letter_source)
+        return [numbers.get(id(p), 0) for p in messages]
 
     def _deduplicate(self, target: Target, messages: list[ParsedMessage], now: int) -> list[ParsedMessage]:
         history = target.duplicates
@@ -144,9 +157,10 @@ class Routing:
         self, topic: TopicEntity, parsed: ParsedMessage, hops: int, dead_letter_source: str | None
     ) -> None:
         """Fan one message out to the subscriptions whose rules match it."""
-        ceiling = topic.props.default_message_time_to_live
+        default_ttl = topic.props.default_message_time_to_live
+        ceiling = None if default_ttl is None else int(default_ttl.total_seconds() * 1000)
         if ceiling is not None:
-            parsed = with_ttl(parsed, int(ceiling.total_seconds() * 1000))
+            parsed = with_ttl(parsed, ceiling)
         facts = MessageFacts.of(parsed, parsed.size)
         try:
             matches = topic.index.matches(facts)
@@ -159,7 +173,8 @@ class Routing:
             return
         now = self.now_ms()
         for key, rules in matches.items():
-            self._enqueue(topic.subscriptions[key], copies_for(facts, rules), hops, now, dead_letter_source)
+            copies = copies_for(facts, rules)
+            self._enqueue(topic.subscriptions[key], copies, hops, now, dead_letter_source, ceiling)
 
     def _matches_one_by_one(self, topic: TopicEntity, facts: MessageFacts) -> dict[str, list[Rule]]:
         matches: dict[str, list[Rule]] = {}
@@ -183,29 +198,29 @@ class Routing:
         hops: int,
         now: int,
         dead_letter_source: str | None = None,
-    ) -> list[StoredMessage]:
+        ttl_ceiling_ms: int | None = None,
+    ) -> dict[int, int]:
+        """Store ``messages`` in ``entity`` (or forward them); the sequence number each got, by the
+        identity of its parsed message as passed in (the broker may replace a message's parsed form)."""
         if entity.props.requires_session and isinstance(entity, SubscriptionEntity):
             orphans = [p for p in messages if p.prop(PropertiesField.GROUP_ID) is None]
             if orphans:
-                self._dead_letter_new(
-                    entity,
-                    orphans,
-                    SESSION_ID_NULL,
-                    "The subscription requires sessions; the message has none.",
-                )
+                self._dead_letter_new(entity, orphans, SESSION_ID_NULL, SESSION_ID_NULL_DESCRIPTION)
                 messages = [p for p in messages if p.prop(PropertiesField.GROUP_ID) is not None]
         if entity.props.forward_to:
             self._forward(entity, entity.props.forward_to, messages, hops, dead_letter_source)
-            return []
+            return {}
         stored = []
+        numbers: dict[int, int] = {}
         for parsed in messages:
             msg = StoredMessage(parsed=parsed)
-            entity.main.prepare(msg, now)
+            entity.main.prepare(msg, now, ttl_ceiling_ms)
             msg.dead_letter_source = dead_letter_source
             stored.append(msg)
+            numbers[id(parsed)] = msg.sequence_number
         entity.main.accept(stored)
         entity.main.dispatch()
-        return stored
+        return numbers
 
     def _forward(
         self,
@@ -215,27 +230,23 @@ class Routing:
         hops: int,
         dead_letter_source: str | None,
     ) -> None:
-        """Auto-forward to ``target_name``; failures dead-letter in the source, as Azure does."""
+        """Auto-forward to ``target_name``; failures dead-letter in the source's dead-letter queue, as Azure
+        does (service-bus-dead-letter-queues.md, "Dead-lettering in auto forward scenarios": more than four
+        hops, a disabled or deleted destination, a full one). The transfer dead-letter queue is for send-via
+        (transactional) transfers, which the emulator does not offer, so it stays empty."""
         if not messages:
             return
         if hops >= MAX_TRANSFER_HOPS:
-            self._dead_letter_new(
-                source,
-                messages,
-                HOPS_EXCEEDED,
-                f"The message exceeded the maximum of {MAX_TRANSFER_HOPS} hops.",
-            )
+            self._dead_letter_new(source, messages, HOPS_EXCEEDED, HOPS_EXCEEDED_DESCRIPTION)
             return
         target = self.send_target(target_name)
-        if target is None:
-            self._dead_letter_new(
-                source, messages, DESTINATION_MISSING, "The transfer destination entity does not exist."
-            )
-            return
         try:
+            if target is None:
+                raise errors.entity_not_found(target_name, self.name)
             self.check_send(target, messages)
         except BrokerError as exc:
-            self._dead_letter_new(source, messages, DESTINATION_REFUSED, exc.description)
+            reason = TRANSFER_FAILURE_REASONS.get(exc.condition, exc.condition)
+            self._dead_letter_new(source, messages, reason, exc.description)
             return
         self._deliver(target, messages, hops + 1, dead_letter_source)
 

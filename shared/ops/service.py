@@ -127,7 +127,9 @@ class OpsService:
         return ApiResponse(200, body)
 
     def _groups(self) -> tuple[list[FailureGroup], dict[str, str], int]:
-        plans = [p for p in self._plans() if p.dead_letter_count != 0]
+        # The transfer dead-letter queues (failed send-via transfers) are left to the timer: their counts
+        # show in the entities view, their messages are not grouped here.
+        plans = [p for p in self._plans() if p.dead_letter_count != 0 and not p.transfer]
         failures, errors = peek_failures(self._service_bus(), plans)
         return group_failures(failures, self.settings.policy), errors, len(failures)
 

@@ -62,9 +62,11 @@ class Target:
 @dataclass(frozen=True, slots=True)
 class EntityPlan:
     """One dead-letter queue to work on: its entity, its private target (or why it has none) and how many
-    messages the management plane counted in it (``None``: unknown)."""
+    messages the management plane counted in it (``None``: unknown). ``transfer`` plans read the entity's
+    transfer dead-letter queue (``$Transfer/$DeadLetterQueue``: failed send-via transfers) instead."""
 
     source: EntityRef
     target: Target | None
     no_target_reason: str | None = None
     dead_letter_count: int | None = None
+    transfer: bool = False

@@ -51,14 +51,17 @@ DEFAULT_REASONS: Mapping[str, Action] = MappingProxyType(
         "TTLExpiredException": Action.REDRIVE,
         "MessageLockLost": Action.REDRIVE,
         "SessionLockLost": Action.REDRIVE,
-        "TransferDestinationEntityUnavailable": Action.REDRIVE,
+        # auto-forward failures, named by the exception the destination raised: full or disabled for now
+        "QuotaExceededException": Action.REDRIVE,
+        "MessagingEntityDisabledException": Action.REDRIVE,
         # permanent: re-sending cannot help
         "MaxTransferHopCountExceeded": Action.ARCHIVE,
         "NoMatchingSubscription": Action.ARCHIVE,
         "HeaderSizeExceeded": Action.ARCHIVE,
         "Session ID is null.": Action.ARCHIVE,
         "FilterEvaluationException": Action.ARCHIVE,
-        "TransferDestinationEntityNotFound": Action.ARCHIVE,
+        "MessagingEntityNotFoundException": Action.ARCHIVE,  # the forwarding destination is gone
+        "MessageSizeExceededException": Action.ARCHIVE,  # too large for the destination
         "SchemaValidationFailed": Action.ARCHIVE,
         "ValidationFailed": Action.ARCHIVE,
         "DeserializationFailed": Action.ARCHIVE,

@@ -164,8 +164,8 @@ class Redriver:
         limiter = RateLimiter(self.limits.rate_per_second)
         for plan in plans:
             wanted = None if selection is None else selection.get(plan.source.path.lower())
-            if selection is not None and not wanted:
-                continue
+            if selection is not None and (not wanted or plan.transfer):
+                continue  # an operator's selection names dead-letter queue messages only
             if budget.exhausted():
                 break
             try:
@@ -206,13 +206,14 @@ class Redriver:
 
     def _dead_letter_receiver(self, plan: EntityPlan) -> Any:
         source = plan.source
+        sub_queue = (
+            ServiceBusSubQueue.TRANSFER_DEAD_LETTER if plan.transfer else ServiceBusSubQueue.DEAD_LETTER
+        )
         if source.kind == "queue":
-            return self.client.get_queue_receiver(
-                source.name, sub_queue=ServiceBusSubQueue.DEAD_LETTER, prefetch_count=0
-            )
+            return self.client.get_queue_receiver(source.name, sub_queue=sub_queue, prefetch_count=0)
         assert source.topic is not None
         return self.client.get_subscription_receiver(
-            source.topic, source.name, sub_queue=ServiceBusSubQueue.DEAD_LETTER, prefetch_count=0
+            source.topic, source.name, sub_queue=sub_queue, prefetch_count=0
         )
 
     def _handle_batch(

@@ -1,5 +1,6 @@
 """Discover the dead-letter queues to re-drive and where each one's messages go, through the management
-plane (``azure-mgmt-servicebus``).
+plane (``azure-mgmt-servicebus``). An entity's transfer dead-letter queue is re-driven like its dead-letter
+queue, to the same target, when the management plane counts messages in it.
 
 * A queue's dead-lettered messages go back to the queue itself.
 * A subscription's go to the queue it forwards to (in NServiceBus topology, the subscriber's endpoint
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any
 
@@ -44,24 +45,44 @@ def target_of_queue(queue: Any) -> Target:
     )
 
 
-def dead_letter_count(entity: Any) -> int | None:
-    """The dead-letter message count ARM reports for a queue or subscription (``None``: not reported)."""
+def _count(entity: Any, attribute: str, key: str) -> int | None:
     details = getattr(entity, "count_details", None)
     if details is None:
         return None
-    value = getattr(details, "dead_letter_message_count", None)
+    value = getattr(details, attribute, None)
     if value is None and isinstance(details, dict):
-        value = details.get("deadLetterMessageCount", details.get("dead_letter_message_count"))
+        value = details.get(key, details.get(attribute))
     return int(value) if isinstance(value, int) else None
+
+
+def dead_letter_count(entity: Any) -> int | None:
+    """The dead-letter message count ARM reports for a queue or subscription (``None``: not reported)."""
+    return _count(entity, "dead_letter_message_count", "deadLetterMessageCount")
+
+
+def transfer_dead_letter_count(entity: Any) -> int | None:
+    """The transfer dead-letter message count ARM reports (``None``: not reported)."""
+    return _count(entity, "transfer_dead_letter_message_count", "transferDeadLetterMessageCount")
+
+
+def _with_transfer(plan: EntityPlan, entity: Any) -> list[EntityPlan]:
+    """``plan``, and a plan for the entity's transfer dead-letter queue when ARM counts messages there
+    (only then: opening a receiver on every entity's empty sub-queue would double a run's cost)."""
+    count = transfer_dead_letter_count(entity)
+    if not count:
+        return [plan]
+    return [plan, replace(plan, dead_letter_count=count, transfer=True)]
 
 
 def plan_entities(queues: Sequence[Any], subscriptions: Sequence[tuple[str, Any]]) -> list[EntityPlan]:
     """Plans for every queue and ``(topic, subscription)``, from ARM models. Pure."""
     targets = {q.name.lower(): target_of_queue(q) for q in queues}
-    plans = [
-        EntityPlan(EntityRef.queue(q.name), targets[q.name.lower()], None, dead_letter_count(q))
-        for q in queues
-    ]
+    plans = []
+    for queue in queues:
+        plan = EntityPlan(
+            EntityRef.queue(queue.name), targets[queue.name.lower()], None, dead_letter_count(queue)
+        )
+        plans += _with_transfer(plan, queue)
     for topic, subscription in subscriptions:
         source = EntityRef.subscription(topic, subscription.name)
         forward_to = subscription.forward_to
@@ -71,7 +92,9 @@ def plan_entities(queues: Sequence[Any], subscriptions: Sequence[tuple[str, Any]
             reason = (
                 f"forwards to {forward_to}, which is not a queue" if forward_to else "no forward-to queue"
             )
-        plans.append(EntityPlan(source, target, reason, dead_letter_count(subscription)))
+        plans += _with_transfer(
+            EntityPlan(source, target, reason, dead_letter_count(subscription)), subscription
+        )
     return plans
 
 

@@ -52,6 +52,23 @@ def test_the_default_policy_redrives_transient_reasons_and_archives_permanent_an
     assert classify(parse_policy(None), reason).action is action
 
 
+@pytest.mark.parametrize(
+    ("reason", "action"),
+    [
+        ("QuotaExceededException", Action.REDRIVE),  # the forwarding destination was full
+        ("MessagingEntityDisabledException", Action.REDRIVE),  # ... or disabled
+        ("MessagingEntityNotFoundException", Action.ARCHIVE),  # ... or deleted
+        ("MessageSizeExceededException", Action.ARCHIVE),  # too large for it
+    ],
+)
+def test_the_default_policy_knows_the_reasons_azure_gives_failed_auto_forward_transfers(
+    reason: str, action: Action
+) -> None:
+    found = classify(parse_policy(None), reason)
+
+    assert (found.action, found.rule) == (action, f"reason {reason}")
+
+
 def test_a_failure_header_exception_type_decides_before_the_reason() -> None:
     policy = parse_policy('{"permanent_exceptions": ["OrderInvalidException"]}')
 
