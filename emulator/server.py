@@ -26,6 +26,13 @@ log = logging.getLogger("emulator")
 MAX_CONNECTIONS = 5000
 # Largest delivery accepted on the wire (Premium's 100 MB message limit plus framing).
 MAX_DELIVERY_BYTES = 101 * 1024 * 1024
+# Unfinished multi-frame deliveries one connection may hold across all its links: one largest delivery
+# plus headroom. Azure does not document one; without it 4 links x 95 MiB grew the process to 410 MB.
+MAX_CONNECTION_BUFFER_BYTES = 128 * 1024 * 1024
+# A connection must finish the protocol header, SASL and open within this time or it is closed.
+# Azure does not document its figure; 30 s is far above what a real client needs (a few round trips),
+# and idle sockets that never speak no longer hold slots of the connection quota forever.
+HANDSHAKE_TIMEOUT_SECONDS = 30.0
 
 
 @dataclass(slots=True)
@@ -62,6 +69,8 @@ class AmqpServer:
         self.nodes = Nodes(self)
         self.max_connections = max_connections
         self.max_delivery_bytes = MAX_DELIVERY_BYTES
+        self.max_connection_buffer_bytes = MAX_CONNECTION_BUFFER_BYTES
+        self.handshake_timeout = HANDSHAKE_TIMEOUT_SECONDS
         self.connections: set[Connection] = set()
 
     def admit(self, connection: Connection) -> bool:
