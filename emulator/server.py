@@ -19,6 +19,7 @@ from emulator.auth import DEFAULT_KEY, DEFAULT_KEY_NAME, SasAuthority
 from emulator.broker.namespace import Namespace
 from emulator.broker.store import Store
 from emulator.config import EmulatorConfig, default_config
+from emulator.forwarding_graph import ForwardingSource, cycle_warnings, dangling_forwards
 
 log = logging.getLogger("emulator")
 
@@ -130,6 +131,9 @@ class Emulator:
                         topic.name, subscription.name, subscription.properties, list(subscription.rules)
                     )
             self.namespace.restore_runtime_entities()
+        self.startup_warnings = topology_warnings(self.namespace)
+        for warning in self.startup_warnings:
+            log.warning("%s", warning)
 
     @property
     def connection_string(self) -> str:
@@ -161,6 +165,30 @@ class Emulator:
             await server.wait_closed()
         self._servers = []
         self.store.close()
+
+
+def topology_warnings(namespace: Namespace) -> list[str]:
+    """Forwarding destinations that do not exist and forwarding cycles, in the loaded namespace."""
+    sources: list[ForwardingSource] = []
+    labels: dict[str, str] = {}
+    edges: dict[str, list[str]] = {}
+    for entity in namespace.message_entities():
+        kind = "Queue" if entity.kind == "queue" else "Subscription"
+        props = entity.props
+        sources.append(
+            ForwardingSource(kind, entity.path, props.forward_to, props.forward_dead_lettered_messages_to)
+        )
+        key = entity.path.lower()
+        labels[key] = f"{kind.lower()} '{entity.path}'"
+        target = namespace.send_target(props.forward_to) if props.forward_to else None
+        if target is not None:
+            edges[key] = [target.path.lower()]
+    for topic in namespace.topics.values():
+        labels[topic.path.lower()] = f"topic '{topic.path}'"
+        edges[topic.path.lower()] = [sub.path.lower() for sub in topic.subscriptions.values()]
+    warnings = dangling_forwards(sources, lambda path: namespace.send_target(path) is not None)
+    warnings.extend(cycle_warnings(edges, lambda key: labels.get(key, key)))
+    return warnings
 
 
 class EmulatorThread:

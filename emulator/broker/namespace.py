@@ -41,6 +41,7 @@ class Namespace(Routing):
         self._clock = clock
         self.queues: dict[str, QueueEntity] = {}
         self.topics: dict[str, TopicEntity] = {}
+        self._restoring = False  # restoring runtime entities at start: forwarding targets are not checked
         self._loop: asyncio.AbstractEventLoop | None = None
         self._wake_handle: asyncio.TimerHandle | None = None
         self._wake_ms: int | None = None
@@ -120,8 +121,10 @@ class Namespace(Routing):
     def _check_forward_targets(
         self, props: QueueProperties | SubscriptionProperties, source: str, origin: str
     ) -> None:
-        if origin == "config":
-            return  # the config loader has checked targets across the whole file, whatever the order
+        if origin == "config" or self._restoring:
+            # The config loader has checked targets across the whole file, whatever the order; entities
+            # restored at start keep a destination the config no longer defines (the start-up warns).
+            return
         for target in (props.forward_to, props.forward_dead_lettered_messages_to):
             if target and self.send_target(target) is None:
                 raise BrokerError(
@@ -319,6 +322,13 @@ class Namespace(Routing):
         runtime = [row for row in rows if row[2] != "config"]
         order = {"queue": 0, "topic": 0, "subscription": 1, "rule": 2}
         pending = sorted(runtime, key=lambda row: order.get(row[1], 3))
+        self._restoring = True
+        try:
+            self._restore_all(pending)
+        finally:
+            self._restoring = False
+
+    def _restore_all(self, pending: list[tuple[str, str, str, str]]) -> None:
         # Queues may forward to each other in any order: retry until no progress.
         while pending:
             remaining = []
