@@ -9,6 +9,7 @@ config and over ARM alike, and warns about them at start-up.
 
 from __future__ import annotations
 
+import http.client
 import json
 import logging
 from collections.abc import Callable, Iterator
@@ -185,3 +186,30 @@ def test_a_restart_that_drops_a_forwarding_destination_warns_naming_the_sources_
     )
     assert [(m.message_id, m.dead_letter_reason is not None) for m in from_subscription] == [("o1", True)]
     assert [(m.message_id, m.dead_letter_reason is not None) for m in from_queue] == [("r1", True)]
+
+
+# ------------------------------------------------------------------------------------ the same on ARM
+
+
+def test_a_deeply_nested_arm_request_body_is_a_400_not_a_server_error(
+    make_emulator: Callable[..., EmulatorHandle],
+) -> None:
+    handle = make_emulator(management_token=TOKEN)
+    body = b'{"properties": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    connection = http.client.HTTPConnection("127.0.0.1", handle.management_port, timeout=30)
+    try:
+        connection.request(
+            "PUT",
+            "/subscriptions/x/resourceGroups/y/providers/Microsoft.ServiceBus/namespaces/sbemulatorns"
+            "/queues/deep-queue?api-version=2021-11-01",
+            body=body,
+            headers={"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"},
+        )
+        response = connection.getresponse()
+        status, error = response.status, json.loads(response.read())["error"]
+    finally:
+        connection.close()
+
+    assert status == 400
+    assert "nested too deeply" in error["message"]
+    assert handle.call(lambda: "deep-queue" in handle.emulator.namespace.queues) is False
