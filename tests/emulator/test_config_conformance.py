@@ -213,3 +213,16 @@ def test_a_deeply_nested_arm_request_body_is_a_400_not_a_server_error(
     assert status == 400
     assert "nested too deeply" in error["message"]
     assert handle.call(lambda: "deep-queue" in handle.emulator.namespace.queues) is False
+
+
+def test_cycle_detection_handles_a_namespace_sized_chain_without_recursion() -> None:
+    """10,000 entities forwarding in one ring plus a tail into it: one cycle, found iteratively."""
+    from emulator.forwarding_graph import forwarding_cycles
+
+    ring = [f"q{i:05d}" for i in range(10_000)]
+    edges = {name: [ring[(i + 1) % len(ring)]] for i, name in enumerate(ring)}
+    edges["tail"] = [ring[0]]
+
+    cycles = forwarding_cycles(edges)
+
+    assert cycles == [ring]
