@@ -1423,6 +1423,40 @@ class _Reader:
         )
 
 
+def _too_deep(text: str) -> str:
+    """The message for JSON nested beyond what the parser can follow, with where it gets too deep."""
+    depth = 0
+    line, column = 1, 0
+    in_string = escaped = False
+    for char in text:
+        column += 1
+        if char == "\n":
+            line, column = line + 1, 0
+        elif in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            if depth > _MAX_JSON_DEPTH:
+                break
+        elif char in "]}":
+            depth -= 1
+    return (
+        f"invalid JSON at line {line}, column {column}: arrays and objects are nested more than "
+        f"{_MAX_JSON_DEPTH} levels deep (a Config.json needs at most 12)"
+    )
+
+
+# Where the message above points; Python's JSON parser itself gives up at about the recursion limit.
+_MAX_JSON_DEPTH = 100
+
+
 def parse_config(text: str, source: str = "<config>") -> EmulatorConfig:
     """Parse ``Config.json`` text; raise :class:`ConfigError` listing every problem found."""
     if text.startswith("\ufeff"):
@@ -1437,8 +1471,13 @@ def parse_config(text: str, source: str = "<config>") -> EmulatorConfig:
         raise ConfigError(
             [f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"], source
         ) from None
+    except RecursionError:
+        raise ConfigError([_too_deep(stripped)], source) from None
     reader = _Reader()
-    config = reader.read(document)
+    try:
+        config = reader.read(document)
+    except RecursionError:  # a value nested hundreds deep where the reader describes it
+        raise ConfigError([_too_deep(stripped)], source) from None
     problems = reader.problems
     if config is not None:
         problems.extend(_cross_entity_problems(config.namespace))

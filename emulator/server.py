@@ -19,6 +19,7 @@ from emulator.auth import DEFAULT_KEY, DEFAULT_KEY_NAME, SasAuthority
 from emulator.broker.namespace import Namespace
 from emulator.broker.store import Store
 from emulator.config import EmulatorConfig, default_config
+from emulator.forwarding_graph import ForwardingSource, cycle_warnings, dangling_forwards
 
 log = logging.getLogger("emulator")
 
@@ -26,6 +27,13 @@ log = logging.getLogger("emulator")
 MAX_CONNECTIONS = 5000
 # Largest delivery accepted on the wire (Premium's 100 MB message limit plus framing).
 MAX_DELIVERY_BYTES = 101 * 1024 * 1024
+# Unfinished multi-frame deliveries one connection may hold across all its links: one largest delivery
+# plus headroom. Azure does not document one; without it 4 links x 95 MiB grew the process to 410 MB.
+MAX_CONNECTION_BUFFER_BYTES = 128 * 1024 * 1024
+# A connection must finish the protocol header, SASL and open within this time or it is closed.
+# Azure does not document its figure; 30 s is far above what a real client needs (a few round trips),
+# and idle sockets that never speak no longer hold slots of the connection quota forever.
+HANDSHAKE_TIMEOUT_SECONDS = 30.0
 
 
 @dataclass(slots=True)
@@ -62,6 +70,8 @@ class AmqpServer:
         self.nodes = Nodes(self)
         self.max_connections = max_connections
         self.max_delivery_bytes = MAX_DELIVERY_BYTES
+        self.max_connection_buffer_bytes = MAX_CONNECTION_BUFFER_BYTES
+        self.handshake_timeout = HANDSHAKE_TIMEOUT_SECONDS
         self.connections: set[Connection] = set()
 
     def admit(self, connection: Connection) -> bool:
@@ -122,6 +132,9 @@ class Emulator:
                         topic.name, subscription.name, subscription.properties, list(subscription.rules)
                     )
             self.namespace.restore_runtime_entities()
+        self.startup_warnings = topology_warnings(self.namespace)
+        for warning in self.startup_warnings:
+            log.warning("%s", warning)
 
     @property
     def connection_string(self) -> str:
@@ -167,6 +180,30 @@ class Emulator:
             await server.wait_closed()
         self._servers = []
         self.store.close()
+
+
+def topology_warnings(namespace: Namespace) -> list[str]:
+    """Forwarding destinations that do not exist and forwarding cycles, in the loaded namespace."""
+    sources: list[ForwardingSource] = []
+    labels: dict[str, str] = {}
+    edges: dict[str, list[str]] = {}
+    for entity in namespace.message_entities():
+        kind = "Queue" if entity.kind == "queue" else "Subscription"
+        props = entity.props
+        sources.append(
+            ForwardingSource(kind, entity.path, props.forward_to, props.forward_dead_lettered_messages_to)
+        )
+        key = entity.path.lower()
+        labels[key] = f"{kind.lower()} '{entity.path}'"
+        target = namespace.send_target(props.forward_to) if props.forward_to else None
+        if target is not None:
+            edges[key] = [target.path.lower()]
+    for topic in namespace.topics.values():
+        labels[topic.path.lower()] = f"topic '{topic.path}'"
+        edges[topic.path.lower()] = [sub.path.lower() for sub in topic.subscriptions.values()]
+    warnings = dangling_forwards(sources, lambda path: namespace.send_target(path) is not None)
+    warnings.extend(cycle_warnings(edges, lambda key: labels.get(key, key)))
+    return warnings
 
 
 class EmulatorThread:

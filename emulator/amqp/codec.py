@@ -153,6 +153,12 @@ def _compound(wide: bool, kind: str) -> Decoder:
         end = start + size
         if end > len(buf):
             raise DecodeError(f"truncated {kind} at offset {start}: declares {size} bytes")
+        # Every item takes at least one byte: a count the bytes cannot hold is refused before any work,
+        # so a tiny frame cannot make the broker loop or allocate for billions of items.
+        if count > end - pos:
+            raise DecodeError(
+                f"{kind} at offset {start} declares {count} items but holds only {max(end - pos, 0)} bytes"
+            )
         items: list[Any] = []
         for _ in range(count):
             if pos >= end:
@@ -204,6 +210,13 @@ def _array(wide: bool) -> Decoder:
         element = _DECODERS.get(code)
         if element is None:
             raise DecodeError(f"unknown array element constructor 0x{code:02x} at offset {pos - 1}")
+        # Bound the count by the bytes present (zero-width elements such as null by the array's size)
+        # before building anything.
+        width = max(_FIXED_WIDTH.get(code, 1), 1)
+        if count * width > max(end - pos, 0) and (code not in _ZERO_WIDTH or count > size):
+            raise DecodeError(
+                f"array at offset {start} declares {count} elements but holds only {max(end - pos, 0)} bytes"
+            )
         items = []
         for _ in range(count):
             value, pos = element(buf, pos)
@@ -288,6 +301,9 @@ _FIXED_WIDTH = {
     0x80: 8, 0x81: 8, 0x82: 8, 0x83: 8, 0x84: 8,
     0x94: 16, 0x98: 16,
 }  # fmt: skip
+
+
+_ZERO_WIDTH = frozenset(code for code, width in _FIXED_WIDTH.items() if width == 0)
 
 
 def skip_value(buf: bytes | memoryview, pos: int) -> int:

@@ -49,6 +49,8 @@ log = logging.getLogger("emulator.amqp")
 MAX_FRAME_SIZE = 1024 * 1024
 CHANNEL_MAX = 65535
 _TRANSFER_OVERHEAD = 64
+# How long a refused peer gets to answer our close before its socket is dropped anyway.
+_CLOSE_GRACE_SECONDS = 5.0
 
 
 class Connection(asyncio.Protocol):
@@ -67,6 +69,10 @@ class Connection(asyncio.Protocol):
         self.grants: list[Grant] = []
         self.closed = False
         self.peer = "?"
+        # Over the namespace's connection quota: negotiate as usual, then answer the client's open with
+        # open + close(resource-limit-exceeded) so the SDK reports the quota, not a protocol mismatch.
+        self._refused = False
+        self._handshake_timer: asyncio.TimerHandle | None = None
 
     # ------------------------------------------------------------------------------------------ transport
 
@@ -75,18 +81,40 @@ class Connection(asyncio.Protocol):
         self.transport = transport
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
-        if not self.server.admit(self):
-            # Over the namespace's connection quota: answer the protocol header, then refuse.
-            self._state = "refused"
+        self._refused = not self.server.admit(self)
+        self._handshake_timer = asyncio.get_running_loop().call_later(
+            self.server.handshake_timeout, self._handshake_expired
+        )
 
     def connection_lost(self, exc: Exception | None) -> None:
         # Still-open sessions here mean the client vanished without closing (crash, network loss).
+        self._cancel_handshake_timer()
         self._teardown(graceful=False)
         self.server.forget(self)
+
+    def _handshake_expired(self) -> None:
+        """A peer that has not finished header, SASL and open in time holds a slot for nothing."""
+        self._handshake_timer = None
+        if self.closed or self._state == "opened":
+            return
+        self.close_with_error(
+            "amqp:connection:forced",
+            f"The connection did not complete the AMQP handshake (protocol header, SASL, open) within "
+            f"{self.server.handshake_timeout:g} seconds.",
+        )
+
+    def _cancel_handshake_timer(self) -> None:
+        if self._handshake_timer is not None:
+            self._handshake_timer.cancel()
+            self._handshake_timer = None
 
     def write(self, data: bytes) -> None:
         if self.transport is not None and not self.closed:
             self.transport.write(data)
+
+    def buffered_transfer_bytes(self) -> int:
+        """Bytes of unfinished multi-frame deliveries held for this connection, across its sessions."""
+        return sum(session.buffered_transfer_bytes() for session in self.sessions.values())
 
     def max_payload(self, tag_length: int) -> int:
         """Largest transfer payload that fits in one frame for the client."""
@@ -111,7 +139,7 @@ class Connection(asyncio.Protocol):
         pos = 0
         try:
             while not self.closed:
-                if self._state in ("header", "refused"):
+                if self._state == "header":
                     if len(buf) - pos < 8:
                         break
                     header = bytes(buf[pos : pos + 8])
@@ -139,7 +167,7 @@ class Connection(asyncio.Protocol):
                     continue  # empty frame: heartbeat
                 if frame_type == FRAME_TYPE_SASL:
                     self._on_sasl_frame(body)
-                elif frame_type == FRAME_TYPE_AMQP and self._state in ("open", "opened"):
+                elif frame_type == FRAME_TYPE_AMQP and self._state in ("open", "opened", "closing"):
                     self._on_frame(channel, body)
                 else:
                     raise FrameError("amqp:connection:framing-error", f"unexpected frame type {frame_type}")
@@ -147,23 +175,6 @@ class Connection(asyncio.Protocol):
             del buf[:pos]
 
     def _on_protocol_header(self, header: bytes) -> None:
-        if self._state == "refused":
-            self.write(AMQP_HEADER)
-            self.write(
-                frame(0, OPEN, ["busbar-emulator"])
-                + frame(
-                    0,
-                    CLOSE,
-                    [
-                        error(
-                            errors.RESOURCE_LIMIT_EXCEEDED,
-                            "The namespace's connection quota has been exceeded.",
-                        )
-                    ],
-                )
-            )
-            self._shutdown()
-            return
         if header == SASL_HEADER and not self._sasl_done:
             self.write(SASL_HEADER)
             self.write(sasl_frame(SASL_MECHANISMS, [Array(0xA3, (Symbol("ANONYMOUS"), Symbol("MSSBCBS")))]))
@@ -190,6 +201,10 @@ class Connection(asyncio.Protocol):
 
     def _on_frame(self, channel: int, body: memoryview) -> None:
         code, fields, payload_at = decode_performative(body)
+        if self._state == "closing":
+            if code == CLOSE:  # the peer has read our close: now the socket can go
+                self._shutdown()
+            return
         if code == OPEN:
             self._on_open(fields)
             return
@@ -227,6 +242,30 @@ class Connection(asyncio.Protocol):
     def _on_open(self, fields: list[Any]) -> None:
         if self._state == "opened":
             raise FrameError("amqp:illegal-state", "connection already open")
+        self._cancel_handshake_timer()
+        if self._refused:
+            # Azure refuses connections over the quota with QuotaExceeded (amqp:resource-limit-exceeded).
+            self.write(frame(0, OPEN, ["busbar-emulator"]))
+            self.write(
+                frame(
+                    0,
+                    CLOSE,
+                    [
+                        error(
+                            errors.RESOURCE_LIMIT_EXCEEDED,
+                            f"Cannot open a new connection: the namespace has reached its quota of "
+                            f"{self.server.max_connections} concurrent connections.",
+                        )
+                    ],
+                )
+            )
+            # Wait for the peer's close before dropping the socket: the SDK answers our close with its
+            # own and, finding the socket gone, would report a broken pipe instead of the quota.
+            self._state = "closing"
+            self._handshake_timer = asyncio.get_running_loop().call_later(
+                min(self.server.handshake_timeout, _CLOSE_GRACE_SECONDS), self._shutdown
+            )
+            return
         self.container_id = str(field(fields, OpenField.CONTAINER_ID, ""))
         max_frame = int(field(fields, OpenField.MAX_FRAME_SIZE, 0xFFFFFFFF))
         if max_frame < MIN_MAX_FRAME_SIZE:
@@ -294,6 +333,7 @@ class Connection(asyncio.Protocol):
         self._shutdown()
 
     def _shutdown(self) -> None:
+        self._cancel_handshake_timer()
         self._teardown()
         self.closed = True
         if self.transport is not None:

@@ -97,6 +97,9 @@ def decode_performative(body: bytes | memoryview) -> tuple[int, list[Any], int]:
         value, end = decode_value(body, 0)
     except DecodeError as exc:
         raise FrameError("amqp:decode-error", f"malformed performative: {exc}") from exc
+    except RecursionError:
+        # Lists inside lists, thousands deep: no performative nests like that.
+        raise FrameError("amqp:decode-error", "malformed performative: values nested too deeply") from None
     if not isinstance(value, Described) or not isinstance(value.value, list):
         raise FrameError("amqp:decode-error", "frame body is not a described list")
     code = value.descriptor

@@ -49,6 +49,8 @@ TIMEOUT_PROPERTY = Symbol("com.microsoft:timeout")
 DEFAULT_SESSION_WAIT_MS = 60_000
 # .NET ticks (100 ns) at the Unix epoch: the SDK reads com.microsoft:locked-until-utc in ticks.
 DOTNET_EPOCH_TICKS = 621_355_968_000_000_000
+_SERIAL_MASK = 0xFFFFFFFF
+_SERIAL_WINDOW = 0x80000000
 
 
 def entity_path(address: str | None) -> str:
@@ -83,6 +85,8 @@ class Session:
         self.links: dict[int, IncomingLink | OutgoingLink] = {}
         # delivery-id → (queue, lock token) for peek-lock deliveries the client has not settled.
         self.unsettled: dict[int, tuple[MessageQueue, uuid.UUID]] = {}
+        # handle → (error condition, limit) for deliveries being read and thrown away, refused when done.
+        self._discard_reasons: dict[int, tuple[str, int]] = {}
         self.closed = False
 
     @property
@@ -402,28 +406,54 @@ class Session:
             link.discarded += len(payload)
         else:
             link.partial += payload
-        limit = self.connection.server.max_delivery_bytes
-        if link.discarded is None and len(link.partial) > limit:
-            # Too large to accept: stop buffering, read the rest of the delivery, then refuse just it.
-            link.discarded = len(link.partial)
-            link.partial = bytearray()
+        server = self.connection.server
+        limit = server.max_delivery_bytes
+        if link.discarded is None:
+            if len(link.partial) > limit:
+                # Too large to accept: stop buffering, read the rest of the delivery, then refuse just it.
+                self._discard(link, errors.MESSAGE_SIZE_EXCEEDED, limit)
+            elif self.connection.buffered_transfer_bytes() > server.max_connection_buffer_bytes:
+                # Several links each reassembling a large delivery: the one that crosses the connection's
+                # budget is refused, so one connection cannot hold hundreds of megabytes of fragments.
+                self._discard(link, errors.RESOURCE_LIMIT_EXCEEDED, server.max_connection_buffer_bytes)
         if more:
             return
         assert link.partial_id is not None
         if link.discarded is not None:
             size, link.discarded, link.partial = link.discarded, None, None
+            condition, ceiling = self._discard_reasons.pop(link.handle)
             link.received()
-            description = f"The received message (size: {size} bytes) exceeds the limit ({limit} bytes)."
+            if condition == errors.MESSAGE_SIZE_EXCEEDED:
+                description = (
+                    f"The received message (size: {size} bytes) exceeds the limit ({ceiling} bytes)."
+                )
+            else:
+                description = (
+                    f"The connection buffers more than {ceiling} bytes of unfinished deliveries; "
+                    f"this delivery ({size} bytes) was refused."
+                )
             self._settle_incoming(
-                link.partial_id,
-                link.partial_settled,
-                outcome(REJECTED, [error(errors.MESSAGE_SIZE_EXCEEDED, description)]),
+                link.partial_id, link.partial_settled, outcome(REJECTED, [error(condition, description)])
             )
             return
         if not more:
             data, link.partial = link.partial, None
             assert link.partial_id is not None
             self._delivery(link, link.partial_id, link.partial_format, link.partial_settled, memoryview(data))
+
+    def _discard(self, link: IncomingLink, condition: str, ceiling: int) -> None:
+        assert link.partial is not None
+        link.discarded = len(link.partial)
+        link.partial = bytearray()
+        self._discard_reasons[link.handle] = (condition, ceiling)
+
+    def buffered_transfer_bytes(self) -> int:
+        """Bytes of multi-frame deliveries this session is still reassembling."""
+        return sum(
+            len(link.partial)
+            for link in self.links.values()
+            if isinstance(link, IncomingLink) and link.partial is not None
+        )
 
     def _delivery(
         self, link: IncomingLink, delivery_id: int, fmt: int, settled: bool, payload: memoryview
@@ -463,7 +493,10 @@ class Session:
         last = int(field(fields, DispositionField.LAST, first))
         state = field(fields, DispositionField.STATE)
         client_settled = bool(field(fields, DispositionField.SETTLED, False))
-        for delivery_id in range(first, last + 1):
+        delivery_ids = self._settled_range(first, last)
+        if delivery_ids is None:
+            return
+        for delivery_id in delivery_ids:
             entry = self.unsettled.pop(delivery_id, None)
             if entry is None:
                 continue
@@ -473,6 +506,33 @@ class Session:
                 self.connection.write(
                     frame(self.channel, DISPOSITION, [False, UInt(delivery_id), None, True, reply])
                 )
+
+    def _settled_range(self, first: int, last: int) -> list[int] | None:
+        """The unsettled delivery-ids a disposition names, without walking the whole range.
+
+        Delivery-ids are RFC 1982 serial numbers, so ``first..last`` may wrap. A range reaching past the
+        ids this session has sent is a protocol error and closes the connection (returns None): walking
+        ``0..0xFFFFFFFF`` id by id would stall the only event loop for minutes."""
+        span = (last - first) & _SERIAL_MASK
+        newest = (self.next_outgoing_id - 1) & _SERIAL_MASK
+        # Serial-number comparison (window 2**31): both ends must be at or before the newest id sent.
+        if (
+            span >= _SERIAL_WINDOW
+            or (newest - last) & _SERIAL_MASK >= _SERIAL_WINDOW
+            or (newest - first) & _SERIAL_MASK >= _SERIAL_WINDOW
+        ):
+            self.connection.close_with_error(
+                "amqp:invalid-field",
+                f"disposition first={first} last={last} names delivery-ids this session never sent "
+                f"(next delivery-id {self.next_outgoing_id})",
+            )
+            return None
+        if span < len(self.unsettled):
+            return [(first + offset) & _SERIAL_MASK for offset in range(span + 1)]
+        return sorted(
+            (i for i in self.unsettled if (i - first) & _SERIAL_MASK <= span),
+            key=lambda i: (i - first) & _SERIAL_MASK,
+        )
 
     def _apply_outcome(self, queue: MessageQueue, token: uuid.UUID, state: Any) -> Described | None:
         code = state.descriptor if isinstance(state, Described) else None

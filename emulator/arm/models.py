@@ -62,6 +62,10 @@ def parse_document(body: bytes) -> dict[str, Any]:
         document = json.loads(body)
     except (ValueError, UnicodeDecodeError) as exc:
         raise invalid_content(f"the body is not valid JSON ({exc}).") from None
+    except RecursionError:  # arrays or objects nested thousands deep: a bad request, not a server error
+        raise invalid_content(
+            "the body is not valid JSON (arrays or objects are nested too deeply)."
+        ) from None
     if not isinstance(document, dict):
         raise invalid_content("the body must be a JSON object.")
     return document

@@ -140,7 +140,10 @@ class Namespace(Routing):
         self, props: QueueProperties | SubscriptionProperties, source: str, origin: str
     ) -> None:
         if origin == "config":
-            return  # the config loader has checked targets across the whole file, whatever the order
+            # The config loader has checked targets across the whole file, whatever the order. Entities
+            # restored at start skip this check (``restoring``) and keep a destination the config no longer
+            # defines (the start-up warns).
+            return
         for target in (props.forward_to, props.forward_dead_lettered_messages_to):
             if target and self.send_target(target) is None:
                 raise BrokerError(
