@@ -171,7 +171,8 @@ def test_a_restart_that_drops_a_forwarding_destination_warns_naming_the_sources_
     )
     assert all(warning in caplog.messages for warning in warnings)
 
-    # Nothing is lost: each source keeps its messages in its own (transfer) dead-letter queue.
+    # Nothing is lost: each source keeps its messages in its own dead-letter queue (where Azure's current
+    # documentation puts auto-forward failures; see docs/emulator.md).
     send(restarted.connection_string, "orders", ServiceBusMessage("order-1", message_id="o1"))
     send(restarted.connection_string, "relay-queue", ServiceBusMessage("relay-1", message_id="r1"))
     from_subscription = receive_subscription(
@@ -179,10 +180,10 @@ def test_a_restart_that_drops_a_forwarding_destination_warns_naming_the_sources_
         "orders",
         "forwarder",
         1,
-        sub_queue=ServiceBusSubQueue.TRANSFER_DEAD_LETTER,
+        sub_queue=ServiceBusSubQueue.DEAD_LETTER,
     )
     from_queue = receive_queue(
-        restarted.connection_string, "relay-queue", 1, sub_queue=ServiceBusSubQueue.TRANSFER_DEAD_LETTER
+        restarted.connection_string, "relay-queue", 1, sub_queue=ServiceBusSubQueue.DEAD_LETTER
     )
     assert [(m.message_id, m.dead_letter_reason is not None) for m in from_subscription] == [("o1", True)]
     assert [(m.message_id, m.dead_letter_reason is not None) for m in from_queue] == [("r1", True)]
