@@ -69,6 +69,17 @@ def sent_keys(spark: SparkSession, ledger_path: str) -> DataFrame:
     return read_ledger(spark, ledger_path).filter(F.col("status") == SENT).select("replay_key").distinct()
 
 
+def last_sent(spark: SparkSession, ledger_path: str) -> DataFrame:
+    """``(target_entity, message_id, last_sent_at)``: when any run last sent each MessageId to a target
+    (the duplicate-detection check's memory of what a target has seen)."""
+    return (
+        read_ledger(spark, ledger_path)
+        .filter((F.col("status") == SENT) & F.col("message_id").isNotNull())
+        .groupBy("target_entity", "message_id")
+        .agg(F.max("recorded_at").alias("last_sent_at"))
+    )
+
+
 def write_planned(plan: DataFrame, ledger_path: str, replay_run_id: str, planned_at: datetime) -> None:
     """Append ``plan``'s rows as ``planned`` (before anything is sent: the write-ahead half of the ledger)."""
     rows = plan.select(

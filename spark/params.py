@@ -8,12 +8,17 @@ spelling (``--dry-run``), so the command line reads naturally either way.
 from __future__ import annotations
 
 import argparse
+import os
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from shared.app_settings import CONNECTION_SETTINGS, AppSetting, read
+
+if TYPE_CHECKING:  # azure-mgmt-servicebus is needed on the driver only, when the check runs
+    from shared.management import ManagementSettings
 
 CRASH_AFTER_BATCHES = AppSetting(
     "BUSBAR_REPLAY_TEST_CRASH_AFTER_BATCHES",
@@ -76,6 +81,9 @@ class ReplayParams:
     dry_run: bool = False
     force: bool = False  # resend rows the ledger says were sent
     message_id_policy: str = "preserve"  # preserve | derive (see spark.sender.build_message)
+    # Where to read the targets' duplicate detection (ARM); None with the check on refuses to start.
+    management: ManagementSettings | None = None
+    duplicate_detection_check: bool = True  # hold rows a target would silently drop (see spark.targets)
     partitions: int | None = None  # default: the cluster's default parallelism
     batch_size: int = 500  # most messages per ServiceBusMessageBatch (the size limit may cut sooner)
     rate_limit: float = 0.0  # namespace-wide messages per second, split across tasks; 0: unlimited
@@ -135,6 +143,24 @@ def build_parser() -> argparse.ArgumentParser:
         help="derive: send under a new stable MessageId (original in x-original-message-id), for targets "
         "whose duplicate detection window still holds the original",
     )
+    _option(
+        parser,
+        "duplicate_detection_check",
+        default="true",
+        nargs="?",
+        const="true",
+        help="hold rows a target with duplicate detection would silently drop (needs the management "
+        "settings below); false accepts that risk",
+    )
+    _option(
+        parser, "subscription_id", help="Azure subscription of the namespace (default BUSBAR_SUBSCRIPTION_ID)"
+    )
+    _option(parser, "resource_group", help="resource group of the namespace (default BUSBAR_RESOURCE_GROUP)")
+    _option(parser, "namespace", help="Service Bus namespace name (default BUSBAR_NAMESPACE)")
+    _option(
+        parser, "management_endpoint", help="ARM endpoint (default BUSBAR_MANAGEMENT_ENDPOINT, else Azure)"
+    )
+    _option(parser, "management_token", help="local emulator only: its ARM token (BUSBAR_MANAGEMENT_TOKEN)")
     _option(parser, "partitions", type=int, help="send tasks (default: default parallelism)")
     _option(parser, "batch_size", type=int, default=500)
     _option(parser, "rate_limit", type=float, default=0.0, help="namespace-wide msgs/s; 0 = unlimited")
@@ -216,6 +242,7 @@ def parse_params(argv: Sequence[str], env: Mapping[str, str] | None = None) -> R
     if bool(args.secret_scope) != bool(args.secret_key):
         raise ParameterError("--secret_scope and --secret_key go together")
     crash = read(CRASH_AFTER_BATCHES, env)
+    check = _flag(args.duplicate_detection_check, "duplicate_detection_check")
     return ReplayParams(
         archive_path=args.archive_path,
         ledger_path=args.ledger_path,
@@ -239,6 +266,8 @@ def parse_params(argv: Sequence[str], env: Mapping[str, str] | None = None) -> R
         dry_run=_flag(args.dry_run, "dry_run"),
         force=_flag(args.force, "force"),
         message_id_policy=args.message_id_policy,
+        management=_management(args, env),
+        duplicate_detection_check=check,
         partitions=args.partitions,
         batch_size=args.batch_size,
         rate_limit=args.rate_limit,
@@ -252,6 +281,30 @@ def parse_params(argv: Sequence[str], env: Mapping[str, str] | None = None) -> R
         spark_master=args.spark_master,
         crash_after_batches=int(crash) if crash else None,
     )
+
+
+def _management(args: argparse.Namespace, env: Mapping[str, str] | None) -> ManagementSettings | None:
+    """The namespace's management settings from the parameters, each falling back to its ``BUSBAR_*``
+    app setting; None when the namespace is not named at all."""
+    values = dict(os.environ if env is None else env)
+    for option, setting in (
+        ("subscription_id", "BUSBAR_SUBSCRIPTION_ID"),
+        ("resource_group", "BUSBAR_RESOURCE_GROUP"),
+        ("namespace", "BUSBAR_NAMESPACE"),
+        ("management_endpoint", "BUSBAR_MANAGEMENT_ENDPOINT"),
+        ("management_token", "BUSBAR_MANAGEMENT_TOKEN"),
+    ):
+        value = getattr(args, option)
+        if value:
+            values[setting] = value
+    if not any(values.get(name, "").strip() for name in ("BUSBAR_SUBSCRIPTION_ID", "BUSBAR_NAMESPACE")):
+        return None
+    from shared.management import ManagementSettings, SettingsError
+
+    try:
+        return ManagementSettings.from_env(values)
+    except SettingsError as error:
+        raise ParameterError(f"the management settings are incomplete: {error}") from None
 
 
 def resolve_connection(

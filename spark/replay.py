@@ -42,6 +42,7 @@ from spark import ledger, report
 from spark.archive import read_archive
 from spark.params import Connection, ParameterError, ReplayParams, parse_params, resolve_connection
 from spark.sender import SEND_COLUMNS, SenderConfig, send_partition
+from spark.targets import fetch_targets, held_reason, hold_inside_window, targets_frame
 from spark.transforms import dedupe_latest, order_for_sending, plan_summary, resolve_targets, select_rows
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -176,6 +177,19 @@ def _plan_and_send(
         F.col("unroutable"),
         planned_at,
     )
+    if not params.dry_run and not params.force:
+        # Rows a run already sent are reported as such first; the rest are checked for the window.
+        sent = ledger.sent_keys(spark, params.ledger_path)
+        already = routable.join(sent, "replay_key", "left_semi")
+        unroutable = unroutable.unionByName(
+            report.result_rows(already, params.replay_run_id, report.ALREADY_SENT_OUTCOME, None, planned_at)
+        )
+        routable = routable.join(sent, "replay_key", "left_anti")
+    routable, held, without_detection = _hold_duplicates(spark, params, routable, planned_at)
+    reason = held_reason(F.col("target_entity"), F.col("held_until"))
+    unroutable = unroutable.unionByName(
+        report.result_rows(held, params.replay_run_id, report.HELD_OUTCOME, reason, planned_at)
+    )
     if params.dry_run:
         summary.plan = [row.asDict() for row in plan_summary(routable).collect()]
         plan_path = f"{report.run_directory(params.report_path, params.replay_run_id)}/plan"
@@ -194,21 +208,19 @@ def _plan_and_send(
             summary.estimated_seconds_at_rate_limit = planned / params.rate_limit
         return
 
-    if params.force:
-        to_send = routable
-        _write(unroutable, results_path)
-    else:
-        sent = ledger.sent_keys(spark, params.ledger_path)
-        to_send = routable.join(sent, "replay_key", "left_anti")
-        already = routable.join(sent, "replay_key", "left_semi")
-        already_rows = report.result_rows(
-            already, params.replay_run_id, report.ALREADY_SENT_OUTCOME, None, planned_at
-        )
-        _write(already_rows.unionByName(unroutable), results_path)
+    to_send = routable
+    _write(unroutable, results_path)
     ordered = order_for_sending(to_send, partitions).persist()
     try:
         ledger.write_planned(ordered, params.ledger_path, params.replay_run_id, planned_at)
         planned = ordered.count()
+        if without_detection:
+            per_target = ordered.filter(F.col("target_entity").isin(without_detection)).groupBy(
+                "target_entity"
+            )
+            for row in per_target.count().collect():
+                bound = min(int(row["count"]), params.batch_size * partitions)
+                summary.crash_repeat_bound[row["target_entity"]] = bound
         config = SenderConfig(
             connection=connection or resolve_connection(params, _secret_reader(spark)),
             ledger_path=params.ledger_path,
@@ -237,6 +249,37 @@ def _plan_and_send(
             summary.messages_per_second = planned / summary.send_seconds
     finally:
         ordered.unpersist()
+
+
+def _hold_duplicates(
+    spark: SparkSession, params: ReplayParams, routable: DataFrame, planned_at: datetime
+) -> tuple[DataFrame, DataFrame, list[str]]:
+    """Split ``routable`` into rows to send and rows held inside a target's duplicate-detection window
+    (see :mod:`spark.targets`); also the targets without duplicate detection (for the crash bound)."""
+    empty = routable.limit(0).withColumn("held_until", F.lit(None).cast("timestamp"))
+    if not params.duplicate_detection_check:
+        return routable, empty, []
+    if params.management is None:
+        raise ParameterError(
+            "cannot check the targets' duplicate detection: name the namespace (--subscription_id, "
+            "--resource_group, --namespace, or the BUSBAR_* settings), or accept silent drops with "
+            "--duplicate_detection_check false"
+        )
+    from shared.management import ManagementClient
+
+    names = [row["target_entity"] for row in routable.select("target_entity").distinct().collect()]
+    with ManagementClient(params.management) as management:
+        targets = fetch_targets(names, management)
+    without = [t.name for t in targets if not t.requires_duplicate_detection]
+    checked = hold_inside_window(
+        routable,
+        targets_frame(spark, targets),
+        ledger.last_sent(spark, params.ledger_path),
+        planned_at,
+        params.message_id_policy,
+    ).persist()
+    held = checked.filter(F.col("held_until").isNotNull())
+    return checked.filter(F.col("held_until").isNull()).drop("held_until"), held, without
 
 
 def _crash_hook(params: ReplayParams) -> dict[str, int | None]:

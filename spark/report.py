@@ -19,6 +19,7 @@ from pyspark.sql.types import IntegerType, LongType, StringType, StructField, St
 from spark.filesystem import url_to_fs
 
 ALREADY_SENT_OUTCOME = "already_sent"
+HELD_OUTCOME = "held"  # inside the target's duplicate-detection window: not sent, replayed by a later run
 UNROUTABLE_OUTCOME = "unroutable"
 PLANNED_OUTCOME = "planned"
 
@@ -88,6 +89,9 @@ class ReplaySummary:
     estimated_seconds_at_rate_limit: float | None = None
     error_samples: list[dict[str, str]] = field(default_factory=list)
     params: dict[str, Any] = field(default_factory=dict)
+    # Per target without duplicate detection: how many messages a crash could deliver twice (the unrecorded
+    # last batch of every running task; a re-run resends only what the ledger does not confirm).
+    crash_repeat_bound: dict[str, int] = field(default_factory=dict)
 
     def count(self, outcome: str) -> int:
         return self.outcomes.get(outcome, 0)
@@ -112,6 +116,17 @@ class ReplaySummary:
         if self.estimated_seconds_at_rate_limit is not None:
             lines.append(
                 f"[replay]   estimated time at the rate limit: {self.estimated_seconds_at_rate_limit:.0f} s"
+            )
+        for target, bound in sorted(self.crash_repeat_bound.items()):
+            lines.append(
+                f"[replay]   -> {target} has no duplicate detection: a crash mid-send can deliver up to "
+                f"{bound} messages twice (one unconfirmed batch per task)"
+            )
+        held = self.count(HELD_OUTCOME)
+        if held:
+            lines.append(
+                f"[replay]   {held} held: inside their target's duplicate-detection window (see the "
+                "results); nothing was dropped, a later run sends them"
             )
         for sample in self.error_samples:
             lines.append(f"[replay]   error sample {sample['replay_key']}: {sample['error']}")

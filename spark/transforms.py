@@ -55,20 +55,37 @@ def select_rows(archive: DataFrame, selection: Selection) -> DataFrame:
     return df
 
 
-def replay_key() -> Column:
-    """The identity of an archived message: ``source_entity|message_id``, or
+def message_key() -> Column:
+    """The identity of an archived *message*: ``source_entity|message_id``, or
     ``source_entity|#run_id:sequence_number`` when the message had no MessageId."""
     fallback = F.concat(F.lit("#"), F.col("run_id"), F.lit(":"), F.col("sequence_number").cast("string"))
     return F.concat_ws("|", F.col("source_entity"), F.coalesce(F.col("message_id"), fallback))
 
 
-def dedupe_latest(rows: DataFrame) -> DataFrame:
-    """One row per message identity (adds ``replay_key``): the latest archived copy wins.
+def replay_key() -> Column:
+    """The identity of an archived *failure* (the ledger's key): the dead-lettered message's source
+    entity, sequence number and enqueued time. Each failure is replayed at most once; the same message
+    failing again later is a new failure with a new key (its new delivery has a new sequence number), so it
+    can be replayed again. A row without a sequence number (a router's archive) falls back to its run and
+    archive time; the same failure archived twice (a crash between archive and complete) keeps one key."""
+    sequence = F.coalesce(
+        F.col("sequence_number").cast("string"),
+        F.concat(
+            F.lit("#"), F.col("run_id"), F.lit("@"), F.date_format("archived_at", "yyyyMMddHHmmssSSSSSS")
+        ),
+    )
+    enqueued = F.coalesce(F.date_format("enqueued_time", "yyyyMMddHHmmssSSSSSS"), F.lit("-"))
+    return F.concat_ws("|", F.col("source_entity"), sequence, enqueued)
 
-    A message that was re-driven, failed again and was archived again appears once per archiving; only the
-    newest copy (latest ``archived_at``, then highest ``redrive_count``, then run id) is replayed."""
+
+def dedupe_latest(rows: DataFrame) -> DataFrame:
+    """One row per message identity (adds ``replay_key``, the failure's key): the latest failure wins.
+
+    A message that was re-driven, failed again and was archived again appears once per failure; only the
+    newest (latest ``archived_at``, then highest ``redrive_count``, then run id) is replayed, so a run
+    never sends one message twice, and once that failure is sent the older ones are never chosen again."""
     keyed = rows.withColumn("replay_key", replay_key())
-    newest_first = Window.partitionBy("replay_key").orderBy(
+    newest_first = Window.partitionBy(message_key()).orderBy(
         F.col("archived_at").desc(),
         F.col("redrive_count").desc(),
         F.col("run_id").desc(),

@@ -142,3 +142,26 @@ def test_the_databricks_job_passes_only_parameters_the_job_accepts() -> None:
     params = parse_params(argv, env={})
     assert params.dry_run is True  # a run from the UI plans unless told otherwise
     assert params.replay_run_id == "replay-42"
+
+
+def test_the_databricks_runtime_runs_the_spark_the_tests_run() -> None:
+    """The bundle's Databricks Runtime carries the Spark pinned for the tests (DBR 17.x: Spark 4.0)."""
+    root = Path(__file__).resolve().parents[2]
+    bundle = (root / "infra" / "databricks" / "databricks.yml").read_text()
+    runtime = re.search(r"spark_version: (\d+)\.(\d+)\.x-scala(\S+)", bundle)
+    assert runtime is not None
+    spark_of_runtime = {("17", "3"): "4.0", ("16", "4"): "3.5", ("15", "4"): "3.5"}
+    pinned = re.search(
+        r"^pyspark==(\d+\.\d+)\.\d+$", (root / "requirements-dev.txt").read_text(), re.MULTILINE
+    )
+    assert pinned is not None
+    assert spark_of_runtime[(runtime.group(1), runtime.group(2))] == pinned.group(1)
+    assert runtime.group(3) == "2.13"  # Spark 4 is built for Scala 2.13 only
+
+
+def test_the_databricks_job_exposes_the_message_id_policy_and_the_duplicate_detection_check() -> None:
+    bundle = (Path(__file__).resolve().parents[2] / "infra" / "databricks" / "databricks.yml").read_text()
+    assert "- { name: message_id_policy, default: preserve }" in bundle
+    assert '- { name: duplicate_detection_check, default: "true" }' in bundle
+    for name in ("subscription_id", "resource_group", "namespace"):
+        assert f"{name}: ${{var.{name}}}" in bundle

@@ -22,6 +22,7 @@ from spark.report import ReplaySummary
 from tests.conftest import EmulatorHandle
 from tests.emulator.sdk_helpers import app_properties, drain
 from tests.spark.archive_factory import archive_row, write_archive
+from tests.spark.management_args import management_args
 
 SESSIONS = ("s-a", "s-b", "s-c")
 PER_SESSION = 12
@@ -37,7 +38,7 @@ def _params(tmp: Path, broker: EmulatorHandle, *extra: str) -> ReplayParams:
         [
             *("--archive_path", str(tmp / "archive"), "--ledger_path", str(tmp / "ledger")),
             *("--report_path", str(tmp / "report"), "--connection_string", broker.connection_string),
-            *("--partitions", "2", "--batch_size", "5", *extra),
+            *("--partitions", "2", "--batch_size", "5", *management_args(broker.emulator), *extra),
         ],
         env={},
     )

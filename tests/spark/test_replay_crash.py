@@ -27,6 +27,7 @@ from spark.replay import run
 from tests.conftest import EmulatorHandle
 from tests.emulator.sdk_helpers import app_properties, drain
 from tests.spark.archive_factory import archive_row, write_archive
+from tests.spark.management_args import management_args
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SESSIONS, PER_SESSION, BATCH, TASKS, CRASH_AFTER = 8, 25, 10, 2, 3
@@ -34,7 +35,7 @@ TOTAL = SESSIONS * PER_SESSION
 
 
 def _replay_until_crash(
-    tmp: Path, connection_string: str, run_id: str, crash_after: int
+    tmp: Path, connection_string: str, run_id: str, crash_after: int, management: list[str]
 ) -> subprocess.CompletedProcess[str]:
     """``python -m spark.replay`` with the crash hook set, in a process group of its own."""
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "PYSPARK_PYTHON": sys.executable}
@@ -49,7 +50,7 @@ def _replay_until_crash(
         "--connection_string",
         connection_string,
     ]
-    args += ["--partitions", str(TASKS), "--batch_size", str(BATCH)]
+    args += ["--partitions", str(TASKS), "--batch_size", str(BATCH), *management]
     process = subprocess.Popen(
         args,
         cwd=tmp,
@@ -95,7 +96,9 @@ def test_a_replay_killed_midway_and_rerun_delivers_each_message_once_in_session_
         assert isinstance(counts, dict)
         return int(counts["activeMessageCount"])
 
-    crashed = _replay_until_crash(tmp_path, emulator.connection_string, "crash-1", CRASH_AFTER)
+    crashed = _replay_until_crash(
+        tmp_path, emulator.connection_string, "crash-1", CRASH_AFTER, management_args(emulator.emulator)
+    )
     assert crashed.returncode == -signal.SIGKILL, crashed.stderr[-3000:]
     recorded = ledger.progress(str(tmp_path / "ledger"), "crash-1").sent
     delivered = at_broker()
@@ -116,6 +119,7 @@ def test_a_replay_killed_midway_and_rerun_delivers_each_message_once_in_session_
                     emulator.connection_string,
                 ),
                 *("--partitions", str(TASKS), "--batch_size", str(BATCH), "--replay_run_id", "crash-2"),
+                *management_args(emulator.emulator),
             ],
             env={},
         ),

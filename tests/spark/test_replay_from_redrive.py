@@ -14,6 +14,7 @@ from spark.properties import ORIGINAL_MESSAGE_ID_PROPERTY, REPLAY_RUN_ID_PROPERT
 from spark.replay import run
 from tests.conftest import EmulatorHandle
 from tests.emulator.sdk_helpers import drain, opened, receive
+from tests.spark.management_args import management_args
 
 
 def test_messages_the_redrive_archived_are_replayed_with_their_properties_past_duplicate_detection(
@@ -65,20 +66,28 @@ def test_messages_the_redrive_archived_are_replayed_with_their_properties_past_d
                     emulator.connection_string,
                 ),
                 *("--reasons", "DeserializationFailed", "--run_ids", "redrive-1", "--replay_run_id", run_id),
+                *management_args(emulator.emulator),
                 *extra,
             ],
             env={},
         )
         return run(params, spark).outcomes
 
-    # Replayed within the target's duplicate detection window under the original MessageIds, the copies
-    # are accepted and silently dropped by the broker, as Azure does: the report says sent, nothing arrives.
-    assert replay("preserve-ids") == {"sent": len(sent)}
+    # Under the original MessageIds, inside the target's duplicate-detection window, the broker would accept
+    # the copies and drop them silently; the default run holds them instead (reported, not recorded as
+    # sent), so nothing is lost and a later run can send them.
+    assert replay("preserve-ids") == {"held": len(sent)}
     namespace = emulator.emulator.namespace
     counts = emulator.call(lambda: namespace.counts(namespace.queues[queue.lower()]))
     assert isinstance(counts, dict) and counts["activeMessageCount"] == 0
+    # Without the check (the old behaviour, now an explicit choice) the report says sent and nothing
+    # arrives: the silent loss the check prevents.
+    assert replay("unchecked", "--duplicate_detection_check", "false") == {"sent": len(sent)}
+    counts = emulator.call(lambda: namespace.counts(namespace.queues[queue.lower()]))
+    assert isinstance(counts, dict) and counts["activeMessageCount"] == 0
 
-    # The remedy: force past the ledger and send under derived MessageIds.
+    # The remedy: send under derived MessageIds (the failures were not recorded as sent by the checked run,
+    # but the unchecked one recorded them, so this needs --force).
     assert replay("derived-ids", "--force", "--message_id_policy", "derive") == {"sent": len(sent)}
     with ServiceBusClient.from_connection_string(emulator.connection_string) as client:
         with client.get_queue_receiver(queue) as receiver:

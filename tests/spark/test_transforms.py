@@ -85,12 +85,15 @@ def test_dedupe_keeps_the_latest_archived_copy_of_each_message_per_source_entity
         archive_row(message_id=None, sequence_number=8, run_id="r1"),
     ]
     result = dedupe_latest(frame(rows)).select("replay_key", "sequence_number", "run_id")
+    # The key is the archived failure's: source entity, sequence number, enqueued time.
+    enqueued = f"{BASE_TIME - timedelta(minutes=5):%Y%m%d%H%M%S}000000"
+    later = f"{BASE_TIME + timedelta(minutes=55):%Y%m%d%H%M%S}000000"
     expected = spark.createDataFrame(
         [
-            ("orders|x", 9, "r2"),
-            ("payments|x", 5, "redrive-run-1"),
-            ("orders|#r1:7", 7, "r1"),
-            ("orders|#r1:8", 8, "r1"),
+            (f"orders|9|{later}", 9, "r2"),
+            (f"payments|5|{enqueued}", 5, "redrive-run-1"),
+            (f"orders|7|{enqueued}", 7, "r1"),
+            (f"orders|8|{enqueued}", 8, "r1"),
         ],
         "replay_key string, sequence_number long, run_id string",
     )
