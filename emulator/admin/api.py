@@ -296,10 +296,11 @@ class AdminApi:
         return self._empty_feed(call)
 
     def _put_entity(self, call: _Call) -> Response:
-        body = call.request.body
-        if b"TopicDescription" in body and b"QueueDescription" not in body:
-            return self._put_topic(call, atom.parse_description(body, "TopicDescription"))
-        return self._put_queue(call, atom.parse_description(body, "QueueDescription"))
+        """A queue or a topic: the description in the body says which (the URL is the same)."""
+        description = atom.parse_description(call.request.body, "QueueDescription", "TopicDescription")
+        if atom.local(description.tag) == "TopicDescription":
+            return self._put_topic(call, description)
+        return self._put_queue(call, description)
 
     def _put_queue(self, call: _Call, description: ET.Element) -> Response:
         (name,) = call.names

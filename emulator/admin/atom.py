@@ -47,10 +47,11 @@ def local(tag: str) -> str:
     return tag.rsplit("}", 1)[-1]
 
 
-def parse_description(body: bytes, kind: str) -> ET.Element:
-    """The ``<kind>`` element (e.g. ``QueueDescription``) inside a request entry.
+def parse_description(body: bytes, kind: str, *others: str) -> ET.Element:
+    """The ``<kind>`` element (e.g. ``QueueDescription``) inside a request entry, or one of ``others``
+    (the caller reads which from the element's tag).
 
-    An empty body is an empty description (every property takes its default)."""
+    An empty body is an empty description of ``kind`` (every property takes its default)."""
     if not body.strip():
         return ET.Element(f"{{{SB_NS}}}{kind}")
     if b"<!DOCTYPE" in body.upper() or b"<!ENTITY" in body.upper():
@@ -64,10 +65,12 @@ def parse_description(body: bytes, kind: str) -> ET.Element:
     content = next((c for c in root if local(c.tag) == "content"), None)
     if content is None:
         raise MalformedEntry("the <entry> has no <content>.")
-    description = next((c for c in content if local(c.tag) == kind), None)
+    wanted = (kind, *others)
+    description = next((c for c in content if local(c.tag) in wanted), None)
     if description is None:
         found = ", ".join(f"<{local(c.tag)}>" for c in content) or "nothing"
-        raise MalformedEntry(f"the <content> must hold a <{kind}>, found {found}.")
+        expected = " or ".join(f"<{name}>" for name in wanted)
+        raise MalformedEntry(f"the <content> must hold a {expected}, found {found}.")
     return description
 
 

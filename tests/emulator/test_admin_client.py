@@ -463,7 +463,10 @@ def _token(host: str) -> str:
     [
         (b"<entry><content>", "not well-formed XML"),
         (b"<feed/>", "must be an ATOM <entry>"),
-        (b'<entry xmlns="http://www.w3.org/2005/Atom"><content/></entry>', "must hold a <QueueDescription>"),
+        (
+            b'<entry xmlns="http://www.w3.org/2005/Atom"><content/></entry>',
+            "must hold a <QueueDescription> or <TopicDescription>",
+        ),
         (
             b'<!DOCTYPE x [<!ENTITY a "aaaa">]><entry xmlns="http://www.w3.org/2005/Atom"/>',
             "document type declarations are not allowed",
