@@ -82,7 +82,7 @@ class Emulator:
         self.management_args = [
             *("--subscription_id", settings.subscription_id, "--resource_group", settings.resource_group),
             *("--namespace", settings.namespace, "--management_endpoint", settings.endpoint),
-            *("--management_token", settings.token or ""),
+            f"--management_token={settings.token or ''}",  # "=": a token may start with "-"
         ]
 
     def create_queue(self, name: str) -> str:

@@ -12,5 +12,6 @@ def management_args(emulator: Any) -> list[str]:
         *("--subscription_id", "00000000-0000-0000-0000-000000000000", "--resource_group", "replay-tests"),
         *("--namespace", emulator.namespace.name),
         *("--management_endpoint", f"http://127.0.0.1:{emulator.management_port}"),
-        *("--management_token", emulator.management_token),
+        # "=": a random token may start with "-", which argparse would take for an option
+        f"--management_token={emulator.management_token}",
     ]
