@@ -197,8 +197,10 @@ class Session:
             )
         assert isinstance(filters, dict)
         requested = filters[SESSION_FILTER]
+        if requested is not None and not isinstance(requested, str):
+            raise BrokerError(errors.INVALID_FIELD, errors.non_string_session_id(requested))
         if requested is not None:
-            link.message_session = queue.lock_session(str(requested), link)
+            link.message_session = queue.lock_session(requested, link)
             return False
         session = queue.acquire_next_session(link)
         if session is not None:
