@@ -7,6 +7,7 @@ lock that expired is reported as lost at once, for renewal and for settlement al
 
 from __future__ import annotations
 
+import asyncio
 import time
 from datetime import timedelta
 from typing import TYPE_CHECKING
@@ -19,7 +20,15 @@ from azure.servicebus import (
     ServiceBusSubQueue,
 )
 from azure.servicebus.exceptions import MessageLockLostError, SessionLockLostError
-from sdk_helpers import no_retry_client, peek_queue, receive, sdk_client, seconds_from_now, sleep_until
+from sdk_helpers import (
+    no_retry_async_client,
+    no_retry_client,
+    peek_queue,
+    receive,
+    sdk_client,
+    seconds_from_now,
+    sleep_until,
+)
 
 if TYPE_CHECKING:
     from tests.conftest import EmulatorHandle
@@ -69,6 +78,26 @@ def test_message_of_a_detached_receiver_link_is_settled_through_management_until
     assert [(str(m), m.delivery_count) for m in left] == [("expired-after-detach", 1)]
     dead = peek_queue(emulator, queue, ServiceBusSubQueue.DEAD_LETTER)
     assert [(str(m), m.dead_letter_reason) for m in dead] == [("dead-lettered-after-detach", "AfterDetach")]
+
+
+def test_async_message_of_a_detached_receiver_link_is_completed_through_management(
+    emulator: EmulatorHandle,
+) -> None:
+    queue = emulator.create_queue(lock_duration=timedelta(seconds=30))
+    _send(emulator, queue, "async-after-detach")
+
+    async def scenario() -> None:
+        async with (
+            no_retry_async_client(emulator) as client,
+            client.get_queue_receiver(queue, prefetch_count=0) as receiver,
+        ):
+            received = await receiver.receive_messages(max_message_count=1, max_wait_time=WAIT)
+            assert [str(m) for m in received] == ["async-after-detach"]
+            await receiver._handler._link.detach()
+            await receiver.complete_message(received[0])
+
+    asyncio.run(asyncio.wait_for(scenario(), 60))
+    assert peek_queue(emulator, queue) == []
 
 
 # --- point 7: renewal and expiry timing
