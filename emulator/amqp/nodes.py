@@ -277,7 +277,9 @@ NO_FILTER_TIME = 253402300800000
 
 def _session_id(body: dict[str, Any]) -> str | None:
     value = _key(body, "session-id")
-    return None if value is None else str(value)
+    if value is not None and not isinstance(value, str):
+        raise BrokerError(errors.INVALID_FIELD, errors.non_string_session_id(value))
+    return value
 
 
 def _required_session(body: dict[str, Any]) -> str:

@@ -201,8 +201,10 @@ class Session:
             )
         assert isinstance(filters, dict)
         requested = filters[SESSION_FILTER]
+        if requested is not None and not isinstance(requested, str):
+            raise BrokerError(errors.INVALID_FIELD, errors.non_string_session_id(requested))
         if requested is not None:
-            link.message_session = queue.lock_session(str(requested), link)
+            link.message_session = queue.lock_session(requested, link)
             return False
         session = queue.acquire_next_session(link)
         if session is not None:
@@ -342,6 +344,16 @@ class Session:
             # cannot close"). Either way, messages it holds stay locked until their locks expire.
             # Messages this link holds stay locked until their lock expires, as in Azure.
             link.queue.detach(link, release_session=graceful)
+            self._forget_deliveries_of(link)
+
+    def _forget_deliveries_of(self, link: OutgoingLink) -> None:
+        """A detached link's deliveries can no longer be settled on the session (Azure ignores such a
+        disposition), but their locks belong to the entity: they stay settleable by lock token through
+        ``$management`` until they expire. The SDK falls back to exactly that when its link is gone."""
+        for delivery_id, (queue, token) in list(self.unsettled.items()):
+            held = queue.locks.get(token)
+            if held is None or held.lock_owner is link:
+                del self.unsettled[delivery_id]
 
     def end(self, reply: bool, graceful: bool = True) -> None:
         if self.closed:

@@ -52,3 +52,9 @@ def lock_lost(detail: str = "") -> BrokerError:
         + (f" {detail}" if detail else ""),
         410,
     )
+
+
+def non_string_session_id(value: object) -> str:
+    """The refusal of a session id (a message's group-id or a receiver's session filter) that is not a
+    string: AMQP types both as strings and Azure's codec rejects any other type as an invalid field."""
+    return f"The SessionId must be a string, not {type(value).__name__} {value!r}."

@@ -65,6 +65,9 @@ class Routing:
         requires_session = isinstance(target, QueueEntity) and target.props.requires_session
         for msg in messages:
             session_id = msg.prop(PropertiesField.GROUP_ID)
+            if session_id is not None and not isinstance(session_id, str):
+                # group-id is a string in AMQP; Azure's codec refuses any other type (amqp:invalid-field).
+                raise BrokerError(errors.INVALID_FIELD, errors.non_string_session_id(session_id))
             if requires_session and session_id is None:
                 raise BrokerError(
                     errors.NOT_ALLOWED,
