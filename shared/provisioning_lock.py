@@ -28,10 +28,15 @@ from datetime import timedelta
 from azure.core.exceptions import HttpResponseError
 from azure.mgmt.servicebus.models import SBQueue, SBQueueProperties
 from azure.servicebus import ServiceBusClient, ServiceBusReceiver
-from azure.servicebus.exceptions import MessagingEntityNotFoundError, SessionCannotBeLockedError
+from azure.servicebus.exceptions import (
+    MessagingEntityNotFoundError,
+    ServiceBusAuthenticationError,
+    SessionCannotBeLockedError,
+)
 
 from shared.app_settings import AppSetting, read
 from shared.management import ManagementClient, SettingsError
+from shared.servicebus_errors import is_entity_not_found
 
 LOCK_QUEUE = AppSetting(
     "BUSBAR_PROVISIONING_LOCK_QUEUE",
@@ -127,9 +132,9 @@ class ProvisioningLocks:
                 receiver.close()
                 if time.monotonic() >= deadline:
                     raise LockTimeout(key, time.monotonic() - started) from None
-            except MessagingEntityNotFoundError:
+            except (MessagingEntityNotFoundError, ServiceBusAuthenticationError) as error:
                 receiver.close()
-                if created_queue:
+                if created_queue or not is_entity_not_found(error):
                     raise
                 self.ensure_queue()
                 created_queue = True

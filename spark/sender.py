@@ -27,10 +27,10 @@ from azure.servicebus import ServiceBusClient, ServiceBusMessage, ServiceBusMess
 from azure.servicebus.exceptions import (
     MessageSizeExceededError,
     MessagingEntityDisabledError,
-    MessagingEntityNotFoundError,
     ServiceBusError,
 )
 
+from shared.servicebus_errors import is_entity_not_found
 from spark.ledger import FAILED, SENT, OutcomeWriter
 from spark.params import Connection, PropertyTransform
 from spark.properties import ORIGINAL_MESSAGE_ID_PROPERTY, decode_properties, transformed
@@ -156,7 +156,10 @@ def build_message(
 
 
 def is_transient(error: BaseException) -> bool:
-    """Whether a send error is worth retrying: throttling, timeouts and connection trouble."""
+    """Whether a send error is worth retrying: throttling, timeouts and connection trouble (not a missing
+    target, which the SDK reports as a retryable authentication error)."""
+    if is_entity_not_found(error):
+        return False
     return isinstance(error, ServiceBusError) and bool(getattr(error, "retryable", False))
 
 
@@ -235,7 +238,7 @@ class _PartitionSender:
                 break
             except Exception as caught:  # classified below; nothing may escape unrecorded
                 error = caught
-                if isinstance(caught, MessagingEntityNotFoundError | MessagingEntityDisabledError):
+                if is_entity_not_found(caught) or isinstance(caught, MessagingEntityDisabledError):
                     self.dead_targets[target] = _describe(caught)
                 if not is_transient(caught) or attempts >= self.config.max_attempts:
                     break
@@ -303,7 +306,7 @@ class _PartitionSender:
                 yield self.outcome(row, FAILED_OUTCOME, _describe(error), 0, None)
                 continue
             except Exception as error:  # opening the link failed: entity gone, auth, ...
-                if isinstance(error, MessagingEntityNotFoundError | MessagingEntityDisabledError):
+                if is_entity_not_found(error) or isinstance(error, MessagingEntityDisabledError):
                     self.dead_targets[target] = _describe(error)
                 yield self.outcome(row, FAILED_OUTCOME, _describe(error), 0, None)
                 continue

@@ -172,8 +172,33 @@ class Nodes:
         except TokenRejected as exc:
             log.info("connection %s: put-token refused: %s", session.connection.peer, exc)
             return 401, str(exc)
+        if not self._audience_exists(audience):
+            # Azure refuses a token for an entity that does not exist, so the SDK fails the handler's open
+            # with ServiceBusAuthenticationError instead of attaching a link to nothing.
+            log.info("connection %s: put-token for a missing entity: %s", session.connection.peer, audience)
+            return 404, (
+                f"The messaging entity '{audience}' could not be found. "
+                "To know more visit https://aka.ms/sbResourceMgrExceptions."
+            )
         session.connection.grants.append(grant)
         return 200, "OK"
+
+    def _audience_exists(self, audience: str) -> bool:
+        """Whether a put-token audience names the namespace or an entity (queue, topic, subscription, or
+        one of their sub-queues) that exists."""
+        path = entity_path(audience)
+        if path.lower().endswith("/$management"):
+            path = path[: -len("/$management")]
+        if not path:
+            return True
+        namespace = self.server.namespace
+        if namespace.send_target(path) is not None:
+            return True
+        try:
+            namespace.receive_queue(path)
+        except BrokerError:
+            return False
+        return True
 
     # ------------------------------------------------------------------------------------------ $management
 

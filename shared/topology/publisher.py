@@ -11,9 +11,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from azure.servicebus import ServiceBusClient, ServiceBusMessage, ServiceBusSender
-from azure.servicebus.exceptions import MessageSizeExceededError, MessagingEntityNotFoundError
+from azure.servicebus.exceptions import (
+    MessageSizeExceededError,
+    MessagingEntityNotFoundError,
+    ServiceBusAuthenticationError,
+)
 
 from shared.contracts import Event
+from shared.servicebus_errors import is_entity_not_found
 from shared.topology.messages import build_message
 from shared.topology.options import TopologyOptions
 from shared.topology.routing import PublishRoute, publish_route
@@ -122,7 +127,9 @@ class Publisher:
         with self._lock(topic):
             try:
                 self._send(topic, [m for _, m in items])
-            except MessagingEntityNotFoundError:
+            except (MessagingEntityNotFoundError, ServiceBusAuthenticationError) as error:
+                if not is_entity_not_found(error):
+                    raise
                 self._discard(topic)
                 if self.throw_on_missing_topic:
                     raise

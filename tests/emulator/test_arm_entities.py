@@ -30,7 +30,7 @@ from azure.mgmt.servicebus.models import (
     SqlFilter,
 )
 from azure.servicebus import ServiceBusClient, ServiceBusMessage, ServiceBusSubQueue
-from azure.servicebus.exceptions import MessagingEntityDisabledError, MessagingEntityNotFoundError
+from azure.servicebus.exceptions import MessagingEntityDisabledError, ServiceBusAuthenticationError
 
 if TYPE_CHECKING:
     from tests.conftest import EmulatorHandle
@@ -130,7 +130,7 @@ def test_queue_create_read_update_delete_is_live_on_the_broker(api: Arm, emulato
     api.queues.delete(*api.scope, name)
 
     assert refusal(lambda: api.queues.get(*api.scope, name)).status_code == 404
-    with pytest.raises(MessagingEntityNotFoundError):
+    with pytest.raises(ServiceBusAuthenticationError):  # a deleted entity's token is refused (404)
         send(emulator.connection_string, name, ServiceBusMessage("gone"))
     api.queues.delete(*api.scope, name)  # deleting what is not there succeeds (204)
 
@@ -205,7 +205,7 @@ def test_topic_create_read_list_update_delete(api: Arm, emulator: EmulatorHandle
 
     assert refusal(lambda: api.topics.get(*api.scope, name)).status_code == 404
     assert refusal(lambda: api.subscriptions.get(*api.scope, name, "audit")).status_code == 404
-    with pytest.raises(MessagingEntityNotFoundError):
+    with pytest.raises(ServiceBusAuthenticationError):  # a deleted entity's token is refused (404)
         send(emulator.connection_string, name, ServiceBusMessage("gone"))
 
 
@@ -243,7 +243,7 @@ def test_subscription_create_read_list_update_delete_is_live(api: Arm, emulator:
     api.subscriptions.delete(*api.scope, topic, name)
 
     assert refusal(lambda: api.subscriptions.get(*api.scope, topic, name)).status_code == 404
-    with pytest.raises(MessagingEntityNotFoundError):
+    with pytest.raises(ServiceBusAuthenticationError):  # a deleted entity's token is refused (404)
         receive_subscription(emulator.connection_string, topic, name)
 
 

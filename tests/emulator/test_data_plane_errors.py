@@ -10,7 +10,7 @@ same cases as on Azure (sync and ``aio``).
 * Cancelling an unknown, cancelled or no longer scheduled sequence number: MessageNotFoundError, from the
   broker (``com.microsoft:message-not-found``); so is receiving by sequence number what is not a deferred
   message, or a deferred message that is already locked.
-* Any of these on an entity that does not exist: MessagingEntityNotFoundError (``amqp:not-found``).
+* Any of these on an entity that does not exist: ServiceBusAuthenticationError (the put-token is refused).
 
 Session lock loss (SessionLockLostError) is covered in test_sessions.py. ``MessageNotFoundError`` and
 ``SessionCannotBeLockedError`` are retryable in the SDK, so the clients here use ``retry_total=0``: the
@@ -34,7 +34,7 @@ from azure.servicebus import (
 from azure.servicebus.exceptions import (
     MessageLockLostError,
     MessageNotFoundError,
-    MessagingEntityNotFoundError,
+    ServiceBusAuthenticationError,
     SessionCannotBeLockedError,
 )
 from sdk_helpers import no_retry_async_client, no_retry_client
@@ -290,15 +290,17 @@ def test_async_receiving_an_unknown_deferred_sequence_number_raises_message_not_
 # ---------------------------------------------------------------------------------------------- entities
 
 
-def test_operations_on_a_queue_that_does_not_exist_raise_messaging_entity_not_found(
+def test_operations_on_a_queue_that_does_not_exist_fail_authentication_as_on_azure(
     emulator: EmulatorHandle,
 ) -> None:
+    # Azure refuses the put-token for a missing entity (404 "could not be found"), so the handler's open
+    # fails with ServiceBusAuthenticationError before any operation (see test_cbs_conformance.py).
     missing = "no-such-queue"
     with no_retry_client(emulator) as client:
-        with pytest.raises(MessagingEntityNotFoundError), client.get_queue_sender(missing) as sender:
+        with pytest.raises(ServiceBusAuthenticationError), client.get_queue_sender(missing) as sender:
             sender.schedule_messages(ServiceBusMessage("x"), datetime.now(UTC) + timedelta(minutes=1))
         with (
-            pytest.raises(MessagingEntityNotFoundError),
+            pytest.raises(ServiceBusAuthenticationError),
             client.get_queue_receiver(missing, session_id="s", max_wait_time=WAIT) as rx,
         ):
             rx.receive_deferred_messages([1])

@@ -17,7 +17,7 @@ from azure.servicebus import (
 from azure.servicebus.exceptions import (
     MessageSizeExceededError,
     MessagingEntityDisabledError,
-    MessagingEntityNotFoundError,
+    ServiceBusAuthenticationError,
     ServiceBusQuotaExceededError,
 )
 from sdk_helpers import peek_queue, receive, sdk_client
@@ -147,22 +147,22 @@ def test_batch_containing_a_message_over_the_max_message_size_is_refused_by_the_
 # --- missing entities
 
 
-def test_send_to_a_missing_queue_raises_entity_not_found(emulator: EmulatorHandle) -> None:
-    with sdk_client(emulator) as client, pytest.raises(MessagingEntityNotFoundError):  # noqa: SIM117
+def test_send_to_a_missing_queue_fails_authentication_as_on_azure(emulator: EmulatorHandle) -> None:
+    with sdk_client(emulator) as client, pytest.raises(ServiceBusAuthenticationError):  # noqa: SIM117
         with client.get_queue_sender("no-such-queue") as sender:
             sender.send_messages(ServiceBusMessage("lost"))
 
 
-def test_receive_from_a_missing_queue_raises_entity_not_found(emulator: EmulatorHandle) -> None:
-    with sdk_client(emulator) as client, pytest.raises(MessagingEntityNotFoundError):  # noqa: SIM117
+def test_receive_from_a_missing_queue_fails_authentication_as_on_azure(emulator: EmulatorHandle) -> None:
+    with sdk_client(emulator) as client, pytest.raises(ServiceBusAuthenticationError):  # noqa: SIM117
         with client.get_queue_receiver("no-such-queue", max_wait_time=WAIT) as receiver:
             receiver.receive_messages(max_message_count=1, max_wait_time=WAIT)
 
 
-def test_receive_from_the_dead_letter_queue_of_a_missing_queue_raises_entity_not_found(
+def test_receive_from_the_dead_letter_queue_of_a_missing_queue_fails_authentication_as_on_azure(
     emulator: EmulatorHandle,
 ) -> None:
-    with sdk_client(emulator) as client, pytest.raises(MessagingEntityNotFoundError):  # noqa: SIM117
+    with sdk_client(emulator) as client, pytest.raises(ServiceBusAuthenticationError):  # noqa: SIM117
         with client.get_queue_receiver(
             "no-such-queue", sub_queue=ServiceBusSubQueue.DEAD_LETTER, max_wait_time=WAIT
         ) as receiver:

@@ -6,10 +6,11 @@ import logging
 
 import pytest
 from azure.servicebus import ServiceBusClient
-from azure.servicebus.exceptions import MessagingEntityNotFoundError
+from azure.servicebus.exceptions import ServiceBusAuthenticationError
 
 from shared.management import ManagementClient
 from shared.sample_events import CustomerCreated, OrderAccepted
+from shared.servicebus_errors import is_entity_not_found
 from shared.topology import Publisher, TopologyOptions, UnmappedEventError
 from tests.shared.topology.topology_helpers import OA, provision, publish_and_collect
 
@@ -54,9 +55,11 @@ def test_publishing_to_a_missing_topic_raises_when_configured(sb_client: Service
     options = TopologyOptions(hierarchy_namespace=ns)
     with (
         Publisher(sb_client, options, endpoint_name="shipping", throw_on_missing_topic=True) as publisher,
-        pytest.raises(MessagingEntityNotFoundError),
+        pytest.raises(ServiceBusAuthenticationError) as refused,
     ):
         publisher.publish([OrderAccepted(order_id="1")])
+    # What Azure raises for a topic that does not exist (its put-token is refused with 404).
+    assert is_entity_not_found(refused.value)
 
 
 def test_an_unmapped_event_fails_before_anything_is_sent(
