@@ -109,7 +109,7 @@ class OutgoingLink(Link):
         else:
             token = message.lock_token
             assert token is not None and self.queue is not None
-            payload = message.encode_for_delivery(locked_until_ms=message.locked_until_ms)
+            payload = message.encode_for_delivery(locked_until_ms=message.locked_until_ms, lock_token=token)
             tag = token.bytes_le  # the SDK reads the lock token as a .NET GUID from the tag
         delivery_id = self.send_transfer(tag, payload, settled)
         if not settled:

@@ -50,6 +50,8 @@ class ParsedMessage:
     """One AMQP message split into its sections."""
 
     header: list[Any] | None = None
+    # The sender's delivery annotations; a receiver gets them back with the broker's (the lock token).
+    delivery_annotations: dict[Any, Any] = field(default_factory=dict)
     message_annotations: dict[Any, Any] = field(default_factory=dict)
     properties: list[Any] | None = None
     properties_raw: bytes = b""
@@ -124,7 +126,8 @@ def parse_message(payload: bytes | memoryview) -> ParsedMessage:
                 msg.application_properties_raw = bytes(buf[pos:section_end])
             elif code == FOOTER:
                 msg.footer_raw = bytes(buf[pos:section_end])
-            # delivery-annotations are hop-by-hop and are not stored.
+            elif code == DELIVERY_ANNOTATIONS:
+                msg.delivery_annotations = _expect(value, dict, "delivery-annotations", pos)
         pos = section_end
     if body_start >= 0:
         msg.body_raw = bytes(buf[body_start:body_end])

@@ -11,6 +11,7 @@ from typing import Any
 
 from emulator.amqp.message import (
     APPLICATION_PROPERTIES,
+    DELIVERY_ANNOTATIONS,
     HEADER,
     MESSAGE_ANNOTATIONS,
     HeaderField,
@@ -106,6 +107,7 @@ class StoredMessage:
         """A fresh copy of this message for another entity (forwarding, dead-letter forwarding)."""
         parsed = ParsedMessage(
             header=list(self.parsed.header) if self.parsed.header is not None else None,
+            delivery_annotations=dict(self.parsed.delivery_annotations),
             message_annotations=dict(self.parsed.message_annotations),
             properties=self.parsed.properties,
             properties_raw=self.parsed.properties_raw,
@@ -144,12 +146,24 @@ class StoredMessage:
             annotations[MESSAGE_STATE] = Long(int(self.state))
         return annotations
 
-    def encode_for_delivery(self, locked_until_ms: int | None = None, with_state: bool = False) -> bytes:
-        """The message as a receiver gets it: broker header and annotations, client sections verbatim."""
+    def encode_for_delivery(
+        self,
+        locked_until_ms: int | None = None,
+        with_state: bool = False,
+        lock_token: uuid.UUID | None = None,
+    ) -> bytes:
+        """The message as a receiver gets it: broker header and annotations, client sections verbatim.
+
+        A peek-lock delivery carries its lock token in the delivery annotations (``x-opt-lock-token``), as
+        Azure's do: the SDK prefers the delivery tag; the Functions Service Bus extension reads it here."""
         p = self.parsed
+        delivery = dict(p.delivery_annotations)
+        if lock_token is not None:
+            delivery[LOCK_TOKEN] = lock_token
         return b"".join(
             (
                 section(HEADER, self._header()),
+                section(DELIVERY_ANNOTATIONS, delivery) if delivery else b"",
                 section(MESSAGE_ANNOTATIONS, self._annotations(locked_until_ms, with_state)),
                 p.properties_raw,
                 p.application_properties_raw,
@@ -162,6 +176,8 @@ class StoredMessage:
         """The client's sections, for the store (broker state lives in the store's columns)."""
         p = self.parsed
         parts = [section(HEADER, p.header)] if p.header is not None else []
+        if p.delivery_annotations:
+            parts.append(section(DELIVERY_ANNOTATIONS, p.delivery_annotations))
         client_annotations = {k: v for k, v in p.message_annotations.items() if k not in BROKER_ANNOTATIONS}
         if client_annotations:
             parts.append(section(MESSAGE_ANNOTATIONS, client_annotations))

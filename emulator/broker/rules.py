@@ -188,6 +188,7 @@ def rewrite(parsed: ParsedMessage, system: dict[str, Any], user: dict[str, Any])
     clean_user = {k: v for k, v in user.items() if v is not None}
     return ParsedMessage(
         header=parsed.header,
+        delivery_annotations=dict(parsed.delivery_annotations),
         message_annotations=dict(parsed.message_annotations),
         properties=props,
         properties_raw=section(PROPERTIES, props),
