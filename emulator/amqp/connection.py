@@ -35,7 +35,7 @@ from emulator.amqp.frames import (
     frame,
     sasl_frame,
 )
-from emulator.amqp.session import Session
+from emulator.amqp.session import Session, entity_path
 from emulator.amqp.types import Array, Symbol, UByte, UInt, UShort
 from emulator.auth import Grant
 from emulator.broker import errors
@@ -307,6 +307,32 @@ class Connection(asyncio.Protocol):
         )
 
     # ------------------------------------------------------------------------------------------ auth
+
+    def add_grant(self, grant: Grant) -> None:
+        """Accept a put-token's grant, and check the links again when it expires: Azure detaches a link
+        whose token ran out (the SDK renews well before, so its links are never touched)."""
+        self.grants.append(grant)
+        delay = max(0.0, grant.expires_at - self.server.clock()) + 0.05
+        asyncio.get_running_loop().call_later(delay, self.enforce_token_expiry)
+
+    def enforce_token_expiry(self) -> None:
+        """Drop expired grants and detach every entity link no remaining grant covers."""
+        if self.closed:
+            return
+        now = self.server.clock()
+        self.grants = [grant for grant in self.grants if grant.expires_at > now]
+        for session in list(self.sessions.values()):
+            for link in list(session.links.values()):
+                path = getattr(link, "entity_path", "") or entity_path(link.address)
+                if not path or path.lower() == "$cbs" or link.detached:
+                    continue
+                if not any(grant.covers(path, now) for grant in self.grants):
+                    session.detach_link(
+                        link,
+                        errors.UNAUTHORIZED,
+                        f"The token for '{path}' has expired and was not renewed: the link is closed. "
+                        "Put a new token with CBS and attach again.",
+                    )
 
     def authorize(self, path: str) -> None:
         """Raise unless a CBS token on this connection grants access to entity ``path``."""

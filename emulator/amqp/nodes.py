@@ -180,7 +180,7 @@ class Nodes:
                 f"The messaging entity '{audience}' could not be found. "
                 "To know more visit https://aka.ms/sbResourceMgrExceptions."
             )
-        session.connection.grants.append(grant)
+        session.connection.add_grant(grant)
         return 200, "OK"
 
     def _audience_exists(self, audience: str) -> bool:
