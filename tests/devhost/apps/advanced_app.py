@@ -6,9 +6,7 @@ import threading
 import time
 
 import azure.functions as func
-from azure.servicebus import ServiceBusReceivedMessage
-
-from devhost.settlement import ServiceBusMessageActions
+import azurefunctions.extensions.bindings.servicebus as servicebus
 
 app = func.FunctionApp()
 RECORD_FILE = os.environ.get("DEVHOST_TEST_RECORD", "")
@@ -57,7 +55,9 @@ def in_batch(batch: list[func.ServiceBusMessage]) -> None:
     connection="ServiceBusConnection",
     auto_complete_messages=False,
 )
-def settles_itself(received: ServiceBusReceivedMessage, message_actions: ServiceBusMessageActions) -> None:
+def settles_itself(
+    received: servicebus.ServiceBusReceivedMessage, message_actions: servicebus.ServiceBusMessageActions
+) -> None:
     body = str(received)
     record("settles_itself", body=body, sequence_number=received.sequence_number)
     if body.startswith("poison"):
