@@ -7,7 +7,9 @@ the message's raw AMQP bytes. The worker then calls the converter that
 ``azurefunctions-extensions-bindings-servicebus`` registered in ``azurefunctions.extensions.base``'s registry;
 devhost does the same, so a function runs the extension's decoding locally as it does in Azure.
 
-The SDK keeps only the decoded message, so the AMQP bytes are re-encoded here, with the AMQP types the broker
+The host's .NET SDK counts the current delivery in the header's delivery count (the broker's count + 1), so
+a function sees 1 on a first delivery where the Python SDK alone sees 0. The SDK keeps only the decoded
+message, so the AMQP bytes are re-encoded here, with the AMQP types the broker
 used for the values whose Python form loses them (timestamps in the message annotations, 64-bit integers).
 """
 
@@ -79,8 +81,13 @@ def raw_amqp_bytes(message: ServiceBusReceivedMessage) -> bytes:
     """The message's AMQP sections (header, annotations, properties, application properties, body)."""
     amqp: Message = message._message  # the SDK's decoded pyamqp message
     properties = amqp.application_properties
+    header = amqp.header
+    if header is not None and header.delivery_count is not None:
+        # The host's SDK (AmqpMessageConverter) makes a received message's header count this delivery too
+        # (broker's count + 1); GetRawAmqpMessage().ToBytes() sends that header to the worker.
+        header = header._replace(delivery_count=header.delivery_count + 1)
     typed = Message(
-        header=amqp.header,
+        header=header,
         message_annotations=_annotations(amqp.message_annotations),
         properties=amqp.properties,
         application_properties={k: _typed(v) for k, v in properties.items()} if properties else None,
