@@ -46,6 +46,9 @@ def in_batch(batch: list[func.ServiceBusMessage]) -> None:
         bodies=[m.get_body().decode() for m in batch],
         delivery_counts=[m.delivery_count for m in batch],
         message_ids=[m.message_id for m in batch],
+        metadata_keys=sorted(batch[0].metadata or {}),
+        locked_until=[m.locked_until for m in batch],
+        time_to_live=[m.time_to_live for m in batch],
     )
 
 
