@@ -4,8 +4,10 @@ Semantics as the Functions host (extension 5.x) implements them:
 
 * PEEK_LOCK receive; success -> complete, exception -> abandon (the broker dead-letters once
   MaxDeliveryCount is exceeded), unless ``autoCompleteMessages`` is false.
-* single-message functions: up to ``maxConcurrentCalls`` invocations at once, locks renewed by an
-  ``AutoLockRenewer`` for up to ``maxAutoLockRenewalDuration``;
+* single-message functions: up to ``maxConcurrentCalls`` invocations at once, each message's lock renewed
+  while its invocation runs (up to ``maxAutoLockRenewalDuration``) and no longer: a message the function
+  leaves unsettled (``autoCompleteMessages`` false) is redelivered when its lock lapses, as in Azure;
+* SDK-type parameters get the binding extension's objects: see ``model_binding_data`` and ``settlement``;
 * session functions: up to ``maxConcurrentSessions`` sessions at once, one message at a time per session
   (in order), a session released after ``sessionIdleTimeout`` without messages; session locks renewed;
 * batch functions (``cardinality="many"``): up to ``maxMessageBatchSize`` messages per invocation, one batch
@@ -48,10 +50,6 @@ SHORT_POLL_SECONDS = 0.05  # receive wait while invocations are in flight, so th
 SESSION_ACCEPT_SECONDS = 5.0  # how long a session worker waits for a free session before asking again
 DEFAULT_SESSION_IDLE_SECONDS = 60.0  # clientRetryOptions.tryTimeout, the host's fallback
 INFINITE_RENEWAL_SECONDS = 10 * 365 * 86400.0
-# A message joins the lock renewer only once its invocation has run this long (at most a fifth of the
-# lock): the renewer checks each lock once a second anyway, and most invocations end well before, so
-# they skip the renewal task the SDK starts per registered message.
-RENEWAL_DELAY_SECONDS = 1.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -133,6 +133,13 @@ def _run(loop: asyncio.AbstractEventLoop, call: Callable[[], Awaitable[Any]]) ->
     return asyncio.run_coroutine_threadsafe(run(), loop).result(SETTLE_TIMEOUT_SECONDS)
 
 
+def _abort_as_handler_exception(context: grpc.ServicerContext, exc: Exception) -> None:
+    """What ASP.NET Core gRPC answers when a handler throws (the host does not enable detailed errors):
+    UNKNOWN with a fixed detail; the cause goes to the host's log only."""
+    logger.error("Settlement failed: %s: %s", type(exc).__name__, exc)
+    context.abort(grpc.StatusCode.UNKNOWN, "Exception was thrown by handler.")
+
+
 class SettlementService(settlement_pb2_grpc.SettlementServicer):  # type: ignore[misc]
     """The ``Settlement`` service as the host's Service Bus extension implements it."""
 
@@ -166,7 +173,7 @@ class SettlementService(settlement_pb2_grpc.SettlementServicer):  # type: ignore
         except Exception as exc:
             if settles:
                 invocation.settled.discard(token)
-            context.abort(grpc.StatusCode.UNKNOWN, f"{type(exc).__name__}: {exc}")
+            _abort_as_handler_exception(context, exc)
         return Empty()
 
     def Complete(self, request: Any, context: grpc.ServicerContext) -> Empty:
@@ -210,7 +217,7 @@ class SettlementService(settlement_pb2_grpc.SettlementServicer):  # type: ignore
         try:
             return _run(loop, lambda: action(receiver.session))
         except Exception as exc:
-            context.abort(grpc.StatusCode.UNKNOWN, f"{type(exc).__name__}: {exc}")
+            _abort_as_handler_exception(context, exc)
 
     def GetSessionState(self, request: Any, context: grpc.ServicerContext) -> Any:
         """The session's state bytes."""
