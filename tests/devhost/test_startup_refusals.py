@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from devhost.app_loader import AppLoadError
 from devhost.bindings import BindingError
 from devhost.testing import running_host
 
@@ -92,3 +93,24 @@ def test_an_encoded_slash_stays_inside_one_route_value(tmp_path: Path) -> None:
         urllib.request.urlopen(f"{host.base_url}/api/items/a%2Fb%20c") as response,
     ):
         assert response.read().decode() == "a%2Fb c"
+
+
+def test_a_binding_type_the_extension_bundle_does_not_know_refuses_start_up(tmp_path: Path) -> None:
+    source = """
+    import azure.functions as func
+
+    app = func.FunctionApp(http_auth_level=func.AuthLevel.ANONYMOUS)
+
+
+    @app.route(route="x")
+    @app.generic_input_binding(arg_name="other", type="http2")
+    def strange(req: func.HttpRequest, other: str) -> func.HttpResponse:
+        return func.HttpResponse("x")
+    """
+    with pytest.raises(AppLoadError) as refused, running_host(_app(tmp_path, source), settings={}):
+        pass
+    assert str(refused.value) == (
+        "The 'strange' function is in error: The binding type(s) 'http2' were not found in the configured "
+        "extension bundle. Please ensure the type is correct and the correct version of extension bundle is "
+        "configured."
+    )
