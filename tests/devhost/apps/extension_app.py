@@ -38,6 +38,7 @@ def inspects(
         stranger_error = ""
     except servicebus.serviceBusMessageActions.SettlementError as exc:
         stranger_error = f"{exc.original.code()}|{exc.original.details()}"
+    actions.renew_message_lock(message)
     record(
         "inspects",
         body=str(message),
@@ -60,3 +61,19 @@ def inspects(
 )
 def holds(message: servicebus.ServiceBusReceivedMessage) -> None:
     record("holds", body=str(message), delivery_count=message.delivery_count)
+
+
+@app.service_bus_queue_trigger(
+    arg_name="message",
+    queue_name="%SESSION_QUEUE%",
+    connection="ServiceBusConnection",
+    is_sessions_enabled=True,
+    auto_complete_messages=False,
+)
+def in_session(
+    message: servicebus.ServiceBusReceivedMessage, actions: servicebus.ServiceBusMessageActions
+) -> None:
+    actions.set_session_state(message.session_id, f"state-{message}".encode())
+    locked_until = actions.renew_session_lock(message.session_id)
+    actions.complete(message)
+    record("in_session", body=str(message), session_lock_renewed_until=locked_until.ToJsonString())
