@@ -9,7 +9,11 @@ sent to a fresh queue first; then
   ``receive_messages(max_message_count=c)`` then ``complete_message`` for each, until all N are done;
 * ``devhost``: devhost (in this process) with the no-op app and ``maxConcurrentCalls = c``; the handler is
   a plain function, so every invocation hops to the worker thread pool as in the Python worker;
-* ``devhost_async_handler``: the same with an ``async def`` no-op (no thread hop), for comparison.
+* ``devhost_async_handler``: the same with an ``async def`` no-op (no thread hop), for comparison;
+* ``devhost_sdk_types``: a plain function bound to the binding extension's ``ServiceBusReceivedMessage``
+  that settles with its ``ServiceBusMessageActions`` (``autoComplete`` off): since issue 16 the trigger is
+  decoded from ``model_binding_data`` by the extension and the complete crosses devhost's Settlement gRPC
+  service, as in Azure.
 
 Rate = N / (first message in hand -> last completion) for the bare loop and N / (first invocation start ->
 last invocation end) for devhost (the last completion follows within a round trip). Host start-up (link
@@ -32,6 +36,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -74,6 +79,8 @@ def start_emulator(work: Path, queues: list[str]) -> tuple[subprocess.Popen[str]
     while time.monotonic() < deadline:
         match = re.search(r"Connection string: (\S+)", proc.stdout.readline())
         if match:
+            # Keep reading the emulator's output: a full pipe would block the emulator mid-run.
+            threading.Thread(target=proc.stdout.read, daemon=True).start()
             return proc, match.group(1)
     proc.kill()
     raise RuntimeError("emulator did not become ready")
@@ -108,14 +115,14 @@ async def bare_loop(conn: str, queue: str, total: int, batch: int) -> float:
     return total / elapsed
 
 
-def devhost_run(conn: str, queue: str, total: int, concurrency: int, *, async_handler: bool = False) -> float:
+FUNCTION_QUEUES = {"host": "BENCH_QUEUE", "host-async": "BENCH_ASYNC_QUEUE", "host-sdk": "BENCH_SDK_QUEUE"}
+
+
+def devhost_run(conn: str, queue: str, total: int, concurrency: int, *, kind: str) -> float:
     host_json = {"version": "2.0", "extensions": {"serviceBus": {"maxConcurrentCalls": concurrency}}}
-    idle = f"idle-{concurrency}"  # the other function's queue: nothing is sent there
-    settings = {
-        "ServiceBusConnection": conn,
-        "BENCH_QUEUE": idle if async_handler else queue,
-        "BENCH_ASYNC_QUEUE": queue if async_handler else idle,
-    }
+    idle = f"idle-{concurrency}"  # the other functions' queue: nothing is sent there
+    settings = {"ServiceBusConnection": conn}
+    settings.update({setting: queue if k == kind else idle for k, setting in FUNCTION_QUEUES.items()})
     with running_host(APP, settings=settings, host_json=host_json) as host:
         host.wait_for_invocations(total, timeout=600)
         records = host.invocations
@@ -132,47 +139,48 @@ def main() -> int:
     )
     parser.add_argument("--messages", type=int, default=1500, help="messages per run")
     parser.add_argument("--rounds", type=int, default=3, help="runs per configuration (medians reported)")
+    parser.add_argument("--label", default="after", help="the name these figures are filed under")
     args = parser.parse_args()
-    kinds = ("bare", "host", "host-async", "idle")
+    kinds = ("bare", "host", "host-async", "host-sdk", "idle")
     queues = [f"{kind}-{c}" for c in LEVELS for kind in kinds]
     with tempfile.TemporaryDirectory() as tmp:
         proc, conn = start_emulator(Path(tmp), queues)
         try:
             levels: dict[str, Any] = {}
             for concurrency in LEVELS:
-                runs: dict[str, list[float]] = {"bare": [], "host": [], "host-async": []}
+                runs: dict[str, list[float]] = {"bare": [], "host": [], "host-async": [], "host-sdk": []}
                 for _ in range(args.rounds):  # interleaved rounds: load from other processes hits all alike
                     queue = f"bare-{concurrency}"
                     preload(conn, queue, args.messages)
                     runs["bare"].append(asyncio.run(bare_loop(conn, queue, args.messages, concurrency)))
-                    for kind in ("host", "host-async"):
+                    for kind in FUNCTION_QUEUES:
                         queue = f"{kind}-{concurrency}"
                         preload(conn, queue, args.messages)
-                        runs[kind].append(
-                            devhost_run(
-                                conn, queue, args.messages, concurrency, async_handler=kind == "host-async"
-                            )
-                        )
-                bare, host, host_async = (statistics.median(runs[k]) for k in ("bare", "host", "host-async"))
+                        runs[kind].append(devhost_run(conn, queue, args.messages, concurrency, kind=kind))
+                bare, host, host_async, host_sdk = (
+                    statistics.median(runs[k]) for k in ("bare", "host", "host-async", "host-sdk")
+                )
                 levels[str(concurrency)] = {
                     "bare_sdk_msgs_per_s": round(bare, 1),
                     "devhost_msgs_per_s": round(host, 1),
                     "devhost_vs_bare": round(host / bare, 3),
                     "devhost_async_handler_msgs_per_s": round(host_async, 1),
                     "devhost_async_handler_vs_bare": round(host_async / bare, 3),
+                    "devhost_sdk_types_msgs_per_s": round(host_sdk, 1),
+                    "devhost_sdk_types_vs_bare": round(host_sdk / bare, 3),
                     "rounds": {k: [round(v, 1) for v in values] for k, values in runs.items()},
                 }
                 print(
                     f"maxConcurrentCalls={concurrency}: bare SDK {bare:.0f} msg/s, devhost {host:.0f} msg/s "
-                    f"({host / bare:.0%}), async handler {host_async:.0f} msg/s ({host_async / bare:.0%}) "
+                    f"({host / bare:.0%}), async handler {host_async:.0f} msg/s ({host_async / bare:.0%}), "
+                    f"SDK types + gRPC settle {host_sdk:.0f} msg/s ({host_sdk / bare:.0%}) "
                     f"[medians of {args.rounds}]",
                     flush=True,
                 )
         finally:
             proc.terminate()
             proc.wait(30)
-    result = {
-        "benchmark": "host_throughput",
+    run: dict[str, Any] = {
         "when": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": {
             "python": platform.python_version(),
@@ -181,11 +189,21 @@ def main() -> int:
         },
         "messages_per_level": args.messages,
         "message_bytes": 1024,
-        "handler": "no-op; devhost: plain function (thread pool); async: coroutine; autoComplete; prefetch 0",
+        "label": args.label,
+        "commit": subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
+        ).stdout.strip(),
+        "handler": "no-op; devhost: plain function (thread pool); async: coroutine; autoComplete; "
+        "prefetch 0; "
+        "sdk: extension types, actions.complete, autoComplete off",
         "load_average_at_end": os.getloadavg(),
         "target": "devhost >= 60% of the bare SDK loop",
         "levels": levels,
     }
+    previous = json.loads(RESULT_FILE.read_text()) if RESULT_FILE.exists() else {}
+    filed: dict[str, Any] = previous.get("runs", {}) if isinstance(previous, dict) else {}
+    filed[args.label] = run
+    result = {"benchmark": "host_throughput", "runs": filed}
     RESULT_FILE.parent.mkdir(parents=True, exist_ok=True)
     RESULT_FILE.write_text(json.dumps(result, indent=2) + "\n")
     print(f"wrote {RESULT_FILE}")

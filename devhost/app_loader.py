@@ -20,6 +20,19 @@ import azure.functions as func
 from devhost.bindings import resolve_expression
 
 SUPPORTED_TRIGGERS = ("serviceBusTrigger", "timerTrigger", "httpTrigger")
+# Binding types the Functions host's extension bundle (v4) registers; any other type stops the host with
+# "The binding type(s) ... were not found in the configured extension bundle".
+BUNDLE_BINDING_TYPES = frozenset(
+    t.lower()
+    for t in (
+        *("http", "httpTrigger", "timerTrigger", "serviceBus", "serviceBusTrigger", "queue", "queueTrigger"),
+        *("blob", "blobTrigger", "table", "eventHub", "eventHubTrigger", "eventGrid", "eventGridTrigger"),
+        *("cosmosDB", "cosmosDBTrigger", "signalR", "signalRTrigger", "signalRConnectionInfo", "sendGrid"),
+        *("twilioSms", "durableClient", "orchestrationTrigger", "activityTrigger", "entityTrigger"),
+        *("kafka", "kafkaTrigger", "rabbitMQ", "rabbitMQTrigger", "sql", "sqlTrigger", "mysql"),
+        *("mysqlTrigger", "webPubSub", "webPubSubTrigger", "webPubSubConnection", "webPubSubContext"),
+    )
+)
 
 
 class AppLoadError(RuntimeError):
@@ -99,6 +112,15 @@ def describe_function(function: Any, settings: Mapping[str, str]) -> FunctionSpe
     triggers = [b for b in bindings if str(b.get("type", "")).endswith("Trigger")]
     if len(triggers) != 1:
         raise AppLoadError(f"{where} must have exactly one trigger, has {len(triggers)}")
+    unknown = [
+        str(b.get("type")) for b in bindings if str(b.get("type", "")).lower() not in BUNDLE_BINDING_TYPES
+    ]
+    if unknown:
+        raise AppLoadError(
+            f"The '{name}' function is in error: The binding type(s) '{', '.join(unknown)}' were not "
+            "found in the configured extension bundle. Please ensure the type is correct and the correct "
+            "version of extension bundle is configured."
+        )
     trigger = _resolved(triggers[0], settings, where)
     if trigger["type"] not in SUPPORTED_TRIGGERS:
         raise AppLoadError(

@@ -26,7 +26,7 @@ def resolve_expression(text: str, settings: Mapping[str, str], *, where: str) ->
     def replace(match: re.Match[str]) -> str:
         name = match.group(1)
         if name not in settings:
-            raise BindingError(f"{where}: '%{name}%' does not name an app setting")
+            raise BindingError(f"{where}: '%{name}%' does not resolve to a value.")
         return settings[name]
 
     return _EXPRESSION.sub(replace, text)
@@ -51,15 +51,29 @@ class ServiceBusConnection:
 
 
 def resolve_connection(name: str | None, settings: Mapping[str, str], *, where: str) -> ServiceBusConnection:
-    """The Service Bus connection an app setting name designates."""
+    """The Service Bus connection an app setting name designates, read as the host's Service Bus extension
+    does: the setting itself, else ``AzureWebJobs<name>``; a string value is a connection string, a section
+    (``<name>__fullyQualifiedNamespace``) selects identity-based access."""
     setting = name or DEFAULT_SERVICE_BUS_CONNECTION
-    value = settings.get(setting, "").strip()
-    if value:
-        return ServiceBusConnection(connection_string=value)
-    namespace = settings.get(f"{setting}__fullyQualifiedNamespace", "").strip()
-    if namespace:
-        return ServiceBusConnection(fully_qualified_namespace=namespace)
+    candidates = (
+        [setting] if setting.lower().startswith("azurewebjobs") else [setting, f"AzureWebJobs{setting}"]
+    )
+    for candidate in candidates:
+        prefix = f"{candidate}__".lower()
+        section = {k[len(prefix) :]: v for k, v in settings.items() if k.lower().startswith(prefix)}
+        value = settings.get(candidate)
+        if value is None and not section:
+            continue
+        if value is not None and value.strip():
+            return ServiceBusConnection(connection_string=value.strip())
+        namespace = next((v for k, v in section.items() if k.lower() == "fullyqualifiednamespace"), "")
+        if not namespace.strip():
+            raise BindingError(
+                f"{where}: Connection should have an 'fullyQualifiedNamespace' property or be a "
+                "string representing a connection string."
+            )
+        return ServiceBusConnection(fully_qualified_namespace=namespace.strip())
     raise BindingError(
-        f"{where}: connection '{setting}' is not configured: set app setting '{setting}' to a connection "
-        f"string or '{setting}__fullyQualifiedNamespace' to the namespace host name"
+        f"{where}: Service Bus account connection string '{setting}' does not exist. "
+        "Make sure that it is a defined App Setting."
     )

@@ -24,7 +24,7 @@ from azure.functions.servicebus import ServiceBusMessage as WorkerServiceBusMess
 from devhost.app_loader import FunctionSpec, load_functions
 from devhost.bindings import resolve_connection
 from devhost.host_config import HostConfig
-from devhost.http_server import HttpRoute, HttpServer, http_route
+from devhost.http_server import HttpRoute, HttpServer, check_route_conflicts, http_route
 from devhost.invocation_log import InvocationLog
 from devhost.invoker import Invoker
 from devhost.keys import HostKeys
@@ -136,12 +136,17 @@ class FunctionsHost:
                 elif spec.trigger_type == "timerTrigger":
                     self._timers[spec.name.lower()] = TimerListener(spec, self.invoker, zone)
                 else:
-                    connection = resolve_connection(
-                        spec.trigger.get("connection"), settings, where=f"function '{spec.name}'"
+                    # Worded as the host logs it: the extension's message inside its indexing error.
+                    where = (
+                        f"The '{spec.name}' function is in error: Microsoft.Azure.WebJobs.Host: "
+                        f"Error indexing method 'Functions.{spec.name}'. "
+                        "Microsoft.Azure.WebJobs.Extensions.ServiceBus"
                     )
+                    connection = resolve_connection(spec.trigger.get("connection"), settings, where=where)
                     self._service_bus.append(
                         ServiceBusListener(spec, options.host_config.service_bus, connection, self.invoker)
                     )
+            check_route_conflicts(routes)
             self.http = HttpServer(
                 routes,
                 keys=self.keys,

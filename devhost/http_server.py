@@ -20,7 +20,7 @@ from aiohttp import web
 from devhost.app_loader import FunctionSpec
 from devhost.invoker import Invoker
 from devhost.keys import ADMIN, ANONYMOUS, FUNCTION, KEY_HEADER, KEY_QUERY, HostKeys
-from devhost.routes import RouteTemplate, compile_route
+from devhost.routes import RouteTemplate, compile_route, decode_request_path, route_conflict
 
 logger = logging.getLogger("devhost.Http")
 
@@ -58,6 +58,19 @@ def http_route(spec: FunctionSpec) -> HttpRoute:
         methods=frozenset(str(getattr(m, "value", m)).upper() for m in methods),
         auth_level=level,
     )
+
+
+def check_route_conflicts(routes: list[HttpRoute]) -> None:
+    """Refuse two HTTP functions on the same route and method, with the host's message."""
+    for index, route in enumerate(routes):
+        for earlier in routes[:index]:
+            if route_conflict(
+                route.template.template, route.methods, earlier.template.template, earlier.methods
+            ):
+                raise ValueError(
+                    f"The '{route.spec.name}' function is in error: The route specified conflicts with the "
+                    f"route defined by function '{earlier.spec.name}'."
+                )
 
 
 def _to_response(result: Any) -> web.Response:
@@ -136,7 +149,7 @@ class HttpServer:
         return request.headers.get(KEY_HEADER) or request.query.get(KEY_QUERY)
 
     async def _dispatch(self, request: web.Request) -> web.StreamResponse:
-        path = request.path.strip("/")
+        path = decode_request_path(request.raw_path).strip("/")
         if path.lower().startswith("admin/"):
             return await self._admin(request, path[len("admin/") :])
         if self.prefix:

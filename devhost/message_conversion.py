@@ -201,17 +201,50 @@ def trigger_metadata(message: ServiceBusReceivedMessage, function_name: str) -> 
     return _single_metadata(_extract(message), function_name)
 
 
+# The arrays the host's Service Bus extension puts in a batch's binding data (ServiceBusTriggerBindingStrategy
+# .AddBindingData for ServiceBusReceivedMessage[]), each from the message field named: nothing else reaches
+# the worker, so a batch message's other properties (LockedUntil, DeadLetterReason, TimeToLive, ...) are None
+# in Azure. TransactionPartitionKeyArray carries the partition keys, as the extension fills it.
+HOST_BATCH_ARRAYS: dict[str, str] = {
+    "DeliveryCountArray": "DeliveryCount",
+    "DeadLetterSourceArray": "DeadLetterSource",
+    "LockTokenArray": "LockToken",
+    "ExpiresAtUtcArray": "ExpiresAtUtc",
+    "ExpiresAtArray": "ExpiresAtUtc",
+    "EnqueuedTimeUtcArray": "EnqueuedTimeUtc",
+    "EnqueuedTimeArray": "EnqueuedTimeUtc",
+    "MessageIdArray": "MessageId",
+    "ContentTypeArray": "ContentType",
+    "ReplyToArray": "ReplyTo",
+    "SequenceNumberArray": "SequenceNumber",
+    "ToArray": "To",
+    "SubjectArray": "Subject",
+    "LabelArray": "Subject",
+    "CorrelationIdArray": "CorrelationId",
+    "SessionIdArray": "SessionId",
+    "ReplyToSessionIdArray": "ReplyToSessionId",
+    "PartitionKeyArray": "PartitionKey",
+    "TransactionPartitionKeyArray": "PartitionKey",
+}
+_BATCH_FIELDS = frozenset(HOST_BATCH_ARRAYS.values()) | {"Label"}
+
+
 def _batch_metadata(extracted: list[_Extracted], function_name: str) -> dict[str, meta.Datum]:
     metadata: dict[str, meta.Datum] = {}
-    for key in extracted[0].fields if extracted else []:
-        values = [_plain(e.fields[key]) for e in extracted]
-        if any(v is not None for v in values):
-            metadata[f"{key}Array"] = meta.Datum(json.dumps(values), "json")
+    for array, key in HOST_BATCH_ARRAYS.items():
+        metadata[array] = meta.Datum(json.dumps([_plain(e.fields[key]) for e in extracted]), "json")
     props = [e.props for e in extracted]
-    metadata["UserPropertiesArray"] = meta.Datum(json.dumps(props), "json")
     metadata["ApplicationPropertiesArray"] = meta.Datum(json.dumps(props), "json")
+    metadata["UserPropertiesArray"] = meta.Datum(json.dumps(props), "json")
     metadata["sys"] = _sys_metadata(function_name)
     return metadata
+
+
+def _as_batch_member(extracted: _Extracted) -> _Extracted:
+    """The fields a batch message gets in Azure: only those the host's arrays carry."""
+    return _Extracted(
+        {k: v if k in _BATCH_FIELDS else None for k, v in extracted.fields.items()}, extracted.props
+    )
 
 
 def batch_trigger_metadata(
@@ -267,7 +300,7 @@ def to_function_messages(
     messages: list[ServiceBusReceivedMessage], function_name: str
 ) -> list[func.ServiceBusMessage]:
     """A batch, every message sharing the batch's array metadata (as the worker does)."""
-    extracted = [_extract(m) for m in messages]
+    extracted = [_as_batch_member(_extract(m)) for m in messages]
     metadata = _batch_metadata(extracted, function_name)
     return [_build(m, e, metadata) for m, e in zip(messages, extracted, strict=True)]
 

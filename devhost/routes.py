@@ -37,11 +37,30 @@ class RouteTemplate:
     literal_segments: int
 
     def match(self, path: str) -> dict[str, str] | None:
-        """The route parameters when ``path`` (without prefix, no leading slash) matches."""
+        """The route parameters when ``path`` (decoded by :func:`decode_request_path`, without prefix)
+        matches."""
         found = self.pattern.fullmatch(path.strip("/"))
         if found is None:
             return None
-        return {k: unquote(v) for k, v in found.groupdict().items() if v is not None}
+        return {k: v for k, v in found.groupdict().items() if v is not None}
+
+
+_ENCODED_SLASH = re.compile(r"(%2[Ff])")
+
+
+def decode_request_path(raw_path: str) -> str:
+    """The request path as ASP.NET Core routes it: percent-decoded except ``%2F``, which stays encoded
+    (so a route value may hold an encoded ``/`` without splitting into segments)."""
+    path = raw_path.split("?", 1)[0]
+    return "".join(
+        part if _ENCODED_SLASH.fullmatch(part) else unquote(part) for part in _ENCODED_SLASH.split(path)
+    )
+
+
+def route_conflict(template: str, methods: frozenset[str], other: str, other_methods: frozenset[str]) -> bool:
+    """Whether two HTTP functions claim the same route (same template, ignoring case, sharing a method),
+    which the host refuses at start-up."""
+    return template.strip("/").lower() == other.strip("/").lower() and bool(methods & other_methods)
 
 
 def compile_route(template: str) -> RouteTemplate:

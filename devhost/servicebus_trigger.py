@@ -4,8 +4,10 @@ Semantics as the Functions host (extension 5.x) implements them:
 
 * PEEK_LOCK receive; success -> complete, exception -> abandon (the broker dead-letters once
   MaxDeliveryCount is exceeded), unless ``autoCompleteMessages`` is false.
-* single-message functions: up to ``maxConcurrentCalls`` invocations at once, locks renewed by an
-  ``AutoLockRenewer`` for up to ``maxAutoLockRenewalDuration``;
+* single-message functions: up to ``maxConcurrentCalls`` invocations at once, each message's lock renewed
+  while its invocation runs (up to ``maxAutoLockRenewalDuration``) and no longer: a message the function
+  leaves unsettled (``autoCompleteMessages`` false) is redelivered when its lock lapses, as in Azure;
+* SDK-type parameters get the binding extension's objects: see ``model_binding_data`` and ``settlement``;
 * session functions: up to ``maxConcurrentSessions`` sessions at once, one message at a time per session
   (in order), a session released after ``sessionIdleTimeout`` without messages; session locks renewed;
 * batch functions (``cardinality="many"``): up to ``maxMessageBatchSize`` messages per invocation, one batch
@@ -29,13 +31,15 @@ from typing import Any
 from azure.servicebus import NEXT_AVAILABLE_SESSION, ServiceBusReceivedMessage, ServiceBusReceiveMode
 from azure.servicebus.aio import AutoLockRenewer, ServiceBusClient, ServiceBusReceiver
 from azure.servicebus.exceptions import OperationTimeoutError, ServiceBusError, SessionCannotBeLockedError
+from azurefunctions.extensions.base import SdkType, get_binding_registry
 
 from devhost.app_loader import FunctionSpec
 from devhost.bindings import ServiceBusConnection
 from devhost.host_config import ServiceBusOptions
 from devhost.invoker import Invoker
 from devhost.message_conversion import message_body, to_function_messages, to_single_function_message
-from devhost.settlement import ServiceBusMessageActions, SettlementTracker, is_actions_annotation
+from devhost.model_binding_data import decode_with_extension, trigger_datum
+from devhost.settlement import REGISTRY, InvocationSettlement, ensure_settlement_server
 
 logger = logging.getLogger("devhost.ServiceBus")
 
@@ -46,10 +50,6 @@ SHORT_POLL_SECONDS = 0.05  # receive wait while invocations are in flight, so th
 SESSION_ACCEPT_SECONDS = 5.0  # how long a session worker waits for a free session before asking again
 DEFAULT_SESSION_IDLE_SECONDS = 60.0  # clientRetryOptions.tryTimeout, the host's fallback
 INFINITE_RENEWAL_SECONDS = 10 * 365 * 86400.0
-# A message joins the lock renewer only once its invocation has run this long (at most a fifth of the
-# lock): the renewer checks each lock once a second anyway, and most invocations end well before, so
-# they skip the renewal task the SDK starts per registered message.
-RENEWAL_DELAY_SECONDS = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,7 +64,9 @@ class TriggerShape:
     batch: bool
     auto_complete: bool
     payload: str  # "func" | "sdk" | "str" | "bytes"
+    payload_type: Any  # the trigger parameter's annotation: the extension's converter gets it as pytype
     actions_arg: str | None
+    actions_type: Any
 
 
 def _hints(spec: FunctionSpec) -> dict[str, Any]:
@@ -83,9 +85,21 @@ def _payload_kind(annotation: Any) -> str:
         return "str"
     if inner is bytes:
         return "bytes"
-    if inner is ServiceBusReceivedMessage or str(name).endswith("ServiceBusReceivedMessage"):
+    if isinstance(inner, type) and issubclass(inner, SdkType):
         return "sdk"
+    if inner is ServiceBusReceivedMessage or str(name).endswith("ServiceBusReceivedMessage"):
+        raise ValueError(
+            "annotate the trigger with"
+            " azurefunctions.extensions.bindings.servicebus.ServiceBusReceivedMessage:"
+            " the worker binds azure.servicebus.ServiceBusReceivedMessage as no Service Bus type"
+        )
     return "func"
+
+
+def is_actions_annotation(annotation: Any) -> bool:
+    """Whether a parameter asks for a gRPC client type (the extension's ``ServiceBusMessageActions``),
+    the test the worker applies (``check_supported_grpc_client_type``)."""
+    return bool(get_binding_registry().check_supported_grpc_client_type(annotation))
 
 
 def trigger_shape(spec: FunctionSpec, options: ServiceBusOptions) -> TriggerShape:
@@ -100,6 +114,10 @@ def trigger_shape(spec: FunctionSpec, options: ServiceBusOptions) -> TriggerShap
         )
     hints = _hints(spec)
     actions_arg = next((name for name, hint in hints.items() if is_actions_annotation(hint)), None)
+    try:
+        payload = _payload_kind(hints.get(spec.trigger_arg))
+    except ValueError as exc:
+        raise ValueError(f"function '{spec.name}': {exc}") from None
     auto_complete = binding.get("autoCompleteMessages")
     return TriggerShape(
         entity=str(queue) if queue else f"{topic}/Subscriptions/{subscription}",
@@ -109,8 +127,10 @@ def trigger_shape(spec: FunctionSpec, options: ServiceBusOptions) -> TriggerShap
         sessions=bool(binding.get("isSessionsEnabled")),
         batch=str(binding.get("cardinality", "ONE")).upper() == "MANY",
         auto_complete=options.auto_complete_messages if auto_complete is None else bool(auto_complete),
-        payload=_payload_kind(hints.get(spec.trigger_arg)),
+        payload=payload,
+        payload_type=hints.get(spec.trigger_arg),
         actions_arg=actions_arg,
+        actions_type=hints.get(actions_arg) if actions_arg is not None else None,
     )
 
 
@@ -175,6 +195,8 @@ class ServiceBusListener:
 
     async def start(self) -> None:
         """Open the client and start receiving."""
+        if self.shape.actions_arg is not None:
+            ensure_settlement_server()
         self._client = make_client(self.connection)
         self._renewer = AutoLockRenewer(max_lock_renewal_duration=self._renewal_seconds())
         if self.shape.sessions:
@@ -363,8 +385,18 @@ class ServiceBusListener:
         session = receiver.session
         assert self._renewer is not None
         self._renewer.register(receiver, session, max_lock_renewal_duration=self._renewal_seconds())
+        REGISTRY.register_session(session.session_id, receiver, asyncio.get_running_loop())
+        try:
+            await self._session_loop(receiver, idle_limit)
+        finally:
+            REGISTRY.close_session(session.session_id, receiver)
+
+    async def _session_loop(self, receiver: ServiceBusReceiver, idle_limit: float) -> None:
+        session = receiver.session
         idle = 0.0
         while not self._stopping.is_set() and idle < idle_limit:
+            if REGISTRY.release_requested(session.session_id):
+                return  # the function called release_session: close the session now
             wait = min(POLL_SECONDS, idle_limit - idle)
             limit = self.options.max_message_batch_size if self.shape.batch else 1
             try:
@@ -384,16 +416,17 @@ class ServiceBusListener:
 
     # ------------------------------------------------------------------------------------ invoking
 
-    def _arguments(self, payload: Any, tracker: SettlementTracker) -> dict[str, Any]:
+    def _arguments(self, payload: Any) -> dict[str, Any]:
         arguments = {self.spec.trigger_arg: payload}
         if self.shape.actions_arg is not None:
-            arguments[self.shape.actions_arg] = ServiceBusMessageActions(tracker)
+            # The worker's deferred binding: the extension's process-wide client, talking gRPC to the host.
+            arguments[self.shape.actions_arg] = self.shape.actions_type.get_instance()
         return arguments
 
     def _convert(self, message: ServiceBusReceivedMessage) -> Any:
         kind = self.shape.payload
         if kind == "sdk":
-            return message
+            return decode_with_extension(trigger_datum([message], batch=False), self.shape.payload_type)
         if kind == "bytes":
             return message_body(message)
         if kind == "str":
@@ -404,17 +437,18 @@ class ServiceBusListener:
         self, receiver: ServiceBusReceiver, message: ServiceBusReceivedMessage, *, settle_inline: bool = False
     ) -> None:
         """Invoke for one message; settle inline (sessions) or queue the settlement for the receive loop."""
-        tracker = SettlementTracker(receiver, asyncio.get_running_loop())
-        renewal = None if self.shape.sessions else self._schedule_renewal(receiver, message)
+        tracker = self._invocation(receiver, [message])
+        renewal = None if self.shape.sessions else self._renew_during_invocation(receiver, message)
         try:
             record, _ = await self.invoker.invoke(
                 self.spec,
-                lambda: self._arguments(self._convert(message), tracker),
+                lambda: self._arguments(self._convert(message)),
                 reason=f"New ServiceBus message detected on '{self.shape.entity}'.",
             )
         finally:
+            REGISTRY.release(tracker)
             if renewal is not None:
-                renewal.cancel()  # no-op once registered: the renewer stops at settlement by itself
+                renewal.cancel()  # as the host: the lock is renewed only while the function runs
 
         async def settle() -> None:
             await tracker.apply_pending()
@@ -426,45 +460,62 @@ class ServiceBusListener:
         self._settlements.append(settle)
         self._notify_finished()
 
-    def _schedule_renewal(
-        self, receiver: ServiceBusReceiver, message: ServiceBusReceivedMessage
-    ) -> asyncio.TimerHandle | None:
-        """Register ``message`` with the lock renewer if its invocation is still running after
-        ``RENEWAL_DELAY_SECONDS`` (or a fifth of its remaining lock, if shorter)."""
-        renewer = self._renewer
-        if renewer is None:
-            return None
-        locked_until = message.locked_until_utc
-        remaining = 0.0 if locked_until is None else (locked_until - datetime.now(UTC)).total_seconds()
-        delay = max(0.0, min(RENEWAL_DELAY_SECONDS, remaining / 5))
+    def _invocation(
+        self, receiver: ServiceBusReceiver, messages: list[ServiceBusReceivedMessage]
+    ) -> InvocationSettlement:
+        invocation = InvocationSettlement(receiver, asyncio.get_running_loop(), deferred=self.spec.is_async)
+        REGISTRY.register(invocation, messages)
+        return invocation
 
-        def register() -> None:
+    def _renew_during_invocation(
+        self, receiver: ServiceBusReceiver, message: ServiceBusReceivedMessage
+    ) -> asyncio.Task[None]:
+        """Renew ``message``'s lock while its invocation runs (up to ``maxAutoLockRenewalDuration``)."""
+        return asyncio.create_task(self._renew_lock(receiver, message))
+
+    async def _renew_lock(self, receiver: ServiceBusReceiver, message: ServiceBusReceivedMessage) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._renewal_seconds()
+        locked_until = message.locked_until_utc
+        if locked_until is None:
+            return
+        period = max((locked_until - datetime.now(UTC)).total_seconds(), 1.0)
+        while True:
+            remaining = (locked_until - datetime.now(UTC)).total_seconds()
+            # Renew with a third of the lock period left (at least 1 s), as the SDK's renewer margin.
+            await asyncio.sleep(max(0.1, remaining - max(1.0, period / 3)))
+            if loop.time() >= deadline:
+                return
             try:
-                renewer.register(receiver, message, max_lock_renewal_duration=self._renewal_seconds())
-            except (ServiceBusError, ValueError) as exc:  # shut down, or the lock already gone
+                locked_until = await receiver.renew_message_lock(message)
+            except (ServiceBusError, ValueError) as exc:  # settled meanwhile, or the lock already gone
                 logger.warning(
                     "Functions.%s: cannot renew the lock of %s: %s", self.spec.name, message.message_id, exc
                 )
-
-        return asyncio.get_running_loop().call_later(delay, register)
+                return
 
     async def _process_batch(
         self, receiver: ServiceBusReceiver, messages: list[ServiceBusReceivedMessage]
     ) -> None:
-        tracker = SettlementTracker(receiver, asyncio.get_running_loop())
+        tracker = self._invocation(receiver, messages)
 
         def bind() -> dict[str, Any]:
             if self.shape.payload == "func":
-                payload: list[Any] = list(to_function_messages(messages, self.spec.name))
+                payload: Any = list(to_function_messages(messages, self.spec.name))
+            elif self.shape.payload == "sdk":
+                payload = decode_with_extension(trigger_datum(messages, batch=True), self.shape.payload_type)
             else:
                 payload = [self._convert(m) for m in messages]
-            return self._arguments(payload, tracker)
+            return self._arguments(payload)
 
-        record, _ = await self.invoker.invoke(
-            self.spec,
-            bind,
-            reason=f"New ServiceBus messages detected on '{self.shape.entity}'.",
-        )
+        try:
+            record, _ = await self.invoker.invoke(
+                self.spec,
+                bind,
+                reason=f"New ServiceBus messages detected on '{self.shape.entity}'.",
+            )
+        finally:
+            REGISTRY.release(tracker)
         await tracker.apply_pending()
         await self._settle(receiver, messages, tracker, record.succeeded)
 
@@ -472,7 +523,7 @@ class ServiceBusListener:
         self,
         receiver: ServiceBusReceiver,
         messages: list[ServiceBusReceivedMessage],
-        tracker: SettlementTracker,
+        tracker: InvocationSettlement,
         succeeded: bool,
     ) -> None:
         if not self.shape.auto_complete:

@@ -1,115 +1,286 @@
-"""Explicit settlement for SDK-type bindings, mirroring ``azurefunctions-extensions-bindings-servicebus``.
+"""The host's Settlement gRPC service, through which the Service Bus binding extension settles.
 
-A function whose trigger parameter is annotated ``azure.servicebus.ServiceBusReceivedMessage`` (or a list
-of them) receives the SDK's own received message; a parameter annotated with any class named
-``ServiceBusMessageActions`` (the extension's, or :class:`ServiceBusMessageActions` here) receives an object
-with the extension's synchronous methods: ``complete``, ``abandon``, ``deadletter``, ``defer`` and
-``renew_message_lock``.
+In Azure a function's ``ServiceBusMessageActions`` (the extension's class, a singleton) opens a gRPC channel
+to the host at the worker's ``--host``/``--port`` arguments and calls ``Settlement`` (``settlement.proto``,
+shipped in the extension) with the message's lock token; the host settles on the receiver that holds the
+message. devhost serves that same service, once per process (the extension's client is a process-wide
+singleton), and puts the same arguments on ``sys.argv`` so the extension's own client reaches it.
 
-Calls from a plain (threaded) function settle at once on the listener's receiver. Calls from a coroutine
-function cannot block the event loop, so they are queued and applied as soon as the function returns,
-before auto-completion; either way a message settled by the function is never settled again by the host.
+Each invocation registers its messages by lock token (and, for sessions, its session id) in a
+:class:`SettlementRegistry`; an unknown or already-released token gets ``FAILED_PRECONDITION`` as from the
+host. A settlement from a coroutine function is queued and applied when the function returns: the worker
+runs in another process in Azure, but here the function blocks the very event loop that holds the receiver.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import sys
+import threading
 from collections.abc import Awaitable, Callable
+from concurrent import futures
 from dataclasses import dataclass, field
 from typing import Any
 
+import grpc  # type: ignore[import-untyped]
 from azure.servicebus import ServiceBusReceivedMessage
 from azure.servicebus.aio import ServiceBusReceiver
+from azurefunctions.extensions.bindings.protos import settlement_pb2, settlement_pb2_grpc
+from google.protobuf.empty_pb2 import Empty  # type: ignore[import-untyped]
+from google.protobuf.timestamp_pb2 import Timestamp  # type: ignore[import-untyped]
 
 logger = logging.getLogger("devhost.settlement")
 
+# What the Functions host passes the worker (int.MaxValue): the extension sizes its channel with it.
+GRPC_MAX_MESSAGE_LENGTH = 2147483647
+SETTLE_TIMEOUT_SECONDS = 60.0
+
 
 @dataclass(slots=True)
-class SettlementTracker:
-    """Which messages of one invocation are settled, and settlements queued by coroutine functions."""
+class InvocationSettlement:
+    """One invocation's messages: which the function settled itself, and settlements to apply at return."""
 
     receiver: ServiceBusReceiver
     loop: asyncio.AbstractEventLoop
-    settled: set[int] = field(default_factory=set)  # ids of messages settled through the actions object
+    deferred: bool  # a coroutine function: apply settlements after it returns (see the module docstring)
+    messages: dict[str, ServiceBusReceivedMessage] = field(default_factory=dict)
+    settled: set[str] = field(default_factory=set)  # lock tokens settled through the gRPC service
     pending: list[Callable[[], Awaitable[Any]]] = field(default_factory=list)
 
     def is_settled(self, message: ServiceBusReceivedMessage) -> bool:
         """Whether the function settled ``message`` itself."""
-        return id(message) in self.settled
+        return str(message.lock_token) in self.settled
 
     async def apply_pending(self) -> None:
         """Run settlements requested by a coroutine function, in order."""
         while self.pending:
-            await self.pending.pop(0)()
+            action = self.pending.pop(0)
+            try:
+                await action()
+            except Exception as exc:  # the function was told OK; the broker redelivers after the lock
+                logger.error("a settlement requested by a coroutine function failed: %s", exc)
 
 
-class ServiceBusMessageActions:
-    """What a function uses to settle its messages itself (the extension's API)."""
+class SettlementRegistry:
+    """Lock token / session id -> the invocation that holds it, for the gRPC service (thread-safe)."""
 
-    def __init__(self, tracker: SettlementTracker) -> None:
-        self._tracker = tracker
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._by_token: dict[str, InvocationSettlement] = {}
+        self._sessions: dict[str, tuple[ServiceBusReceiver, asyncio.AbstractEventLoop]] = {}
+        self._released_sessions: set[str] = set()
 
-    def _run(self, message: ServiceBusReceivedMessage, action: Callable[[], Awaitable[Any]]) -> None:
-        tracker = self._tracker
-        tracker.settled.add(id(message))
-        if _on_loop(tracker.loop):
-            tracker.pending.append(action)
-            return
+    def register(self, invocation: InvocationSettlement, messages: list[ServiceBusReceivedMessage]) -> None:
+        """Make ``messages`` settleable through the service until :meth:`release`."""
+        with self._lock:
+            for message in messages:
+                token = str(message.lock_token)
+                invocation.messages[token] = message
+                self._by_token[token] = invocation
 
-        async def call() -> Any:
-            return await action()
+    def release(self, invocation: InvocationSettlement) -> None:
+        """The invocation ended: its tokens are no longer known to the service."""
+        with self._lock:
+            for token in invocation.messages:
+                if self._by_token.get(token) is invocation:
+                    del self._by_token[token]
 
-        asyncio.run_coroutine_threadsafe(call(), tracker.loop).result(60)
-
-    def complete(self, message: ServiceBusReceivedMessage) -> None:
-        """Complete: the message is removed."""
-        self._run(message, lambda: self._tracker.receiver.complete_message(message))
-
-    def abandon(self, message: ServiceBusReceivedMessage) -> None:
-        """Abandon: the lock is released and the delivery count grows."""
-        self._run(message, lambda: self._tracker.receiver.abandon_message(message))
-
-    def deadletter(
-        self,
-        message: ServiceBusReceivedMessage,
-        deadletter_reason: str | None = None,
-        deadletter_error_description: str | None = None,
+    def register_session(
+        self, session_id: str, receiver: ServiceBusReceiver, loop: asyncio.AbstractEventLoop
     ) -> None:
-        """Move the message to the dead-letter queue with a reason and description."""
-        self._run(
-            message,
-            lambda: self._tracker.receiver.dead_letter_message(
-                message, reason=deadletter_reason, error_description=deadletter_error_description
-            ),
+        """The session's receiver, for the session operations."""
+        with self._lock:
+            self._sessions[session_id] = (receiver, loop)
+            self._released_sessions.discard(session_id)
+
+    def close_session(self, session_id: str, receiver: ServiceBusReceiver) -> None:
+        """The session's receiver was closed."""
+        with self._lock:
+            held = self._sessions.get(session_id)
+            if held is not None and held[0] is receiver:
+                del self._sessions[session_id]
+            self._released_sessions.discard(session_id)
+
+    def request_release(self, session_id: str) -> None:
+        """The function asked to release the session: the listener closes it after the invocation."""
+        with self._lock:
+            self._released_sessions.add(session_id)
+
+    def release_requested(self, session_id: str) -> bool:
+        """Whether the function asked to release ``session_id``."""
+        with self._lock:
+            return session_id in self._released_sessions
+
+    def invocation(self, token: str) -> InvocationSettlement | None:
+        """The invocation holding ``token``."""
+        with self._lock:
+            return self._by_token.get(token)
+
+    def session(self, session_id: str) -> tuple[ServiceBusReceiver, asyncio.AbstractEventLoop] | None:
+        """The receiver holding ``session_id`` and its loop."""
+        with self._lock:
+            return self._sessions.get(session_id)
+
+
+REGISTRY = SettlementRegistry()
+
+
+def _run(loop: asyncio.AbstractEventLoop, call: Callable[[], Awaitable[Any]]) -> Any:
+    async def run() -> Any:
+        return await call()
+
+    return asyncio.run_coroutine_threadsafe(run(), loop).result(SETTLE_TIMEOUT_SECONDS)
+
+
+def _abort_as_handler_exception(context: grpc.ServicerContext, exc: Exception) -> None:
+    """What ASP.NET Core gRPC answers when a handler throws (the host does not enable detailed errors):
+    UNKNOWN with a fixed detail; the cause goes to the host's log only."""
+    logger.error("Settlement failed: %s: %s", type(exc).__name__, exc)
+    context.abort(grpc.StatusCode.UNKNOWN, "Exception was thrown by handler.")
+
+
+class SettlementService(settlement_pb2_grpc.SettlementServicer):  # type: ignore[misc]
+    """The ``Settlement`` service as the host's Service Bus extension implements it."""
+
+    def __init__(self, registry: SettlementRegistry) -> None:
+        self._registry = registry
+
+    def _settle(
+        self,
+        token: str,
+        context: grpc.ServicerContext,
+        action: Callable[[ServiceBusReceiver, ServiceBusReceivedMessage], Awaitable[Any]],
+        *,
+        settles: bool = True,
+    ) -> Empty:
+        invocation = self._registry.invocation(token)
+        if invocation is None:
+            context.abort(grpc.StatusCode.FAILED_PRECONDITION, f"LockToken {token} not found.")
+        assert invocation is not None
+        message = invocation.messages[token]
+
+        def call() -> Awaitable[Any]:
+            return action(invocation.receiver, message)
+
+        if settles:
+            invocation.settled.add(token)
+        if invocation.deferred:
+            invocation.pending.append(call)
+            return Empty()
+        try:
+            _run(invocation.loop, call)
+        except Exception as exc:
+            if settles:
+                invocation.settled.discard(token)
+            _abort_as_handler_exception(context, exc)
+        return Empty()
+
+    def Complete(self, request: Any, context: grpc.ServicerContext) -> Empty:
+        """Complete the message: removed from its entity."""
+        return self._settle(request.locktoken, context, lambda r, m: r.complete_message(m))
+
+    def Abandon(self, request: Any, context: grpc.ServicerContext) -> Empty:
+        """Abandon: the lock is released and the delivery count grows."""
+        return self._settle(request.locktoken, context, lambda r, m: r.abandon_message(m))
+
+    def Deadletter(self, request: Any, context: grpc.ServicerContext) -> Empty:
+        """Dead-letter with the reason and description the function gave."""
+        reason = request.deadletterReason.value if request.HasField("deadletterReason") else None
+        description = (
+            request.deadletterErrorDescription.value
+            if request.HasField("deadletterErrorDescription")
+            else None
+        )
+        return self._settle(
+            request.locktoken,
+            context,
+            lambda r, m: r.dead_letter_message(m, reason=reason, error_description=description),
         )
 
-    def defer(self, message: ServiceBusReceivedMessage) -> None:
-        """Defer: the message stays, retrievable only by sequence number."""
-        self._run(message, lambda: self._tracker.receiver.defer_message(message))
+    def Defer(self, request: Any, context: grpc.ServicerContext) -> Empty:
+        """Defer: retrievable only by sequence number."""
+        return self._settle(request.locktoken, context, lambda r, m: r.defer_message(m))
 
-    def renew_message_lock(self, message: ServiceBusReceivedMessage) -> None:
-        """Renew the message's lock now (the host renews automatically too)."""
-        tracker = self._tracker
+    def RenewMessageLock(self, request: Any, context: grpc.ServicerContext) -> Empty:
+        """Renew the message's lock now."""
+        return self._settle(request.locktoken, context, lambda r, m: r.renew_message_lock(m), settles=False)
 
-        async def renew() -> Any:
-            return await tracker.receiver.renew_message_lock(message)
+    def _session_call(
+        self, session_id: str, context: grpc.ServicerContext, action: Callable[[Any], Awaitable[Any]]
+    ) -> Any:
+        held = self._registry.session(session_id)
+        if held is None:
+            context.abort(grpc.StatusCode.FAILED_PRECONDITION, f"SessionId {session_id} not found.")
+        assert held is not None
+        receiver, loop = held
+        try:
+            return _run(loop, lambda: action(receiver.session))
+        except Exception as exc:
+            _abort_as_handler_exception(context, exc)
 
-        if _on_loop(tracker.loop):
-            tracker.pending.append(renew)
-            return
-        asyncio.run_coroutine_threadsafe(renew(), tracker.loop).result(60)
+    def GetSessionState(self, request: Any, context: grpc.ServicerContext) -> Any:
+        """The session's state bytes."""
+        state = self._session_call(request.sessionId, context, lambda s: s.get_state())
+        return settlement_pb2.GetSessionStateResponse(sessionState=state or b"")
+
+    def SetSessionState(self, request: Any, context: grpc.ServicerContext) -> Empty:
+        """Set the session's state."""
+        self._session_call(request.sessionId, context, lambda s: s.set_state(request.sessionState))
+        return Empty()
+
+    def ReleaseSession(self, request: Any, context: grpc.ServicerContext) -> Empty:
+        """Release the session once the current invocation ends (the host closes its receiver)."""
+        if self._registry.session(request.sessionId) is None:
+            context.abort(grpc.StatusCode.FAILED_PRECONDITION, f"SessionId {request.sessionId} not found.")
+        self._registry.request_release(request.sessionId)
+        return Empty()
+
+    def RenewSessionLock(self, request: Any, context: grpc.ServicerContext) -> Any:
+        """Renew the session lock; answers the new expiry."""
+        until = self._session_call(request.sessionId, context, lambda s: s.renew_lock())
+        stamp = Timestamp()
+        stamp.FromDatetime(until)
+        return settlement_pb2.RenewSessionLockResponse(lockedUntil=stamp)
 
 
-def _on_loop(loop: asyncio.AbstractEventLoop) -> bool:
-    try:
-        return asyncio.get_running_loop() is loop
-    except RuntimeError:
-        return False
+@dataclass(slots=True)
+class _Server:
+    server: grpc.Server
+    port: int
 
 
-def is_actions_annotation(annotation: Any) -> bool:
-    """Whether a parameter annotation asks for a message-actions object."""
-    return getattr(annotation, "__name__", None) == "ServiceBusMessageActions" or (
-        isinstance(annotation, str) and annotation.rsplit(".", 1)[-1] == "ServiceBusMessageActions"
-    )
+_SERVER: _Server | None = None
+_SERVER_LOCK = threading.Lock()
+
+
+def worker_arguments(port: int) -> list[str]:
+    """The arguments the Functions host starts the Python worker with, as far as the extension reads them."""
+    return [
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--functions-grpc-max-message-length",
+        str(GRPC_MAX_MESSAGE_LENGTH),
+    ]
+
+
+def ensure_settlement_server() -> int:
+    """Start the process's Settlement service (once) and point the extension's client at it; its port."""
+    global _SERVER
+    with _SERVER_LOCK:
+        if _SERVER is None:
+            options = [
+                ("grpc.max_send_message_length", GRPC_MAX_MESSAGE_LENGTH),
+                ("grpc.max_receive_message_length", GRPC_MAX_MESSAGE_LENGTH),
+            ]
+            server = grpc.server(futures.ThreadPoolExecutor(max_workers=32), options=options)
+            settlement_pb2_grpc.add_SettlementServicer_to_server(SettlementService(REGISTRY), server)
+            port = server.add_insecure_port("127.0.0.1:0")
+            server.start()
+            _SERVER = _Server(server, port)
+            # Last occurrence wins in argparse: these override a devhost CLI's own --host/--port.
+            sys.argv.extend(worker_arguments(port))
+            logger.info("Settlement gRPC service listening on 127.0.0.1:%d", port)
+        return _SERVER.port

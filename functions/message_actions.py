@@ -2,9 +2,10 @@
 
 In Azure, a function gets explicit settlement by annotating its parameters with the SDK-type binding classes
 of ``azurefunctions-extensions-bindings-servicebus`` (``ServiceBusReceivedMessage`` and
-``ServiceBusMessageActions``); devhost injects its own equivalent by the same annotations. That package ships
-no type information, so the function code types the actions object with this Protocol: the part of the
-extension's ``ServiceBusMessageActions`` Busbar relies on, with the extension's own parameter names.
+``ServiceBusMessageActions``), and devhost binds those same classes (the extension's converter and its gRPC
+settlement client). That package ships no type information, so the function code types the actions object
+with this Protocol, a typing aid only: the part of the extension's ``ServiceBusMessageActions`` Busbar relies
+on, with the extension's own parameter names.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """A no-op Service Bus function for bench/host_throughput.py."""
 
 import azure.functions as func
+import azurefunctions.extensions.bindings.servicebus as servicebus
 
 app = func.FunctionApp()
 
@@ -15,3 +16,13 @@ def noop(msg: func.ServiceBusMessage) -> None:
 )
 async def noop_async(msg: func.ServiceBusMessage) -> None:
     pass
+
+
+@app.service_bus_queue_trigger(
+    arg_name="msg",
+    queue_name="%BENCH_SDK_QUEUE%",
+    connection="ServiceBusConnection",
+    auto_complete_messages=False,
+)
+def noop_sdk(msg: servicebus.ServiceBusReceivedMessage, actions: servicebus.ServiceBusMessageActions) -> None:
+    actions.complete(msg)

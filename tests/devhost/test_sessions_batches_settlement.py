@@ -12,6 +12,7 @@ from datetime import timedelta
 import pytest
 from azure.servicebus import ServiceBusClient, ServiceBusMessage, ServiceBusSubQueue
 
+from devhost.message_conversion import HOST_BATCH_ARRAYS
 from devhost.testing import HostHandle, running_host
 from emulator.config import SubscriptionProperties, TopicProperties
 from emulator.server import EmulatorThread
@@ -138,6 +139,34 @@ def test_a_batch_function_receives_many_messages_per_invocation_and_completes_th
         client.get_subscription_receiver(topic, entities["BATCH_SUBSCRIPTION"]) as receiver,
     ):
         assert receiver.peek_messages(max_message_count=50) == []
+
+
+def test_a_batch_of_worker_messages_gets_only_the_trigger_metadata_the_host_sends(
+    host: HostHandle, shared_emulator: EmulatorHandle, entities: dict[str, str], module_records: Records
+) -> None:
+    run = uuid.uuid4().hex[:6]
+    with (
+        ServiceBusClient.from_connection_string(shared_emulator.connection_string) as client,
+        client.get_topic_sender(entities["BATCH_TOPIC"]) as sender,
+    ):
+        sender.send_messages(
+            [ServiceBusMessage(f"meta-{run}-{n}", time_to_live=timedelta(hours=1)) for n in range(3)]
+        )
+    records = module_records.wait(
+        lambda rs: any(any(b.startswith(f"meta-{run}") for b in r.get("bodies", [])) for r in rs)
+    )
+    batch = next(r for r in records if any(b.startswith(f"meta-{run}") for b in r.get("bodies", [])))
+    assert batch["metadata_keys"] == sorted(
+        [
+            *HOST_BATCH_ARRAYS,
+            "ApplicationPropertiesArray",
+            "UserPropertiesArray",
+            "sys",
+        ]
+    )
+    # Not in the host's arrays, so None in Azure however the message was sent.
+    assert set(batch["locked_until"]) == {None}
+    assert set(batch["time_to_live"]) == {None}
 
 
 def test_an_sdk_typed_function_settles_messages_itself(

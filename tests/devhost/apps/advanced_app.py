@@ -6,9 +6,7 @@ import threading
 import time
 
 import azure.functions as func
-from azure.servicebus import ServiceBusReceivedMessage
-
-from devhost.settlement import ServiceBusMessageActions
+import azurefunctions.extensions.bindings.servicebus as servicebus
 
 app = func.FunctionApp()
 RECORD_FILE = os.environ.get("DEVHOST_TEST_RECORD", "")
@@ -48,6 +46,9 @@ def in_batch(batch: list[func.ServiceBusMessage]) -> None:
         bodies=[m.get_body().decode() for m in batch],
         delivery_counts=[m.delivery_count for m in batch],
         message_ids=[m.message_id for m in batch],
+        metadata_keys=sorted(batch[0].metadata or {}),
+        locked_until=[m.locked_until for m in batch],
+        time_to_live=[m.time_to_live for m in batch],
     )
 
 
@@ -57,7 +58,9 @@ def in_batch(batch: list[func.ServiceBusMessage]) -> None:
     connection="ServiceBusConnection",
     auto_complete_messages=False,
 )
-def settles_itself(received: ServiceBusReceivedMessage, message_actions: ServiceBusMessageActions) -> None:
+def settles_itself(
+    received: servicebus.ServiceBusReceivedMessage, message_actions: servicebus.ServiceBusMessageActions
+) -> None:
     body = str(received)
     record("settles_itself", body=body, sequence_number=received.sequence_number)
     if body.startswith("poison"):

@@ -1,0 +1,116 @@
+"""What the Functions host refuses when it starts (with its messages), and how it routes encoded paths."""
+
+from __future__ import annotations
+
+import textwrap
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from devhost.app_loader import AppLoadError
+from devhost.bindings import BindingError
+from devhost.testing import running_host
+
+SB_APP = """
+import azure.functions as func
+
+app = func.FunctionApp()
+
+
+@app.service_bus_queue_trigger(arg_name="msg", queue_name="q", connection="{connection}")
+def listens(msg: func.ServiceBusMessage) -> None:
+    pass
+"""
+
+HTTP_APP = """
+import azure.functions as func
+
+app = func.FunctionApp(http_auth_level=func.AuthLevel.ANONYMOUS)
+
+
+@app.route(route="items/{{name}}", methods=["GET"])
+def first(req: func.HttpRequest) -> func.HttpResponse:
+    return func.HttpResponse(req.route_params["name"])
+{second}
+"""
+
+SECOND = """
+
+@app.route(route="Items/{name}", methods=["GET", "POST"])
+def second(req: func.HttpRequest) -> func.HttpResponse:
+    return func.HttpResponse("second")
+"""
+
+
+def _app(tmp_path: Path, source: str) -> Path:
+    path = tmp_path / "function_app.py"
+    path.write_text(textwrap.dedent(source), encoding="utf-8")
+    return path
+
+
+def test_a_missing_connection_setting_refuses_start_up_with_the_hosts_message(tmp_path: Path) -> None:
+    app = _app(tmp_path, SB_APP.format(connection="NoSuchConnection"))
+    with pytest.raises(BindingError) as refused, running_host(app, settings={}):
+        pass
+    assert str(refused.value) == (
+        "The 'listens' function is in error: Microsoft.Azure.WebJobs.Host: Error indexing method "
+        "'Functions.listens'. Microsoft.Azure.WebJobs.Extensions.ServiceBus: Service Bus account connection "
+        "string 'NoSuchConnection' does not exist. Make sure that it is a defined App Setting."
+    )
+
+
+def test_a_connection_section_without_a_namespace_refuses_start_up(tmp_path: Path) -> None:
+    app = _app(tmp_path, SB_APP.format(connection="Sb"))
+    with (
+        pytest.raises(BindingError, match="Connection should have an 'fullyQualifiedNamespace' property"),
+        running_host(app, settings={"Sb__credential": "managedidentity"}),
+    ):
+        pass
+
+
+def test_the_azurewebjobs_prefixed_setting_serves_a_connection_as_in_the_host() -> None:
+    from devhost.bindings import resolve_connection
+
+    found = resolve_connection("Sb", {"AzureWebJobsSb": "Endpoint=sb://x/;"}, where="f")
+    assert found.connection_string == "Endpoint=sb://x/;"
+
+
+def test_two_http_functions_on_the_same_route_and_method_refuse_start_up(tmp_path: Path) -> None:
+    app = _app(tmp_path, HTTP_APP.format(second=SECOND))
+    with pytest.raises(ValueError) as refused, running_host(app, settings={}):
+        pass
+    assert str(refused.value) == (
+        "The 'second' function is in error: The route specified conflicts with the route defined by "
+        "function 'first'."
+    )
+
+
+def test_an_encoded_slash_stays_inside_one_route_value(tmp_path: Path) -> None:
+    app = _app(tmp_path, HTTP_APP.format(second=""))
+    with (
+        running_host(app, settings={}) as host,
+        urllib.request.urlopen(f"{host.base_url}/api/items/a%2Fb%20c") as response,
+    ):
+        assert response.read().decode() == "a%2Fb c"
+
+
+def test_a_binding_type_the_extension_bundle_does_not_know_refuses_start_up(tmp_path: Path) -> None:
+    source = """
+    import azure.functions as func
+
+    app = func.FunctionApp(http_auth_level=func.AuthLevel.ANONYMOUS)
+
+
+    @app.route(route="x")
+    @app.generic_input_binding(arg_name="other", type="http2")
+    def strange(req: func.HttpRequest, other: str) -> func.HttpResponse:
+        return func.HttpResponse("x")
+    """
+    with pytest.raises(AppLoadError) as refused, running_host(_app(tmp_path, source), settings={}):
+        pass
+    assert str(refused.value) == (
+        "The 'strange' function is in error: The binding type(s) 'http2' were not found in the configured "
+        "extension bundle. Please ensure the type is correct and the correct version of extension bundle is "
+        "configured."
+    )
