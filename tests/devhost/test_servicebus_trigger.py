@@ -155,7 +155,7 @@ def test_an_unknown_setting_in_a_binding_expression_stops_the_host_from_starting
 ) -> None:
     settings = {"ServiceBusConnection": shared_emulator.connection_string, "TICK_SCHEDULE": "* * * * * *"}
     with (
-        pytest.raises(BindingError, match="'%WORK_QUEUE%' does not name an app setting"),
+        pytest.raises(BindingError, match="'%WORK_QUEUE%' does not resolve to a value"),
         running_host(APPS / "basic_app.py", settings=settings),
     ):
         pass
