@@ -273,8 +273,9 @@ class ServiceBusListener:
 
         Settling from the invocation tasks while a receive is pending makes two coroutines read the same
         AMQP connection; the SDK's receive then sits out its 0.2 s read timeout on frames the other reader
-        already consumed. So finished invocations queue their settlement and this loop performs it between
-        receives (a receive waits only briefly while invocations are in flight)."""
+        already consumed. So finished invocations queue their settlement, and settlements over gRPC and
+        lock renewals during an invocation queue their call, and this loop performs them between receives
+        (a receive waits only briefly while invocations are in flight)."""
         receiver = self._receiver(session=False)
         capacity = self.options.max_concurrent_calls
         async with receiver:
@@ -437,8 +438,12 @@ class ServiceBusListener:
         self, receiver: ServiceBusReceiver, message: ServiceBusReceivedMessage, *, settle_inline: bool = False
     ) -> None:
         """Invoke for one message; settle inline (sessions) or queue the settlement for the receive loop."""
-        tracker = self._invocation(receiver, [message])
-        renewal = None if self.shape.sessions else self._renew_during_invocation(receiver, message)
+        # Beside the concurrent receive loop, every other call on the receiver goes through that loop.
+        on_listener = None if settle_inline else self._queue_link_call
+        tracker = self._invocation(receiver, [message], on_listener=on_listener)
+        renewal = (
+            None if self.shape.sessions else self._renew_during_invocation(receiver, message, on_listener)
+        )
         try:
             record, _ = await self.invoker.invoke(
                 self.spec,
@@ -457,23 +462,63 @@ class ServiceBusListener:
         if settle_inline:
             await settle()
             return
+        # This invocation no longer occupies a slot. Leave ``_in_flight`` now rather than in the task's
+        # done callback: the woken receive loop may run first, and a settlement that needs no broker call
+        # (the function settled over gRPC itself) does not yield, so it would count this task as busy
+        # and wait out a full poll before receiving the next message.
+        current = asyncio.current_task()
+        if current is not None:
+            self._in_flight.discard(current)
         self._settlements.append(settle)
         self._notify_finished()
 
     def _invocation(
-        self, receiver: ServiceBusReceiver, messages: list[ServiceBusReceivedMessage]
+        self,
+        receiver: ServiceBusReceiver,
+        messages: list[ServiceBusReceivedMessage],
+        *,
+        on_listener: Callable[[Callable[[], Awaitable[None]]], None] | None = None,
     ) -> InvocationSettlement:
-        invocation = InvocationSettlement(receiver, asyncio.get_running_loop(), deferred=self.spec.is_async)
+        invocation = InvocationSettlement(
+            receiver, asyncio.get_running_loop(), deferred=self.spec.is_async, on_listener=on_listener
+        )
         REGISTRY.register(invocation, messages)
         return invocation
 
+    def _queue_link_call(self, call: Callable[[], Awaitable[None]]) -> None:
+        """Have the receive loop run ``call`` between receives (see :meth:`_receive_loop`)."""
+        self._settlements.append(call)
+        self._notify_finished()
+
+    async def _via_listener(self, call: Callable[[], Awaitable[Any]]) -> Any:
+        """Run ``call`` from the receive loop's task and await its result."""
+        result: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+
+        async def job() -> None:
+            try:
+                value = await call()
+            except Exception as exc:
+                if not result.done():
+                    result.set_exception(exc)
+            else:
+                if not result.done():
+                    result.set_result(value)
+
+        self._queue_link_call(job)
+        return await result
+
     def _renew_during_invocation(
-        self, receiver: ServiceBusReceiver, message: ServiceBusReceivedMessage
+        self,
+        receiver: ServiceBusReceiver,
+        message: ServiceBusReceivedMessage,
+        on_listener: Callable[[Callable[[], Awaitable[None]]], None] | None,
     ) -> asyncio.Task[None]:
         """Renew ``message``'s lock while its invocation runs (up to ``maxAutoLockRenewalDuration``)."""
-        return asyncio.create_task(self._renew_lock(receiver, message))
+        return asyncio.create_task(self._renew_lock(receiver, message, via_listener=on_listener is not None))
 
-    async def _renew_lock(self, receiver: ServiceBusReceiver, message: ServiceBusReceivedMessage) -> None:
+    async def _renew_lock(
+        self, receiver: ServiceBusReceiver, message: ServiceBusReceivedMessage, *, via_listener: bool
+    ) -> None:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self._renewal_seconds()
         locked_until = message.locked_until_utc
@@ -487,7 +532,8 @@ class ServiceBusListener:
             if loop.time() >= deadline:
                 return
             try:
-                locked_until = await receiver.renew_message_lock(message)
+                renew = lambda: receiver.renew_message_lock(message)  # noqa: E731
+                locked_until = await (self._via_listener(renew) if via_listener else renew())
             except (ServiceBusError, ValueError) as exc:  # settled meanwhile, or the lock already gone
                 logger.warning(
                     "Functions.%s: cannot renew the lock of %s: %s", self.spec.name, message.message_id, exc
