@@ -532,8 +532,10 @@ class ServiceBusListener:
             if loop.time() >= deadline:
                 return
             try:
-                renew = lambda: receiver.renew_message_lock(message)  # noqa: E731
-                locked_until = await (self._via_listener(renew) if via_listener else renew())
+                if via_listener:
+                    locked_until = await self._via_listener(lambda: receiver.renew_message_lock(message))
+                else:
+                    locked_until = await receiver.renew_message_lock(message)
             except (ServiceBusError, ValueError) as exc:  # settled meanwhile, or the lock already gone
                 logger.warning(
                     "Functions.%s: cannot renew the lock of %s: %s", self.spec.name, message.message_id, exc
