@@ -165,7 +165,7 @@ bench: $(STAMP) ## Run the emulator throughput benchmark
 	$(VPY) bench/emulator_throughput.py
 
 # Each script writes its figures to bench/results/<name>.json. Spark's takes a few minutes and needs Java.
-bench-all: $(STAMP) ## Run every benchmark in bench/ (emulator, start-up, filters, topologies, admin API, host, re-drive, replay, console)
+bench-all: $(STAMP) ## Run every benchmark in bench/ (emulator, start-up, filters, topologies, admin API, host, settlement gRPC, re-drive, replay, console)
 	$(VPY) bench/emulator_throughput.py
 	$(VPY) bench/emulator_startup.py
 	$(VPY) bench/filters.py
@@ -173,6 +173,7 @@ bench-all: $(STAMP) ## Run every benchmark in bench/ (emulator, start-up, filter
 	$(VPY) bench/topologies.py
 	$(VPY) bench/admin_provisioning.py
 	$(VPY) bench/host_throughput.py
+	$(VPY) bench/settlement_grpc.py
 	$(VPY) bench/redrive.py
 	$(VPY) bench/ops_console.py
 	@$(require_java17)

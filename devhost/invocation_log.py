@@ -29,6 +29,11 @@ class InvocationRecord:
     duration_ms: float
     error: str | None = None
     finished_at: float = 0.0  # time.time() when it ended
+    # What the function was given, parameter -> the bound value's class ("module.QualName"), so a test can
+    # check which binding a function really got (the host logs no such thing; devhost keeps it for tests).
+    bound: tuple[tuple[str, str], ...] = ()
+    # The Settlement gRPC calls the function made for its messages, in order ("Complete", "Deadletter", ...).
+    settlement_calls: tuple[str, ...] = ()
 
     @property
     def started_at(self) -> float:
@@ -60,13 +65,24 @@ class InvocationLog:
         reason: str,
         started_at: float,
         error: BaseException | None,
+        *,
+        bound: tuple[tuple[str, str], ...] = (),
+        settlement_calls: tuple[str, ...] = (),
     ) -> InvocationRecord:
         """Log and keep the outcome."""
         duration_ms = (time.perf_counter() - started_at) * 1000
         outcome = SUCCEEDED if error is None else FAILED
         detail = None if error is None else f"{type(error).__name__}: {error}"
         record = InvocationRecord(
-            function_name, invocation_id, reason, outcome, duration_ms, detail, time.time()
+            function_name,
+            invocation_id,
+            reason,
+            outcome,
+            duration_ms,
+            detail,
+            time.time(),
+            bound,
+            settlement_calls,
         )
         if error is None:
             logger.info(

@@ -116,18 +116,22 @@ class Invoker:
         arguments: Mapping[str, Any] | Callable[[], Mapping[str, Any]],
         *,
         reason: str,
+        settlement_calls: Callable[[], tuple[str, ...]] | None = None,
     ) -> tuple[InvocationRecord, Any]:
         """Invoke ``spec`` with the trigger ``arguments`` (or a callable binding them); returns the record
         and the return value.
 
         Never raises for a failing function -- nor for arguments that cannot be bound, which fail the
-        invocation as in the host: the failure is in the record (so triggers can abandon)."""
+        invocation as in the host: the failure is in the record (so triggers can abandon).
+        ``settlement_calls`` reports the Settlement gRPC calls the function made, for the record."""
         invocation_id = str(uuid.uuid4())
         started = self.log.started(spec.name, invocation_id, reason)
         result: Any = None
         error: BaseException | None = None
+        bound: tuple[tuple[str, str], ...] = ()
         try:
             kwargs = dict(arguments() if callable(arguments) else arguments)
+            bound = tuple((name, _class_name(value)) for name, value in kwargs.items())
             context_arg = spec.context_arg
             if context_arg is not None and context_arg not in kwargs:
                 kwargs[context_arg] = InvocationContext(invocation_id, spec.name, self.app_directory)
@@ -137,7 +141,15 @@ class Invoker:
             raise
         except Exception as exc:
             error = exc
-        record = self.log.finished(spec.name, invocation_id, reason, started, error)
+        record = self.log.finished(
+            spec.name,
+            invocation_id,
+            reason,
+            started,
+            error,
+            bound=bound,
+            settlement_calls=settlement_calls() if settlement_calls is not None else (),
+        )
         return record, result
 
     async def _run(self, spec: FunctionSpec, kwargs: dict[str, Any]) -> Any:
@@ -162,3 +174,8 @@ class Invoker:
     def close(self) -> None:
         """Stop the worker threads (running ones finish first)."""
         self.threads.shutdown()
+
+
+def _class_name(value: Any) -> str:
+    kind = type(value)
+    return f"{kind.__module__}.{kind.__qualname__}"

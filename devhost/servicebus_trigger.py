@@ -449,6 +449,7 @@ class ServiceBusListener:
                 self.spec,
                 lambda: self._arguments(self._convert(message)),
                 reason=f"New ServiceBus message detected on '{self.shape.entity}'.",
+                settlement_calls=lambda: tuple(tracker.calls),
             )
         finally:
             REGISTRY.release(tracker)
@@ -561,6 +562,7 @@ class ServiceBusListener:
                 self.spec,
                 bind,
                 reason=f"New ServiceBus messages detected on '{self.shape.entity}'.",
+                settlement_calls=lambda: tuple(tracker.calls),
             )
         finally:
             REGISTRY.release(tracker)

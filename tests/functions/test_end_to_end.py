@@ -241,6 +241,46 @@ def test_a_poison_payload_is_dead_lettered_after_one_delivery_with_the_precise_r
         assert dead.delivery_count == 0
 
 
+EXTENSION_ACTIONS = (
+    "azurefunctions.extensions.bindings.servicebus.serviceBusMessageActions.ServiceBusMessageActions"
+)
+# What the extension's converter yields: the SDK's message class, decoded from the host's AMQP bytes.
+SDK_MESSAGE = "azure.servicebus._common.message.ServiceBusReceivedMessage"
+
+
+def test_subscribers_and_router_get_the_extensions_objects_and_subscribers_settle_over_grpc(
+    provisioned: App,
+) -> None:
+    good = fresh("grpc")
+    assert provisioned.publish("Shipping.OrderAccepted", {"order_id": good, "amount": 1}).status_code == 202
+    poison = _legacy(
+        "Shipping.OrderAccepted;Shipping.IOrderAccepted;Shipping.IOrderStatusChanged",
+        {"amount": "lots"},
+        **{"Shipping.OrderAccepted": True, "Shipping.IOrderStatusChanged": True},
+    )
+    _send_to_fallback(provisioned, poison)
+    wait_for(lambda: ("billing", "Shipping.OrderAccepted") in handled(good), "billing handling the order")
+    _dead_letters(provisioned, provisioned.settings["BUSBAR_BILLING_QUEUE"], str(poison.message_id))
+
+    def settled(records: list[Any]) -> bool:
+        calls = [c for r in records if r.function_name == "billing_subscriber" for c in r.settlement_calls]
+        return "Complete" in calls and "Deadletter" in calls
+
+    records = provisioned.host.wait_for_invocations(settled, timeout=WAIT)
+    subscribers = [r for r in records if r.function_name.endswith("_subscriber")]
+    assert subscribers
+    for record in subscribers:
+        assert dict(record.bound) == {"message": SDK_MESSAGE, "message_actions": EXTENSION_ACTIONS}
+        # Every message was settled by the function itself, once, through the host's Settlement service.
+        assert len(record.settlement_calls) == 1
+        assert record.settlement_calls[0] in {"Complete", "Deadletter", "Abandon"}
+    routed = [r for r in records if r.function_name == "fallback_router"]
+    assert routed
+    for record in routed:
+        assert dict(record.bound) == {"message": SDK_MESSAGE}
+        assert record.settlement_calls == ()  # autoComplete: the host settles, not the function
+
+
 def test_a_permanent_handler_error_dead_letters_only_at_the_endpoint_that_raised_it(provisioned: App) -> None:
     order = fresh("neg")
     response = provisioned.publish("Shipping.OrderAccepted", {"order_id": order, "amount": -5})
