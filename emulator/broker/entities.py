@@ -6,15 +6,10 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
+from emulator.broker.properties import EntityStatus, QueueProperties, SubscriptionProperties, TopicProperties
 from emulator.broker.queue import MessageQueue
 from emulator.broker.rules import Rule, RuleIndex, default_rule
 from emulator.broker.store import Store
-from emulator.config import (
-    EntityStatus,
-    QueueProperties,
-    SubscriptionProperties,
-    TopicProperties,
-)
 
 if TYPE_CHECKING:
     from emulator.broker.namespace import Namespace

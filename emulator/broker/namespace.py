@@ -12,11 +12,11 @@ from typing import Any
 from emulator.broker import definitions, errors
 from emulator.broker.entities import MessageEntity, QueueEntity, SubscriptionEntity, TopicEntity
 from emulator.broker.errors import BrokerError
+from emulator.broker.properties import QueueProperties, RuleConfig, SubscriptionProperties, TopicProperties
 from emulator.broker.queue import MessageQueue
 from emulator.broker.routing import Routing, Target
 from emulator.broker.rules import Rule, compile_rule, default_rule
 from emulator.broker.store import Store
-from emulator.config import QueueProperties, RuleConfig, SubscriptionProperties, TopicProperties
 from emulator.limits import (
     CORRELATION_FILTERS_PER_TOPIC,
     ENTITIES_PER_NAMESPACE,

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from emulator.amqp.message import APPLICATION_PROPERTIES, PROPERTIES, ParsedMessage, PropertiesField, section
 from emulator.amqp.types import Symbol, Timestamp
-from emulator.config import CorrelationFilterConfig, RuleConfig
+from emulator.broker.properties import CorrelationFilterConfig, RuleConfig
 
 if TYPE_CHECKING:
     from emulator.filters.sql import CompiledAction, CompiledFilter, MessageProperties
