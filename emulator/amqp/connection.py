@@ -36,10 +36,10 @@ from emulator.amqp.frames import (
     sasl_frame,
 )
 from emulator.amqp.session import Session, entity_path
-from emulator.amqp.types import Array, Symbol, UByte, UInt, UShort
 from emulator.auth import Grant
 from emulator.broker import errors
 from emulator.broker.errors import BrokerError
+from emulator.encoding.types import Array, Symbol, UByte, UInt, UShort
 
 if TYPE_CHECKING:
     from emulator.server import AmqpServer

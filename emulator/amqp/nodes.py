@@ -9,9 +9,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from emulator.amqp.codec import DecodeError
 from emulator.amqp.links import IncomingLink, OutgoingLink
-from emulator.amqp.message import (
+from emulator.amqp.session import decode_body_value, entity_path
+from emulator.auth import TokenRejected
+from emulator.broker import errors
+from emulator.broker.errors import BrokerError
+from emulator.broker.queue import MessageQueue
+from emulator.encoding.codec import DecodeError
+from emulator.encoding.message import (
     AMQP_VALUE,
     APPLICATION_PROPERTIES,
     PROPERTIES,
@@ -19,12 +24,7 @@ from emulator.amqp.message import (
     parse_message,
     section,
 )
-from emulator.amqp.session import decode_body_value, entity_path
-from emulator.amqp.types import Array, Int, Long, Symbol, Timestamp
-from emulator.auth import TokenRejected
-from emulator.broker import errors
-from emulator.broker.errors import BrokerError
-from emulator.broker.queue import MessageQueue
+from emulator.encoding.types import Array, Int, Long, Symbol, Timestamp
 
 if TYPE_CHECKING:
     from emulator.amqp.session import Session

@@ -8,7 +8,6 @@ import uuid
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from emulator.amqp.codec import DecodeError, decode_value
 from emulator.amqp.frames import (
     ACCEPTED,
     ATTACH,
@@ -30,12 +29,13 @@ from emulator.amqp.frames import (
     outcome,
 )
 from emulator.amqp.links import IncomingLink, OutgoingLink
-from emulator.amqp.message import BATCH_MESSAGE_FORMAT, ParsedMessage, parse_message, split_batch
-from emulator.amqp.types import Described, Long, Symbol, UByte, UInt, ULong
 from emulator.broker import errors
 from emulator.broker.errors import BrokerError
 from emulator.broker.queue import MessageQueue
 from emulator.broker.sessions import SessionState, SessionWaiter
+from emulator.encoding.codec import DecodeError, decode_value
+from emulator.encoding.message import BATCH_MESSAGE_FORMAT, ParsedMessage, parse_message, split_batch
+from emulator.encoding.types import Described, Long, Symbol, UByte, UInt, ULong
 
 if TYPE_CHECKING:
     from emulator.amqp.connection import Connection

@@ -6,13 +6,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from emulator.amqp.message import ParsedMessage, PropertiesField
 from emulator.broker import errors
 from emulator.broker.entities import MessageEntity, QueueEntity, SubscriptionEntity, TopicEntity
 from emulator.broker.errors import BrokerError
 from emulator.broker.message import SCHEDULED_ENQUEUE_TIME, MessageState, StoredMessage, with_ttl
 from emulator.broker.queue import MessageQueue
 from emulator.broker.rules import MessageFacts, Rule, copies_for
+from emulator.encoding.message import ParsedMessage, PropertiesField
 from emulator.limits import MAX_MESSAGE_ID_LENGTH, MAX_TRANSFER_HOPS
 
 if TYPE_CHECKING:

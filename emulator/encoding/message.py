@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from emulator.amqp.codec import DecodeError, decode_value, encode_value, skip_value
-from emulator.amqp.types import Symbol
+from emulator.encoding.codec import DecodeError, decode_value, encode_value, skip_value
+from emulator.encoding.types import Symbol
 
 HEADER, DELIVERY_ANNOTATIONS, MESSAGE_ANNOTATIONS, PROPERTIES, APPLICATION_PROPERTIES = (
     0x70,
