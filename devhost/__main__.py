@@ -126,7 +126,8 @@ def effective_settings(
 
 def start_emulator(args: argparse.Namespace, management_token: str | None) -> Any:
     """An embedded emulator on its own thread (data under ``--emulator-data-dir``)."""
-    from emulator.config import default_config, load_config
+    from emulator.broker.properties import default_config
+    from emulator.config import load_config
     from emulator.server import EmulatorOptions, EmulatorThread
 
     config = load_config(args.emulator_config) if args.emulator_config else default_config()

@@ -13,7 +13,8 @@ import sys
 from pathlib import Path
 
 from emulator.auth import DEFAULT_KEY, DEFAULT_KEY_NAME
-from emulator.config import ConfigError, default_config, load_config
+from emulator.broker.properties import default_config
+from emulator.config import ConfigError, load_config
 from emulator.server import Emulator, EmulatorOptions
 
 

@@ -17,8 +17,8 @@ from emulator.arm.auth import generate_token
 from emulator.arm.management import ManagementOptions, ManagementServer
 from emulator.auth import DEFAULT_KEY, DEFAULT_KEY_NAME, SasAuthority
 from emulator.broker.namespace import Namespace
+from emulator.broker.properties import EmulatorConfig, default_config
 from emulator.broker.store import Store
-from emulator.config import EmulatorConfig, default_config
 from emulator.forwarding_graph import ForwardingSource, cycle_warnings, dangling_forwards
 
 log = logging.getLogger("emulator")

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from emulator.config import EmulatorConfig, QueueProperties, default_config
+from emulator.broker.properties import EmulatorConfig, QueueProperties, default_config
 from emulator.server import Emulator, EmulatorOptions, EmulatorThread
 
 

@@ -50,11 +50,10 @@ from emulator.auth import SasAuthority, TokenRejected
 from emulator.broker.entities import MessageEntity, QueueEntity, SubscriptionEntity, TopicEntity
 from emulator.broker.errors import BrokerError
 from emulator.broker.namespace import Namespace
+from emulator.broker.properties import QueueProperties, RuleConfig, SubscriptionProperties
 from emulator.broker.rules import compile_rule
-from emulator.config import (
-    QueueProperties,
-    RuleConfig,
-    SubscriptionProperties,
+from emulator.filters.sql import SqlSyntaxError
+from emulator.validation import (
     validate_entity_name,
     validate_entity_path,
     validate_queue_properties,
@@ -62,7 +61,6 @@ from emulator.config import (
     validate_subscription_properties,
     validate_topic_properties,
 )
-from emulator.filters.sql import SqlSyntaxError
 
 PAGE_SIZE = 100
 SUPPLEMENTARY = "servicebussupplementaryauthorization"

@@ -22,7 +22,7 @@ from emulator.admin import atom
 from emulator.admin.atom import Raw
 from emulator.arm import models
 from emulator.arm.models import Extras
-from emulator.config import QueueProperties, SubscriptionProperties, TopicProperties
+from emulator.broker.properties import QueueProperties, SubscriptionProperties, TopicProperties
 from emulator.durations import format_duration
 
 _BOOLEANS = {

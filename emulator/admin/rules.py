@@ -19,7 +19,7 @@ from xml.sax.saxutils import escape
 from emulator.admin import atom
 from emulator.admin.descriptions import InvalidDescription
 from emulator.arm.models import COMPATIBILITY_LEVEL, CORRELATION_FIELDS
-from emulator.config import CorrelationFilterConfig, FrozenProperties, PropertyValue, RuleConfig
+from emulator.broker.properties import CorrelationFilterConfig, FrozenProperties, PropertyValue, RuleConfig
 
 _XSD_TYPES: dict[type, str] = {bool: "boolean", int: "int", float: "double", str: "string"}
 _CORRELATION_XML = {key.lower(): field for key, field in CORRELATION_FIELDS}

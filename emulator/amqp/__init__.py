@@ -1,1 +1,4 @@
-"""AMQP 1.0 codec, framing and the connection state machine the azure-servicebus SDK talks to."""
+"""AMQP 1.0 framing and the connection state machine the azure-servicebus SDK talks to.
+
+The type system, codec and message sections it speaks are in :mod:`emulator.encoding`.
+"""

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any, Protocol
 
 from emulator.amqp.frames import (
     AMQP_HEADER,
@@ -35,14 +36,12 @@ from emulator.amqp.frames import (
     frame,
     sasl_frame,
 )
-from emulator.amqp.session import Session, entity_path
-from emulator.amqp.types import Array, Symbol, UByte, UInt, UShort
+from emulator.amqp.session import NodeHandler, Session, entity_path
 from emulator.auth import Grant
 from emulator.broker import errors
 from emulator.broker.errors import BrokerError
-
-if TYPE_CHECKING:
-    from emulator.server import AmqpServer
+from emulator.broker.namespace import Namespace
+from emulator.encoding.types import Array, Symbol, UByte, UInt, UShort
 
 log = logging.getLogger("emulator.amqp")
 
@@ -53,10 +52,52 @@ _TRANSFER_OVERHEAD = 64
 _CLOSE_GRACE_SECONDS = 5.0
 
 
+class ServerContext(Protocol):
+    """What a connection and its sessions need of the server that accepted them.
+
+    Implemented by :class:`emulator.server.AmqpServer`; a Protocol so the state machine never imports it.
+    """
+
+    @property
+    def namespace(self) -> Namespace: ...
+
+    @property
+    def nodes(self) -> NodeHandler:
+        """Where requests to the ``$cbs`` and ``$management`` nodes go."""
+        ...
+
+    @property
+    def clock(self) -> Callable[[], float]:
+        """Seconds since the epoch (token expiry)."""
+        ...
+
+    @property
+    def handshake_timeout(self) -> float:
+        """Seconds a peer has to finish header, SASL and open."""
+        ...
+
+    @property
+    def max_connections(self) -> int: ...
+
+    @property
+    def max_delivery_bytes(self) -> int: ...
+
+    @property
+    def max_connection_buffer_bytes(self) -> int: ...
+
+    def admit(self, connection: Connection) -> bool:
+        """Count a new connection; False when the namespace's connection quota is reached."""
+        ...
+
+    def forget(self, connection: Connection) -> None:
+        """A connection has gone."""
+        ...
+
+
 class Connection(asyncio.Protocol):
     """The AMQP state machine for one TCP connection."""
 
-    def __init__(self, server: AmqpServer) -> None:
+    def __init__(self, server: ServerContext) -> None:
         self.server = server
         self.transport: asyncio.Transport | None = None
         self._buffer = bytearray()

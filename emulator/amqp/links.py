@@ -7,11 +7,11 @@ import struct
 from typing import TYPE_CHECKING, Any
 
 from emulator.amqp.frames import TRANSFER, FlowField, field, frame
-from emulator.amqp.types import UInt
 from emulator.broker import errors
 from emulator.broker.message import StoredMessage
 from emulator.broker.queue import MessageQueue
 from emulator.broker.sessions import SessionState
+from emulator.encoding.types import UInt
 
 if TYPE_CHECKING:
     from emulator.amqp.session import Session

@@ -7,29 +7,26 @@ import logging
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from emulator.amqp.codec import DecodeError
 from emulator.amqp.links import IncomingLink, OutgoingLink
-from emulator.amqp.message import (
+from emulator.amqp.session import Session, entity_path
+from emulator.auth import SasAuthority, TokenRejected
+from emulator.broker import errors
+from emulator.broker.errors import BrokerError
+from emulator.broker.namespace import Namespace
+from emulator.broker.queue import MessageQueue
+from emulator.encoding.codec import DecodeError
+from emulator.encoding.message import (
     AMQP_VALUE,
     APPLICATION_PROPERTIES,
     PROPERTIES,
     ParsedMessage,
+    decode_body_value,
     parse_message,
     section,
 )
-from emulator.amqp.session import decode_body_value, entity_path
-from emulator.amqp.types import Array, Int, Long, Symbol, Timestamp
-from emulator.auth import TokenRejected
-from emulator.broker import errors
-from emulator.broker.errors import BrokerError
-from emulator.broker.queue import MessageQueue
-
-if TYPE_CHECKING:
-    from emulator.amqp.session import Session
-    from emulator.broker.namespace import Namespace
-    from emulator.server import AmqpServer
+from emulator.encoding.types import Array, Int, Long, Symbol, Timestamp
 
 log = logging.getLogger("emulator.amqp")
 
@@ -75,10 +72,23 @@ def _tokens(body: dict[str, Any]) -> list[uuid.UUID]:
     return list(items)
 
 
+class NodeContext(Protocol):
+    """What the nodes need of the server (:class:`emulator.server.AmqpServer`), which they never import."""
+
+    @property
+    def namespace(self) -> Namespace: ...
+
+    @property
+    def authority(self) -> SasAuthority: ...
+
+    @property
+    def clock(self) -> Callable[[], float]: ...
+
+
 class Nodes:
     """Dispatches node requests arriving on incoming links."""
 
-    def __init__(self, server: AmqpServer) -> None:
+    def __init__(self, server: NodeContext) -> None:
         self.server = server
         self.operations: dict[str, Handler] = {
             "com.microsoft:renew-lock": self._renew_lock,

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import logging
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
 
-from emulator.amqp.codec import DecodeError, decode_value
 from emulator.amqp.frames import (
     ACCEPTED,
     ATTACH,
@@ -30,12 +29,14 @@ from emulator.amqp.frames import (
     outcome,
 )
 from emulator.amqp.links import IncomingLink, OutgoingLink
-from emulator.amqp.message import BATCH_MESSAGE_FORMAT, ParsedMessage, parse_message, split_batch
-from emulator.amqp.types import Described, Long, Symbol, UByte, UInt, ULong
 from emulator.broker import errors
 from emulator.broker.errors import BrokerError
+from emulator.broker.namespace import Namespace
 from emulator.broker.queue import MessageQueue
 from emulator.broker.sessions import SessionState, SessionWaiter
+from emulator.encoding.codec import DecodeError
+from emulator.encoding.message import BATCH_MESSAGE_FORMAT, ParsedMessage, parse_message, split_batch
+from emulator.encoding.types import Described, Long, Symbol, UByte, UInt, ULong
 
 if TYPE_CHECKING:
     from emulator.amqp.connection import Connection
@@ -72,6 +73,14 @@ def _address(terminus: Any) -> str | None:
     return None
 
 
+class NodeHandler(Protocol):
+    """Answers requests to the ``$cbs`` and ``$management`` nodes (:class:`emulator.amqp.nodes.Nodes`)."""
+
+    def handle(self, session: Session, link: IncomingLink, payload: memoryview) -> None:
+        """One request delivered on ``link``, an incoming link attached to a node."""
+        ...
+
+
 class Session:
     """State of one session on a connection (the broker uses the client's channel number as its own)."""
 
@@ -90,7 +99,7 @@ class Session:
         self.closed = False
 
     @property
-    def namespace(self) -> Any:
+    def namespace(self) -> Namespace:
         return self.connection.server.namespace
 
     def send_flow(self, fields: list[Any]) -> None:
@@ -583,15 +592,3 @@ def _dead_letter_info(values: list[Any]) -> tuple[str | None, str | None]:
         desc = info.get("DeadLetterErrorDescription", description)
         return (None if reason is None else str(reason)), (None if desc is None else str(desc))
     return None, None if description is None else str(description)
-
-
-def decode_body_value(parsed: ParsedMessage) -> Any:
-    """The amqp-value of a request body (management requests carry a map)."""
-    body = parsed.body_raw
-    if len(body) < 3 or body[2] != 0x77:
-        return None
-    try:
-        value, _ = decode_value(body, 3)
-    except DecodeError:
-        return None
-    return value

@@ -17,7 +17,7 @@ from typing import Any
 
 from emulator import limits
 from emulator.arm.errors import ArmError, bad_request, invalid_content
-from emulator.config import (
+from emulator.broker.properties import (
     CorrelationFilterConfig,
     EntityStatus,
     FrozenProperties,

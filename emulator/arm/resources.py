@@ -10,7 +10,7 @@ from emulator.arm import models
 from emulator.arm.metadata import EntityMeta, Metadata
 from emulator.broker.entities import MessageEntity, QueueEntity, SubscriptionEntity, TopicEntity
 from emulator.broker.namespace import Namespace
-from emulator.config import RuleConfig
+from emulator.broker.properties import RuleConfig
 
 PROVIDER = "Microsoft.ServiceBus"
 _TYPES = {

@@ -24,11 +24,10 @@ from emulator.arm.resources import PROVIDER, Resources
 from emulator.broker.entities import QueueEntity, SubscriptionEntity, TopicEntity
 from emulator.broker.errors import BrokerError
 from emulator.broker.namespace import Namespace
+from emulator.broker.properties import QueueProperties, RuleConfig, SubscriptionProperties
 from emulator.broker.rules import compile_rule
-from emulator.config import (
-    QueueProperties,
-    RuleConfig,
-    SubscriptionProperties,
+from emulator.filters.sql import SqlSyntaxError
+from emulator.validation import (
     validate_entity_name,
     validate_entity_path,
     validate_queue_properties,
@@ -36,7 +35,6 @@ from emulator.config import (
     validate_subscription_properties,
     validate_topic_properties,
 )
-from emulator.filters.sql import SqlSyntaxError
 
 DEFAULT_RESOURCE_GROUP = "emulator"
 PAGE_SIZE = 100

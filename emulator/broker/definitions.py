@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any, TypeVar
 
-from emulator.config import CorrelationFilterConfig
+from emulator.broker.properties import CorrelationFilterConfig
 from emulator.durations import format_duration, parse_duration
 
 T = TypeVar("T")

@@ -4,20 +4,11 @@ duplicate-detection history and rules."""
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import TYPE_CHECKING
 
-from emulator.broker.queue import MessageQueue
+from emulator.broker.properties import EntityStatus, QueueProperties, SubscriptionProperties, TopicProperties
+from emulator.broker.queue import MessageQueue, QueueHost
 from emulator.broker.rules import Rule, RuleIndex, default_rule
 from emulator.broker.store import Store
-from emulator.config import (
-    EntityStatus,
-    QueueProperties,
-    SubscriptionProperties,
-    TopicProperties,
-)
-
-if TYPE_CHECKING:
-    from emulator.broker.namespace import Namespace
 
 
 def ms(value: timedelta | None) -> int | None:
@@ -59,7 +50,7 @@ class MessageEntity:
     props: QueueProperties | SubscriptionProperties
 
     def __init__(
-        self, namespace: Namespace, path: str, props: QueueProperties | SubscriptionProperties
+        self, namespace: QueueHost, path: str, props: QueueProperties | SubscriptionProperties
     ) -> None:
         self.path = path
         self.props = props
@@ -121,7 +112,7 @@ class QueueEntity(MessageEntity):
     kind = "queue"
     props: QueueProperties
 
-    def __init__(self, namespace: Namespace, name: str, props: QueueProperties) -> None:
+    def __init__(self, namespace: QueueHost, name: str, props: QueueProperties) -> None:
         super().__init__(namespace, name, props)
         self.duplicates = DuplicateHistory(
             namespace.store,
@@ -146,7 +137,7 @@ class SubscriptionEntity(MessageEntity):
     props: SubscriptionProperties
 
     def __init__(
-        self, namespace: Namespace, topic: TopicEntity, name: str, props: SubscriptionProperties
+        self, namespace: QueueHost, topic: TopicEntity, name: str, props: SubscriptionProperties
     ) -> None:
         super().__init__(namespace, f"{topic.name}/Subscriptions/{name}", props)
         self.topic = topic
@@ -163,7 +154,7 @@ class TopicEntity:
 
     kind = "topic"
 
-    def __init__(self, namespace: Namespace, name: str, props: TopicProperties) -> None:
+    def __init__(self, namespace: QueueHost, name: str, props: TopicProperties) -> None:
         self.name = name
         self.path = name
         self.props = props

@@ -9,7 +9,7 @@ from asyncio import TimerHandle
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from emulator.amqp.message import (
+from emulator.encoding.message import (
     APPLICATION_PROPERTIES,
     DELIVERY_ANNOTATIONS,
     HEADER,
@@ -20,7 +20,7 @@ from emulator.amqp.message import (
     parse_message,
     section,
 )
-from emulator.amqp.types import Long, Symbol, Timestamp, UByte, UInt
+from emulator.encoding.types import Long, Symbol, Timestamp, UByte, UInt
 
 SEQUENCE_NUMBER = Symbol("x-opt-sequence-number")
 ENQUEUED_TIME = Symbol("x-opt-enqueued-time")

@@ -12,11 +12,13 @@ from typing import Any
 from emulator.broker import definitions, errors
 from emulator.broker.entities import MessageEntity, QueueEntity, SubscriptionEntity, TopicEntity
 from emulator.broker.errors import BrokerError
+from emulator.broker.message import StoredMessage
+from emulator.broker.properties import QueueProperties, RuleConfig, SubscriptionProperties, TopicProperties
 from emulator.broker.queue import MessageQueue
-from emulator.broker.routing import Routing, Target
+from emulator.broker.routing import Router, Target
 from emulator.broker.rules import Rule, compile_rule, default_rule
 from emulator.broker.store import Store
-from emulator.config import QueueProperties, RuleConfig, SubscriptionProperties, TopicProperties
+from emulator.encoding.message import ParsedMessage
 from emulator.limits import (
     CORRELATION_FILTERS_PER_TOPIC,
     ENTITIES_PER_NAMESPACE,
@@ -35,7 +37,7 @@ def _rule_key(subscription: SubscriptionEntity, name: str) -> str:
     return f"{subscription.path}/Rules/{name}"
 
 
-class Namespace(Routing):
+class Namespace:
     """All entities of one emulated Service Bus namespace."""
 
     def __init__(self, name: str, store: Store, clock: Callable[[], float] = time.time) -> None:
@@ -52,6 +54,17 @@ class Namespace(Routing):
         self._timed: dict[MessageQueue, None] = {}
         self._sweep_all = False
         self._origins: dict[str, str] = {}
+        self.routing = Router(self)
+
+    # --------------------------------------------------------------------------------------- routing
+
+    def send(self, path: str, messages: list[ParsedMessage]) -> list[int]:
+        """Send ``messages`` to the queue or topic at ``path``: :meth:`Router.send`."""
+        return self.routing.send(path, messages)
+
+    def dead_lettered(self, source: MessageQueue, msg: StoredMessage) -> None:
+        """A message of ``source`` was dead-lettered: :meth:`Router.dead_lettered`."""
+        self.routing.dead_lettered(source, msg)
 
     # ------------------------------------------------------------------------------------------ time
 
@@ -176,7 +189,7 @@ class Namespace(Routing):
         """Create a topic; ``restoring``: re-created from its row in the store, which stays as it is."""
         self._check_new_name(name, "Topic")
         topic = TopicEntity(self, name, props)
-        topic.scheduled.on_activate = lambda msg: self.publish_due(topic, msg)
+        topic.scheduled.on_activate = lambda msg: self.routing.publish_due(topic, msg)
         topic.scheduled.restore()
         self.topics[name.lower()] = topic
         if not restoring:

@@ -6,16 +6,14 @@ from __future__ import annotations
 import heapq
 import uuid
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from emulator.broker import errors
 from emulator.broker.errors import BrokerError, lock_lost
+from emulator.broker.host import TimerHost
 from emulator.broker.message import SCHEDULED_ENQUEUE_TIME, MessageState, StoredMessage
 from emulator.broker.queue_sessions import SessionOperations
 from emulator.broker.sessions import SessionBook, SessionState
-
-if TYPE_CHECKING:
-    from emulator.broker.namespace import Namespace
 
 MAX_DELIVERY_COUNT_EXCEEDED = "MaxDeliveryCountExceeded"
 TTL_EXPIRED = "TTLExpiredException"
@@ -35,12 +33,24 @@ class Consumer(Protocol):
     def session_lost(self) -> None: ...
 
 
+class QueueHost(TimerHost, Protocol):
+    """What a queue needs of its namespace (implemented by :class:`~emulator.broker.namespace.Namespace`)."""
+
+    def wake_at(self, when_ms: int, queue: MessageQueue | None = None) -> None:
+        """Have the timer sweep visit ``queue`` (every queue when ``None``) at ``when_ms``."""
+        ...
+
+    def dead_lettered(self, source: MessageQueue, msg: StoredMessage) -> None:
+        """``msg`` of ``source`` was dead-lettered; place it (inside the caller's store transaction)."""
+        ...
+
+
 class MessageQueue(SessionOperations):
     """One ordered store of messages with its consumers and locks."""
 
     def __init__(
         self,
-        namespace: Namespace,
+        namespace: QueueHost,
         path: str,
         *,
         lock_duration_ms: int,
@@ -50,7 +60,7 @@ class MessageQueue(SessionOperations):
         dead_letter_queue: MessageQueue | None,
         requires_session: bool = False,
     ) -> None:
-        self.namespace = namespace
+        self.namespace: QueueHost = namespace  # narrows SessionOperations' TimerHost
         self.path = path
         self.key = path.lower()
         self.lock_duration_ms = lock_duration_ms

@@ -5,22 +5,20 @@ from __future__ import annotations
 
 import heapq
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from emulator.broker import errors
 from emulator.broker.errors import BrokerError
+from emulator.broker.host import TimerHost
 from emulator.broker.message import StoredMessage
 from emulator.broker.sessions import SessionBook, SessionState, SessionWaiter
-
-if TYPE_CHECKING:
-    from emulator.broker.namespace import Namespace
 
 
 class SessionOperations:
     """Session handling for a queue or subscription that requires sessions."""
 
     # Provided by MessageQueue.
-    namespace: Namespace
+    namespace: TimerHost
     path: str
     key: str
     session_book: SessionBook | None

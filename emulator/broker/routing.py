@@ -1,22 +1,20 @@
 """Send routing for a namespace: admission checks, duplicate detection, topic fan-out, auto-forwarding
-chains, scheduling on topics and the placement of dead letters. Mixed into :class:`Namespace`."""
+chains, scheduling on topics and the placement of dead letters. A :class:`Router` is held by the namespace,
+which it reaches only through :class:`RoutingHost`."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from emulator.amqp.message import ParsedMessage, PropertiesField
 from emulator.broker import errors
 from emulator.broker.entities import MessageEntity, QueueEntity, SubscriptionEntity, TopicEntity
 from emulator.broker.errors import BrokerError
 from emulator.broker.message import SCHEDULED_ENQUEUE_TIME, MessageState, StoredMessage, with_ttl
 from emulator.broker.queue import MessageQueue
 from emulator.broker.rules import MessageFacts, Rule, copies_for
+from emulator.broker.store import Store
+from emulator.encoding.message import ParsedMessage, PropertiesField
 from emulator.limits import MAX_MESSAGE_ID_LENGTH, MAX_TRANSFER_HOPS
-
-if TYPE_CHECKING:
-    from emulator.broker.store import Store
 
 Target = QueueEntity | TopicEntity
 
@@ -43,15 +41,31 @@ TRANSFER_FAILURE_REASONS = {
 }
 
 
-class Routing:
+class RoutingHost(Protocol):
+    """What a :class:`Router` needs of its namespace: its name, store, clock and entity lookup."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def store(self) -> Store: ...
+
+    def now_ms(self) -> int: ...
+
+    def send_target(self, path: str) -> Target | None:
+        """The queue or topic at ``path``, or ``None``."""
+        ...
+
+    def entity_for(self, path: str) -> Target:
+        """The queue or topic at ``path``; raises :class:`BrokerError` (not-found) when there is none."""
+        ...
+
+
+class Router:
     """Where sent messages go."""
 
-    # Provided by Namespace.
-    name: str
-    store: Store
-    now_ms: Callable[[], int]
-    send_target: Callable[[str], Target | None]
-    entity_for: Callable[[str], Target]
+    def __init__(self, host: RoutingHost) -> None:
+        self.host = host
 
     def check_send(self, target: Target, messages: list[ParsedMessage]) -> None:
         """Refuse a send the way Azure does: disabled entity, bad ids, message too large, entity full."""
@@ -59,7 +73,7 @@ class Routing:
         if target.send_disabled():
             raise BrokerError(
                 errors.ENTITY_DISABLED,
-                f"Messaging entity '{self.name}:{kind}:{target.name}' is currently disabled.",
+                f"Messaging entity '{self.host.name}:{kind}:{target.name}' is currently disabled.",
             )
         limit = target.max_message_bytes
         requires_session = isinstance(target, QueueEntity) and target.props.requires_session
@@ -96,7 +110,7 @@ class Routing:
             raise BrokerError(
                 errors.RESOURCE_LIMIT_EXCEEDED,
                 f"The maximum entity size has been reached or exceeded for {kind}: "
-                f"'{self.name.upper()}:{kind.upper()}:{target.name.upper()}'. Size of entity in bytes:"
+                f"'{self.host.name.upper()}:{kind.upper()}:{target.name.upper()}'. Size of entity in bytes:"
                 f"{target.size_bytes}, Max entity size in bytes: {target.max_size_bytes}.",
                 403,
             )
@@ -106,15 +120,15 @@ class Routing:
 
         Returns the sequence numbers assigned (0 where a message was dropped as a duplicate or has no
         number of its own at the target, like a message published to a topic)."""
-        target = self.entity_for(path)
+        target = self.host.entity_for(path)
         self.check_send(target, messages)
-        with self.store.transaction():
+        with self.host.store.transaction():
             return self._deliver(target, messages, hops=0)
 
     def _deliver(
         self, target: Target, messages: list[ParsedMessage], hops: int, dead_letter_source: str | None = None
     ) -> list[int]:
-        now = self.now_ms()
+        now = self.host.now_ms()
         fresh = self._deduplicate(target, messages, now)
         if isinstance(target, TopicEntity):
             numbers: dict[int, int] = {}
@@ -147,9 +161,9 @@ class Routing:
             if message_id is not None:
                 remembered.append((message_id, history.seen[message_id]))
         if remembered:
-            self.store.remember_message_ids(history.key, remembered)
+            self.host.store.remember_message_ids(history.key, remembered)
             if len(history.seen) > 10_000:
-                history.prune(self.store, now)
+                history.prune(self.host.store, now)
         return fresh
 
     def publish_due(self, topic: TopicEntity, msg: StoredMessage) -> None:
@@ -174,7 +188,7 @@ class Routing:
         if not matches:
             topic.unrouted_count += 1
             return
-        now = self.now_ms()
+        now = self.host.now_ms()
         for key, rules in matches.items():
             copies = copies_for(facts, rules)
             self._enqueue(topic.subscriptions[key], copies, hops, now, dead_letter_source, ceiling)
@@ -242,10 +256,10 @@ class Routing:
         if hops >= MAX_TRANSFER_HOPS:
             self._dead_letter_new(source, messages, HOPS_EXCEEDED, HOPS_EXCEEDED_DESCRIPTION)
             return
-        target = self.send_target(target_name)
+        target = self.host.send_target(target_name)
         try:
             if target is None:
-                raise errors.entity_not_found(target_name, self.name)
+                raise errors.entity_not_found(target_name, self.host.name)
             self.check_send(target, messages)
         except BrokerError as exc:
             reason = TRANSFER_FAILURE_REASONS.get(exc.condition, exc.condition)
@@ -257,7 +271,7 @@ class Routing:
         self, entity: MessageEntity, messages: list[ParsedMessage], reason: str, description: str
     ) -> None:
         """Dead-letter messages the broker could not place (they have no lock or sequence number yet)."""
-        now = self.now_ms()
+        now = self.host.now_ms()
         for parsed in messages:
             msg = StoredMessage(parsed=parsed)
             entity.main.prepare(msg, now)  # a number from the entity's sequence, shared with its DLQ
@@ -274,7 +288,7 @@ class Routing:
     def _place_dead_letter(self, entity: MessageEntity, msg: StoredMessage) -> None:
         """Into the entity's dead-letter queue, or where its dead letters are forwarded."""
         target_name = entity.props.forward_dead_lettered_messages_to
-        target = self.send_target(target_name) if target_name else None
+        target = self.host.send_target(target_name) if target_name else None
         if target is not None:
             try:
                 self.check_send(target, [msg.parsed])

@@ -17,9 +17,15 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from emulator.amqp.message import APPLICATION_PROPERTIES, PROPERTIES, ParsedMessage, PropertiesField, section
-from emulator.amqp.types import Symbol, Timestamp
-from emulator.config import CorrelationFilterConfig, RuleConfig
+from emulator.broker.properties import CorrelationFilterConfig, RuleConfig
+from emulator.encoding.message import (
+    APPLICATION_PROPERTIES,
+    PROPERTIES,
+    ParsedMessage,
+    PropertiesField,
+    section,
+)
+from emulator.encoding.types import Symbol, Timestamp
 
 if TYPE_CHECKING:
     from emulator.filters.sql import CompiledAction, CompiledFilter, MessageProperties

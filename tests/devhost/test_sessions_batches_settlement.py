@@ -14,7 +14,7 @@ from azure.servicebus import ServiceBusClient, ServiceBusMessage, ServiceBusSubQ
 
 from devhost.message_conversion import HOST_BATCH_ARRAYS
 from devhost.testing import HostHandle, running_host
-from emulator.config import SubscriptionProperties, TopicProperties
+from emulator.broker.properties import SubscriptionProperties, TopicProperties
 from emulator.server import EmulatorThread
 from tests.conftest import EmulatorHandle
 from tests.devhost.conftest import APPS, Records, send

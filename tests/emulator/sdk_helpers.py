@@ -25,7 +25,7 @@ from azure.servicebus import (
 )
 from azure.servicebus.aio import ServiceBusClient as AsyncServiceBusClient
 
-from emulator.config import (
+from emulator.broker.properties import (
     DEFAULT_NAMESPACE_NAME,
     CorrelationFilterConfig,
     EmulatorConfig,

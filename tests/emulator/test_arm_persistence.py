@@ -15,7 +15,8 @@ from azure.core.exceptions import HttpResponseError
 from azure.mgmt.servicebus.models import CorrelationFilter, Rule, SBQueue, SBSubscription, SBTopic, SqlFilter
 from azure.servicebus import ServiceBusMessage
 
-from emulator.config import EmulatorConfig, parse_config
+from emulator.broker.properties import EmulatorConfig
+from emulator.config import parse_config
 
 if TYPE_CHECKING:
     from tests.conftest import EmulatorHandle

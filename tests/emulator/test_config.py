@@ -13,8 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from emulator import limits
-from emulator.config import (
-    ConfigError,
+from emulator.broker.properties import (
     CorrelationFilterConfig,
     EntityStatus,
     NamespaceConfig,
@@ -26,9 +25,11 @@ from emulator.config import (
     TopicConfig,
     TopicProperties,
     default_config,
-    load_config,
-    parse_config,
-    strip_json_comments,
+)
+from emulator.config import ConfigError, load_config, parse_config
+from emulator.durations import MAX_VALUE_TEXT, format_duration, parse_duration
+from emulator.jsonc import strip_json_comments
+from emulator.validation import (
     validate_entity_name,
     validate_entity_path,
     validate_namespace,
@@ -37,7 +38,6 @@ from emulator.config import (
     validate_subscription_properties,
     validate_topic_properties,
 )
-from emulator.durations import MAX_VALUE_TEXT, format_duration, parse_duration
 
 SAMPLE_CONFIG = Path(__file__).resolve().parents[2] / "emulator" / "sample-config.json"
 

@@ -22,7 +22,8 @@ from azure.mgmt.servicebus.models import SBQueue, SBSubscription
 from azure.servicebus import ServiceBusMessage, ServiceBusSubQueue
 from emulator_process import EmulatorProcesses
 
-from emulator.config import ConfigError, EmulatorConfig, load_config, parse_config
+from emulator.broker.properties import EmulatorConfig
+from emulator.config import ConfigError, load_config, parse_config
 from tests.emulator.test_cli import assert_exits_before_ready
 
 if TYPE_CHECKING:

@@ -22,7 +22,7 @@ from azure.servicebus.exceptions import (
 )
 from sdk_helpers import peek_queue, receive, sdk_client
 
-from emulator.config import EntityStatus
+from emulator.broker.properties import EntityStatus
 
 if TYPE_CHECKING:
     from tests.conftest import EmulatorHandle

@@ -23,8 +23,9 @@ from azure.servicebus import ServiceBusClient, ServiceBusMessage
 
 from emulator.arm.metadata import FILE_NAME, LEGACY_FILE_NAME, Metadata
 from emulator.arm.models import Extras
+from emulator.broker.properties import EmulatorConfig
 from emulator.broker.store import Store
-from emulator.config import EmulatorConfig, parse_config
+from emulator.config import parse_config
 
 if TYPE_CHECKING:
     from tests.conftest import EmulatorHandle

@@ -45,11 +45,7 @@ from sdk_helpers import (
 )
 
 from emulator.broker.errors import BrokerError
-from emulator.config import (
-    EntityStatus,
-    QueueProperties,
-    SubscriptionProperties,
-)
+from emulator.broker.properties import EntityStatus, QueueProperties, SubscriptionProperties
 
 if TYPE_CHECKING:
     from tests.conftest import EmulatorHandle

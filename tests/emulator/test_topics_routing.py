@@ -45,11 +45,7 @@ from sdk_helpers import (
 )
 
 from emulator.broker.errors import BrokerError
-from emulator.config import (
-    RuleConfig,
-    SubscriptionProperties,
-    TopicProperties,
-)
+from emulator.broker.properties import RuleConfig, SubscriptionProperties, TopicProperties
 from emulator.filters.sql import SqlSyntaxError
 
 if TYPE_CHECKING:

@@ -32,7 +32,7 @@ from azure.servicebus import (
 from azure.servicebus.aio import ServiceBusClient as AsyncServiceBusClient
 from sdk_helpers import create_subscription, create_topic, opened, peek, receive, sdk_client
 
-from emulator.config import RuleConfig
+from emulator.broker.properties import RuleConfig
 
 if TYPE_CHECKING:
     from tests.conftest import EmulatorHandle

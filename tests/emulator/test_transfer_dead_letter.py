@@ -26,7 +26,7 @@ from sdk_helpers import (
     unique_name,
 )
 
-from emulator.config import EntityStatus
+from emulator.broker.properties import EntityStatus
 
 if TYPE_CHECKING:
     from tests.conftest import EmulatorHandle

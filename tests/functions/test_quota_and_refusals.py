@@ -14,7 +14,7 @@ import pytest
 from azure.core.exceptions import ResourceNotFoundError
 from busbar_app import management_for
 
-from emulator.config import SubscriptionProperties, TopicProperties
+from emulator.broker.properties import SubscriptionProperties, TopicProperties
 from emulator.limits import SQL_FILTERS_PER_TOPIC, SUBSCRIPTIONS_PER_TOPIC
 from emulator.server import EmulatorThread
 from shared import provisioning_service

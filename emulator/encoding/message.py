@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from emulator.amqp.codec import DecodeError, decode_value, encode_value, skip_value
-from emulator.amqp.types import Symbol
+from emulator.encoding.codec import DecodeError, decode_value, encode_value, skip_value
+from emulator.encoding.types import Symbol
 
 HEADER, DELIVERY_ANNOTATIONS, MESSAGE_ANNOTATIONS, PROPERTIES, APPLICATION_PROPERTIES = (
     0x70,
@@ -175,3 +175,15 @@ def encode_application_properties(props: dict[str, Any]) -> bytes:
 def annotation_key(name: str) -> Symbol:
     """Message annotation keys are symbols."""
     return Symbol(name)
+
+
+def decode_body_value(parsed: ParsedMessage) -> Any:
+    """The amqp-value of a request body (management requests carry a map)."""
+    body = parsed.body_raw
+    if len(body) < 3 or body[2] != 0x77:
+        return None
+    try:
+        value, _ = decode_value(body, 3)
+    except DecodeError:
+        return None
+    return value
