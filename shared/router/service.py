@@ -1,6 +1,6 @@
 """The fallback router's I/O: the namespace snapshot it decides on, the bridge, and unrouted records.
 
-:func:`shared.fallback_router.decide` is pure; this module feeds it a :class:`RoutingSnapshot` read through
+:func:`shared.router.decision.decide` is pure; this module feeds it a :class:`RoutingSnapshot` read through
 ``azure-mgmt-servicebus`` (cached for ``BUSBAR_ROUTER_SNAPSHOT_SECONDS``; re-read before an event is
 declared unrouted, so a subscription created a moment ago is never missed), re-publishes bridged copies
 with ``azure-servicebus``, and records unrouted events: logged, counted, and archived as Parquet
@@ -23,7 +23,9 @@ from azure.servicebus import ServiceBusClient, ServiceBusMessage
 from shared.app_settings import AppSetting, read
 from shared.archive.properties import encode_properties
 from shared.archive.writer import ArchiveRow, ArchiveWriter
-from shared.fallback_router import (
+from shared.management import ManagementClient
+from shared.messages import IncomingMessage
+from shared.router.decision import (
     BRIDGED_FROM,
     NO_MATCHING_SUBSCRIPTION,
     CorrelationRule,
@@ -33,8 +35,6 @@ from shared.fallback_router import (
     SubscriptionRules,
     decide,
 )
-from shared.management import ManagementClient
-from shared.messages import IncomingMessage
 from shared.topology.arm import correlation_properties
 from shared.topology.names import HierarchyNamespace
 from shared.topology.options import TopologyOptions
