@@ -21,7 +21,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from azure.servicebus import ServiceBusMessage
+from azure.servicebus import ServiceBusMessage, ServiceBusMessageBatch
+from azure.servicebus.exceptions import MessageSizeExceededError
 
 from shared.redrive.message import DEAD_LETTER_PROPERTIES, REDRIVE_COUNT, REDRIVE_PREFIX, DeadLetter
 
@@ -86,3 +87,17 @@ def build_redrive_message(dead_letter: DeadLetter, run_id: str, now: datetime) -
         reply_to_session_id=dead_letter.reply_to_session_id,
         time_to_live=dead_letter.time_to_live,
     )
+
+
+def oversize(message: ServiceBusMessage, max_message_size_bytes: int) -> bool:
+    """True when ``message`` does not fit the target's maximum message size.
+
+    Measured with the SDK's own batch encoder, which is what a send does too (a batch adds a few bytes of
+    envelope, so a message exactly at the limit counts as too big: it is archived, never lost).
+    """
+    batch = ServiceBusMessageBatch(max_size_in_bytes=max_message_size_bytes)
+    try:
+        batch.add_message(message)
+    except MessageSizeExceededError:
+        return True
+    return False
