@@ -20,8 +20,8 @@ import signal
 import time
 import uuid
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from typing import Any
 
 from azure.servicebus import ServiceBusClient, ServiceBusMessage, ServiceBusMessageBatch, ServiceBusSender
@@ -31,15 +31,17 @@ from azure.servicebus.exceptions import (
     ServiceBusError,
 )
 
+from shared.archive.rows import envelope_from_row
+from shared.envelope import PartitionKeyPolicy
+from shared.envelope.sdk import to_message
 from shared.rate_limit import BatchPacer
 from shared.servicebus_errors import is_entity_not_found
 from spark.columns import REPORTED
 from spark.ledger import FAILED, SENT, OutcomeWriter
 from spark.params import Connection, PropertyTransform
-from spark.properties import ORIGINAL_MESSAGE_ID_PROPERTY, decode_properties, transformed
+from spark.properties import ORIGINAL_MESSAGE_ID_PROPERTY, transformed
 
 SENT_OUTCOME, FAILED_OUTCOME, INVALID_OUTCOME = "sent", "failed", "invalid"
-_MAX_TTL_MS = 2**32 - 1  # the AMQP header's ttl is a uint; longer means "the entity's default"
 _MAX_BACKOFF_S = 30.0
 _MESSAGE_ID_NAMESPACE = uuid.UUID("5b0f6c3e-3c1e-4c55-9d0e-7a3f0c1b2a10")
 
@@ -86,26 +88,15 @@ def build_message(
 
     Raises ValueError (e.g. :class:`shared.archive.properties.PropertyCodecError`) for rows that cannot
     be sent as archived, e.g. a PartitionKey that differs from the SessionId."""
-    ttl_ms = row.time_to_live_ms
-    ttl = timedelta(milliseconds=ttl_ms) if ttl_ms is not None and 0 < ttl_ms <= _MAX_TTL_MS else None
-    properties = transformed(decode_properties(row.application_properties), transform, replay_run_id)
+    archived = envelope_from_row(row)
+    properties = transformed(dict(archived.application_properties), transform, replay_run_id)
     message_id = sent_message_id(row, message_id_policy)
     if row.message_id and message_id != row.message_id:
         properties[ORIGINAL_MESSAGE_ID_PROPERTY] = row.message_id
-    return ServiceBusMessage(
-        body=bytes(row.body) if row.body is not None else b"",
-        application_properties=properties,  # type: ignore[arg-type]  # SDK's dict is invariant
-        session_id=row.session_id,
-        message_id=message_id,
-        content_type=row.content_type,
-        correlation_id=row.correlation_id,
-        subject=row.subject,
-        partition_key=row.partition_key,
-        to=row.to,
-        reply_to=row.reply_to,
-        reply_to_session_id=row.reply_to_session_id,
-        time_to_live=ttl,
-    )
+    copy = replace(archived, message_id=message_id, application_properties=properties)
+    # Deliberately stricter than the re-drive and the router (SESSION_WINS): a replay sends what was archived
+    # or reports the row invalid, never an altered copy.
+    return to_message(copy, PartitionKeyPolicy.REFUSE)
 
 
 def is_transient(error: BaseException) -> bool:

@@ -34,8 +34,9 @@ from shared.rate_limit import TokenBucket
 from shared.redrive.copy import CopyError, build_redrive_message, oversize
 from shared.redrive.decision import Decision, Outcome, decide
 from shared.redrive.entities import EntityPlan
-from shared.redrive.message import DeadLetter, archive_row, from_received
+from shared.redrive.message import DeadLetter
 from shared.redrive.policy import Policy
+from shared.redrive.received import archive_row, from_received
 from shared.redrive.settings import Limits
 from shared.redrive.summary import RunSummary
 
