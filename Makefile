@@ -149,7 +149,7 @@ format: $(STAMP) ## Reformat and apply safe lint fixes
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
 
-# Emulator (data under $(DATA_DIR)/emulator) + Busbar's topology (startup hook, when shared/bootstrap.py
+# Emulator (data under $(DATA_DIR)/emulator) + Busbar's topology (startup hook, when app/bootstrap.py
 # exists) + devhost running function_app.py. Ctrl-C drains in-flight invocations and stops both.
 run: $(STAMP) ## Start emulator + devhost with function_app.py (HTTP_PORT, AMQP_PORT, MANAGEMENT_PORT, DATA_DIR, HIERARCHY_NAMESPACE)
 	@mkdir -p $(DATA_DIR)/emulator
@@ -159,7 +159,7 @@ run: $(STAMP) ## Start emulator + devhost with function_app.py (HTTP_PORT, AMQP_
 	  $(VPY) -m devhost --app function_app.py --settings local.settings.json --host-json host.json \
 	  --port $(HTTP_PORT) --with-emulator --emulator-data-dir $(DATA_DIR)/emulator \
 	  --emulator-config emulator/sample-config.json --amqp-port $(AMQP_PORT) \
-	  --management-port $(MANAGEMENT_PORT) --startup-hook shared.bootstrap:provision
+	  --management-port $(MANAGEMENT_PORT) --startup-hook app.bootstrap:provision
 
 bench: $(STAMP) ## Run the emulator throughput benchmark
 	$(VPY) bench/emulator_throughput.py

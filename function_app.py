@@ -6,8 +6,8 @@ here; the logic lives in ``shared/``.
 
 import azure.functions as func
 
+from app.runtime import environment
 from functions import fallback_router, ops_api, provisioning_api, publishing_api, redrive, subscribers
-from shared.runtime import environment
 
 app = func.FunctionApp(http_auth_level=func.AuthLevel.FUNCTION)
 # The triggers' entity paths come from the app settings as they are now (hierarchy prefix included).

@@ -1,7 +1,7 @@
 """The fallback-topic router: a topic trigger on the fallback topic's catch-all router subscription.
 
 For each event it bridges to the contract's dedicated topic when one exists and records events no other
-subscription on the fallback topic matches (see :mod:`shared.fallback_router`). A failure to bridge or to
+subscription on the fallback topic matches (see :mod:`shared.router.decision`). A failure to bridge or to
 archive raises, so the message is redelivered rather than lost (the host abandons it).
 
 The message parameter uses the SDK-type binding class of ``azurefunctions-extensions-bindings-servicebus``
@@ -14,8 +14,8 @@ from collections.abc import Mapping
 import azure.functions as func
 import azurefunctions.extensions.bindings.servicebus as servicebus
 
+from app import runtime
 from functions.convert import incoming_from_received
-from shared import runtime
 from shared.entity_paths import fallback_topic_binding
 
 

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import azure.functions as func
 
+from app import runtime
 from functions.convert import api_request, http_response
-from shared import runtime
 from shared.api import ApiRequest, ApiResponse, guarded
 from shared.ops.service import OpsService
 

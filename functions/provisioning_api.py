@@ -2,7 +2,7 @@
 
 Routes (prefix ``/api``): ``PUT|GET endpoints/{endpoint}/subscriptions``,
 ``DELETE endpoints/{endpoint}/subscriptions/{eventType}``, ``GET topology``. The logic is
-:class:`shared.provisioning_service.ProvisioningService`; this module only converts.
+:class:`shared.api.provisioning.service.ProvisioningService`; this module only converts.
 """
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from collections.abc import Callable
 
 import azure.functions as func
 
+from app.services import provisioning_service
 from functions.convert import api_request, http_response
 from shared.api import ApiRequest, ApiResponse, guarded
-from shared.provisioning_service import ProvisioningService
-from shared.services import provisioning_service
+from shared.api.provisioning.service import ProvisioningService
 
 bp = func.Blueprint()  # type: ignore[no-untyped-call]
 

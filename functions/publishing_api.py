@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import azure.functions as func
 
+from app.services import publisher, publishing_service
 from functions.convert import api_request, http_response
 from shared.api import guarded
-from shared.services import publisher, publishing_service
 
 bp = func.Blueprint()  # type: ignore[no-untyped-call]
 

@@ -1,4 +1,4 @@
-"""Service Bus queue triggers: one per sample endpoint's input queue.
+"""Service Bus queue triggers: one per catalog endpoint's input queue, made by one factory.
 
 ``blueprint(env)`` declares them with the queue paths of the current app settings, hierarchy prefix
 included (:mod:`shared.entity_paths`). Each function uses the SDK-type binding
@@ -10,6 +10,9 @@ MaxDeliveryCount) when the failure may be transient.
 
 The annotations must be the extension's classes (not ``azure.servicebus``'s) and must not be strings, since
 the Python worker picks the binding by the annotation object; hence no ``from __future__ import annotations``.
+
+Adding an endpoint is one :class:`~shared.handlers.endpoints.Endpoint` in the catalog plus its queue's app
+setting: its trigger is ``<endpoint>_subscriber`` (the worker indexes functions by that name).
 """
 
 from collections.abc import Mapping
@@ -18,20 +21,17 @@ import azure.functions as func
 import azurefunctions.extensions.bindings.servicebus as servicebus
 from azure.servicebus import ServiceBusReceivedMessage
 
+from app.runtime import CONNECTION, EnvironmentTransport
+from app.services import CATALOG
 from functions.convert import incoming_from_received
 from functions.message_actions import MessageActions
-from shared.dispatch import UNREADABLE_MESSAGE, DeadLetter, Retry, truncate
-from shared.endpoints import Endpoint
 from shared.entity_paths import endpoint_queue_path
-from shared.runtime import CONNECTION
-from shared.services import CATALOG
-from shared.subscriber import HandlerFailed, process
+from shared.handlers.dispatch import UNREADABLE_MESSAGE, DeadLetter, Retry, truncate
+from shared.handlers.endpoints import Endpoint
+from shared.handlers.subscriber import HandlerFailed, process
 
-
-def _endpoint(name: str) -> Endpoint:
-    endpoint = CATALOG.get(name)
-    assert endpoint is not None, name
-    return endpoint
+TRANSPORT = EnvironmentTransport()
+"""The cached clients of the process environment, which the handlers' outgoing messages go through."""
 
 
 def _handle(endpoint: Endpoint, message: ServiceBusReceivedMessage, actions: MessageActions) -> None:
@@ -43,7 +43,7 @@ def _handle(endpoint: Endpoint, message: ServiceBusReceivedMessage, actions: Mes
             message, deadletter_reason=UNREADABLE_MESSAGE, deadletter_error_description=description
         )
         return
-    outcome = process(endpoint, incoming)
+    outcome = process(endpoint, incoming, TRANSPORT)
     if isinstance(outcome, DeadLetter):
         actions.deadletter(
             message, deadletter_reason=outcome.reason, deadletter_error_description=outcome.description
@@ -57,49 +57,35 @@ def _handle(endpoint: Endpoint, message: ServiceBusReceivedMessage, actions: Mes
         actions.complete(message)
 
 
+def subscriber_name(endpoint: Endpoint) -> str:
+    """The trigger's function name: ``<endpoint>_subscriber`` (pinned by tests and by the host's logs)."""
+    return f"{endpoint.name}_subscriber"
+
+
+def register_subscriber(bp: func.Blueprint, endpoint: Endpoint, env: Mapping[str, str]) -> None:
+    """Declare ``endpoint``'s queue trigger on ``bp``, bound to its queue path under ``env``'s hierarchy
+    namespace (see :mod:`shared.entity_paths`: a binding expression could not add the prefix)."""
+    name = subscriber_name(endpoint)
+
+    def subscriber(
+        message: servicebus.ServiceBusReceivedMessage, message_actions: servicebus.ServiceBusMessageActions
+    ) -> None:
+        _handle(endpoint, message, message_actions)
+
+    subscriber.__name__ = subscriber.__qualname__ = name
+    subscriber.__doc__ = f"The {endpoint.name} endpoint's input queue."
+    trigger = bp.service_bus_queue_trigger(
+        arg_name="message",
+        queue_name=endpoint_queue_path(endpoint, env),
+        connection=CONNECTION,
+        auto_complete_messages=False,
+    )
+    bp.function_name(name)(trigger(subscriber))
+
+
 def blueprint(env: Mapping[str, str]) -> func.Blueprint:
-    """The three queue triggers, bound to the endpoints' queue paths under ``env``'s hierarchy namespace
-    (see :mod:`shared.entity_paths`: a binding expression could not add the prefix)."""
+    """One queue trigger per endpoint of the app's catalog (:data:`app.services.CATALOG`)."""
     bp = func.Blueprint()  # type: ignore[no-untyped-call]
-    billing, crm, shipping = _endpoint("billing"), _endpoint("crm"), _endpoint("shipping")
-
-    @bp.function_name("billing_subscriber")
-    @bp.service_bus_queue_trigger(
-        arg_name="message",
-        queue_name=endpoint_queue_path(billing, env),
-        connection=CONNECTION,
-        auto_complete_messages=False,
-    )
-    def billing_subscriber(
-        message: servicebus.ServiceBusReceivedMessage, message_actions: servicebus.ServiceBusMessageActions
-    ) -> None:
-        """The billing endpoint's input queue."""
-        _handle(billing, message, message_actions)
-
-    @bp.function_name("crm_subscriber")
-    @bp.service_bus_queue_trigger(
-        arg_name="message",
-        queue_name=endpoint_queue_path(crm, env),
-        connection=CONNECTION,
-        auto_complete_messages=False,
-    )
-    def crm_subscriber(
-        message: servicebus.ServiceBusReceivedMessage, message_actions: servicebus.ServiceBusMessageActions
-    ) -> None:
-        """The CRM endpoint's input queue."""
-        _handle(crm, message, message_actions)
-
-    @bp.function_name("shipping_subscriber")
-    @bp.service_bus_queue_trigger(
-        arg_name="message",
-        queue_name=endpoint_queue_path(shipping, env),
-        connection=CONNECTION,
-        auto_complete_messages=False,
-    )
-    def shipping_subscriber(
-        message: servicebus.ServiceBusReceivedMessage, message_actions: servicebus.ServiceBusMessageActions
-    ) -> None:
-        """The shipping endpoint's input queue."""
-        _handle(shipping, message, message_actions)
-
+    for endpoint in CATALOG:
+        register_subscriber(bp, endpoint, env)
     return bp

@@ -1,9 +1,10 @@
 """Every app setting Busbar reads, with its default and meaning: one declaration per setting.
 
 Feature modules declare their settings as ``SETTINGS: tuple[AppSetting, ...]`` next to the code that reads
-them and read values through :func:`read`; :func:`all_settings` gathers them for the configuration
-reference, ``local.settings.sample.json`` and the infrastructure checks (a test fails when the code reads a
-setting that is not declared, or a declared one is missing from the Bicep template or the sample file).
+them and read values through :func:`read`; :func:`all_settings` gathers the library's, and the app adds
+its own (``app.settings.all_settings``), for the configuration reference, ``local.settings.sample.json``
+and the infrastructure checks (a test fails when the code reads a setting that is not declared, or a
+declared one is missing from the Bicep template or the sample file).
 """
 
 from __future__ import annotations
@@ -72,23 +73,23 @@ CONNECTION_SETTINGS: tuple[AppSetting, ...] = (
     ),
 )
 
-# Modules that declare a SETTINGS tuple; add a feature's module here when it gains settings.
+# Library modules that declare a SETTINGS tuple; add a feature's module here when it gains settings. They
+# import this module, hence the import by name. The app adds its own (app.settings.all_settings).
 _SETTING_MODULES: tuple[str, ...] = (
     "shared.topology.options",
-    "shared.sample_endpoints",
-    "shared.router_service",
-    "shared.provisioning_service",
-    "shared.provisioning_lock",
-    "shared.endpoint_admission",
-    "shared.runtime",
+    "shared.router.service",
+    "shared.api.provisioning.service",
+    "shared.api.provisioning.lock",
+    "shared.api.provisioning.admission",
     "shared.redrive.settings",
 )
 
 
-def all_settings() -> list[AppSetting]:
-    """Every declared setting, by name; a name declared twice must be declared identically."""
+def all_settings(*extra: tuple[AppSetting, ...]) -> list[AppSetting]:
+    """Every setting the library declares plus the ``extra`` groups (an app's own), by name; a name
+    declared twice must be declared identically."""
     found: dict[str, AppSetting] = {}
-    groups: list[tuple[AppSetting, ...]] = [CONNECTION_SETTINGS, MANAGEMENT_SETTINGS]
+    groups: list[tuple[AppSetting, ...]] = [CONNECTION_SETTINGS, MANAGEMENT_SETTINGS, *extra]
     for module_name in _SETTING_MODULES:
         groups.append(importlib.import_module(module_name).SETTINGS)
     for group in groups:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from shared.app_settings import read
-from shared.endpoints import Endpoint
+from shared.handlers.endpoints import Endpoint
 from shared.topology.names import HierarchyNamespace
 from shared.topology.options import FALLBACK_TOPIC_SETTING, HIERARCHY_NAMESPACE_SETTING
 

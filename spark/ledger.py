@@ -27,18 +27,21 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
+from spark.columns import IDENTITY
 from spark.filesystem import url_to_fs
 
 PLANNED, SENT, FAILED = "planned", "sent", "failed"
 
 LEDGER_SCHEMA = pa.schema(
     [
-        pa.field("replay_key", pa.string(), nullable=False),
-        pa.field("message_id", pa.string()),
-        pa.field("source_entity", pa.string()),
-        pa.field("target_entity", pa.string()),
-        pa.field("session_id", pa.string()),
-        pa.field("sequence_number", pa.int64()),
+        *(
+            pa.field(
+                name,
+                pa.int64() if name == "sequence_number" else pa.string(),
+                nullable=name != "replay_key",
+            )
+            for name in IDENTITY
+        ),
         pa.field("status", pa.string(), nullable=False),  # planned | sent | failed
         pa.field("error", pa.string()),
         pa.field("task_attempt", pa.int32()),
@@ -83,12 +86,7 @@ def last_sent(spark: SparkSession, ledger_path: str) -> DataFrame:
 def write_planned(plan: DataFrame, ledger_path: str, replay_run_id: str, planned_at: datetime) -> None:
     """Append ``plan``'s rows as ``planned`` (before anything is sent: the write-ahead half of the ledger)."""
     rows = plan.select(
-        "replay_key",
-        "message_id",
-        "source_entity",
-        "target_entity",
-        "session_id",
-        "sequence_number",
+        *IDENTITY,
         F.lit(PLANNED).alias("status"),
         F.lit(None).cast("string").alias("error"),
         F.lit(None).cast("int").alias("task_attempt"),
@@ -149,17 +147,7 @@ class OutcomeWriter:
     def record(self, rows: Sequence[Any], status: str, error: str | None) -> None:
         """Write one batch's outcome (``rows`` carry the ledger columns as attributes) atomically."""
         now = datetime.now(UTC)
-        columns: dict[str, Iterable[Any]] = {
-            name: [getattr(row, name) for row in rows]
-            for name in (
-                "replay_key",
-                "message_id",
-                "source_entity",
-                "target_entity",
-                "session_id",
-                "sequence_number",
-            )
-        }
+        columns: dict[str, Iterable[Any]] = {name: [getattr(row, name) for row in rows] for name in IDENTITY}
         columns["status"] = [status] * len(rows)
         columns["error"] = [error] * len(rows)
         columns["task_attempt"] = [self._attempt] * len(rows)

@@ -40,8 +40,9 @@ from pyspark.sql import functions as F
 
 from spark import ledger, report
 from spark.archive import read_archive
+from spark.columns import SEND
 from spark.params import Connection, ParameterError, ReplayParams, parse_params, resolve_connection
-from spark.sender import SEND_COLUMNS, SenderConfig, send_partition
+from spark.sender import SenderConfig, send_partition
 from spark.targets import fetch_targets, held_reason, hold_inside_window, targets_frame
 from spark.transforms import dedupe_latest, order_for_sending, plan_summary, resolve_targets, select_rows
 
@@ -236,7 +237,7 @@ def _plan_and_send(
         )
         if (spark.sparkContext.master or "").startswith("local"):
             ship_code(spark)
-        outcomes = ordered.select(*SEND_COLUMNS).rdd.mapPartitions(functools.partial(send_partition, config))
+        outcomes = ordered.select(*SEND).rdd.mapPartitions(functools.partial(send_partition, config))
         print(
             f"[replay] {params.replay_run_id}: sending {planned} messages in {partitions} tasks",
             file=sys.stderr,

@@ -16,6 +16,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType, TimestampType
 
+from spark.columns import REPORTED
 from spark.filesystem import url_to_fs
 
 ALREADY_SENT_OUTCOME = "already_sent"
@@ -26,14 +27,11 @@ PLANNED_OUTCOME = "planned"
 RESULT_SCHEMA = StructType(
     [
         StructField("replay_run_id", StringType(), False),
-        StructField("replay_key", StringType(), False),
-        StructField("message_id", StringType(), True),  # as sent (see --message_id_policy)
-        StructField("source_entity", StringType(), True),
-        StructField("target_entity", StringType(), True),
-        StructField("session_id", StringType(), True),
-        StructField("sequence_number", LongType(), True),
-        StructField("dead_letter_reason", StringType(), True),
-        StructField("contract_type", StringType(), True),
+        # message_id: as sent (see --message_id_policy)
+        *(
+            StructField(name, LongType() if name == "sequence_number" else StringType(), name != "replay_key")
+            for name in REPORTED
+        ),
         StructField("outcome", StringType(), False),  # sent|failed|invalid|already_sent|unroutable|planned
         StructField("error", StringType(), True),
         StructField("attempts", IntegerType(), True),
@@ -57,14 +55,7 @@ def result_rows(
     """Report rows for plan rows that are not sent (already sent, unroutable, or planned in a dry run)."""
     return rows.select(
         F.lit(replay_run_id).alias("replay_run_id"),
-        "replay_key",
-        "message_id",
-        "source_entity",
-        "target_entity",
-        "session_id",
-        "sequence_number",
-        "dead_letter_reason",
-        "contract_type",
+        *REPORTED,
         F.lit(outcome).alias("outcome"),
         (error if error is not None else F.lit(None)).cast("string").alias("error"),
         F.lit(None).cast("int").alias("attempts"),

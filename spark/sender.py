@@ -3,8 +3,9 @@
 Used as ``rdd.mapPartitions(functools.partial(send_partition, config))``. Per task: one
 ``ServiceBusClient``, one ``ServiceBusSender`` per target entity (rows arrive sorted by target, so a task
 holds one open sender at a time), ``ServiceBusMessageBatch`` batching (cut by ``batch_size`` or by the
-link's size limit), a rate limiter holding the task to its share of the namespace-wide rate, and retries
-with exponential backoff on throttling (``ServiceBusServerBusyError``) and other transient errors.
+link's size limit), a rate limiter (:class:`~shared.rate_limit.BatchPacer`) holding the task to its share
+of the namespace-wide rate, and retries with exponential backoff on throttling
+(``ServiceBusServerBusyError``) and other transient errors.
 
 Each batch's outcome is written to the ledger right after the broker acknowledged it and before the next
 batch is built (:class:`spark.ledger.OutcomeWriter`), so a crash can leave at most the batch in flight per
@@ -18,9 +19,9 @@ import random
 import signal
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from typing import Any
 
 from azure.servicebus import ServiceBusClient, ServiceBusMessage, ServiceBusMessageBatch, ServiceBusSender
@@ -30,37 +31,19 @@ from azure.servicebus.exceptions import (
     ServiceBusError,
 )
 
+from shared.archive.rows import envelope_from_row
+from shared.envelope import PartitionKeyPolicy
+from shared.envelope.sdk import to_message
+from shared.rate_limit import BatchPacer
 from shared.servicebus_errors import is_entity_not_found
+from spark.columns import REPORTED
 from spark.ledger import FAILED, SENT, OutcomeWriter
 from spark.params import Connection, PropertyTransform
-from spark.properties import ORIGINAL_MESSAGE_ID_PROPERTY, decode_properties, transformed
+from spark.properties import ORIGINAL_MESSAGE_ID_PROPERTY, transformed
 
 SENT_OUTCOME, FAILED_OUTCOME, INVALID_OUTCOME = "sent", "failed", "invalid"
-_MAX_TTL_MS = 2**32 - 1  # the AMQP header's ttl is a uint; longer means "the entity's default"
 _MAX_BACKOFF_S = 30.0
 _MESSAGE_ID_NAMESPACE = uuid.UUID("5b0f6c3e-3c1e-4c55-9d0e-7a3f0c1b2a10")
-
-SEND_COLUMNS = (
-    "replay_key",
-    "message_id",
-    "source_entity",
-    "target_entity",
-    "session_id",
-    "sequence_number",
-    "dead_letter_reason",
-    "contract_type",
-    "correlation_id",
-    "subject",
-    "content_type",
-    "reply_to",
-    "reply_to_session_id",
-    "to",
-    "partition_key",
-    "time_to_live_ms",
-    "body",
-    "application_properties",
-)
-"""The plan columns the sender reads (select these before ``.rdd`` to ship no more than needed)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,34 +62,6 @@ class SenderConfig:
     backoff_seconds: float
     crash_after_batches: int | None = None  # test hook: SIGKILL crash_process_group after this many
     crash_process_group: int | None = None
-
-
-class RateLimiter:
-    """Spaces batches so a task averages ``rate`` messages per second (0: no limit).
-
-    A batch of n messages may start once the previous one's n/rate seconds have passed; the first goes at
-    once. Clock and sleep are injectable for tests."""
-
-    def __init__(
-        self,
-        rate: float,
-        clock: Callable[[], float] = time.monotonic,
-        sleep: Callable[[float], None] = time.sleep,
-    ) -> None:
-        self._rate = rate
-        self._clock = clock
-        self._sleep = sleep
-        self._next_start: float | None = None
-
-    def acquire(self, messages: int) -> None:
-        """Block until a batch of ``messages`` may be sent."""
-        if self._rate <= 0:
-            return
-        now = self._clock()
-        start = now if self._next_start is None else max(self._next_start, now)
-        if start > now:
-            self._sleep(start - now)
-        self._next_start = start + messages / self._rate
 
 
 def derived_message_id(replay_key: str) -> str:
@@ -133,26 +88,15 @@ def build_message(
 
     Raises ValueError (e.g. :class:`shared.archive.properties.PropertyCodecError`) for rows that cannot
     be sent as archived, e.g. a PartitionKey that differs from the SessionId."""
-    ttl_ms = row.time_to_live_ms
-    ttl = timedelta(milliseconds=ttl_ms) if ttl_ms is not None and 0 < ttl_ms <= _MAX_TTL_MS else None
-    properties = transformed(decode_properties(row.application_properties), transform, replay_run_id)
+    archived = envelope_from_row(row)
+    properties = transformed(dict(archived.application_properties), transform, replay_run_id)
     message_id = sent_message_id(row, message_id_policy)
     if row.message_id and message_id != row.message_id:
         properties[ORIGINAL_MESSAGE_ID_PROPERTY] = row.message_id
-    return ServiceBusMessage(
-        body=bytes(row.body) if row.body is not None else b"",
-        application_properties=properties,  # type: ignore[arg-type]  # SDK's dict is invariant
-        session_id=row.session_id,
-        message_id=message_id,
-        content_type=row.content_type,
-        correlation_id=row.correlation_id,
-        subject=row.subject,
-        partition_key=row.partition_key,
-        to=row.to,
-        reply_to=row.reply_to,
-        reply_to_session_id=row.reply_to_session_id,
-        time_to_live=ttl,
-    )
+    copy = replace(archived, message_id=message_id, application_properties=properties)
+    # Deliberately stricter than the re-drive and the router (SESSION_WINS): a replay sends what was archived
+    # or reports the row invalid, never an altered copy.
+    return to_message(copy, PartitionKeyPolicy.REFUSE)
 
 
 def is_transient(error: BaseException) -> bool:
@@ -193,7 +137,7 @@ class _PartitionSender:
         self.writer = writer
         self.attempt = attempt
         self.client = _client(config.connection)
-        self.limiter = RateLimiter(config.rate_per_task)
+        self.limiter = BatchPacer(config.rate_per_task)
         self.senders: dict[str, ServiceBusSender] = {}
         self.dead_targets: dict[str, str] = {}  # target -> error, for entities that are gone or disabled
         self.batches_sent = 0
@@ -202,16 +146,15 @@ class _PartitionSender:
     def outcome(
         self, row: Any, outcome: str, error: str | None, attempts: int, at: datetime | None
     ) -> tuple[Any, ...]:
+        reported = (
+            sent_message_id(row, self.config.message_id_policy)
+            if name == "message_id"
+            else getattr(row, name)
+            for name in REPORTED
+        )
         return (
             self.config.replay_run_id,
-            row.replay_key,
-            sent_message_id(row, self.config.message_id_policy),
-            row.source_entity,
-            row.target_entity,
-            row.session_id,
-            row.sequence_number,
-            row.dead_letter_reason,
-            row.contract_type,
+            *reported,
             outcome,
             error,
             attempts,

@@ -101,7 +101,7 @@ resource endpointQueues 'Microsoft.ServiceBus/namespaces/queues@2024-01-01' = [
   }
 ]
 
-// Never holds a message: provisioning requests lock its sessions (shared/provisioning_lock.py). The lock
+// Never holds a message: provisioning requests lock its sessions (shared/api/provisioning/lock.py). The lock
 // duration is the longest Service Bus allows, longer than any HTTP request lives.
 resource provisioningLockQueue 'Microsoft.ServiceBus/namespaces/queues@2024-01-01' = {
   parent: namespace

@@ -14,10 +14,10 @@ from typing import Any
 
 from azure.servicebus import ServiceBusClient, ServiceBusReceivedMessage, ServiceBusSubQueue
 
-from shared.messages import as_text
+from shared.envelope import as_text
 from shared.ops.failures import Failure, endpoint_of, exception_of
 from shared.redrive.entities import EntityPlan, EntityRef
-from shared.redrive.message import from_received
+from shared.redrive.received import from_received
 
 PEEK_PAGE = 250
 PARALLEL = 32

@@ -32,8 +32,8 @@ from shared.ops.failures import FailureGroup, group_failures
 from shared.ops.message_view import message_view
 from shared.redrive.entities import EntityPlan, EntityRef
 from shared.redrive.job import RunInProgress, run_redrive
-from shared.redrive.message import from_received
 from shared.redrive.policy import Action
+from shared.redrive.received import from_received
 from shared.redrive.settings import RedriveSettings
 from shared.redrive.targets import discover
 

@@ -18,11 +18,15 @@ properties instead of confusing the next handler (ServiceBusExplorer #344, #79):
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from azure.servicebus import ServiceBusMessage
+from azure.servicebus import ServiceBusMessage, ServiceBusMessageBatch
+from azure.servicebus.exceptions import MessageSizeExceededError
 
+from shared.envelope import PartitionKeyPolicy
+from shared.envelope.sdk import to_message
 from shared.redrive.message import DEAD_LETTER_PROPERTIES, REDRIVE_COUNT, REDRIVE_PREFIX, DeadLetter
 
 DESCRIPTION_LIMIT = 1024
@@ -62,27 +66,20 @@ def build_redrive_message(dead_letter: DeadLetter, run_id: str, now: datetime) -
     """The message to send to the target in place of ``dead_letter``."""
     if dead_letter.body is None:
         raise CopyError(f"{dead_letter.body_type} bodies are not re-driven (only AMQP data bodies)")
-    partition_key = dead_letter.partition_key
-    if (
-        dead_letter.session_id is not None
-        and partition_key is not None
-        and partition_key != dead_letter.session_id
-    ):
-        # The SDK refuses a PartitionKey that differs from the SessionId; the SessionId decides placement.
-        partition_key = dead_letter.session_id
-    # The SDK's annotation omits datetime, which it does send (as an AMQP timestamp).
-    properties: Any = redrive_properties(dead_letter, run_id, now)
-    return ServiceBusMessage(
-        dead_letter.body,
-        application_properties=properties,
-        session_id=dead_letter.session_id,
-        message_id=dead_letter.message_id,
-        content_type=dead_letter.content_type,
-        correlation_id=dead_letter.correlation_id,
-        subject=dead_letter.subject,
-        partition_key=partition_key,
-        to=dead_letter.to,
-        reply_to=dead_letter.reply_to,
-        reply_to_session_id=dead_letter.reply_to_session_id,
-        time_to_live=dead_letter.time_to_live,
-    )
+    # The copy goes where the original went: a PartitionKey that conflicts with the SessionId yields to it.
+    copy = replace(dead_letter, application_properties=redrive_properties(dead_letter, run_id, now))
+    return to_message(copy, PartitionKeyPolicy.SESSION_WINS)
+
+
+def oversize(message: ServiceBusMessage, max_message_size_bytes: int) -> bool:
+    """True when ``message`` does not fit the target's maximum message size.
+
+    Measured with the SDK's own batch encoder, which is what a send does too (a batch adds a few bytes of
+    envelope, so a message exactly at the limit counts as too big: it is archived, never lost).
+    """
+    batch = ServiceBusMessageBatch(max_size_in_bytes=max_message_size_bytes)
+    try:
+        batch.add_message(message)
+    except MessageSizeExceededError:
+        return True
+    return False

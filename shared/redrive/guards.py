@@ -1,4 +1,5 @@
-"""The checks a re-drive must pass before it sends: loop count, duplicate-detection window, size.
+"""The checks a re-drive must pass before it sends: loop count and duplicate-detection window. Pure
+(the size check needs the SDK's encoder: :func:`shared.redrive.copy.oversize`).
 
 Duplicate detection: a target with ``requires_duplicate_detection`` silently drops a message whose
 MessageId it saw inside its window; completing the dead-lettered original after such a "successful" send
@@ -13,9 +14,6 @@ the dead-letter queue instead.
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-
-from azure.servicebus import ServiceBusMessage, ServiceBusMessageBatch
-from azure.servicebus.exceptions import MessageSizeExceededError
 
 from shared.redrive.entities import Target
 from shared.redrive.message import DeadLetter
@@ -39,17 +37,3 @@ def duplicate_window_end(dead_letter: DeadLetter, target: Target, now: datetime)
         return now + target.duplicate_detection_window + WINDOW_MARGIN
     safe_from = max(last_seen) + target.duplicate_detection_window + WINDOW_MARGIN
     return safe_from if safe_from > now else None
-
-
-def oversize(message: ServiceBusMessage, max_message_size_bytes: int) -> bool:
-    """True when ``message`` does not fit the target's maximum message size.
-
-    Measured with the SDK's own batch encoder, which is what a send does too (a batch adds a few bytes of
-    envelope, so a message exactly at the limit counts as too big: it is archived, never lost).
-    """
-    batch = ServiceBusMessageBatch(max_size_in_bytes=max_message_size_bytes)
-    try:
-        batch.add_message(message)
-    except MessageSizeExceededError:
-        return True
-    return False

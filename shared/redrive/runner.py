@@ -30,47 +30,19 @@ from azure.servicebus import ServiceBusClient, ServiceBusMessage, ServiceBusSubQ
 from azure.servicebus.exceptions import MessageSizeExceededError
 
 from shared.archive.writer import ArchiveWriter
-from shared.redrive.copy import CopyError, build_redrive_message
+from shared.rate_limit import TokenBucket
+from shared.redrive.copy import CopyError, build_redrive_message, oversize
 from shared.redrive.decision import Decision, Outcome, decide
 from shared.redrive.entities import EntityPlan
-from shared.redrive.guards import oversize
-from shared.redrive.message import DeadLetter, archive_row, from_received
+from shared.redrive.message import DeadLetter
 from shared.redrive.policy import Policy
+from shared.redrive.received import archive_row, from_received
 from shared.redrive.settings import Limits
 from shared.redrive.summary import RunSummary
 
 log = logging.getLogger(__name__)
 
 PEEK_PAGE = 250
-
-
-class RateLimiter:
-    """A token bucket: ``acquire(n)`` waits until ``n`` more messages fit ``rate`` per second."""
-
-    def __init__(
-        self,
-        rate: float,
-        clock: Callable[[], float] = time.monotonic,
-        sleep: Callable[[float], None] = time.sleep,
-    ) -> None:
-        self.rate = rate
-        self._clock = clock
-        self._sleep = sleep
-        self._capacity = max(1.0, rate)  # at most one second's worth in a burst
-        self._tokens = self._capacity
-        self._last = clock()
-
-    def acquire(self, count: int) -> None:
-        """Take ``count`` tokens, sleeping as long as needed (``count`` may exceed the burst size)."""
-        now = self._clock()
-        self._tokens = min(self._capacity, self._tokens + (now - self._last) * self.rate)
-        self._last = now
-        self._tokens -= count
-        if self._tokens < 0:
-            wait = -self._tokens / self.rate
-            self._sleep(wait)
-            self._last = self._clock()
-            self._tokens = 0.0
 
 
 @dataclass(slots=True)
@@ -161,7 +133,7 @@ class Redriver:
         operator's retry or archive of a failure group does; the others stay untouched in their queue."""
         summary = RunSummary(run_id=run_id, started_at=datetime.now(UTC))
         budget = _Budget(self.limits.max_messages, time.monotonic() + self.limits.time_budget_seconds)
-        limiter = RateLimiter(self.limits.rate_per_second)
+        limiter = TokenBucket(self.limits.rate_per_second)
         for plan in plans:
             wanted = None if selection is None else selection.get(plan.source.path.lower())
             if selection is not None and (not wanted or plan.transfer):
@@ -182,7 +154,7 @@ class Redriver:
         plan: EntityPlan,
         run_id: str,
         budget: _Budget,
-        limiter: RateLimiter,
+        limiter: TokenBucket,
         summary: RunSummary,
         wanted: frozenset[int] | None = None,
     ) -> None:

@@ -3,7 +3,7 @@ state of an endpoint's subscriptions, and provisioning through ``azure-mgmt-serv
 
 Compatible with the NServiceBus Azure Service Bus transport 6.4+ (topic-per-event, fallback topic,
 routing modes, migration/bundle topologies, hierarchy namespace), so .NET and Python endpoints can share a
-namespace. See ``shared/reference/nservicebus-topology.md`` for the behaviour reproduced.
+namespace. The behaviour reproduced is pinned by the tests in ``tests/shared/topology/``.
 
 App settings are declared in :mod:`shared.topology.options` (``SETTINGS``).
 """

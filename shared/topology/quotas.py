@@ -95,7 +95,8 @@ def check(
 
 NEAR_QUOTA_FRACTION = 0.9
 """A topic whose projected usage reaches this share of a quota is "near" it: concurrent changes to it are
-serialised (see :mod:`shared.provisioning_lock`), since two plans could each fit alone but not together."""
+serialised (see :mod:`shared.api.provisioning.lock`), since two plans could each fit alone but not
+together."""
 
 
 def near_limit(

@@ -1,8 +1,8 @@
 """Behaviour specs for Service Bus SQL filters (emulator.filters.sql).
 
-Points the Azure documentation leaves open are marked "Decided:" with the reason; the reference notes
-are /work/shared/reference/sql-filter-grammar.md (grammar transcription) and section 3 of
-servicebus-functions-facts.md.
+Points the Azure documentation leaves open are marked "Decided:" with the reason; the reference is the
+Azure Service Bus SQL filter syntax documentation (learn.microsoft.com, "Subscription rule SQL filter
+syntax").
 """
 
 from __future__ import annotations

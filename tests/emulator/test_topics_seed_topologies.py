@@ -18,8 +18,8 @@
 * A 5-hop chain mixing topics and queues: entered at the top, the message stops after four transfers and
   is dead-lettered in the entity that could not make the fifth; entered one step lower, it arrives.
 
-The NServiceBus details (header format, rule names, subscription properties) follow
-``shared/reference/nservicebus-topology.md``.
+The NServiceBus details (header format, rule names, subscription properties) follow the NServiceBus Azure
+Service Bus transport, as ``shared.topology`` reproduces it.
 """
 
 from __future__ import annotations

@@ -9,10 +9,10 @@ from pathlib import Path
 from azure.mgmt.servicebus.models import SBQueue
 from azure.servicebus import ServiceBusClient
 
+from app.bootstrap import provision_router
 from emulator.server import EmulatorThread
-from shared.bootstrap import provision_router
+from shared.api.provisioning.service import entity_defaults
 from shared.management import EMULATOR_NAMESPACE, ManagementClient, ManagementSettings
-from shared.provisioning_service import entity_defaults
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = ROOT / "function_app.py"

@@ -13,9 +13,9 @@ import httpx
 import pytest
 from busbar_app import APP, HOST_JSON, app_settings, create_queues_and_router
 
+from app import runtime
 from devhost.testing import running_host
 from emulator.server import EmulatorOptions, EmulatorThread
-from shared import runtime
 
 
 @pytest.fixture(scope="module")

@@ -15,14 +15,14 @@ import httpx
 import pytest
 from busbar_app import APP, HOST_JSON, app_settings, create_queues_and_router
 
+from app.sample_endpoints import sample_catalog
+from app.sample_events import sample_registry
+from app.services import provisioning_from_settings
 from devhost.testing import running_host
 from emulator.server import EmulatorThread
 from functions.convert import http_response
-from shared import provisioning_service
 from shared.api import ApiRequest, guarded
-from shared.provisioning_lock import endpoint_key
-from shared.sample_endpoints import sample_catalog
-from shared.sample_events import sample_registry
+from shared.api.provisioning.lock import endpoint_key
 
 EVENTS = [
     "Shipping.OrderAccepted",
@@ -93,7 +93,7 @@ def test_a_request_that_waits_too_long_for_the_lock_is_409_with_a_retry_hint(
     client: httpx.Client, host_settings: dict[str, str]
 ) -> None:
     settings = {**host_settings, "BUSBAR_PROVISIONING_LOCK_WAIT_SECONDS": "1"}
-    service = provisioning_service.from_settings(settings, sample_catalog(), sample_registry())
+    service = provisioning_from_settings(settings, sample_catalog(), sample_registry())
     request = ApiRequest("PUT", {"endpoint": "crm"}, body=b'{"events": ["Tenant.CustomerCreated"]}')
     assert service.locks is not None
     # Another instance (here: this test) holds crm's lock for longer than the request may wait.

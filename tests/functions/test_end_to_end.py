@@ -28,15 +28,8 @@ from busbar_app import (
     sdk_client_for,
 )
 
-from devhost.testing import HostHandle, running_host
-from emulator.server import EmulatorThread
-from shared.archive.reader import read_archive
-from shared.contracts import ENCLOSED_MESSAGE_TYPES, Event
-from shared.dispatch import NO_HANDLER, PAYLOAD_VALIDATION_FAILED, PERMANENT_HANDLER_ERROR
-from shared.fallback_router import BRIDGED_FROM, NO_MATCHING_SUBSCRIPTION
-from shared.router_service import UNROUTED
-from shared.sample_endpoints import JOURNAL
-from shared.sample_events import (
+from app.sample_endpoints import JOURNAL
+from app.sample_events import (
     CustomerCreated,
     CustomerDeleted,
     CustomerUpdated,
@@ -45,6 +38,13 @@ from shared.sample_events import (
     OrderAcceptedV2,
     OrderDeclined,
 )
+from devhost.testing import HostHandle, running_host
+from emulator.server import EmulatorThread
+from shared.archive.reader import read_archive
+from shared.contracts import ENCLOSED_MESSAGE_TYPES, Event
+from shared.handlers.dispatch import NO_HANDLER, PAYLOAD_VALIDATION_FAILED, PERMANENT_HANDLER_ERROR
+from shared.router.decision import BRIDGED_FROM, NO_MATCHING_SUBSCRIPTION
+from shared.router.service import UNROUTED
 from shared.topology import Publisher, load_topology_options
 
 WAIT = 30.0

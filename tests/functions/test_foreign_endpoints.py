@@ -13,10 +13,10 @@ from azure.core.exceptions import ResourceNotFoundError
 from azure.mgmt.servicebus.models import SBQueue, SBQueueProperties
 from busbar_app import management_for
 
-from shared import provisioning_service
+from app.sample_endpoints import sample_catalog
+from app.sample_events import sample_registry
+from app.services import provisioning_from_settings
 from shared.api import ApiRequest, guarded
-from shared.sample_endpoints import sample_catalog
-from shared.sample_events import sample_registry
 
 
 def fresh(prefix: str) -> str:
@@ -131,7 +131,7 @@ def test_an_unknown_event_type_is_404_unless_the_body_names_its_topic(
 
 def test_the_provisionable_endpoints_setting_restricts_names_with_403(settings: dict[str, str]) -> None:
     restricted = {**settings, "BUSBAR_PROVISIONABLE_ENDPOINTS": "partner-*, dotnet-sales"}
-    service = provisioning_service.from_settings(restricted, sample_catalog(), sample_registry())
+    service = provisioning_from_settings(restricted, sample_catalog(), sample_registry())
     body = json.dumps({"events": ["Tenant.CustomerCreated"]}).encode()
     outsider = fresh("intruder")
 

@@ -14,14 +14,14 @@ import pytest
 from azure.core.exceptions import ResourceNotFoundError
 from busbar_app import management_for
 
+from app.sample_endpoints import sample_catalog
+from app.sample_events import sample_registry
+from app.services import provisioning_from_settings
 from emulator.broker.properties import SubscriptionProperties, TopicProperties
 from emulator.limits import SQL_FILTERS_PER_TOPIC, SUBSCRIPTIONS_PER_TOPIC
 from emulator.server import EmulatorThread
-from shared import provisioning_service
 from shared.api import ApiRequest, guarded
-from shared.provisioning_service import management_error
-from shared.sample_endpoints import sample_catalog
-from shared.sample_events import sample_registry
+from shared.api.provisioning.service import management_error
 from shared.topology import Provisioner, ProvisioningError, TopologyOptions, desired_state
 
 
@@ -52,7 +52,7 @@ def test_a_plan_that_would_exceed_a_quota_is_409_and_creates_nothing(
 
 def test_a_management_refusal_is_502_with_the_management_error(settings: dict[str, str]) -> None:
     refused = {**settings, "BUSBAR_MANAGEMENT_TOKEN": "not-the-token"}
-    service = provisioning_service.from_settings(refused, sample_catalog(), sample_registry())
+    service = provisioning_from_settings(refused, sample_catalog(), sample_registry())
     request = ApiRequest(
         "PUT", {"endpoint": "crm"}, body=json.dumps({"events": ["Tenant.CustomerCreated"]}).encode()
     )
@@ -70,7 +70,7 @@ def test_missing_management_settings_are_reported_without_a_stack_trace(settings
     incomplete = {k: v for k, v in settings.items() if k != "BUSBAR_NAMESPACE"}
 
     response = guarded(
-        lambda: provisioning_service.from_settings(incomplete, sample_catalog(), sample_registry()).topology(
+        lambda: provisioning_from_settings(incomplete, sample_catalog(), sample_registry()).topology(
             ApiRequest("GET")
         )
     )

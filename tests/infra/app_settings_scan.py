@@ -175,9 +175,9 @@ def scan_source(source: str, path: str = "<source>", root: Path | None = None) -
 
 
 def app_source_files(root: Path) -> list[Path]:
-    """The deployed app's Python files: function_app.py, functions/ and shared/."""
+    """The deployed app's Python files: function_app.py, app/, functions/ and shared/."""
     files = [root / "function_app.py"]
-    for package in ("functions", "shared"):
+    for package in ("app", "functions", "shared"):
         files.extend(sorted((root / package).rglob("*.py")))
     return [f for f in files if f.is_file() and "__pycache__" not in f.parts]
 

@@ -8,7 +8,8 @@ from pathlib import Path
 
 from bicep_text import AppSettingEntry, BicepResource, app_settings, read_templates, resources
 
-from shared.app_settings import AppSetting, all_settings
+from app.settings import all_settings
+from shared.app_settings import AppSetting
 
 REPO = Path(__file__).resolve().parents[2]
 INFRA = REPO / "infra"
@@ -45,7 +46,7 @@ def bicep_app_settings() -> tuple[AppSettingEntry, ...]:
 
 
 def declared_settings() -> dict[str, AppSetting]:
-    """``shared.app_settings.all_settings()`` by name (read at test time, so new features are covered)."""
+    """``app.settings.all_settings()`` by name (read at test time, so new features are covered)."""
     return {setting.name: setting for setting in all_settings()}
 
 

@@ -2,7 +2,7 @@
 template reaches Service Bus and storage through the managed identity, never through keys.
 
 Everything is read at test time: the settings the code reads (an AST scan of function_app.py, functions/
-and shared/), the declared ones (shared.app_settings.all_settings()) and the template text.
+and shared/), the declared ones (app.settings.all_settings()) and the template text.
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ def test_every_setting_the_code_reads_is_declared() -> None:
                 undeclared.append(read)
         elif read.name not in declared:
             undeclared.append(read)
-    assert not undeclared, "read but not declared in shared.app_settings.all_settings(): " + ", ".join(
+    assert not undeclared, "read but not declared in app.settings.all_settings(): " + ", ".join(
         f"{r.name} ({r.path}:{r.line}, {r.kind})" for r in undeclared
     )
 

@@ -78,7 +78,7 @@ def test_the_funcignore_rules_leave_out_development_code_data_and_local_settings
         assert is_ignored(rules, file), file
     for kept in ("function_app.py", "host.json", "requirements.txt"):
         assert not is_ignored(rules, kept), kept
-    for kept_dir in ("functions", "shared"):
+    for kept_dir in ("app", "functions", "shared"):
         assert not is_ignored(rules, kept_dir, is_dir=True), kept_dir
 
 
@@ -100,6 +100,7 @@ ALWAYS_PACKED = (
     "host.json",
     "requirements.txt",
     "shared/app_settings.py",
+    "app/runtime.py",
     "functions/redrive.py",
 )
 
@@ -122,12 +123,13 @@ def test_the_package_holds_only_what_runs_in_azure(package: tuple[Path, list[str
     _, files = package
     assert {"function_app.py", "host.json", "requirements.txt"} <= set(files)
     assert any(f.startswith("shared/") for f in files)
+    assert any(f.startswith("app/") for f in files)
     top_level = {f.split("/", 1)[0] for f in files}
     assert top_level.isdisjoint(NOT_DEPLOYED), sorted(top_level)
     assert "local.settings.json" not in files
     assert not [f for f in files if "__pycache__" in f or f.endswith(".pyc")]
-    assert top_level <= {"function_app.py", "host.json", "requirements.txt", "functions", "shared"}, sorted(
-        top_level
+    assert top_level <= {"function_app.py", "host.json", "requirements.txt", "app", "functions", "shared"}, (
+        sorted(top_level)
     )
 
 

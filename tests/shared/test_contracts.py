@@ -5,14 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from shared.contracts import (
-    ContractError,
-    Event,
-    enclosed_types,
-    enclosed_types_header,
-    parse_enclosed_types,
-)
-from shared.sample_events import (
+from app.sample_events import (
     SAMPLE_EVENTS,
     CustomerCreated,
     ICustomerLifecycleEvent,
@@ -22,6 +15,13 @@ from shared.sample_events import (
     OrderAcceptedV2,
     OrderDeclined,
     sample_registry,
+)
+from shared.contracts import (
+    ContractError,
+    Event,
+    enclosed_types,
+    enclosed_types_header,
+    parse_enclosed_types,
 )
 
 

@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 
 from shared.archive.properties import PropertyCodecError
+from shared.rate_limit import BatchPacer as RateLimiter
 from spark.params import PropertyTransform
 from spark.properties import ORIGINAL_MESSAGE_ID_PROPERTY, REPLAY_RUN_ID_PROPERTY
-from spark.sender import RateLimiter, build_message, derived_message_id
+from spark.sender import build_message, derived_message_id
 from tests.spark.archive_factory import archive_row
 
 

@@ -7,9 +7,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from shared.redrive.copy import CopyError, build_redrive_message
+from shared.redrive.copy import CopyError, build_redrive_message, oversize
 from shared.redrive.entities import EntityRef, Target
-from shared.redrive.guards import oversize
 from shared.redrive.message import DeadLetter
 from shared.redrive.targets import plan_entities, select
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from shared import app_settings
+from shared.rate_limit import TokenBucket as RateLimiter
 from shared.redrive import settings as redrive_settings
 from shared.redrive.cli import main
-from shared.redrive.runner import RateLimiter
 from shared.redrive.settings import Limits, RedriveSettings, RedriveSettingsError
 
 

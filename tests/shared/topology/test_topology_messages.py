@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 
+from app.sample_events import OrderAccepted, OrderAcceptedV2
 from shared.contracts import ENCLOSED_MESSAGE_TYPES
-from shared.sample_events import OrderAccepted, OrderAcceptedV2
 from shared.topology import TopicRoutingMode, build_message, correlation_stamps, publish_headers
 
 MOMENT = datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)

@@ -8,8 +8,8 @@ import pytest
 from azure.servicebus import ServiceBusClient
 from azure.servicebus.exceptions import ServiceBusAuthenticationError
 
+from app.sample_events import CustomerCreated, OrderAccepted
 from shared.management import ManagementClient
-from shared.sample_events import CustomerCreated, OrderAccepted
 from shared.servicebus_errors import is_entity_not_found
 from shared.topology import Publisher, TopologyOptions, UnmappedEventError
 from tests.shared.topology.topology_helpers import OA, provision, publish_and_collect

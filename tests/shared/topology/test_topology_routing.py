@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from app.sample_events import CustomerCreated, IOrderStatusChanged, OrderAccepted, OrderDeclined
 from shared.contracts import ContractError
-from shared.sample_events import CustomerCreated, IOrderStatusChanged, OrderAccepted, OrderDeclined
 from shared.topology import (
     FallbackTopicOptions,
     MigrationTopologyOptions,

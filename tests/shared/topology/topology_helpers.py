@@ -8,9 +8,7 @@ from typing import Any
 
 from azure.servicebus import ServiceBusClient, ServiceBusReceivedMessage
 
-from shared.contracts import ENCLOSED_MESSAGE_TYPES, Event, parse_enclosed_types
-from shared.management import ManagementClient
-from shared.sample_events import (
+from app.sample_events import (
     CustomerCreated,
     CustomerDeleted,
     CustomerUpdated,
@@ -18,6 +16,8 @@ from shared.sample_events import (
     OrderAcceptedV2,
     OrderDeclined,
 )
+from shared.contracts import ENCLOSED_MESSAGE_TYPES, Event, parse_enclosed_types
+from shared.management import ManagementClient
 from shared.topology import Provisioner, Publisher, PublishResult, TopologyOptions, desired_state
 from shared.topology.names import HierarchyNamespace
 from tests.emulator.sdk_helpers import drain, in_parallel

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from shared.contracts import ENCLOSED_MESSAGE_TYPES
-from shared.fallback_router import (
+from shared.messages import IncomingMessage
+from shared.router.decision import (
     BRIDGED_FROM,
     CorrelationRule,
     Match,
@@ -15,7 +16,6 @@ from shared.fallback_router import (
     decide,
     rule_matches,
 )
-from shared.messages import IncomingMessage
 
 ACCEPTED = "Shipping.OrderAccepted;Shipping.IOrderAccepted;Shipping.IOrderStatusChanged"
 

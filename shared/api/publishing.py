@@ -2,12 +2,11 @@
 
 ``POST /api/events/{eventType}`` needs the contracts, the topology options (where the event goes, how it is
 stamped) and the Service Bus connection, nothing else: it must work in an app that has no management
-settings (``BUSBAR_SUBSCRIPTION_ID``...), so it is not part of :mod:`shared.provisioning_service`.
+settings (``BUSBAR_SUBSCRIPTION_ID``...), so it is not part of :mod:`shared.api.provisioning.service`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from azure.core.exceptions import AzureError
@@ -17,17 +16,15 @@ from shared.api import (
     ApiRequest,
     ApiResponse,
     BrokerRefused,
-    Misconfigured,
     NotFound,
     ValidationFailed,
     pydantic_problems,
 )
 from shared.contracts import ContractRegistry
-from shared.dispatch import describe_validation_error
+from shared.handlers.dispatch import describe_validation_error
 from shared.topology import (
     Publisher,
     TopologyOptions,
-    TopologyValidationError,
     UnmappedEventError,
     publish_route,
 )
@@ -100,14 +97,3 @@ class PublishingService:
                 "(no endpoint subscribes to it yet)"
             )
         return ApiResponse(202, body)
-
-
-def from_settings(env: Mapping[str, str], contracts: ContractRegistry) -> PublishingService:
-    """The service for the current app settings: only the topology options are read here."""
-    from shared import runtime
-
-    try:
-        options = runtime.topology_options(env)
-    except TopologyValidationError as error:
-        raise Misconfigured("the topology options app settings are invalid", error.errors) from None
-    return PublishingService(contracts=contracts, options=options)

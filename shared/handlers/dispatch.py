@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 from pydantic import ValidationError
 
 from shared.contracts import ContractRegistry, Event, enclosed_types
-from shared.handler_context import HandlerContext, Outgoing
+from shared.handlers.context import HandlerContext, Outgoing
 from shared.messages import IncomingMessage
 
 # Stable dead-letter reasons: operators filter and alert on them, so they never change.

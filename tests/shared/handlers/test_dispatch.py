@@ -8,8 +8,18 @@ from typing import Any
 
 import pytest
 
+from app.sample_events import (
+    CustomerCreated,
+    InvoiceIssued,
+    IOrderAccepted,
+    IOrderStatusChanged,
+    OrderAccepted,
+    OrderDeclined,
+    sample_registry,
+)
 from shared.contracts import ENCLOSED_MESSAGE_TYPES, ContractRegistry, Event, enclosed_types_header
-from shared.dispatch import (
+from shared.handlers.context import HandlerContext, OutgoingPublish, OutgoingSend
+from shared.handlers.dispatch import (
     MAX_DEAD_LETTER_TEXT,
     NO_HANDLER,
     PAYLOAD_VALIDATION_FAILED,
@@ -23,17 +33,7 @@ from shared.dispatch import (
     PermanentHandlerError,
     Retry,
 )
-from shared.handler_context import HandlerContext, OutgoingPublish, OutgoingSend
 from shared.messages import CONVERSATION_ID, RELATED_TO, IncomingMessage
-from shared.sample_events import (
-    CustomerCreated,
-    InvoiceIssued,
-    IOrderAccepted,
-    IOrderStatusChanged,
-    OrderAccepted,
-    OrderDeclined,
-    sample_registry,
-)
 
 
 def message_for(event: Event, **overrides: Any) -> IncomingMessage:

@@ -1,8 +1,9 @@
 """An endpoint: a named input queue plus the events it handles.
 
 The endpoint owns its queue (NServiceBus "queue ownership"): each of its subscriptions auto-forwards into that
-queue, and one Service Bus-triggered function drains it through a :class:`~shared.dispatch.Dispatcher`. The
-events it subscribes to are exactly the contracts its handlers are registered for.
+queue, and one Service Bus-triggered function drains it through a
+:class:`~shared.handlers.dispatch.Dispatcher`. The events it subscribes to are exactly the contracts its
+handlers are registered for.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from dataclasses import dataclass
 
 from shared.app_settings import AppSetting, read
 from shared.contracts import ContractRegistry
-from shared.dispatch import Dispatcher, HandlerRegistry
+from shared.handlers.dispatch import Dispatcher, HandlerRegistry
 
 
 @dataclass(frozen=True)

@@ -16,11 +16,11 @@ from collections.abc import Callable, Mapping
 from azure.core.exceptions import HttpResponseError
 from azure.mgmt.servicebus.models import SBSubscription, SBSubscriptionProperties, SBTopic, SBTopicProperties
 
+from app.sample_endpoints import sample_catalog
+from shared.api.provisioning.service import entity_defaults
 from shared.app_settings import read
 from shared.management import ManagementClient, ManagementSettings
-from shared.provisioning_service import entity_defaults
-from shared.router_service import ROUTER_SUBSCRIPTION
-from shared.sample_endpoints import sample_catalog
+from shared.router.service import ROUTER_SUBSCRIPTION
 from shared.topology import (
     DesiredState,
     EntityDefaults,

@@ -9,7 +9,7 @@
 
 from __future__ import annotations
 
-from shared.contracts import ContractRegistry, Event
+from shared.handlers import ContractRegistry, Event
 
 
 class IOrderStatusChanged(Event, contract="Shipping.IOrderStatusChanged", abstract=True):

@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 from azure.servicebus import ServiceBusClient
 
+from app.sample_events import InvoiceIssued, OrderAccepted, sample_registry
 from shared.contracts import ENCLOSED_MESSAGE_TYPES
-from shared.dispatch import Complete, Dispatcher, HandlerRegistry
-from shared.handler_context import HandlerContext
+from shared.handlers.context import HandlerContext
+from shared.handlers.dispatch import Complete, Dispatcher, HandlerRegistry
+from shared.handlers.outgoing import SEND_INTENT, dispatch_outgoing
 from shared.messages import CONVERSATION_ID, RELATED_TO, IncomingMessage
-from shared.outgoing import SEND_INTENT, dispatch_outgoing
-from shared.sample_events import InvoiceIssued, OrderAccepted, sample_registry
 from shared.topology import Publisher, TopologyOptions
 from shared.topology.messages import MESSAGE_INTENT
 

@@ -19,7 +19,7 @@ from shared.app_settings import AppSetting, read
 from shared.archive.writer import ArchiveWriter
 from shared.management import ManagementClient, ManagementSettings, SettingsError
 from shared.redrive import settings as archive_settings
-from shared.router_service import (
+from shared.router.service import (
     ROUTER_SUBSCRIPTION,
     ArchivingRecorder,
     FallbackRouter,
@@ -97,6 +97,22 @@ def _service_bus_client_factory(
         return ServiceBusClient(namespace, credential, **kwargs)
 
     return ("sb-identity", namespace), build
+
+
+class EnvironmentTransport:
+    """The :class:`~shared.handlers.subscriber.Transport` of the cached clients for ``env`` (default: the
+    process environment, read when a client is first needed)."""
+
+    def __init__(self, env: Mapping[str, str] | None = None) -> None:
+        self._env = env
+
+    def publisher(self, endpoint_name: str) -> Publisher:
+        """The cached publisher of ``endpoint_name``."""
+        return publisher(endpoint_name, self._env)
+
+    def service_bus_client(self) -> ServiceBusClient:
+        """The cached Service Bus client."""
+        return service_bus_client(self._env)
 
 
 def topology_options(env: Mapping[str, str] | None = None) -> TopologyOptions:

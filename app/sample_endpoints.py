@@ -2,7 +2,7 @@
 
 - **billing** (queue ``BUSBAR_BILLING_QUEUE``) handles ``Shipping.OrderAccepted`` and
   ``Shipping.OrderAcceptedV2`` and publishes ``Billing.InvoiceIssued`` for each. An order with a negative
-  amount can never be invoiced: the handler raises :class:`~shared.dispatch.PermanentHandlerError`.
+  amount can never be invoiced: the handler raises :class:`~shared.handlers.dispatch.PermanentHandlerError`.
 - **crm** (queue ``BUSBAR_CRM_QUEUE``) handles two interfaces, polymorphically:
   ``Tenant.ICustomerLifecycleEvent`` (``CustomerCreated``, ``CustomerUpdated``, ``CustomerDeleted``) and
   ``Shipping.IOrderStatusChanged`` (``OrderAccepted``, ``OrderDeclined``, ``OrderAcceptedV2``).
@@ -19,11 +19,7 @@ import threading
 from collections import deque
 from dataclasses import dataclass
 
-from shared.app_settings import AppSetting
-from shared.dispatch import HandlerRegistry, PermanentHandlerError
-from shared.endpoints import Endpoint, EndpointCatalog
-from shared.handler_context import HandlerContext
-from shared.sample_events import (
+from app.sample_events import (
     ICustomerLifecycleEvent,
     InvoiceIssued,
     IOrderStatusChanged,
@@ -31,6 +27,8 @@ from shared.sample_events import (
     OrderAcceptedV2,
     sample_registry,
 )
+from shared.app_settings import AppSetting
+from shared.handlers import Endpoint, EndpointCatalog, HandlerContext, HandlerRegistry, PermanentHandlerError
 
 logger = logging.getLogger("busbar.sample")
 

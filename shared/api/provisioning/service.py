@@ -1,4 +1,4 @@
-"""Provisioning as an application service, independent of HTTP (publishing: :mod:`shared.publishing_service`).
+"""Provisioning as an application service, independent of HTTP (publishing: :mod:`shared.api.publishing`).
 
 The HTTP functions (``functions/provisioning_api.py``, ``functions/publishing_api.py``) convert requests to
 :class:`~shared.api.ApiRequest`, call a method here and turn the :class:`~shared.api.ApiResponse` back.
@@ -19,34 +19,30 @@ from typing import Any
 
 from azure.core.exceptions import AzureError, HttpResponseError
 
-from shared import endpoint_admission
 from shared.api import (
     ApiError,
     ApiRequest,
     ApiResponse,
     EndpointNotAllowed,
     ManagementRefused,
-    Misconfigured,
     ProvisioningBusy,
     QuotaExceeded,
     ValidationFailed,
     parse_body,
 )
-from shared.app_settings import AppSetting, read
-from shared.contracts import ContractRegistry
-from shared.endpoints import Endpoint, EndpointCatalog
-from shared.management import ManagementClient, SettingsError
-from shared.provisioning_lock import (
-    LOCK_QUEUE,
+from shared.api.provisioning import admission
+from shared.api.provisioning.lock import (
     LockTimeout,
     ProvisioningLocks,
-    create_lock_queue,
     endpoint_key,
-    lock_wait_seconds,
     topic_key,
 )
-from shared.provisioning_requests import QueueSettings, SubscriptionsRequest
-from shared.publishing_service import require_known
+from shared.api.provisioning.requests import QueueSettings, SubscriptionsRequest
+from shared.api.publishing import require_known
+from shared.app_settings import AppSetting, read
+from shared.contracts import ContractRegistry
+from shared.handlers.endpoints import Endpoint, EndpointCatalog
+from shared.management import ManagementClient, SettingsError
 from shared.topology import (
     ApplyResult,
     DesiredState,
@@ -155,7 +151,7 @@ class ProvisioningService:
     """Provision, describe and remove endpoint subscriptions (one namespace).
 
     Changes are serialised per endpoint and per topic they add to by ``locks`` (see
-    :mod:`shared.provisioning_lock`); without ``locks`` (tests of the service alone) they are not."""
+    :mod:`shared.api.provisioning.lock`); without ``locks`` (tests of the service alone) they are not."""
 
     def __init__(
         self,
@@ -184,15 +180,15 @@ class ProvisioningService:
         hosted = self.catalog.get(name)
         if hosted is not None:
             return EndpointTarget(name, hosted.queue(self.env), hosted)
-        problems = endpoint_admission.name_problems(name, self.options)
+        problems = admission.name_problems(name, self.options)
         if problems:
             raise ValidationFailed(f"{name!r} is not a valid endpoint name", problems)
-        patterns = endpoint_admission.allowed_patterns(self.env)
-        if not endpoint_admission.is_allowed(name, patterns):
+        patterns = admission.allowed_patterns(self.env)
+        if not admission.is_allowed(name, patterns):
             raise EndpointNotAllowed(
                 f"endpoint {name!r} may not be provisioned by this app",
                 [
-                    f"{endpoint_admission.PROVISIONABLE_ENDPOINTS.name} allows: {', '.join(patterns)}",
+                    f"{admission.PROVISIONABLE_ENDPOINTS.name} allows: {', '.join(patterns)}",
                     f"hosted endpoints: {', '.join(self.catalog.names())}",
                 ],
             )
@@ -389,38 +385,3 @@ class ProvisioningService:
                 "contracts": self.contracts.names(),
             },
         )
-
-
-def from_settings(
-    env: Mapping[str, str], catalog: EndpointCatalog, contracts: ContractRegistry
-) -> ProvisioningService:
-    """The service for the current app settings (options are re-read: a bad value surfaces as an error)."""
-    from shared import runtime
-
-    try:
-        options = runtime.topology_options(env)
-    except TopologyValidationError as error:
-        raise Misconfigured("the topology options app settings are invalid", error.errors) from None
-    try:
-        management = runtime.management_client(env)
-        defaults = entity_defaults(env)
-        wait_seconds = lock_wait_seconds(env)
-    except SettingsError as error:
-        raise Misconfigured("the app settings are incomplete", [str(error)]) from None
-    hierarchy = HierarchyNamespace(options.hierarchy_namespace)
-    lock_queue = hierarchy.apply(read(LOCK_QUEUE, env) or "busbar-provisioning-locks")
-    locks = ProvisioningLocks(
-        connect=lambda: runtime.new_service_bus_client(env, retry_total=0),
-        queue=lock_queue,
-        ensure_queue=lambda: create_lock_queue(management, lock_queue),
-        wait_seconds=wait_seconds,
-    )
-    return ProvisioningService(
-        catalog=catalog,
-        contracts=contracts,
-        options=options,
-        management=management,
-        defaults=defaults,
-        env=env,
-        locks=locks,
-    )

@@ -1,6 +1,6 @@
 """The fallback router's I/O: the namespace snapshot it decides on, the bridge, and unrouted records.
 
-:func:`shared.fallback_router.decide` is pure; this module feeds it a :class:`RoutingSnapshot` read through
+:func:`shared.router.decision.decide` is pure; this module feeds it a :class:`RoutingSnapshot` read through
 ``azure-mgmt-servicebus`` (cached for ``BUSBAR_ROUTER_SNAPSHOT_SECONDS``; re-read before an event is
 declared unrouted, so a subscription created a moment ago is never missed), re-publishes bridged copies
 with ``azure-servicebus``, and records unrouted events: logged, counted, and archived as Parquet
@@ -15,15 +15,20 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime, timedelta
+from dataclasses import replace
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from azure.servicebus import ServiceBusClient, ServiceBusMessage
 
 from shared.app_settings import AppSetting, read
-from shared.archive.properties import encode_properties
-from shared.archive.writer import ArchiveRow, ArchiveWriter
-from shared.fallback_router import (
+from shared.archive.rows import archive_row
+from shared.archive.writer import ArchiveWriter
+from shared.envelope import PartitionKeyPolicy
+from shared.envelope.sdk import to_message
+from shared.management import ManagementClient
+from shared.messages import IncomingMessage
+from shared.router.decision import (
     BRIDGED_FROM,
     NO_MATCHING_SUBSCRIPTION,
     CorrelationRule,
@@ -33,8 +38,6 @@ from shared.fallback_router import (
     SubscriptionRules,
     decide,
 )
-from shared.management import ManagementClient
-from shared.messages import IncomingMessage
 from shared.topology.arm import correlation_properties
 from shared.topology.names import HierarchyNamespace
 from shared.topology.options import TopologyOptions
@@ -119,23 +122,9 @@ def dedicated_topic_resolver(options: TopologyOptions) -> Callable[[str], str | 
 
 def bridged_copy(message: IncomingMessage, fallback_topic: str) -> ServiceBusMessage:
     """An exact copy of ``message`` (ids, session, properties, body) marked as bridged from the fallback."""
-    properties: dict[str | bytes, Any] = {k: v for k, v in message.application_properties.items()}
-    properties[BRIDGED_FROM] = fallback_topic
-    ttl = timedelta(seconds=message.time_to_live_seconds) if message.time_to_live_seconds else None
-    return ServiceBusMessage(
-        message.body,
-        application_properties=properties,
-        message_id=message.message_id,
-        session_id=message.session_id,
-        correlation_id=message.correlation_id,
-        content_type=message.content_type,
-        subject=message.subject,
-        to=message.to,
-        reply_to=message.reply_to,
-        reply_to_session_id=message.reply_to_session_id,
-        partition_key=message.partition_key if message.partition_key == message.session_id else None,
-        time_to_live=ttl,
-    )
+    properties = {**message.application_properties, BRIDGED_FROM: fallback_topic}
+    # The copy goes where the original went: a PartitionKey that conflicts with the SessionId yields to it.
+    return to_message(replace(message, application_properties=properties), PartitionKeyPolicy.SESSION_WINS)
 
 
 class ArchivingRecorder:
@@ -159,11 +148,17 @@ class ArchivingRecorder:
         if self.writer is None:
             return
         now = datetime.now(UTC)
-        ttl = message.time_to_live_seconds
-        row = ArchiveRow(
+        # Archived as if dead-lettered with reason NoMatchingSubscription (how the console groups it).
+        unrouted = replace(
+            message,
+            dead_letter_reason=NO_MATCHING_SUBSCRIPTION,
+            dead_letter_description=decision.description[:4096],
+            dead_letter_source=None,
+        )
+        row = archive_row(
+            unrouted,
             run_id=f"router-{uuid.uuid4().hex}",
             archived_at=now,
-            archived_date=now.strftime("%Y-%m-%d"),
             decision=NO_MATCHING_SUBSCRIPTION,
             decision_detail=decision.description,
             source_entity=topic,
@@ -171,25 +166,7 @@ class ArchivingRecorder:
             source_topic=topic,
             source_subscription=subscription,
             target_entity=None,
-            message_id=message.message_id,
-            session_id=message.session_id,
-            correlation_id=message.correlation_id,
-            subject=message.subject,
-            content_type=message.content_type,
-            reply_to=message.reply_to,
-            reply_to_session_id=message.reply_to_session_id,
-            to=message.to,
-            partition_key=message.partition_key,
-            time_to_live_ms=None if ttl is None else int(ttl * 1000),
-            body=message.body,
-            application_properties=encode_properties(message.application_properties),
             contract_type=decision.contract,
-            sequence_number=message.sequence_number,
-            enqueued_time=message.enqueued_time,
-            delivery_count=message.delivery_count,
-            dead_letter_reason=NO_MATCHING_SUBSCRIPTION,
-            dead_letter_description=decision.description[:4096],
-            dead_letter_source=None,
             redrive_count=0,
         )
         self.writer.write(row.run_id, [row])

@@ -13,8 +13,8 @@ import uuid
 
 from azure.servicebus import ServiceBusClient
 
-from shared.dispatch import Complete
-from shared.handler_context import OutgoingPublish, OutgoingSend
+from shared.handlers.context import OutgoingPublish, OutgoingSend
+from shared.handlers.dispatch import Complete
 from shared.topology.messages import MESSAGE_INTENT, build_message
 from shared.topology.options import TopicRoutingMode
 from shared.topology.publisher import Publisher

@@ -1,0 +1,88 @@
+"""The app's services, composed from the app settings and the sample endpoints (what function code calls).
+
+The services in :mod:`shared.api` take their options, clients and locks as arguments; this module builds
+them from the app settings through :mod:`app.runtime` (the cached clients), so ``shared`` never reaches up
+into the runtime.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from app import runtime
+from app.sample_endpoints import sample_catalog
+from app.sample_events import sample_registry
+from shared.api import Misconfigured
+from shared.api.provisioning.lock import LOCK_QUEUE, ProvisioningLocks, create_lock_queue, lock_wait_seconds
+from shared.api.provisioning.service import ProvisioningService, entity_defaults
+from shared.api.publishing import PublishingService
+from shared.app_settings import read
+from shared.contracts import ContractRegistry
+from shared.handlers.endpoints import EndpointCatalog
+from shared.management import SettingsError
+from shared.topology import HierarchyNamespace, Publisher, TopologyValidationError
+
+CATALOG = sample_catalog()
+CONTRACTS = sample_registry()
+
+
+def provisioning_from_settings(
+    env: Mapping[str, str], catalog: EndpointCatalog, contracts: ContractRegistry
+) -> ProvisioningService:
+    """The provisioning service for ``env`` (options are re-read: a bad value surfaces as an error)."""
+    try:
+        options = runtime.topology_options(env)
+    except TopologyValidationError as error:
+        raise Misconfigured("the topology options app settings are invalid", error.errors) from None
+    try:
+        management = runtime.management_client(env)
+        defaults = entity_defaults(env)
+        wait_seconds = lock_wait_seconds(env)
+    except SettingsError as error:
+        raise Misconfigured("the app settings are incomplete", [str(error)]) from None
+    hierarchy = HierarchyNamespace(options.hierarchy_namespace)
+    lock_queue = hierarchy.apply(read(LOCK_QUEUE, env) or "busbar-provisioning-locks")
+    locks = ProvisioningLocks(
+        connect=lambda: runtime.new_service_bus_client(env, retry_total=0),
+        queue=lock_queue,
+        ensure_queue=lambda: create_lock_queue(management, lock_queue),
+        wait_seconds=wait_seconds,
+    )
+    return ProvisioningService(
+        catalog=catalog,
+        contracts=contracts,
+        options=options,
+        management=management,
+        defaults=defaults,
+        env=env,
+        locks=locks,
+    )
+
+
+def publishing_from_settings(env: Mapping[str, str], contracts: ContractRegistry) -> PublishingService:
+    """The publishing service for ``env``: only the topology options are read here."""
+    try:
+        options = runtime.topology_options(env)
+    except TopologyValidationError as error:
+        raise Misconfigured("the topology options app settings are invalid", error.errors) from None
+    return PublishingService(contracts=contracts, options=options)
+
+
+def provisioning_service() -> ProvisioningService:
+    """The provisioning service for the current settings (raises :class:`Misconfigured`)."""
+    return provisioning_from_settings(runtime.environment(), CATALOG, CONTRACTS)
+
+
+def publishing_service() -> PublishingService:
+    """The publishing service for the current settings: needs no management settings."""
+    return publishing_from_settings(runtime.environment(), CONTRACTS)
+
+
+def publisher() -> Publisher:
+    """The publisher of events posted over HTTP (raises :class:`Misconfigured`)."""
+    try:
+        return runtime.publisher(runtime.api_endpoint_name())
+    except TopologyValidationError as error:
+        raise Misconfigured("the topology options app settings are invalid", error.errors) from None
+    except SettingsError as error:
+        raise Misconfigured("the app settings are incomplete", [str(error)]) from None
