@@ -36,7 +36,8 @@ from azure.servicebus import ServiceBusClient, ServiceBusMessage, ServiceBusSubQ
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from shared.archive.writer import ArchiveRow, ArchiveWriter  # noqa: E402
+from shared.archive.rows import ArchiveRow  # noqa: E402
+from shared.archive.writer import ArchiveWriter  # noqa: E402
 from shared.management import ManagementClient, ManagementSettings  # noqa: E402
 from shared.redrive.job import run_redrive  # noqa: E402
 

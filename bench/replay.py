@@ -40,7 +40,8 @@ from azure.servicebus import ServiceBusClient  # noqa: E402
 
 from shared.archive.properties import encode_properties  # noqa: E402
 from shared.archive.reader import read_archive  # noqa: E402
-from shared.archive.writer import ArchiveRow, ArchiveWriter  # noqa: E402
+from shared.archive.rows import ArchiveRow  # noqa: E402
+from shared.archive.writer import ArchiveWriter  # noqa: E402
 from shared.management import ManagementClient, ManagementSettings  # noqa: E402
 from spark.params import PropertyTransform, parse_params  # noqa: E402
 from spark.sender import build_message  # noqa: E402

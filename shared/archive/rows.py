@@ -1,15 +1,52 @@
-""":class:`~shared.envelope.Envelope` <-> :class:`~shared.archive.writer.ArchiveRow`: the one mapping
-between a message and its row in the failure archive (the re-drive's and the router's rows, the replay's
-reading of them)."""
+"""The failure archive's row, :class:`ArchiveRow`, and :class:`~shared.envelope.Envelope` <-> row: the one
+mapping between a message and its row in the archive (the re-drive's and the router's rows, the replay's
+reading of them). Pure: the Parquet I/O is :mod:`shared.archive.writer`'s."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from shared.archive.properties import decode_properties, encode_properties
-from shared.archive.writer import ArchiveRow
 from shared.envelope import Envelope
+
+
+@dataclass(frozen=True, slots=True)
+class ArchiveRow:
+    """One archived message: the fields of :data:`shared.archive.schema.ARCHIVE_SCHEMA`, in its order."""
+
+    run_id: str
+    archived_at: datetime
+    archived_date: str
+    decision: str
+    decision_detail: str | None
+    source_entity: str
+    source_kind: str
+    source_topic: str | None
+    source_subscription: str | None
+    target_entity: str | None
+    message_id: str | None
+    session_id: str | None
+    correlation_id: str | None
+    subject: str | None
+    content_type: str | None
+    reply_to: str | None
+    reply_to_session_id: str | None
+    to: str | None
+    partition_key: str | None
+    time_to_live_ms: int | None
+    body: bytes | None
+    application_properties: str | None
+    contract_type: str | None
+    sequence_number: int | None
+    enqueued_time: datetime | None
+    delivery_count: int | None
+    dead_letter_reason: str | None
+    dead_letter_description: str | None
+    dead_letter_source: str | None
+    redrive_count: int
+
 
 MAX_TIME_TO_LIVE_MS = 2**32 - 1
 """The AMQP header's ttl is a uint: a longer archived TimeToLive means "the entity's default"."""

@@ -18,7 +18,6 @@ import json
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from datetime import datetime
 from typing import Any
 
 import fsspec
@@ -26,47 +25,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from fsspec.implementations.local import LocalFileSystem
 
+from shared.archive.rows import ArchiveRow
 from shared.archive.schema import ARCHIVE_SCHEMA, entity_partition_value
 
 RUNS_DIRECTORY = "_runs"
 """Run summaries live under ``<root>/_runs/``; the leading underscore keeps Spark and pyarrow datasets
 from reading them as data."""
-
-
-@dataclass(frozen=True, slots=True)
-class ArchiveRow:
-    """One archived message: the fields of :data:`shared.archive.schema.ARCHIVE_SCHEMA`, in its order."""
-
-    run_id: str
-    archived_at: datetime
-    archived_date: str
-    decision: str
-    decision_detail: str | None
-    source_entity: str
-    source_kind: str
-    source_topic: str | None
-    source_subscription: str | None
-    target_entity: str | None
-    message_id: str | None
-    session_id: str | None
-    correlation_id: str | None
-    subject: str | None
-    content_type: str | None
-    reply_to: str | None
-    reply_to_session_id: str | None
-    to: str | None
-    partition_key: str | None
-    time_to_live_ms: int | None
-    body: bytes | None
-    application_properties: str | None
-    contract_type: str | None
-    sequence_number: int | None
-    enqueued_time: datetime | None
-    delivery_count: int | None
-    dead_letter_reason: str | None
-    dead_letter_description: str | None
-    dead_letter_source: str | None
-    redrive_count: int
 
 
 @dataclass(frozen=True, slots=True)

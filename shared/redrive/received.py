@@ -6,8 +6,8 @@ from datetime import datetime
 
 from azure.servicebus import ServiceBusReceivedMessage
 
+from shared.archive.rows import ArchiveRow
 from shared.archive.rows import archive_row as envelope_row
-from shared.archive.writer import ArchiveRow
 from shared.envelope.sdk import body_type, data_body
 from shared.envelope.sdk import from_received as envelope_from_received
 from shared.redrive.entities import EntityRef

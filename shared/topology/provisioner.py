@@ -31,8 +31,8 @@ from azure.mgmt.servicebus.models import (
     SBTopicProperties,
 )
 
+import shared.topology.quotas as quotas
 from shared.management import ManagementClient
-from shared.topology import quotas
 from shared.topology.arm import arm_rule, filter_of
 from shared.topology.desired import (
     TRUE_FILTER,

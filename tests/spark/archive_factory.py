@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from shared.archive.properties import encode_properties
-from shared.archive.writer import ArchiveRow, ArchiveWriter
+from shared.archive.rows import ArchiveRow
+from shared.archive.writer import ArchiveWriter
 
 BASE_TIME = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 _GENERATED = "<generated>"

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from shared.archive.writer import ArchiveRow
+from shared.archive.rows import ArchiveRow
 from spark.archive import archive_spark_schema
 from tests.spark.archive_factory import as_records
 

@@ -12,7 +12,7 @@ import pytest
 from azure.servicebus import ServiceBusClient, ServiceBusReceivedMessage
 
 from emulator.server import EmulatorThread
-from shared.archive.writer import ArchiveRow
+from shared.archive.rows import ArchiveRow
 from spark import ledger
 from spark.archive import ArchiveNotFoundError
 from spark.params import ReplayParams, parse_params

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from shared.archive.properties import encode_properties
-from shared.archive.writer import ArchiveRow
+from shared.archive.rows import ArchiveRow
 
 ARCHIVED_AT = datetime(2026, 11, 22, 12, 30, tzinfo=UTC)
 

@@ -1,0 +1,228 @@
+"""The package rules of docs/architecture.md, checked on the source: which package may import which, which
+modules stay free of the Azure SDKs, and which import loops may exist.
+
+Imports are read from the syntax tree, wherever they appear (module level, inside functions, under
+``TYPE_CHECKING``): a lazy import is still a dependency.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("app", "devhost", "emulator", "functions", "shared", "spark")
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """Modules under ``scope`` must not import anything under one of ``forbidden``."""
+
+    scope: str
+    forbidden: tuple[str, ...]
+    why: str
+    exempt: tuple[str, ...] = ()  # modules of ``scope`` the rule does not cover (each says why)
+
+
+RULES = (
+    Rule("shared", ("app", "functions", "devhost", "emulator"), "the library knows nothing of what uses it"),
+    Rule("shared", ("azure.functions",), "Busbar's logic runs outside the Functions host too"),
+    Rule("app", ("functions", "devhost", "emulator"), "the composition root sits below the triggers"),
+    Rule("functions", ("devhost", "emulator"), "the triggers run in Azure, where neither exists"),
+    Rule("spark", ("app", "functions", "devhost", "emulator"), "the replay job ships without the app"),
+    Rule(
+        "devhost",
+        ("app", "functions", "shared", "spark", "emulator"),
+        "devhost hosts any function app",
+        # The CLI's --with-emulator starts an emulator beside the host (make run); the host itself never
+        # knows which Service Bus it talks to.
+        exempt=("devhost.__main__",),
+    ),
+    Rule("emulator", ("app", "functions", "shared", "spark", "devhost"), "the emulator is its own product"),
+    Rule("emulator", ("azure",), "the SDKs are the emulator's clients, never its code"),
+    Rule(
+        "emulator.broker",
+        ("emulator.amqp", "emulator.arm", "emulator.admin", "emulator.server", "emulator.config"),
+        "the broker sits below every front end and below the file reader",
+    ),
+    Rule(
+        "emulator.encoding",
+        ("emulator.broker", "emulator.amqp", "emulator.arm", "emulator.admin", "emulator.server"),
+        "the encoding is the bottom layer",
+    ),
+    Rule("emulator.filters", ("emulator.amqp", "emulator.arm", "emulator.admin"), "filters are broker logic"),
+)
+
+# Domain logic that is pure: no SDK, no host, no I/O library, not even through what it imports.
+PURE_MODULES = (
+    "shared.contracts",
+    "shared.messages",
+    "shared.envelope",
+    "shared.entity_paths",
+    "shared.rate_limit",
+    "shared.handlers.dispatch",
+    "shared.handlers.endpoints",
+    "shared.redrive.decision",
+    "shared.redrive.guards",
+    "shared.redrive.policy",
+    "shared.router.decision",
+    "shared.archive.rows",
+    "shared.topology.desired",
+    "shared.topology.names",
+    "shared.topology.plan",
+    "shared.topology.quotas",
+    "shared.topology.routing",
+    "shared.topology.validation",
+)
+IMPURE_ROOTS = ("azure", "httpx", "pyarrow", "fsspec", "pyspark", "grpc")
+
+# The protocol state machine: a connection owns sessions, a session owns links, and each refers back.
+ALLOWED_LOOPS = (frozenset({"emulator.amqp.connection", "emulator.amqp.session", "emulator.amqp.links"}),)
+
+
+def module_name(path: Path, root: Path) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def imports_of(path: Path, root: Path) -> Iterator[str]:
+    """Every module ``path`` imports, relative imports resolved."""
+    name = module_name(path, root)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                target = ".".join([*base, node.module] if node.module else base)
+            else:
+                target = node.module or ""
+            yield target
+            # ``from pkg import module`` depends on the submodule too.
+            yield from (f"{target}.{alias.name}" for alias in node.names)
+
+
+def source_tree(root: Path, packages: Iterable[str]) -> dict[str, set[str]]:
+    """Module -> the modules it imports, for every module of ``packages`` under ``root``."""
+    graph: dict[str, set[str]] = {}
+    for package in packages:
+        for path in sorted((root / package).rglob("*.py")):
+            graph[module_name(path, root)] = set(imports_of(path, root))
+    return graph
+
+
+def under(module: str, prefix: str) -> bool:
+    return module == prefix or module.startswith(prefix + ".")
+
+
+def violations(graph: dict[str, set[str]], rules: Iterable[Rule] = RULES) -> list[str]:
+    found = []
+    for rule in rules:
+        for module, imported in sorted(graph.items()):
+            if not under(module, rule.scope) or module in rule.exempt:
+                continue
+            bad = {t for t in imported if any(under(t, forbidden) for forbidden in rule.forbidden)}
+            # ``from x import y`` yields x and x.y: report the import once, as its module.
+            for target in sorted(t for t in bad if t.rpartition(".")[0] not in bad):
+                found.append(f"{module} imports {target}: {rule.why}")
+    return found
+
+
+def impure_imports(graph: dict[str, set[str]], pure: Iterable[str]) -> list[str]:
+    """Imports of an SDK or I/O library by a pure module or by any module it reaches."""
+    found = []
+    for start in pure:
+        seen, todo = {start}, [start]
+        while todo:
+            module = todo.pop()
+            for target in sorted(graph.get(module, ())):
+                if any(under(target, root) for root in IMPURE_ROOTS):
+                    found.append(f"{start} reaches {target} (imported by {module})")
+                elif target in graph and target not in seen:
+                    seen.add(target)
+                    todo.append(target)
+    return found
+
+
+def import_loops(graph: dict[str, set[str]]) -> list[frozenset[str]]:
+    """Strongly connected components of more than one module (Tarjan), over modules in ``graph``."""
+    edges = {m: {t for t in targets if t in graph and t != m} for m, targets in graph.items()}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    loops: list[frozenset[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in edges[node]:
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = set()
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.add(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                loops.append(frozenset(component))
+
+    for node in sorted(edges):
+        if node not in index:
+            visit(node)
+    return loops
+
+
+@pytest.fixture(scope="module")
+def graph() -> dict[str, set[str]]:
+    return source_tree(ROOT, PACKAGES)
+
+
+def test_no_package_imports_what_its_layer_forbids(graph: dict[str, set[str]]) -> None:
+    assert violations(graph) == []
+
+
+def test_pure_domain_modules_reach_no_sdk_and_no_io_library(graph: dict[str, set[str]]) -> None:
+    assert set(PURE_MODULES) <= set(graph), set(PURE_MODULES) - set(graph)
+    assert impure_imports(graph, PURE_MODULES) == []
+
+
+def test_the_only_import_loop_is_the_protocol_state_machine(graph: dict[str, set[str]]) -> None:
+    loops = [loop for loop in import_loops(graph) if loop not in ALLOWED_LOOPS]
+    assert loops == [], [sorted(loop) for loop in loops]
+
+
+def test_the_checks_catch_a_broken_rule_a_lazy_import_and_a_loop(tmp_path: Path) -> None:
+    """The checker itself: a forbidden import (even inside a function), a relative one, and a cycle."""
+    (tmp_path / "shared").mkdir()
+    (tmp_path / "shared" / "__init__.py").write_text("")
+    (tmp_path / "shared" / "a.py").write_text("def f():\n    import emulator.server\n")
+    (tmp_path / "shared" / "b.py").write_text("from . import c\n")
+    (tmp_path / "shared" / "c.py").write_text("from .b import thing\n")
+    (tmp_path / "emulator").mkdir()
+    (tmp_path / "emulator" / "__init__.py").write_text("")
+    (tmp_path / "emulator" / "broker").mkdir()
+    (tmp_path / "emulator" / "broker" / "__init__.py").write_text("")
+    (tmp_path / "emulator" / "broker" / "queue.py").write_text("from ..amqp.codec import encode\n")
+    tree = source_tree(tmp_path, ("shared", "emulator"))
+
+    assert violations(tree) == [
+        "shared.a imports emulator.server: the library knows nothing of what uses it",
+        "emulator.broker.queue imports emulator.amqp.codec: the broker sits below every front end and "
+        "below the file reader",
+    ]
+    assert import_loops(tree) == [frozenset({"shared.b", "shared.c"})]
