@@ -25,7 +25,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import unquote
 
 from emulator.admin import atom
@@ -66,6 +66,9 @@ PAGE_SIZE = 100
 SUPPLEMENTARY = "servicebussupplementaryauthorization"
 DEAD_LETTER_SUPPLEMENTARY = "servicebusdlqsupplementaryauthorization"
 _ZERO_COUNTS = {"activeMessageCount": 0}
+
+
+_Entity = TypeVar("_Entity", QueueEntity, TopicEntity)
 
 
 @dataclass(frozen=True, slots=True)
@@ -302,53 +305,73 @@ class AdminApi:
 
     def _put_queue(self, call: _Call, description: ET.Element) -> Response:
         (name,) = call.names
-        problems = validate_entity_path("Queue", name)
-        if problems:
-            raise bad_request(_join(problems))
+        _check_path("Queue", name)
         props, extras = queue_from_xml(description)
-        extras = replace(extras, authorization_rules=_authorization_rules(description))
-        problems = validate_queue_properties(name, props)
-        if problems:
-            raise bad_request(_join(problems))
-        existing = self.namespace.queues.get(name.lower())
-        if self._mode(call.request) == "create":
-            if existing is not None or name.lower() in self.namespace.topics:
-                raise already_exists(self.namespace.name, "Queue", name)
-            self._check_forwarding(props)
-            entity = self.namespace.create_queue(name, props, origin="arm")
-            self.metadata.record(entity.name, extras, created=True)
-            return _xml(201, self._queue_entry(call, entity))
-        if existing is None:
-            raise not_found(self.namespace.name, "Queue", name)
-        _partitioning("Queue", self.metadata.get(existing.name).extras, extras)
-        self._check_forwarding(props)
-        entity = self.namespace.update_queue(existing.name, props)
-        self.metadata.record(entity.name, extras, created=False)
-        return _xml(200, self._queue_entry(call, entity))
+        return self._put_top_level(
+            call,
+            "Queue",
+            replace(extras, authorization_rules=_authorization_rules(description)),
+            validate_queue_properties(name, props),
+            create=lambda: self.namespace.create_queue(name, props, origin="arm"),
+            update=lambda existing: self.namespace.update_queue(existing, props),
+            entry=lambda queue: self._queue_entry(call, queue),
+            forwards=props,
+        )
 
     def _put_topic(self, call: _Call, description: ET.Element) -> Response:
         (name,) = call.names
-        problems = validate_entity_path("Topic", name)
-        if problems:
-            raise bad_request(_join(problems))
+        _check_path("Topic", name)
         props, extras = topic_from_xml(description)
-        extras = replace(extras, authorization_rules=_authorization_rules(description))
-        problems = validate_topic_properties(name, props)
+        return self._put_top_level(
+            call,
+            "Topic",
+            replace(extras, authorization_rules=_authorization_rules(description)),
+            validate_topic_properties(name, props),
+            create=lambda: self.namespace.create_topic(name, props, origin="arm"),
+            update=lambda existing: self.namespace.update_topic(existing, props),
+            entry=lambda topic: self._topic_entry(call, topic),
+            forwards=None,
+        )
+
+    def _put_top_level(
+        self,
+        call: _Call,
+        kind: str,
+        extras: Extras,
+        problems: list[str],
+        *,
+        create: Callable[[], _Entity],
+        update: Callable[[str], _Entity],
+        entry: Callable[[_Entity], str],
+        forwards: QueueProperties | None,
+    ) -> Response:
+        """A queue's or a topic's PUT once its description is read: create without ``If-Match`` (409 if a
+        queue or a topic has the name), update with it (404 if absent). Answers the entity's entry."""
+        (name,) = call.names
         if problems:
             raise bad_request(_join(problems))
-        existing = self.namespace.topics.get(name.lower())
+        own, other = (
+            (self.namespace.queues, self.namespace.topics)
+            if kind == "Queue"
+            else (self.namespace.topics, self.namespace.queues)
+        )
+        existing = own.get(name.lower())
         if self._mode(call.request) == "create":
-            if existing is not None or name.lower() in self.namespace.queues:
-                raise already_exists(self.namespace.name, "Topic", name)
-            topic = self.namespace.create_topic(name, props, origin="arm")
-            self.metadata.record(topic.name, extras, created=True)
-            return _xml(201, self._topic_entry(call, topic))
+            if existing is not None or name.lower() in other:
+                raise already_exists(self.namespace.name, kind, name)
+            if forwards is not None:
+                self._check_forwarding(forwards)
+            created = create()
+            self.metadata.record(created.name, extras, created=True)
+            return _xml(201, entry(created))
         if existing is None:
-            raise not_found(self.namespace.name, "Topic", name)
-        _partitioning("Topic", self.metadata.get(existing.name).extras, extras)
-        topic = self.namespace.update_topic(existing.name, props)
-        self.metadata.record(topic.name, extras, created=False)
-        return _xml(200, self._topic_entry(call, topic))
+            raise not_found(self.namespace.name, kind, name)
+        _partitioning(kind, self.metadata.get(existing.name).extras, extras)
+        if forwards is not None:
+            self._check_forwarding(forwards)
+        updated = update(existing.name)
+        self.metadata.record(updated.name, extras, created=False)
+        return _xml(200, entry(updated))
 
     def _delete_entity(self, call: _Call) -> Response:
         key = call.names[0].lower()
@@ -482,6 +505,12 @@ def _status(exc: BrokerError) -> int:
     if exc.status_code in (400, 401, 403, 404, 409):
         return 400 if exc.status_code == 403 else exc.status_code
     return 400
+
+
+def _check_path(kind: str, name: str) -> None:
+    problems = validate_entity_path(kind, name)
+    if problems:
+        raise bad_request(_join(problems))
 
 
 def _join(problems: list[str]) -> str:
