@@ -38,7 +38,7 @@ from emulator.config import (
 )
 
 if TYPE_CHECKING:
-    from tests.conftest import EmulatorHandle
+    from emulator.testing import EmulatorHandle
 
 Handler = ServiceBusSender | ServiceBusReceiver
 

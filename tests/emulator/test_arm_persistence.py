@@ -18,7 +18,7 @@ from azure.servicebus import ServiceBusMessage
 from emulator.config import EmulatorConfig, parse_config
 
 if TYPE_CHECKING:
-    from tests.conftest import EmulatorHandle
+    from emulator.testing import EmulatorHandle
 
 TOKEN = "persistence-token"
 

@@ -12,7 +12,7 @@ from azure.servicebus import ServiceBusMessage, ServiceBusSubQueue
 from azure.servicebus.exceptions import ServiceBusAuthenticationError
 from sdk_helpers import create_subscription, create_topic, no_retry_async_client, no_retry_client
 
-from tests.conftest import EmulatorHandle
+from emulator.testing import EmulatorHandle
 
 
 def test_a_sender_or_receiver_for_a_missing_queue_fails_authentication_naming_the_entity(

@@ -40,7 +40,7 @@ from azure.servicebus.exceptions import (
 from sdk_helpers import no_retry_async_client, no_retry_client
 
 if TYPE_CHECKING:
-    from tests.conftest import EmulatorHandle
+    from emulator.testing import EmulatorHandle
 
 WAIT = 1  # seconds a receiver waits on an empty queue
 LOCK = timedelta(seconds=5)  # the shortest lock duration Azure accepts

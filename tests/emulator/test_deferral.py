@@ -33,7 +33,7 @@ from azure.servicebus.exceptions import MessageNotFoundError
 from sdk_helpers import no_retry_client, receive, seconds_from_now, sleep_until
 
 if TYPE_CHECKING:
-    from tests.conftest import EmulatorHandle
+    from emulator.testing import EmulatorHandle
 
 WAIT = 1  # seconds a receiver waits on an empty queue
 LOCK = timedelta(seconds=5)

@@ -26,7 +26,7 @@ from sdk_helpers import sdk_client, single_queue_config
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from tests.conftest import EmulatorHandle
+    from emulator.testing import EmulatorHandle
 
 WAIT = 1  # seconds a receiver waits on an empty queue
 WINDOW = timedelta(seconds=20)  # the shortest history window Azure accepts

@@ -31,7 +31,7 @@ from sdk_helpers import (
 )
 
 if TYPE_CHECKING:
-    from tests.conftest import EmulatorHandle
+    from emulator.testing import EmulatorHandle
 
 WAIT = 1.0
 LOCK = timedelta(seconds=5)  # the shortest lock duration Azure accepts

@@ -17,7 +17,7 @@ from azure.servicebus.amqp import (
 )
 from sdk_helpers import sdk_client
 
-from tests.conftest import EmulatorHandle
+from emulator.testing import EmulatorHandle
 
 
 def _decoded(value: Any) -> Any:

@@ -25,7 +25,7 @@ from sdk_helpers import peek_queue, receive, sdk_client
 from emulator.config import EntityStatus
 
 if TYPE_CHECKING:
-    from tests.conftest import EmulatorHandle
+    from emulator.testing import EmulatorHandle
 
 WAIT = 0.5  # seconds a receiver waits on an empty queue (local deliveries take milliseconds)
 KIB = 1024

@@ -24,7 +24,7 @@ from azure.servicebus.amqp import AmqpAnnotatedMessage, AmqpMessageBodyType
 from sdk_helpers import drain, sdk_client
 
 if TYPE_CHECKING:
-    from tests.conftest import EmulatorHandle
+    from emulator.testing import EmulatorHandle
 
 WAIT = 0.5  # seconds a receiver waits on an empty queue (local deliveries take milliseconds)
 

@@ -24,7 +24,7 @@ from azure.servicebus.exceptions import MessageAlreadySettled, MessageLockLostEr
 from sdk_helpers import peek, peek_queue, receive, sdk_client
 
 if TYPE_CHECKING:
-    from tests.conftest import EmulatorHandle
+    from emulator.testing import EmulatorHandle
 
 WAIT = 0.5  # seconds a receiver waits on an empty queue (local deliveries take milliseconds)
 LOCK = timedelta(seconds=5)  # the shortest lock duration Azure accepts

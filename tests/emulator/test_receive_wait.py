@@ -11,7 +11,7 @@ from azure.servicebus import ServiceBusMessage
 from sdk_helpers import async_sdk_client, sdk_client
 
 if TYPE_CHECKING:
-    from tests.conftest import EmulatorHandle
+    from emulator.testing import EmulatorHandle
 
 WAIT = 1.0
 

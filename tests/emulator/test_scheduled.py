@@ -32,7 +32,7 @@ from sdk_helpers import receive, sdk_client, single_queue_config, sleep_until
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from tests.conftest import EmulatorHandle
+    from emulator.testing import EmulatorHandle
 
 WAIT = 1  # seconds a receiver waits on an empty queue
 LEAD = 2.0  # seconds ahead a test schedules for (its sender and receiver are open already)

@@ -17,7 +17,7 @@ from azure.servicebus import NEXT_AVAILABLE_SESSION, ServiceBusMessage, ServiceB
 from sdk_helpers import create_subscription, create_topic, no_retry_client, opened, receive, sleep_until
 
 if TYPE_CHECKING:
-    from tests.conftest import EmulatorHandle
+    from emulator.testing import EmulatorHandle
 
 FOURTEEN_DAYS = timedelta(days=14)  # Azure's default DefaultMessageTimeToLive
 WAIT = 1  # seconds a receiver waits on an empty entity

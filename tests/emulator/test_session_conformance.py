@@ -15,7 +15,7 @@ from azure.servicebus.exceptions import ServiceBusError
 from sdk_helpers import no_retry_client, peek_queue
 
 if TYPE_CHECKING:
-    from tests.conftest import EmulatorHandle
+    from emulator.testing import EmulatorHandle
 
 
 def test_message_with_a_non_string_session_id_is_refused_and_nothing_is_enqueued(

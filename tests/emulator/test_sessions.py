@@ -52,7 +52,7 @@ from sdk_helpers import async_sdk_client, receive, sdk_client, seconds_from_now,
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from tests.conftest import EmulatorHandle
+    from emulator.testing import EmulatorHandle
 
 WAIT = 1  # seconds a receiver waits on an empty session
 LOCK = timedelta(seconds=5)  # the shortest lock duration Azure accepts

@@ -27,7 +27,7 @@ from emulator.broker.store import Store
 from emulator.config import EmulatorConfig, parse_config
 
 if TYPE_CHECKING:
-    from tests.conftest import EmulatorHandle
+    from emulator.testing import EmulatorHandle
 
 TOKEN = "startup-scale-token"
 # SQLite calls the progress handler every this many virtual-machine instructions.

@@ -14,7 +14,7 @@ from azure.servicebus.exceptions import ServiceBusError
 from sdk_helpers import sdk_client
 
 from emulator.auth import DEFAULT_KEY, DEFAULT_KEY_NAME, sign
-from tests.conftest import EmulatorHandle
+from emulator.testing import EmulatorHandle
 
 
 def _token_connection_string(emulator: EmulatorHandle, queue: str, lifetime: int) -> str:

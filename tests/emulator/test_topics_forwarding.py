@@ -52,7 +52,7 @@ from emulator.config import (
 )
 
 if TYPE_CHECKING:
-    from tests.conftest import EmulatorHandle
+    from emulator.testing import EmulatorHandle
 
 DLQ = ServiceBusSubQueue.DEAD_LETTER
 HOPS_EXCEEDED = "MaxTransferHopCountExceeded"

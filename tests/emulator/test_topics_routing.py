@@ -53,7 +53,7 @@ from emulator.config import (
 from emulator.filters.sql import SqlSyntaxError
 
 if TYPE_CHECKING:
-    from tests.conftest import EmulatorHandle
+    from emulator.testing import EmulatorHandle
 
 DLQ = ServiceBusSubQueue.DEAD_LETTER
 

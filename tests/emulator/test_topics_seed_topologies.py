@@ -41,7 +41,7 @@ from sdk_helpers import app_properties, opened, peek, sdk_client, unrouted_count
 from emulator.config import parse_config
 
 if TYPE_CHECKING:
-    from tests.conftest import EmulatorHandle
+    from emulator.testing import EmulatorHandle
 
     MakeEmulator = Callable[..., EmulatorHandle]
 

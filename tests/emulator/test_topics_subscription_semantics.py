@@ -35,7 +35,7 @@ from sdk_helpers import create_subscription, create_topic, opened, peek, receive
 from emulator.config import RuleConfig
 
 if TYPE_CHECKING:
-    from tests.conftest import EmulatorHandle
+    from emulator.testing import EmulatorHandle
 
 DLQ = ServiceBusSubQueue.DEAD_LETTER
 LOCK = timedelta(seconds=5)  # the shortest lock duration Azure accepts

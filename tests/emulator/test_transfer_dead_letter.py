@@ -29,7 +29,7 @@ from sdk_helpers import (
 from emulator.config import EntityStatus
 
 if TYPE_CHECKING:
-    from tests.conftest import EmulatorHandle
+    from emulator.testing import EmulatorHandle
 
 DLQ = ServiceBusSubQueue.DEAD_LETTER
 TDLQ = ServiceBusSubQueue.TRANSFER_DEAD_LETTER

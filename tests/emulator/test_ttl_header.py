@@ -19,7 +19,7 @@ from azure.servicebus import ServiceBusMessage, ServiceBusSubQueue
 from sdk_helpers import create_subscription, create_topic, opened, peek, receive, sdk_client
 
 if TYPE_CHECKING:
-    from tests.conftest import EmulatorHandle
+    from emulator.testing import EmulatorHandle
 
 WAIT = 1
 
