@@ -21,6 +21,15 @@ from emulator.testing import EmulatorHandle, start_emulator
 __all__ = ["EmulatorHandle"]  # tests used to import it from here
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--backend",
+        choices=("in-process", "arm", "azure"),
+        default="in-process",
+        help="where the SDK-level emulator tests create their entities (tests/emulator/backends.py)",
+    )
+
+
 @pytest.fixture(scope="session")
 def _shared_emulator() -> Iterator[EmulatorThread]:
     handle = start_emulator()
