@@ -40,6 +40,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("backend", [IN_PROCESS, ARM], indirect=True)
 
 
+@pytest.hookimpl(tryfirst=True)  # before -m deselects: it must see the azure marks added here
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     azure = _selected(config) == AZURE
     kept: list[pytest.Item] = []

@@ -12,6 +12,7 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+import pytest
 from azure.servicebus import (
     ServiceBusMessage,
     ServiceBusMessageState,
@@ -64,6 +65,7 @@ def _body_bytes(message: ServiceBusReceivedMessage) -> bytes:
 # --- sending
 
 
+@pytest.mark.also_over_arm
 def test_single_sends_are_received_in_order_with_sequence_numbers_from_one(backend: Backend) -> None:
     queue = backend.create_queue()
     before = datetime.now(UTC)

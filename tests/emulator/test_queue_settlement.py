@@ -203,6 +203,7 @@ def test_dead_lettered_messages_are_forwarded_when_forward_dead_lettered_message
     assert forwarded.delivery_count == 0
 
 
+@pytest.mark.also_over_arm
 def test_max_delivery_count_dead_letters_are_forwarded_too(backend: Backend) -> None:
     target = backend.create_queue()
     source = backend.create_queue(max_delivery_count=1, forward_dead_lettered_messages_to=target)

@@ -217,6 +217,7 @@ def test_queue_forwards_to_a_topic(emulator: EmulatorHandle) -> None:
     assert _counts(emulator, source) == (0, 0)
 
 
+@pytest.mark.also_over_arm
 def test_the_destination_still_accepts_direct_sends(backend: Backend) -> None:
     destination = _queue(backend)
     topic = create_topic(backend)

@@ -182,6 +182,7 @@ def test_correlation_filter_label_is_the_message_subject(backend: Backend) -> No
     assert received[0].subject == "Shipping.OrderAccepted"
 
 
+@pytest.mark.also_over_arm
 def test_correlation_filter_conditions_are_all_required(backend: Backend) -> None:
     topic = create_topic(backend)
     rule = correlation_rule(
@@ -364,6 +365,7 @@ def test_a_message_matching_several_rules_without_action_arrives_once(backend: B
     assert "RuleName" not in app_properties(received[0])
 
 
+@pytest.mark.also_over_arm
 def test_each_matching_rule_with_an_action_yields_its_own_stamped_copy(backend: Backend) -> None:
     topic = create_topic(backend)
     rules = [

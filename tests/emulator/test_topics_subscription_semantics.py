@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+import pytest
 from azure.servicebus import (
     NEXT_AVAILABLE_SESSION,
     ServiceBusMessage,
@@ -101,6 +102,7 @@ def test_peek_lock_on_a_subscription_settles_only_that_subscriptions_copy(backen
             assert peek(third_receiver) == []
 
 
+@pytest.mark.also_over_arm
 def test_abandon_up_to_max_delivery_count_dead_letters_in_the_subscription(backend: Backend) -> None:
     topic = create_topic(backend)
     sub = _sub(backend, topic, "fragile", max_delivery_count=2)
@@ -156,6 +158,7 @@ def test_explicit_dead_letter_from_a_subscription(backend: Backend) -> None:
 # -------------------------------------------------------------------------------------------- sessions
 
 
+@pytest.mark.also_over_arm
 def test_sessions_on_a_session_enabled_subscription(backend: Backend) -> None:
     topic = create_topic(backend)
     sub = _sub(backend, topic, "per-wallet", requires_session=True)
@@ -279,6 +282,7 @@ def test_a_message_scheduled_on_a_topic_can_be_cancelled(backend: Backend) -> No
 # ---------------------------------------------------------------------------------------- time to live
 
 
+@pytest.mark.also_over_arm
 def test_the_topic_and_subscription_default_ttls_cap_a_message_ttl(backend: Backend) -> None:
     topic = create_topic(backend, default_message_time_to_live=timedelta(minutes=10))
     plain = _sub(backend, topic, "plain")
