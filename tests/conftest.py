@@ -9,66 +9,32 @@ from __future__ import annotations
 
 import os
 import sys
-import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from emulator.broker.properties import EmulatorConfig, QueueProperties, default_config
-from emulator.server import Emulator, EmulatorOptions, EmulatorThread
+from emulator.broker.properties import EmulatorConfig
+from emulator.server import EmulatorThread
+from emulator.testing import EmulatorHandle, start_emulator
+
+__all__ = ["EmulatorHandle"]  # tests used to import it from here
 
 
-class EmulatorHandle:
-    """A running emulator as tests use it: connection string plus entity creation."""
-
-    def __init__(self, thread: EmulatorThread) -> None:
-        self.thread = thread
-        emulator = thread.emulator
-        assert emulator is not None
-        self.emulator: Emulator = emulator
-
-    @property
-    def connection_string(self) -> str:
-        return self.emulator.connection_string
-
-    @property
-    def amqp_port(self) -> int:
-        return self.emulator.amqp_port
-
-    @property
-    def management_port(self) -> int:
-        return self.emulator.management_port
-
-    def create_queue(self, name: str | None = None, **properties: Any) -> str:
-        """Create a queue with a fresh name (or ``name``) and the given QueueProperties fields."""
-        queue_name = name or f"q-{uuid.uuid4().hex[:12]}"
-        props = replace(QueueProperties(), **properties)
-        self.thread.call(lambda: self.emulator.namespace.create_queue(queue_name, props))
-        return queue_name
-
-    def call(self, fn: Callable[[], object]) -> object:
-        """Run ``fn`` on the emulator's event loop thread."""
-        return self.thread.call(fn)
-
-
-def _start(options: EmulatorOptions) -> EmulatorThread:
-    thread = EmulatorThread(options)
-    try:
-        thread.start()
-    except BaseException:
-        thread.stop()  # a failed start must not leave its loop thread behind
-        raise
-    return thread
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--backend",
+        choices=("in-process", "arm", "azure"),
+        default="in-process",
+        help="where the SDK-level emulator tests create their entities (tests/emulator/backends.py)",
+    )
 
 
 @pytest.fixture(scope="session")
 def _shared_emulator() -> Iterator[EmulatorThread]:
-    thread = _start(EmulatorOptions(amqp_port=0, management_port=0))
-    yield thread
-    thread.stop()
+    handle = start_emulator()
+    yield handle.thread
+    handle.stop()
 
 
 @pytest.fixture
@@ -78,23 +44,32 @@ def emulator(_shared_emulator: EmulatorThread) -> EmulatorHandle:
 
 
 @pytest.fixture
-def make_emulator(tmp_path: Path) -> Iterator[Callable[..., EmulatorHandle]]:
-    """Start private emulators: ``make_emulator(config=..., data_dir=..., **options)``."""
-    started: list[EmulatorThread] = []
+def make_emulator() -> Iterator[Callable[..., EmulatorHandle]]:
+    """Start private emulators: ``make_emulator(config=..., data_dir=..., **options)`` (see
+    :func:`emulator.testing.start_emulator`); all are stopped after the test."""
+    started: list[EmulatorHandle] = []
 
-    def factory(
-        config: EmulatorConfig | None = None, data_dir: Path | None = None, **options: Any
-    ) -> EmulatorHandle:
-        opts = EmulatorOptions(
-            config=config or default_config(), data_dir=data_dir, amqp_port=0, management_port=0, **options
-        )
-        thread = _start(opts)
-        started.append(thread)
-        return EmulatorHandle(thread)
+    def factory(config: EmulatorConfig | None = None, **options: Any) -> EmulatorHandle:
+        handle = start_emulator(config, **options)
+        started.append(handle)
+        return handle
 
     yield factory
-    for thread in started:
-        thread.stop()
+    for handle in started:
+        handle.stop()
+
+
+# PySpark's DataFrame.collect() leaves closing its local result socket to the garbage collector (see
+# pyspark.util._load_from_socket), so with warnings as errors every collect() would fail on the
+# ResourceWarning. Ignored for the tests that use Spark, and only there (the socket is freed inside the
+# collect() that opened it).
+_PYSPARK_RESULT_SOCKET = pytest.mark.filterwarnings("ignore:unclosed <socket.socket:ResourceWarning")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "spark" in getattr(item, "fixturenames", ()):
+            item.add_marker(_PYSPARK_RESULT_SOCKET)
 
 
 @pytest.fixture(scope="session")

@@ -17,7 +17,7 @@ from azure.servicebus.exceptions import SessionCannotBeLockedError
 from devhost.settlement import ensure_settlement_server
 from devhost.testing import HostHandle, running_host
 from emulator.server import EmulatorThread
-from tests.conftest import EmulatorHandle
+from emulator.testing import EmulatorHandle
 from tests.devhost.conftest import APPS, Records, send
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from azure.servicebus import ServiceBusClient, ServiceBusMessage, ServiceBusSubQueue
 
 from devhost.testing import running_host, start_host
-from tests.conftest import EmulatorHandle
+from emulator.testing import EmulatorHandle
 from tests.devhost.conftest import APPS, Records, send
 
 MESSAGES = 12

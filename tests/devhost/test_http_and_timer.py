@@ -12,7 +12,7 @@ import pytest
 from devhost.testing import HostHandle, running_host
 from devhost.timer_trigger import schedule_zone
 from emulator.server import EmulatorThread
-from tests.conftest import EmulatorHandle
+from emulator.testing import EmulatorHandle
 from tests.devhost.conftest import APPS, Records
 
 

@@ -18,7 +18,7 @@ from devhost.app_loader import AppLoadError
 from devhost.bindings import BindingError
 from devhost.testing import HostHandle, running_host
 from emulator.server import EmulatorThread
-from tests.conftest import EmulatorHandle
+from emulator.testing import EmulatorHandle
 from tests.devhost.conftest import APPS, Records, send
 
 MAX_DELIVERY = 3

@@ -16,7 +16,7 @@ from devhost.message_conversion import HOST_BATCH_ARRAYS
 from devhost.testing import HostHandle, running_host
 from emulator.broker.properties import SubscriptionProperties, TopicProperties
 from emulator.server import EmulatorThread
-from tests.conftest import EmulatorHandle
+from emulator.testing import EmulatorHandle
 from tests.devhost.conftest import APPS, Records, send
 
 SESSIONS = 3

@@ -33,29 +33,29 @@ from emulator.broker.properties import (
     QueueConfig,
     QueueProperties,
     RuleConfig,
-    SubscriptionProperties,
-    TopicProperties,
 )
 
 if TYPE_CHECKING:
-    from tests.conftest import EmulatorHandle
+    from backends import Backend
+
+    from emulator.testing import EmulatorHandle
 
 Handler = ServiceBusSender | ServiceBusReceiver
 
 # --------------------------------------------------------------------------------------------- clients
 
 
-def sdk_client(emulator: EmulatorHandle, **options: Any) -> ServiceBusClient:
+def sdk_client(emulator: Backend, **options: Any) -> ServiceBusClient:
     """A sync SDK client for ``emulator``; ``options`` go to ``from_connection_string``."""
     return ServiceBusClient.from_connection_string(emulator.connection_string, **options)
 
 
-def async_sdk_client(emulator: EmulatorHandle, **options: Any) -> AsyncServiceBusClient:
+def async_sdk_client(emulator: Backend, **options: Any) -> AsyncServiceBusClient:
     """An ``aio`` SDK client for ``emulator``; ``options`` go to ``from_connection_string``."""
     return AsyncServiceBusClient.from_connection_string(emulator.connection_string, **options)
 
 
-def no_retry_client(emulator: EmulatorHandle, **options: Any) -> ServiceBusClient:
+def no_retry_client(emulator: Backend, **options: Any) -> ServiceBusClient:
     """``sdk_client`` with ``retry_total=0`` unless ``options`` say otherwise.
 
     MessageNotFoundError and SessionCannotBeLockedError are retryable in the SDK; without retries a
@@ -64,7 +64,7 @@ def no_retry_client(emulator: EmulatorHandle, **options: Any) -> ServiceBusClien
     return sdk_client(emulator, **options)
 
 
-def no_retry_async_client(emulator: EmulatorHandle, **options: Any) -> AsyncServiceBusClient:
+def no_retry_async_client(emulator: Backend, **options: Any) -> AsyncServiceBusClient:
     """``async_sdk_client`` with ``retry_total=0`` unless ``options`` say otherwise."""
     options.setdefault("retry_total", 0)
     return async_sdk_client(emulator, **options)
@@ -78,26 +78,17 @@ def unique_name(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:10]}"
 
 
-def create_topic(emulator: EmulatorHandle, **props: Any) -> str:
-    """Create a topic with a fresh name and the given TopicProperties fields, as ARM would."""
-    name = unique_name("t")
-    ns = emulator.emulator.namespace
-    emulator.call(lambda: ns.create_topic(name, TopicProperties(**props), origin="arm"))
-    return name
+def create_topic(backend: Backend, **props: Any) -> str:
+    """Create a topic with a fresh name and the given TopicProperties fields, through ``backend``."""
+    return backend.create_topic(unique_name("t"), **props)
 
 
 def create_subscription(
-    emulator: EmulatorHandle, topic: str, name: str, rules: Sequence[RuleConfig] | None = None, **props: Any
+    backend: Backend, topic: str, name: str, rules: Sequence[RuleConfig] | None = None, **props: Any
 ) -> str:
     """Create subscription ``name`` of ``topic`` with ``rules`` (or the default rule) and the given
-    SubscriptionProperties fields, as ARM would."""
-    ns = emulator.emulator.namespace
-    emulator.call(
-        lambda: ns.create_subscription(
-            topic, name, SubscriptionProperties(**props), list(rules) if rules else None, origin="arm"
-        )
-    )
-    return name
+    SubscriptionProperties fields, through ``backend``."""
+    return backend.create_subscription(topic, name, rules, **props)
 
 
 def sql_rule(name: str, expression: str, action: str | None = None) -> RuleConfig:
@@ -179,7 +170,7 @@ def peek(receiver: ServiceBusReceiver) -> list[ServiceBusReceivedMessage]:
 
 
 def peek_queue(
-    emulator: EmulatorHandle, queue: str, sub_queue: ServiceBusSubQueue | None = None
+    emulator: Backend, queue: str, sub_queue: ServiceBusSubQueue | None = None
 ) -> list[ServiceBusReceivedMessage]:
     """Everything the queue (or sub-queue) holds, whatever its state, without receiving it."""
     with sdk_client(emulator) as client, client.get_queue_receiver(queue, sub_queue=sub_queue) as receiver:

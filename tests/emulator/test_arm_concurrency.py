@@ -15,7 +15,7 @@ from azure.mgmt.servicebus.models import Rule, SBSubscription, SBTopic, SqlFilte
 from azure.servicebus import ServiceBusMessage
 
 if TYPE_CHECKING:
-    from tests.conftest import EmulatorHandle
+    from emulator.testing import EmulatorHandle
 
 WORKERS = 20
 T = TypeVar("T")

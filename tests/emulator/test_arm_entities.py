@@ -33,7 +33,7 @@ from azure.servicebus import ServiceBusClient, ServiceBusMessage, ServiceBusSubQ
 from azure.servicebus.exceptions import MessagingEntityDisabledError, ServiceBusAuthenticationError
 
 if TYPE_CHECKING:
-    from tests.conftest import EmulatorHandle
+    from emulator.testing import EmulatorHandle
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ from azure.core.exceptions import ClientAuthenticationError, ServiceRequestError
 from azure.mgmt.servicebus.models import SBQueue, SBSubscription, SBTopic
 
 if TYPE_CHECKING:
-    from tests.conftest import EmulatorHandle
+    from emulator.testing import EmulatorHandle
 
 NAMESPACE_PATH = (
     f"/subscriptions/{SUBSCRIPTION_ID}/resourceGroups/rg"

@@ -19,7 +19,7 @@ from emulator.broker.properties import EmulatorConfig
 from emulator.config import parse_config
 
 if TYPE_CHECKING:
-    from tests.conftest import EmulatorHandle
+    from emulator.testing import EmulatorHandle
 
 TOKEN = "persistence-token"
 

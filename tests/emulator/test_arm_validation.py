@@ -29,7 +29,7 @@ from azure.servicebus import ServiceBusMessage, ServiceBusSubQueue
 from emulator.broker import namespace as broker_namespace
 
 if TYPE_CHECKING:
-    from tests.conftest import EmulatorHandle
+    from emulator.testing import EmulatorHandle
 
 BAD_REQUEST = "MessagingGatewayBadRequest"
 

@@ -127,6 +127,7 @@ def assert_receive_refused(client: ServiceBusClient, queue: str) -> None:
 # ---------------------------------------------------------------------------------------------- keys
 
 
+@pytest.mark.emulator_only
 def test_default_key_works_from_the_connection_string_and_as_named_key_credential(emulator: Any) -> None:
     queue = emulator.create_queue()
 
@@ -136,6 +137,7 @@ def test_default_key_works_from_the_connection_string_and_as_named_key_credentia
         assert receive_bodies(client, queue, 1) == ["sent with the connection string"]
 
 
+@pytest.mark.emulator_only
 def test_wrong_shared_access_key_is_refused_for_send(emulator: Any) -> None:
     queue = emulator.create_queue()
     client = ServiceBusClient.from_connection_string(
@@ -146,6 +148,7 @@ def test_wrong_shared_access_key_is_refused_for_send(emulator: Any) -> None:
     assert_queue_empty(emulator.amqp_port, queue)
 
 
+@pytest.mark.emulator_only
 def test_wrong_shared_access_key_is_refused_for_receive(emulator: Any) -> None:
     queue = emulator.create_queue()
     client = ServiceBusClient.from_connection_string(
@@ -155,6 +158,7 @@ def test_wrong_shared_access_key_is_refused_for_receive(emulator: Any) -> None:
     assert_receive_refused(client, queue)
 
 
+@pytest.mark.emulator_only
 def test_unknown_shared_access_key_name_is_refused(emulator: Any) -> None:
     queue = emulator.create_queue()
     client = ServiceBusClient.from_connection_string(
@@ -164,6 +168,7 @@ def test_unknown_shared_access_key_name_is_refused(emulator: Any) -> None:
     assert_send_refused(client, queue)
 
 
+@pytest.mark.emulator_only
 def test_unknown_key_name_with_the_right_key_value_is_refused(emulator: Any) -> None:
     queue = emulator.create_queue()
     credential = AzureNamedKeyCredential("SomeOtherPolicy", DEFAULT_KEY)
@@ -174,6 +179,7 @@ def test_unknown_key_name_with_the_right_key_value_is_refused(emulator: Any) -> 
 # ---------------------------------------------------------------------------------------------- tokens
 
 
+@pytest.mark.emulator_only
 def test_valid_entity_token_in_connection_string_works(emulator: Any) -> None:
     queue = emulator.create_queue()
     port = emulator.amqp_port
@@ -183,6 +189,7 @@ def test_valid_entity_token_in_connection_string_works(emulator: Any) -> None:
         assert_round_trip(client, queue)
 
 
+@pytest.mark.emulator_only
 def test_expired_token_in_connection_string_is_refused(emulator: Any) -> None:
     queue = emulator.create_queue()
     port = emulator.amqp_port
@@ -192,6 +199,7 @@ def test_expired_token_in_connection_string_is_refused(emulator: Any) -> None:
     assert_send_refused(client, queue)
 
 
+@pytest.mark.emulator_only
 def test_expired_token_is_refused_by_the_emulator_itself(emulator: Any) -> None:
     """The credential claims the token is still valid, so only the emulator can notice ``se`` is past."""
     queue = emulator.create_queue()
@@ -201,6 +209,7 @@ def test_expired_token_is_refused_by_the_emulator_itself(emulator: Any) -> None:
     assert_send_refused(client_for(port, FixedTokenCredential(token)), queue)
 
 
+@pytest.mark.emulator_only
 def test_tampered_expiry_is_refused(emulator: Any) -> None:
     """A token whose ``se`` was pushed into the future after signing has an invalid signature."""
     queue = emulator.create_queue()
@@ -213,6 +222,7 @@ def test_tampered_expiry_is_refused(emulator: Any) -> None:
     assert_send_refused(client_for(port, AzureSasCredential(token)), queue)
 
 
+@pytest.mark.emulator_only
 def test_token_signed_with_another_key_is_refused(emulator: Any) -> None:
     queue = emulator.create_queue()
     port = emulator.amqp_port
@@ -221,6 +231,7 @@ def test_token_signed_with_another_key_is_refused(emulator: Any) -> None:
     assert_send_refused(client_for(port, AzureSasCredential(token)), queue)
 
 
+@pytest.mark.emulator_only
 def test_token_for_another_entity_is_refused_for_send(emulator: Any) -> None:
     queue = emulator.create_queue()
     port = emulator.amqp_port
@@ -230,6 +241,7 @@ def test_token_for_another_entity_is_refused_for_send(emulator: Any) -> None:
     assert_queue_empty(port, queue)
 
 
+@pytest.mark.emulator_only
 def test_token_for_another_entity_is_refused_for_receive(emulator: Any) -> None:
     queue = emulator.create_queue()
     other = emulator.create_queue()
@@ -239,6 +251,7 @@ def test_token_for_another_entity_is_refused_for_receive(emulator: Any) -> None:
     assert_receive_refused(client_for(port, AzureSasCredential(token)), queue)
 
 
+@pytest.mark.emulator_only
 def test_entity_token_does_not_cover_a_queue_whose_name_merely_starts_with_it(emulator: Any) -> None:
     """``sr`` scopes a path and its children (``q/...``), not every name with the same prefix (``q-x``)."""
     queue = emulator.create_queue()
@@ -250,6 +263,7 @@ def test_entity_token_does_not_cover_a_queue_whose_name_merely_starts_with_it(em
     assert_queue_empty(port, longer)
 
 
+@pytest.mark.emulator_only
 def test_entity_token_covers_the_entitys_dead_letter_queue(emulator: Any) -> None:
     queue = emulator.create_queue()
     port = emulator.amqp_port
@@ -266,6 +280,7 @@ def test_entity_token_covers_the_entitys_dead_letter_queue(emulator: Any) -> Non
     assert dead == ["to the DLQ"]
 
 
+@pytest.mark.emulator_only
 def test_namespace_wide_token_works_for_any_queue(emulator: Any) -> None:
     first = emulator.create_queue()
     second = emulator.create_queue()
@@ -282,6 +297,7 @@ def test_namespace_wide_token_works_for_any_queue(emulator: Any) -> None:
 # ---------------------------------------------------------------------------------------------- custom key
 
 
+@pytest.mark.emulator_only
 def test_custom_key_works_and_the_default_key_then_fails(make_emulator: Any) -> None:
     private = make_emulator(key_name="MyPolicy", key="secret")
     queue = private.create_queue()

@@ -302,11 +302,11 @@ def connect(port: int, registry: list[RawConnection]) -> RawConnection:
 # ---------------------------------------------------------------------------------------------- SDK checks
 
 
-def assert_still_serving(emulator: Any) -> None:
+def assert_still_serving(backend: Any) -> None:
     """A normal SDK client on the same emulator sends and receives."""
-    queue = emulator.create_queue()
+    queue = backend.create_queue()
     body = f"still alive {uuid.uuid4()}"
-    with ServiceBusClient.from_connection_string(emulator.connection_string, retry_total=1) as client:
+    with ServiceBusClient.from_connection_string(backend.connection_string, retry_total=1) as client:
         with client.get_queue_sender(queue) as sender:
             sender.send_messages(ServiceBusMessage(body))
         with client.get_queue_receiver(queue) as receiver:
@@ -334,6 +334,7 @@ GARBAGE_HEADERS = {
 }
 
 
+@pytest.mark.emulator_only
 def test_garbage_instead_of_a_protocol_header_gets_a_header_and_a_close(
     emulator: Any, raw_connections: list[RawConnection], subtests: Any
 ) -> None:
@@ -349,6 +350,7 @@ def test_garbage_instead_of_a_protocol_header_gets_a_header_and_a_close(
     assert_still_serving(emulator)
 
 
+@pytest.mark.emulator_only
 def test_truncated_input_then_close_does_not_hurt(
     emulator: Any, raw_connections: list[RawConnection], subtests: Any
 ) -> None:
@@ -394,6 +396,7 @@ BAD_FRAME_HEADERS = {
 }
 
 
+@pytest.mark.emulator_only
 def test_bad_frame_header_closes_with_framing_error(
     emulator: Any, raw_connections: list[RawConnection], subtests: Any
 ) -> None:
@@ -449,6 +452,7 @@ MALFORMED_BODIES = {
 }
 
 
+@pytest.mark.emulator_only
 def test_malformed_performative_closes_with_decode_error(
     emulator: Any, raw_connections: list[RawConnection], subtests: Any
 ) -> None:
@@ -491,6 +495,7 @@ def health_status(port: int) -> int:
         return int(response.status)
 
 
+@pytest.mark.emulator_only
 def test_junk_on_the_management_port_does_not_hurt(emulator: Any, subtests: Any) -> None:
     port = emulator.management_port
     junk = {
@@ -515,6 +520,7 @@ def test_junk_on_the_management_port_does_not_hurt(emulator: Any, subtests: Any)
 # ---------------------------------------------------------------------------------------------- no token
 
 
+@pytest.mark.emulator_only
 def test_attach_without_a_cbs_token_is_refused_as_unauthorized(
     emulator: Any, raw_connections: list[RawConnection], subtests: Any
 ) -> None:
@@ -567,9 +573,9 @@ NONSENSE_RECEIVER_ADDRESSES = [
 ]
 
 
-def test_nonsense_addresses_fail_authentication_as_missing_entities(emulator: Any, subtests: Any) -> None:
+def test_nonsense_addresses_fail_authentication_as_missing_entities(backend: Any, subtests: Any) -> None:
     # Azure refuses the put-token for an entity that does not exist (see test_cbs_conformance.py).
-    with ServiceBusClient.from_connection_string(emulator.connection_string, retry_total=0) as client:
+    with ServiceBusClient.from_connection_string(backend.connection_string, retry_total=0) as client:
         for name in NONSENSE_SENDER_ADDRESSES:
             with subtests.test(msg=f"sender to {name}"), pytest.raises(ServiceBusAuthenticationError):  # noqa: SIM117
                 with client.get_queue_sender(name.format(id=uuid.uuid4().hex[:8])) as sender:
@@ -588,17 +594,17 @@ def test_nonsense_addresses_fail_authentication_as_missing_entities(emulator: An
             ):
                 receiver.receive_messages(max_message_count=1, max_wait_time=2)
 
-    assert_still_serving(emulator)
+    assert_still_serving(backend)
 
 
 # ---------------------------------------------------------------------------------------------- sizes
 
 
-def test_message_over_the_queue_limit_is_refused_quickly(emulator: Any, subtests: Any) -> None:
+def test_message_over_the_queue_limit_is_refused_quickly(backend: Any, subtests: Any) -> None:
     """A 256 KB queue refuses bigger messages with message-size-exceeded. The SDK does not check single
     messages against the link's max-message-size itself, so the refusal is the emulator's."""
-    queue = emulator.create_queue(max_message_size_in_kilobytes=256)
-    with ServiceBusClient.from_connection_string(emulator.connection_string, retry_total=0) as client:
+    queue = backend.create_queue(max_message_size_in_kilobytes=256)
+    with ServiceBusClient.from_connection_string(backend.connection_string, retry_total=0) as client:
         with client.get_queue_sender(queue) as sender:
             for label, size in (("300 KB, one frame", 300 * 1024), ("3 MB, many frames", 3 * 1024 * 1024)):
                 with subtests.test(msg=label):
@@ -613,9 +619,10 @@ def test_message_over_the_queue_limit_is_refused_quickly(emulator: Any, subtests
             assert [b"".join(m.body) for m in received] == [b"y" * (250 * 1024)]
             receiver.complete_message(received[0])
 
-    assert_still_serving(emulator)
+    assert_still_serving(backend)
 
 
+@pytest.mark.emulator_only
 def test_delivery_over_the_reassembly_limit_is_refused_not_buffered(make_emulator: Any) -> None:
     """A multi-frame delivery larger than the broker will ever reassemble fails with message-size-exceeded
     instead of being buffered; the broker's ceiling is lowered so the test stays cheap."""
@@ -658,6 +665,7 @@ def wait_for_connection_count(handle: Any, at_most: int, timeout: float = 10) ->
     return count
 
 
+@pytest.mark.emulator_only
 def test_connection_flood_leaves_the_emulator_serving(emulator: Any) -> None:
     port = emulator.amqp_port
     baseline = connection_count(emulator)
@@ -694,6 +702,7 @@ def test_connection_flood_leaves_the_emulator_serving(emulator: Any) -> None:
     assert wait_for_connection_count(emulator, baseline) <= baseline
 
 
+@pytest.mark.emulator_only
 def test_connections_over_the_quota_are_refused_and_slots_are_freed(
     make_emulator: Any, raw_connections: list[RawConnection]
 ) -> None:

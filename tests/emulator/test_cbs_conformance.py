@@ -10,16 +10,15 @@ import uuid
 import pytest
 from azure.servicebus import ServiceBusMessage, ServiceBusSubQueue
 from azure.servicebus.exceptions import ServiceBusAuthenticationError
+from backends import Backend
 from sdk_helpers import create_subscription, create_topic, no_retry_async_client, no_retry_client
-
-from tests.conftest import EmulatorHandle
 
 
 def test_a_sender_or_receiver_for_a_missing_queue_fails_authentication_naming_the_entity(
-    emulator: EmulatorHandle,
+    backend: Backend,
 ) -> None:
     missing = f"missing-{uuid.uuid4().hex[:8]}"
-    with no_retry_client(emulator) as client:
+    with no_retry_client(backend) as client:
         with (
             pytest.raises(ServiceBusAuthenticationError) as sending,
             client.get_queue_sender(missing) as sender,
@@ -37,10 +36,10 @@ def test_a_sender_or_receiver_for_a_missing_queue_fails_authentication_naming_th
 
 
 def test_a_receiver_for_a_missing_subscription_or_topic_fails_authentication(
-    emulator: EmulatorHandle,
+    backend: Backend,
 ) -> None:
-    topic = create_topic(emulator)
-    with no_retry_client(emulator) as client:
+    topic = create_topic(backend)
+    with no_retry_client(backend) as client:
         with (
             pytest.raises(ServiceBusAuthenticationError),
             client.get_subscription_receiver(topic, "no-such-subscription") as receiver,
@@ -53,11 +52,11 @@ def test_a_receiver_for_a_missing_subscription_or_topic_fails_authentication(
             sender.send_messages(ServiceBusMessage("x"))
 
 
-def test_existing_entities_and_their_sub_queues_still_authenticate(emulator: EmulatorHandle) -> None:
-    queue = emulator.create_queue()
-    topic = create_topic(emulator)
-    subscription = create_subscription(emulator, topic, f"s-{uuid.uuid4().hex[:8]}")
-    with no_retry_client(emulator) as client:
+def test_existing_entities_and_their_sub_queues_still_authenticate(backend: Backend) -> None:
+    queue = backend.create_queue()
+    topic = create_topic(backend)
+    subscription = create_subscription(backend, topic, f"s-{uuid.uuid4().hex[:8]}")
+    with no_retry_client(backend) as client:
         with client.get_queue_sender(queue) as sender:
             sender.send_messages(ServiceBusMessage("fine"))
         with client.get_queue_receiver(queue, sub_queue=ServiceBusSubQueue.DEAD_LETTER) as dead_letters:
@@ -66,9 +65,9 @@ def test_existing_entities_and_their_sub_queues_still_authenticate(emulator: Emu
             assert receiver.receive_messages(max_wait_time=0.5) == []
 
 
-def test_the_async_client_fails_authentication_for_a_missing_queue(emulator: EmulatorHandle) -> None:
+def test_the_async_client_fails_authentication_for_a_missing_queue(backend: Backend) -> None:
     async def scenario() -> type[BaseException] | None:
-        async with no_retry_async_client(emulator) as client:
+        async with no_retry_async_client(backend) as client:
             try:
                 async with client.get_queue_sender(f"missing-{uuid.uuid4().hex[:8]}") as sender:
                     await sender.send_messages(ServiceBusMessage("x"))

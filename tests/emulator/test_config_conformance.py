@@ -27,7 +27,7 @@ from emulator.config import ConfigError, load_config, parse_config
 from tests.emulator.test_cli import assert_exits_before_ready
 
 if TYPE_CHECKING:
-    from tests.conftest import EmulatorHandle
+    from emulator.testing import EmulatorHandle
 
 TOKEN = "config-conformance-token"
 

@@ -40,7 +40,8 @@ from azure.servicebus.exceptions import (
 from sdk_helpers import no_retry_async_client, no_retry_client
 
 if TYPE_CHECKING:
-    from tests.conftest import EmulatorHandle
+    from backends import Backend
+
 
 WAIT = 1  # seconds a receiver waits on an empty queue
 LOCK = timedelta(seconds=5)  # the shortest lock duration Azure accepts
@@ -70,10 +71,10 @@ async def _raised(call: Any) -> type[BaseException] | None:
 
 
 def test_lock_expired_and_taken_by_another_receiver_raises_message_lock_lost(
-    emulator: EmulatorHandle,
+    backend: Backend,
 ) -> None:
-    queue = emulator.create_queue(lock_duration=LOCK)
-    with no_retry_client(emulator) as client:
+    queue = backend.create_queue(lock_duration=LOCK)
+    with no_retry_client(backend) as client:
         with client.get_queue_sender(queue) as sender:
             sender.send_messages(ServiceBusMessage("job"))
         with (
@@ -97,12 +98,12 @@ def test_lock_expired_and_taken_by_another_receiver_raises_message_lock_lost(
 
 
 def test_async_deferred_message_lock_lost_to_another_receiver_raises_message_lock_lost(
-    emulator: EmulatorHandle,
+    backend: Backend,
 ) -> None:
-    queue = emulator.create_queue(lock_duration=LOCK)
+    queue = backend.create_queue(lock_duration=LOCK)
 
     async def scenario() -> dict[str, Any]:
-        async with no_retry_async_client(emulator) as client:
+        async with no_retry_async_client(backend) as client:
             async with client.get_queue_sender(queue) as sender:
                 await sender.send_messages(ServiceBusMessage("deferred"))
             async with (
@@ -134,9 +135,9 @@ def test_async_deferred_message_lock_lost_to_another_receiver_raises_message_loc
     }
 
 
-def test_settling_or_receiving_on_a_closed_receiver_raises_value_error(emulator: EmulatorHandle) -> None:
-    queue = emulator.create_queue(lock_duration=timedelta(seconds=30))
-    with no_retry_client(emulator) as client:
+def test_settling_or_receiving_on_a_closed_receiver_raises_value_error(backend: Backend) -> None:
+    queue = backend.create_queue(lock_duration=timedelta(seconds=30))
+    with no_retry_client(backend) as client:
         with client.get_queue_sender(queue) as sender:
             sender.send_messages([ServiceBusMessage("a"), ServiceBusMessage("b")])
         receiver = client.get_queue_receiver(queue, max_wait_time=WAIT)
@@ -150,11 +151,11 @@ def test_settling_or_receiving_on_a_closed_receiver_raises_value_error(emulator:
             receiver.receive_deferred_messages([message.sequence_number])
 
 
-def test_async_settling_on_a_closed_receiver_raises_value_error(emulator: EmulatorHandle) -> None:
-    queue = emulator.create_queue(lock_duration=timedelta(seconds=30))
+def test_async_settling_on_a_closed_receiver_raises_value_error(backend: Backend) -> None:
+    queue = backend.create_queue(lock_duration=timedelta(seconds=30))
 
     async def scenario() -> tuple[type[BaseException] | None, type[BaseException] | None]:
-        async with no_retry_async_client(emulator) as client:
+        async with no_retry_async_client(backend) as client:
             async with client.get_queue_sender(queue) as sender:
                 await sender.send_messages(ServiceBusMessage("a"))
             receiver = client.get_queue_receiver(queue, max_wait_time=WAIT)
@@ -171,9 +172,9 @@ def test_async_settling_on_a_closed_receiver_raises_value_error(emulator: Emulat
 # ---------------------------------------------------------------------------------------------- sessions
 
 
-def test_session_held_by_another_receiver_raises_session_cannot_be_locked(emulator: EmulatorHandle) -> None:
-    queue = emulator.create_queue(requires_session=True, lock_duration=timedelta(seconds=30))
-    with no_retry_client(emulator) as client:
+def test_session_held_by_another_receiver_raises_session_cannot_be_locked(backend: Backend) -> None:
+    queue = backend.create_queue(requires_session=True, lock_duration=timedelta(seconds=30))
+    with no_retry_client(backend) as client:
         with client.get_queue_sender(queue) as sender:
             sender.send_messages(ServiceBusMessage("m", session_id="held"))
         with client.get_queue_receiver(
@@ -193,10 +194,10 @@ def test_session_held_by_another_receiver_raises_session_cannot_be_locked(emulat
 
 
 def test_cancelling_a_sequence_number_that_is_not_scheduled_raises_message_not_found(
-    emulator: EmulatorHandle,
+    backend: Backend,
 ) -> None:
-    queue = emulator.create_queue()
-    with no_retry_client(emulator) as client, client.get_queue_sender(queue) as sender:
+    queue = backend.create_queue()
+    with no_retry_client(backend) as client, client.get_queue_sender(queue) as sender:
         sender.send_messages(ServiceBusMessage("active"))
         (scheduled,) = sender.schedule_messages(
             ServiceBusMessage("scheduled"), datetime.now(UTC) + timedelta(minutes=10)
@@ -214,12 +215,12 @@ def test_cancelling_a_sequence_number_that_is_not_scheduled_raises_message_not_f
 
 
 def test_async_cancelling_an_activated_scheduled_message_raises_message_not_found(
-    emulator: EmulatorHandle,
+    backend: Backend,
 ) -> None:
-    queue = emulator.create_queue()
+    queue = backend.create_queue()
 
     async def scenario() -> tuple[type[BaseException] | None, type[BaseException] | None, list[str]]:
-        async with no_retry_async_client(emulator) as client, client.get_queue_sender(queue) as sender:
+        async with no_retry_async_client(backend) as client, client.get_queue_sender(queue) as sender:
             (number,) = await sender.schedule_messages(
                 ServiceBusMessage("soon"), datetime.now(UTC) + timedelta(seconds=0.5)
             )
@@ -236,10 +237,10 @@ def test_async_cancelling_an_activated_scheduled_message_raises_message_not_foun
 
 
 def test_receiving_by_a_sequence_number_that_is_not_deferred_raises_message_not_found(
-    emulator: EmulatorHandle,
+    backend: Backend,
 ) -> None:
-    queue = emulator.create_queue(lock_duration=timedelta(seconds=30))
-    with no_retry_client(emulator) as client:
+    queue = backend.create_queue(lock_duration=timedelta(seconds=30))
+    with no_retry_client(backend) as client:
         with client.get_queue_sender(queue) as sender:
             sender.send_messages([ServiceBusMessage("active"), ServiceBusMessage("to-defer")])
             (scheduled,) = sender.schedule_messages(
@@ -273,13 +274,13 @@ def test_receiving_by_a_sequence_number_that_is_not_deferred_raises_message_not_
 
 
 def test_async_receiving_an_unknown_deferred_sequence_number_raises_message_not_found(
-    emulator: EmulatorHandle,
+    backend: Backend,
 ) -> None:
-    queue = emulator.create_queue()
+    queue = backend.create_queue()
 
     async def scenario() -> type[BaseException] | None:
         async with (
-            no_retry_async_client(emulator) as client,
+            no_retry_async_client(backend) as client,
             client.get_queue_receiver(queue, max_wait_time=WAIT) as rx,
         ):
             return await _raised(rx.receive_deferred_messages([UNKNOWN_SEQUENCE_NUMBER]))
@@ -291,12 +292,12 @@ def test_async_receiving_an_unknown_deferred_sequence_number_raises_message_not_
 
 
 def test_operations_on_a_queue_that_does_not_exist_fail_authentication_as_on_azure(
-    emulator: EmulatorHandle,
+    backend: Backend,
 ) -> None:
     # Azure refuses the put-token for a missing entity (404 "could not be found"), so the handler's open
     # fails with ServiceBusAuthenticationError before any operation (see test_cbs_conformance.py).
     missing = "no-such-queue"
-    with no_retry_client(emulator) as client:
+    with no_retry_client(backend) as client:
         with pytest.raises(ServiceBusAuthenticationError), client.get_queue_sender(missing) as sender:
             sender.schedule_messages(ServiceBusMessage("x"), datetime.now(UTC) + timedelta(minutes=1))
         with (

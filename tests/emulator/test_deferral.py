@@ -33,15 +33,16 @@ from azure.servicebus.exceptions import MessageNotFoundError
 from sdk_helpers import no_retry_client, receive, seconds_from_now, sleep_until
 
 if TYPE_CHECKING:
-    from tests.conftest import EmulatorHandle
+    from backends import Backend
+
 
 WAIT = 1  # seconds a receiver waits on an empty queue
 LOCK = timedelta(seconds=5)
 DLQ = ServiceBusSubQueue.DEAD_LETTER
 
 
-def _send(emulator: EmulatorHandle, queue: str, *messages: ServiceBusMessage) -> None:
-    with no_retry_client(emulator) as client, client.get_queue_sender(queue) as sender:
+def _send(backend: Backend, queue: str, *messages: ServiceBusMessage) -> None:
+    with no_retry_client(backend) as client, client.get_queue_sender(queue) as sender:
         sender.send_messages(list(messages))
 
 
@@ -55,12 +56,12 @@ def _defer_all(receiver: ServiceBusReceiver, count: int) -> list[int]:
 
 
 def test_deferred_message_is_set_aside_and_received_locked_by_its_sequence_number(
-    emulator: EmulatorHandle,
+    backend: Backend,
 ) -> None:
-    queue = emulator.create_queue(lock_duration=LOCK)
-    _send(emulator, queue, ServiceBusMessage("payment", message_id="pay-1"), ServiceBusMessage("order"))
+    queue = backend.create_queue(lock_duration=LOCK)
+    _send(backend, queue, ServiceBusMessage("payment", message_id="pay-1"), ServiceBusMessage("order"))
 
-    with no_retry_client(emulator) as client, client.get_queue_receiver(queue, max_wait_time=WAIT) as rx:
+    with no_retry_client(backend) as client, client.get_queue_receiver(queue, max_wait_time=WAIT) as rx:
         (payment_seq,) = _defer_all(rx, 1)
         # Invisible to normal receives: the next receive gets the message behind it ...
         (order,) = receive(rx, 1, WAIT)
@@ -95,12 +96,12 @@ def test_deferred_message_is_set_aside_and_received_locked_by_its_sequence_numbe
 
 
 def test_abandoned_deferred_message_stays_deferred_and_dead_lettering_moves_it_to_the_dlq(
-    emulator: EmulatorHandle,
+    backend: Backend,
 ) -> None:
-    queue = emulator.create_queue(lock_duration=LOCK)
-    _send(emulator, queue, ServiceBusMessage("poison"), ServiceBusMessage("renewable"))
+    queue = backend.create_queue(lock_duration=LOCK)
+    _send(backend, queue, ServiceBusMessage("poison"), ServiceBusMessage("renewable"))
 
-    with no_retry_client(emulator) as client:
+    with no_retry_client(backend) as client:
         with client.get_queue_receiver(queue, max_wait_time=WAIT) as rx:
             poison_seq, renewable_seq = _defer_all(rx, 2)
 
@@ -137,13 +138,13 @@ def test_abandoned_deferred_message_stays_deferred_and_dead_lettering_moves_it_t
             dlq.complete_message(dead)
 
 
-def test_async_defer_receive_deferred_and_complete(emulator: EmulatorHandle) -> None:
-    queue = emulator.create_queue(lock_duration=LOCK)
-    _send(emulator, queue, ServiceBusMessage("later"), ServiceBusMessage("now"))
+def test_async_defer_receive_deferred_and_complete(backend: Backend) -> None:
+    queue = backend.create_queue(lock_duration=LOCK)
+    _send(backend, queue, ServiceBusMessage("later"), ServiceBusMessage("now"))
 
     async def scenario() -> dict[str, Any]:
         async with (
-            AsyncServiceBusClient.from_connection_string(emulator.connection_string, retry_total=0) as client,
+            AsyncServiceBusClient.from_connection_string(backend.connection_string, retry_total=0) as client,
             client.get_queue_receiver(queue, max_wait_time=WAIT) as rx,
         ):
             (later,) = await rx.receive_messages(max_message_count=1, max_wait_time=WAIT)
@@ -174,16 +175,16 @@ def test_async_defer_receive_deferred_and_complete(emulator: EmulatorHandle) -> 
     assert outcome["left"] == []
 
 
-def test_deferred_session_message_is_received_through_its_session(emulator: EmulatorHandle) -> None:
-    queue = emulator.create_queue(requires_session=True, lock_duration=timedelta(seconds=30))
+def test_deferred_session_message_is_received_through_its_session(backend: Backend) -> None:
+    queue = backend.create_queue(requires_session=True, lock_duration=timedelta(seconds=30))
     _send(
-        emulator,
+        backend,
         queue,
         ServiceBusMessage("payment", session_id="order-1"),
         ServiceBusMessage("purchase-order", session_id="order-1"),
     )
 
-    with no_retry_client(emulator) as client:
+    with no_retry_client(backend) as client:
         with client.get_queue_receiver(queue, session_id="order-1", max_wait_time=WAIT) as rx:
             (payment_seq,) = _defer_all(rx, 1)  # arrived too early: set aside
             rx.session.set_state(str(payment_seq))  # the seed's advice: keep the number in session state
@@ -220,12 +221,12 @@ def _receive_expired_deferred(receiver: ServiceBusReceiver, sequence_number: int
 
 
 def test_expired_deferred_message_is_dead_lettered_when_receive_deferred_finds_it_expired(
-    emulator: EmulatorHandle,
+    backend: Backend,
 ) -> None:
-    queue = emulator.create_queue(lock_duration=LOCK, dead_lettering_on_message_expiration=True)
-    _send(emulator, queue, ServiceBusMessage("short-lived", time_to_live=TTL))
+    queue = backend.create_queue(lock_duration=LOCK, dead_lettering_on_message_expiration=True)
+    _send(backend, queue, ServiceBusMessage("short-lived", time_to_live=TTL))
 
-    with no_retry_client(emulator) as client:
+    with no_retry_client(backend) as client:
         with client.get_queue_receiver(queue, max_wait_time=WAIT) as rx:
             seq, expires = _defer_and_get_expiry(rx)
             sleep_until(expires)  # the TTL passes while the message is deferred
@@ -245,12 +246,12 @@ def test_expired_deferred_message_is_dead_lettered_when_receive_deferred_finds_i
 
 
 def test_expired_deferred_message_is_dropped_without_dead_lettering_on_expiration(
-    emulator: EmulatorHandle,
+    backend: Backend,
 ) -> None:
-    queue = emulator.create_queue(lock_duration=LOCK)
-    _send(emulator, queue, ServiceBusMessage("short-lived", time_to_live=TTL))
+    queue = backend.create_queue(lock_duration=LOCK)
+    _send(backend, queue, ServiceBusMessage("short-lived", time_to_live=TTL))
 
-    with no_retry_client(emulator) as client:
+    with no_retry_client(backend) as client:
         with client.get_queue_receiver(queue, max_wait_time=WAIT) as rx:
             seq, expires = _defer_and_get_expiry(rx)
             sleep_until(expires)
@@ -266,10 +267,10 @@ def test_expired_deferred_message_is_dropped_without_dead_lettering_on_expiratio
 
 
 def test_peek_from_a_sequence_number_shows_active_locked_deferred_and_scheduled_messages_untouched(
-    emulator: EmulatorHandle,
+    backend: Backend,
 ) -> None:
-    queue = emulator.create_queue(lock_duration=timedelta(seconds=30))
-    with no_retry_client(emulator) as client:
+    queue = backend.create_queue(lock_duration=timedelta(seconds=30))
+    with no_retry_client(backend) as client:
         with client.get_queue_sender(queue) as sender:
             sender.send_messages([ServiceBusMessage("to-lock"), ServiceBusMessage("to-defer")])
             sender.send_messages(ServiceBusMessage("active"))

@@ -15,6 +15,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import pytest
 from azure.servicebus import (
     ServiceBusMessage,
     ServiceBusReceivedMessage,
@@ -26,15 +27,17 @@ from sdk_helpers import sdk_client, single_queue_config
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from tests.conftest import EmulatorHandle
+    from backends import Backend
+
+    from emulator.testing import EmulatorHandle
 
 WAIT = 1  # seconds a receiver waits on an empty queue
 WINDOW = timedelta(seconds=20)  # the shortest history window Azure accepts
 DRAIN_WAIT = 0.5  # stored messages are delivered at once; an empty receive this long means none is left
 
 
-def _dedup_queue(emulator: EmulatorHandle, **properties: Any) -> str:
-    return emulator.create_queue(
+def _dedup_queue(backend: Backend, **properties: Any) -> str:
+    return backend.create_queue(
         requires_duplicate_detection=True, duplicate_detection_history_time_window=WINDOW, **properties
     )
 
@@ -53,10 +56,10 @@ def _bodies(messages: list[ServiceBusReceivedMessage]) -> list[str]:
     return [str(m) for m in messages]
 
 
-def test_same_message_id_twice_inside_the_window_is_delivered_exactly_once(emulator: EmulatorHandle) -> None:
-    queue = _dedup_queue(emulator)
+def test_same_message_id_twice_inside_the_window_is_delivered_exactly_once(backend: Backend) -> None:
+    queue = _dedup_queue(backend)
 
-    with sdk_client(emulator) as client:
+    with sdk_client(backend) as client:
         with client.get_queue_sender(queue) as sender:
             sender.send_messages(ServiceBusMessage("debit 10", message_id="tx-1"))
             sender.send_messages(ServiceBusMessage("debit 10 (gateway retry)", message_id="tx-1"))  # no error
@@ -73,11 +76,11 @@ def test_same_message_id_twice_inside_the_window_is_delivered_exactly_once(emula
     assert [m.message_id for m in received] == ["tx-1", "tx-2"]
 
 
-def test_async_duplicate_send_is_accepted_and_dropped(emulator: EmulatorHandle) -> None:
-    queue = _dedup_queue(emulator)
+def test_async_duplicate_send_is_accepted_and_dropped(backend: Backend) -> None:
+    queue = _dedup_queue(backend)
 
     async def scenario() -> list[str]:
-        async with AsyncServiceBusClient.from_connection_string(emulator.connection_string) as client:
+        async with AsyncServiceBusClient.from_connection_string(backend.connection_string) as client:
             async with client.get_queue_sender(queue) as sender:
                 for body in ("first", "second", "third"):
                     await sender.send_messages(ServiceBusMessage(body, message_id="same-id"))
@@ -92,10 +95,10 @@ def test_async_duplicate_send_is_accepted_and_dropped(emulator: EmulatorHandle) 
     assert asyncio.run(scenario()) == ["first"]
 
 
-def test_duplicates_inside_one_batch_are_dropped_too(emulator: EmulatorHandle) -> None:
-    queue = _dedup_queue(emulator)
+def test_duplicates_inside_one_batch_are_dropped_too(backend: Backend) -> None:
+    queue = _dedup_queue(backend)
 
-    with sdk_client(emulator) as client:
+    with sdk_client(backend) as client:
         with client.get_queue_sender(queue) as sender:
             batch = sender.create_message_batch()
             for body, message_id in (("a1", "a"), ("b1", "b"), ("a2", "a"), ("c1", "c"), ("b2", "b")):
@@ -111,11 +114,11 @@ def test_duplicates_inside_one_batch_are_dropped_too(emulator: EmulatorHandle) -
 
 
 def test_without_duplicate_detection_the_same_message_id_is_enqueued_every_time(
-    emulator: EmulatorHandle,
+    backend: Backend,
 ) -> None:
-    queue = emulator.create_queue()
+    queue = backend.create_queue()
 
-    with sdk_client(emulator) as client:
+    with sdk_client(backend) as client:
         with client.get_queue_sender(queue) as sender:
             sender.send_messages(ServiceBusMessage("one", message_id="same"))
             sender.send_messages(
@@ -127,10 +130,10 @@ def test_without_duplicate_detection_the_same_message_id_is_enqueued_every_time(
     assert _bodies(received) == ["one", "two", "three"]
 
 
-def test_duplicate_detection_applies_across_sessions_of_a_session_queue(emulator: EmulatorHandle) -> None:
-    queue = _dedup_queue(emulator, requires_session=True)
+def test_duplicate_detection_applies_across_sessions_of_a_session_queue(backend: Backend) -> None:
+    queue = _dedup_queue(backend, requires_session=True)
 
-    with sdk_client(emulator) as client:
+    with sdk_client(backend) as client:
         with client.get_queue_sender(queue) as sender:
             sender.send_messages(ServiceBusMessage("first", message_id="tx-9", session_id="wallet-1"))
             sender.send_messages(ServiceBusMessage("again", message_id="tx-9", session_id="wallet-1"))
@@ -140,11 +143,11 @@ def test_duplicate_detection_applies_across_sessions_of_a_session_queue(emulator
             assert _bodies(_drain(rx)) == ["first"]
 
 
-def test_message_id_is_enqueued_again_once_the_window_has_passed(emulator: EmulatorHandle) -> None:
+def test_message_id_is_enqueued_again_once_the_window_has_passed(backend: Backend) -> None:
     """The one slow test of this file: the shortest window Azure allows is 20 seconds."""
-    queue = _dedup_queue(emulator)
+    queue = _dedup_queue(backend)
 
-    with sdk_client(emulator) as client, client.get_queue_sender(queue) as sender:
+    with sdk_client(backend) as client, client.get_queue_sender(queue) as sender:
         sender.send_messages(ServiceBusMessage("original", message_id="tx-1"))
         first_seen = time.monotonic()
         sender.send_messages(ServiceBusMessage("inside the window", message_id="tx-1"))
@@ -157,6 +160,7 @@ def test_message_id_is_enqueued_again_once_the_window_has_passed(emulator: Emula
     assert _bodies(received) == ["original", "after the window"]
 
 
+@pytest.mark.emulator_only
 def test_duplicate_detection_history_survives_a_restart(
     make_emulator: Callable[..., EmulatorHandle], tmp_path: Path
 ) -> None:

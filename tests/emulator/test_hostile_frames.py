@@ -107,6 +107,7 @@ HUGE_COUNTS = {
 }
 
 
+@pytest.mark.emulator_only
 def test_a_count_larger_than_the_bytes_present_is_a_decode_error_and_others_are_served(
     emulator: Any, raw_connections: list[RawConnection], subtests: Any
 ) -> None:
@@ -122,6 +123,7 @@ def test_a_count_larger_than_the_bytes_present_is_a_decode_error_and_others_are_
             assert "declares" in close_description(frames)
 
 
+@pytest.mark.emulator_only
 def test_a_performative_nested_thousands_deep_is_a_decode_error(
     emulator: Any, raw_connections: list[RawConnection]
 ) -> None:
@@ -150,6 +152,7 @@ DISPOSITION_RANGES = {
 }
 
 
+@pytest.mark.emulator_only
 def test_a_disposition_over_ids_never_sent_closes_that_connection_at_once(
     emulator: Any, raw_connections: list[RawConnection], subtests: Any
 ) -> None:
@@ -197,6 +200,7 @@ def _buffered(handle: Any) -> int:
     )
 
 
+@pytest.mark.emulator_only
 def test_unfinished_deliveries_are_capped_per_connection_and_the_crossing_one_is_refused(
     make_emulator: Any, raw_connections: list[RawConnection]
 ) -> None:
@@ -236,6 +240,7 @@ def test_unfinished_deliveries_are_capped_per_connection_and_the_crossing_one_is
 # ------------------------------------------------------------------------------------------- handshakes
 
 
+@pytest.mark.emulator_only
 def test_connections_that_never_finish_the_handshake_are_closed_and_free_their_slots(
     make_emulator: Any, raw_connections: list[RawConnection], subtests: Any
 ) -> None:
@@ -271,6 +276,7 @@ def test_connections_that_never_finish_the_handshake_are_closed_and_free_their_s
 # ------------------------------------------------------------------------------------------- quota
 
 
+@pytest.mark.emulator_only
 def test_a_client_over_the_connection_quota_is_told_the_quota_was_exceeded(
     make_emulator: Any, raw_connections: list[RawConnection]
 ) -> None:
@@ -299,6 +305,7 @@ def test_a_client_over_the_connection_quota_is_told_the_quota_was_exceeded(
     assert_still_serving(private)
 
 
+@pytest.mark.emulator_only
 def test_a_raw_client_over_the_quota_gets_sasl_then_open_and_a_resource_limit_close(
     make_emulator: Any, raw_connections: list[RawConnection]
 ) -> None:

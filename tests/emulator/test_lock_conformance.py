@@ -31,14 +31,16 @@ from sdk_helpers import (
 )
 
 if TYPE_CHECKING:
-    from tests.conftest import EmulatorHandle
+    from backends import Backend
+
+    from emulator.testing import EmulatorHandle
 
 WAIT = 1.0
 LOCK = timedelta(seconds=5)  # the shortest lock duration Azure accepts
 
 
-def _send(emulator: EmulatorHandle, queue: str, *bodies: str, session_id: str | None = None) -> None:
-    with sdk_client(emulator) as client, client.get_queue_sender(queue) as sender:
+def _send(backend: Backend, queue: str, *bodies: str, session_id: str | None = None) -> None:
+    with sdk_client(backend) as client, client.get_queue_sender(queue) as sender:
         sender.send_messages([ServiceBusMessage(b, session_id=session_id) for b in bodies])
 
 
@@ -58,11 +60,11 @@ def _detach_receiver_link(receiver: ServiceBusReceiver) -> None:
 
 
 def test_message_of_a_detached_receiver_link_is_settled_through_management_until_its_lock_expires(
-    emulator: EmulatorHandle,
+    backend: Backend,
 ) -> None:
-    queue = emulator.create_queue(lock_duration=LOCK, max_delivery_count=10)
-    _send(emulator, queue, "completed-after-detach", "dead-lettered-after-detach", "expired-after-detach")
-    with no_retry_client(emulator) as client, client.get_queue_receiver(queue, prefetch_count=0) as receiver:
+    queue = backend.create_queue(lock_duration=LOCK, max_delivery_count=10)
+    _send(backend, queue, "completed-after-detach", "dead-lettered-after-detach", "expired-after-detach")
+    with no_retry_client(backend) as client, client.get_queue_receiver(queue, prefetch_count=0) as receiver:
         received = {str(m): m for m in receive(receiver, 3, WAIT)}
         assert len(received) == 3
         _detach_receiver_link(receiver)
@@ -74,21 +76,21 @@ def test_message_of_a_detached_receiver_link_is_settled_through_management_until
         time.sleep(0.2)
         with pytest.raises(MessageLockLostError):
             receiver.complete_message(late)
-    left = peek_queue(emulator, queue)
+    left = peek_queue(backend, queue)
     assert [(str(m), m.delivery_count) for m in left] == [("expired-after-detach", 1)]
-    dead = peek_queue(emulator, queue, ServiceBusSubQueue.DEAD_LETTER)
+    dead = peek_queue(backend, queue, ServiceBusSubQueue.DEAD_LETTER)
     assert [(str(m), m.dead_letter_reason) for m in dead] == [("dead-lettered-after-detach", "AfterDetach")]
 
 
 def test_async_message_of_a_detached_receiver_link_is_completed_through_management(
-    emulator: EmulatorHandle,
+    backend: Backend,
 ) -> None:
-    queue = emulator.create_queue(lock_duration=timedelta(seconds=30))
-    _send(emulator, queue, "async-after-detach")
+    queue = backend.create_queue(lock_duration=timedelta(seconds=30))
+    _send(backend, queue, "async-after-detach")
 
     async def scenario() -> None:
         async with (
-            no_retry_async_client(emulator) as client,
+            no_retry_async_client(backend) as client,
             client.get_queue_receiver(queue, prefetch_count=0) as receiver,
         ):
             received = await receiver.receive_messages(max_message_count=1, max_wait_time=WAIT)
@@ -97,7 +99,7 @@ def test_async_message_of_a_detached_receiver_link_is_completed_through_manageme
             await receiver.complete_message(received[0])
 
     asyncio.run(asyncio.wait_for(scenario(), 60))
-    assert peek_queue(emulator, queue) == []
+    assert peek_queue(backend, queue) == []
 
 
 # --- point 7: renewal and expiry timing
@@ -115,6 +117,7 @@ def _broker_lock_expiry_ms(emulator: EmulatorHandle, queue: str, token: str) -> 
     return result
 
 
+@pytest.mark.emulator_only
 def test_locked_until_utc_is_the_brokers_expiry_on_receipt_and_after_renewal(
     emulator: EmulatorHandle,
 ) -> None:
@@ -134,11 +137,11 @@ def test_locked_until_utc_is_the_brokers_expiry_on_receipt_and_after_renewal(
 
 
 def test_renewing_or_completing_an_expired_message_lock_fails_at_once_with_lock_lost(
-    emulator: EmulatorHandle,
+    backend: Backend,
 ) -> None:
-    queue = emulator.create_queue(lock_duration=LOCK)
-    _send(emulator, queue, "expires", "expires-too")
-    with no_retry_client(emulator) as client, client.get_queue_receiver(queue, prefetch_count=0) as receiver:
+    queue = backend.create_queue(lock_duration=LOCK)
+    _send(backend, queue, "expires", "expires-too")
+    with no_retry_client(backend) as client, client.get_queue_receiver(queue, prefetch_count=0) as receiver:
         first, second = receive(receiver, 2, WAIT)
         assert first.locked_until_utc is not None
         sleep_until(first.locked_until_utc)
@@ -148,17 +151,17 @@ def test_renewing_or_completing_an_expired_message_lock_fails_at_once_with_lock_
             receiver.renew_message_lock(first)
         with pytest.raises(MessageLockLostError):
             receiver.complete_message(second)
-    redelivered = peek_queue(emulator, queue)
+    redelivered = peek_queue(backend, queue)
     assert sorted(m.delivery_count for m in redelivered) == [1, 1]
 
 
 def test_renewing_an_expired_session_lock_fails_at_once_with_session_lock_lost(
-    emulator: EmulatorHandle,
+    backend: Backend,
 ) -> None:
-    queue = emulator.create_queue(requires_session=True, lock_duration=LOCK)
-    _send(emulator, queue, "in-session", session_id="s-expiring")
+    queue = backend.create_queue(requires_session=True, lock_duration=LOCK)
+    _send(backend, queue, "in-session", session_id="s-expiring")
     with (
-        no_retry_client(emulator) as client,
+        no_retry_client(backend) as client,
         client.get_queue_receiver(queue, session_id="s-expiring") as receiver,
     ):
         message = _receive_one(receiver)

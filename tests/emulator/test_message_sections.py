@@ -15,20 +15,17 @@ from azure.servicebus.amqp import (
     AmqpMessageHeader,
     AmqpMessageProperties,
 )
+from backends import Backend
 from sdk_helpers import sdk_client
-
-from tests.conftest import EmulatorHandle
 
 
 def _decoded(value: Any) -> Any:
     return value.decode() if isinstance(value, bytes) else value
 
 
-def _send_and_receive(
-    emulator: EmulatorHandle, message: AmqpAnnotatedMessage, mode: ServiceBusReceiveMode
-) -> Any:
-    queue = emulator.create_queue()
-    with sdk_client(emulator) as client:
+def _send_and_receive(backend: Backend, message: AmqpAnnotatedMessage, mode: ServiceBusReceiveMode) -> Any:
+    queue = backend.create_queue()
+    with sdk_client(backend) as client:
         with client.get_queue_sender(queue) as sender:
             sender.send_messages(message)
         with client.get_queue_receiver(queue, receive_mode=mode, max_wait_time=5) as receiver:
@@ -40,10 +37,10 @@ def _send_and_receive(
 
 
 def test_a_peek_lock_delivery_carries_its_lock_token_in_the_delivery_annotations(
-    emulator: EmulatorHandle,
+    backend: Backend,
 ) -> None:
     received = _send_and_receive(
-        emulator, AmqpAnnotatedMessage(data_body=b"x"), ServiceBusReceiveMode.PEEK_LOCK
+        backend, AmqpAnnotatedMessage(data_body=b"x"), ServiceBusReceiveMode.PEEK_LOCK
     )
     annotations = received.raw_amqp_message.delivery_annotations
     assert annotations is not None
@@ -51,16 +48,16 @@ def test_a_peek_lock_delivery_carries_its_lock_token_in_the_delivery_annotations
     assert annotations[b"x-opt-lock-token"] == received.lock_token_at_receipt
 
 
-def test_a_receive_and_delete_delivery_has_no_lock_token(emulator: EmulatorHandle) -> None:
+def test_a_receive_and_delete_delivery_has_no_lock_token(backend: Backend) -> None:
     received = _send_and_receive(
-        emulator, AmqpAnnotatedMessage(data_body=b"x"), ServiceBusReceiveMode.RECEIVE_AND_DELETE
+        backend, AmqpAnnotatedMessage(data_body=b"x"), ServiceBusReceiveMode.RECEIVE_AND_DELETE
     )
     assert b"x-opt-lock-token" not in (received.raw_amqp_message.delivery_annotations or {})
 
 
 @pytest.mark.parametrize("mode", [ServiceBusReceiveMode.PEEK_LOCK, ServiceBusReceiveMode.RECEIVE_AND_DELETE])
 def test_every_section_of_an_annotated_message_round_trips(
-    emulator: EmulatorHandle, mode: ServiceBusReceiveMode
+    backend: Backend, mode: ServiceBusReceiveMode
 ) -> None:
     sent = AmqpAnnotatedMessage(
         data_body=[b"part-1", b"part-2"],
@@ -71,7 +68,7 @@ def test_every_section_of_an_annotated_message_round_trips(
         application_properties={"tenant": "contoso", "n": 3},
         footer={"footer-key": "footer-value"},
     )
-    received = _send_and_receive(emulator, sent, mode).raw_amqp_message
+    received = _send_and_receive(backend, sent, mode).raw_amqp_message
     assert received.body_type == AmqpMessageBodyType.DATA
     assert list(received.body) == [b"part-1", b"part-2"]
     assert received.header.priority == 7
@@ -97,10 +94,8 @@ def test_every_section_of_an_annotated_message_round_trips(
         ({"sequence_body": [[1, "a"], [2, "b"]]}, AmqpMessageBodyType.SEQUENCE),
     ],
 )
-def test_value_and_sequence_bodies_round_trip(
-    emulator: EmulatorHandle, body: dict[str, Any], kind: Any
-) -> None:
-    received = _send_and_receive(emulator, AmqpAnnotatedMessage(**body), ServiceBusReceiveMode.PEEK_LOCK)
+def test_value_and_sequence_bodies_round_trip(backend: Backend, body: dict[str, Any], kind: Any) -> None:
+    received = _send_and_receive(backend, AmqpAnnotatedMessage(**body), ServiceBusReceiveMode.PEEK_LOCK)
     raw = received.raw_amqp_message
     assert raw.body_type == kind
     if kind == AmqpMessageBodyType.VALUE:

@@ -12,6 +12,7 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+import pytest
 from azure.servicebus import (
     ServiceBusMessage,
     ServiceBusMessageState,
@@ -24,19 +25,20 @@ from azure.servicebus.amqp import AmqpAnnotatedMessage, AmqpMessageBodyType
 from sdk_helpers import drain, sdk_client
 
 if TYPE_CHECKING:
-    from tests.conftest import EmulatorHandle
+    from backends import Backend
+
 
 WAIT = 0.5  # seconds a receiver waits on an empty queue (local deliveries take milliseconds)
 
 
-def _send(emulator: EmulatorHandle, queue: str, *messages: Any) -> None:
-    with sdk_client(emulator) as client, client.get_queue_sender(queue) as sender:
+def _send(backend: Backend, queue: str, *messages: Any) -> None:
+    with sdk_client(backend) as client, client.get_queue_sender(queue) as sender:
         for message in messages:
             sender.send_messages(message)
 
 
 def _receive_all(
-    emulator: EmulatorHandle,
+    backend: Backend,
     queue: str,
     count: int | None = None,
     *,
@@ -46,7 +48,7 @@ def _receive_all(
     empty when ``count`` is None, and check that the queue holds nothing more. Asking for exactly what is
     expected leaves no credit to drain on close."""
     with (
-        sdk_client(emulator) as client,
+        sdk_client(backend) as client,
         client.get_queue_receiver(queue, sub_queue=sub_queue, max_wait_time=WAIT) as receiver,
     ):
         received = drain(receiver, count, WAIT)
@@ -63,13 +65,14 @@ def _body_bytes(message: ServiceBusReceivedMessage) -> bytes:
 # --- sending
 
 
-def test_single_sends_are_received_in_order_with_sequence_numbers_from_one(emulator: EmulatorHandle) -> None:
-    queue = emulator.create_queue()
+@pytest.mark.also_over_arm
+def test_single_sends_are_received_in_order_with_sequence_numbers_from_one(backend: Backend) -> None:
+    queue = backend.create_queue()
     before = datetime.now(UTC)
 
-    _send(emulator, queue, *(ServiceBusMessage(f"m{i}") for i in range(3)))
+    _send(backend, queue, *(ServiceBusMessage(f"m{i}") for i in range(3)))
 
-    received = _receive_all(emulator, queue, 3)
+    received = _receive_all(backend, queue, 3)
     after = datetime.now(UTC)
     assert [str(m) for m in received] == ["m0", "m1", "m2"]
     assert [m.sequence_number for m in received] == [1, 2, 3]
@@ -80,23 +83,23 @@ def test_single_sends_are_received_in_order_with_sequence_numbers_from_one(emula
     assert enqueued == sorted(enqueued)  # type: ignore[type-var]
 
 
-def test_list_send_stores_each_message_separately_in_order(emulator: EmulatorHandle) -> None:
-    queue = emulator.create_queue()
+def test_list_send_stores_each_message_separately_in_order(backend: Backend) -> None:
+    queue = backend.create_queue()
 
-    with sdk_client(emulator) as client, client.get_queue_sender(queue) as sender:
+    with sdk_client(backend) as client, client.get_queue_sender(queue) as sender:
         sender.send_messages([ServiceBusMessage(f"m{i}", message_id=f"id-{i}") for i in range(4)])
 
-    received = _receive_all(emulator, queue, 4)
+    received = _receive_all(backend, queue, 4)
     assert [str(m) for m in received] == ["m0", "m1", "m2", "m3"]
     assert [m.message_id for m in received] == ["id-0", "id-1", "id-2", "id-3"]
     assert [m.sequence_number for m in received] == [1, 2, 3, 4]
     assert all(m.enqueued_time_utc is not None for m in received)
 
 
-def test_message_batch_is_split_into_messages_that_continue_the_sequence(emulator: EmulatorHandle) -> None:
-    queue = emulator.create_queue()
+def test_message_batch_is_split_into_messages_that_continue_the_sequence(backend: Backend) -> None:
+    queue = backend.create_queue()
 
-    with sdk_client(emulator) as client, client.get_queue_sender(queue) as sender:
+    with sdk_client(backend) as client, client.get_queue_sender(queue) as sender:
         sender.send_messages(ServiceBusMessage("single"))
         batch = sender.create_message_batch()
         for i in range(5):
@@ -104,31 +107,31 @@ def test_message_batch_is_split_into_messages_that_continue_the_sequence(emulato
         sender.send_messages(batch)
         sender.send_messages(ServiceBusMessage("after"))
 
-    received = _receive_all(emulator, queue, 7)
+    received = _receive_all(backend, queue, 7)
     assert [str(m) for m in received] == ["single", "b0", "b1", "b2", "b3", "b4", "after"]
     assert [m.sequence_number for m in received] == [1, 2, 3, 4, 5, 6, 7]
     assert [m.application_properties[b"index"] for m in received[1:6]] == [0, 1, 2, 3, 4]  # type: ignore[index]
 
 
-def test_sequence_numbers_are_never_reused_after_messages_are_removed(emulator: EmulatorHandle) -> None:
-    queue = emulator.create_queue()
+def test_sequence_numbers_are_never_reused_after_messages_are_removed(backend: Backend) -> None:
+    queue = backend.create_queue()
 
-    with sdk_client(emulator) as client, client.get_queue_sender(queue) as sender:
+    with sdk_client(backend) as client, client.get_queue_sender(queue) as sender:
         sender.send_messages([ServiceBusMessage("a"), ServiceBusMessage("b")])
-        first = _receive_all(emulator, queue, 2)
+        first = _receive_all(backend, queue, 2)
         sender.send_messages(ServiceBusMessage("c"))
 
-    (later,) = _receive_all(emulator, queue, 1)
+    (later,) = _receive_all(backend, queue, 1)
     assert [m.sequence_number for m in first] == [1, 2]
     assert later.sequence_number == 3
 
 
-def test_message_id_is_generated_by_the_sdk_when_not_given(emulator: EmulatorHandle) -> None:
-    queue = emulator.create_queue()
+def test_message_id_is_generated_by_the_sdk_when_not_given(backend: Backend) -> None:
+    queue = backend.create_queue()
 
-    _send(emulator, queue, ServiceBusMessage("a"), ServiceBusMessage("b"))
+    _send(backend, queue, ServiceBusMessage("a"), ServiceBusMessage("b"))
 
-    ids = [m.message_id for m in _receive_all(emulator, queue, 2)]
+    ids = [m.message_id for m in _receive_all(backend, queue, 2)]
     assert len(ids) == 2
     assert ids[0] != ids[1]
     for message_id in ids:
@@ -139,8 +142,8 @@ def test_message_id_is_generated_by_the_sdk_when_not_given(emulator: EmulatorHan
 # --- round trips
 
 
-def test_system_properties_round_trip(emulator: EmulatorHandle) -> None:
-    queue = emulator.create_queue()
+def test_system_properties_round_trip(backend: Backend) -> None:
+    queue = backend.create_queue()
     message = ServiceBusMessage(
         "payload",
         message_id="message-1",
@@ -154,9 +157,9 @@ def test_system_properties_round_trip(emulator: EmulatorHandle) -> None:
         partition_key="partition-7",
     )
 
-    _send(emulator, queue, message)
+    _send(backend, queue, message)
 
-    (received,) = _receive_all(emulator, queue, 1)
+    (received,) = _receive_all(backend, queue, 1)
     assert received.message_id == "message-1"
     assert received.correlation_id == "correlation-1"
     assert received.reply_to == "reply-queue"
@@ -171,8 +174,8 @@ def test_system_properties_round_trip(emulator: EmulatorHandle) -> None:
     assert received.expires_at_utc == received.enqueued_time_utc + timedelta(minutes=10)
 
 
-def test_application_properties_round_trip_in_the_form_the_sdk_decodes(emulator: EmulatorHandle) -> None:
-    queue = emulator.create_queue()
+def test_application_properties_round_trip_in_the_form_the_sdk_decodes(backend: Backend) -> None:
+    queue = backend.create_queue()
     message = ServiceBusMessage(
         "x",
         application_properties={
@@ -187,9 +190,9 @@ def test_application_properties_round_trip_in_the_form_the_sdk_decodes(emulator:
         },
     )
 
-    _send(emulator, queue, message)
+    _send(backend, queue, message)
 
-    (received,) = _receive_all(emulator, queue, 1)
+    (received,) = _receive_all(backend, queue, 1)
     # azure-servicebus 7.15 hands back keys and string values as bytes; bytes are sent as strings.
     assert received.application_properties == {
         b"text": b"hello",
@@ -208,14 +211,14 @@ def test_application_properties_round_trip_in_the_form_the_sdk_decodes(emulator:
     assert type(props[b"flag"]) is bool
 
 
-def test_uuid_and_datetime_application_properties_round_trip(emulator: EmulatorHandle) -> None:
-    queue = emulator.create_queue()
+def test_uuid_and_datetime_application_properties_round_trip(backend: Backend) -> None:
+    queue = backend.create_queue()
     ident = uuid.UUID("12345678-1234-5678-1234-567812345678")
     when = datetime(2024, 1, 2, 3, 4, 5, 678000, tzinfo=UTC)
 
-    _send(emulator, queue, ServiceBusMessage("x", application_properties={"ident": ident, "when": when}))
+    _send(backend, queue, ServiceBusMessage("x", application_properties={"ident": ident, "when": when}))
 
-    (received,) = _receive_all(emulator, queue, 1)
+    (received,) = _receive_all(backend, queue, 1)
     props = received.application_properties
     assert props is not None
     assert props[b"ident"] == ident
@@ -223,94 +226,94 @@ def test_uuid_and_datetime_application_properties_round_trip(emulator: EmulatorH
     assert props[b"when"] == int(when.timestamp() * 1000)
 
 
-def test_str_and_bytes_bodies_round_trip_as_data(emulator: EmulatorHandle) -> None:
-    queue = emulator.create_queue()
+def test_str_and_bytes_bodies_round_trip_as_data(backend: Backend) -> None:
+    queue = backend.create_queue()
     binary = bytes(range(256))
 
-    _send(emulator, queue, ServiceBusMessage("text body é"), ServiceBusMessage(binary), ServiceBusMessage(""))
+    _send(backend, queue, ServiceBusMessage("text body é"), ServiceBusMessage(binary), ServiceBusMessage(""))
 
-    text, raw, empty = _receive_all(emulator, queue, 3)
+    text, raw, empty = _receive_all(backend, queue, 3)
     assert _body_bytes(text) == "text body é".encode()
     assert str(text) == "text body é"
     assert _body_bytes(raw) == binary
     assert _body_bytes(empty) == b""
 
 
-def test_multiple_data_sections_round_trip(emulator: EmulatorHandle) -> None:
-    queue = emulator.create_queue()
+def test_multiple_data_sections_round_trip(backend: Backend) -> None:
+    queue = backend.create_queue()
 
-    _send(emulator, queue, AmqpAnnotatedMessage(data_body=[b"first", b"second"]))
+    _send(backend, queue, AmqpAnnotatedMessage(data_body=[b"first", b"second"]))
 
-    (received,) = _receive_all(emulator, queue, 1)
+    (received,) = _receive_all(backend, queue, 1)
     assert received.body_type == AmqpMessageBodyType.DATA
     assert list(received.body) == [b"first", b"second"]
 
 
-def test_amqp_value_body_round_trips(emulator: EmulatorHandle) -> None:
-    queue = emulator.create_queue()
+def test_amqp_value_body_round_trips(backend: Backend) -> None:
+    queue = backend.create_queue()
 
-    _send(emulator, queue, AmqpAnnotatedMessage(value_body={"key": "value", "n": 3, "items": [1, 2]}))
+    _send(backend, queue, AmqpAnnotatedMessage(value_body={"key": "value", "n": 3, "items": [1, 2]}))
 
-    (received,) = _receive_all(emulator, queue, 1)
+    (received,) = _receive_all(backend, queue, 1)
     assert received.body_type == AmqpMessageBodyType.VALUE
     assert received.body == {b"key": b"value", b"n": 3, b"items": [1, 2]}
 
 
-def test_amqp_sequence_body_round_trips(emulator: EmulatorHandle) -> None:
-    queue = emulator.create_queue()
+def test_amqp_sequence_body_round_trips(backend: Backend) -> None:
+    queue = backend.create_queue()
 
-    _send(emulator, queue, AmqpAnnotatedMessage(sequence_body=[[1, 2, 3], ["a", True]]))
+    _send(backend, queue, AmqpAnnotatedMessage(sequence_body=[[1, 2, 3], ["a", True]]))
 
-    (received,) = _receive_all(emulator, queue, 1)
+    (received,) = _receive_all(backend, queue, 1)
     assert received.body_type == AmqpMessageBodyType.SEQUENCE
     assert list(received.body) == [[1, 2, 3], [b"a", True]]
 
 
-def test_message_without_body_is_accepted_and_delivered_without_body(emulator: EmulatorHandle) -> None:
-    queue = emulator.create_queue()
+def test_message_without_body_is_accepted_and_delivered_without_body(backend: Backend) -> None:
+    queue = backend.create_queue()
 
-    _send(emulator, queue, ServiceBusMessage(None, message_id="empty", subject="no-body"))
+    _send(backend, queue, ServiceBusMessage(None, message_id="empty", subject="no-body"))
 
-    (received,) = _receive_all(emulator, queue, 1)
+    (received,) = _receive_all(backend, queue, 1)
     assert received.message_id == "empty"
     assert received.subject == "no-body"
     assert received.body is None
 
 
-def test_custom_message_annotations_and_footer_round_trip(emulator: EmulatorHandle) -> None:
-    queue = emulator.create_queue()
+def test_custom_message_annotations_and_footer_round_trip(backend: Backend) -> None:
+    queue = backend.create_queue()
     message = AmqpAnnotatedMessage(
         data_body=b"x",
         annotations={"x-custom-annotation": "annotated"},
         footer={"footer-key": "footer-value"},
     )
 
-    _send(emulator, queue, message)
+    _send(backend, queue, message)
 
-    (received,) = _receive_all(emulator, queue, 1)
+    (received,) = _receive_all(backend, queue, 1)
     raw = received.raw_amqp_message
     assert raw.annotations is not None
     assert raw.annotations[b"x-custom-annotation"] == b"annotated"
     assert raw.footer == {b"footer-key": b"footer-value"}
 
 
-def test_broker_annotations_set_by_the_client_are_replaced(emulator: EmulatorHandle) -> None:
-    queue = emulator.create_queue()
+def test_broker_annotations_set_by_the_client_are_replaced(backend: Backend) -> None:
+    queue = backend.create_queue()
     message = AmqpAnnotatedMessage(data_body=b"x", annotations={"x-opt-sequence-number": 999})
 
-    _send(emulator, queue, message)
+    _send(backend, queue, message)
 
-    (received,) = _receive_all(emulator, queue, 1)
+    (received,) = _receive_all(backend, queue, 1)
     assert received.sequence_number == 1
 
 
-def test_large_message_round_trips_across_many_frames(emulator: EmulatorHandle) -> None:
-    queue = emulator.create_queue()
+def test_large_message_round_trips_across_many_frames(backend: Backend) -> None:
+    queue = backend.create_queue()
     body = bytes(i % 251 for i in range(250 * 1024))
 
-    _send(emulator, queue, ServiceBusMessage(body))
+    _send(backend, queue, ServiceBusMessage(body))
 
-    (received,) = _receive_all(emulator, queue, 1)
+    (received,) = _receive_all(backend, queue, 1)
     assert _body_bytes(received) == body
 
 
@@ -318,12 +321,12 @@ def test_large_message_round_trips_across_many_frames(emulator: EmulatorHandle) 
 
 
 def test_peek_lock_receive_locks_the_message_and_hides_it_from_other_receivers(
-    emulator: EmulatorHandle,
+    backend: Backend,
 ) -> None:
-    queue = emulator.create_queue()
-    _send(emulator, queue, ServiceBusMessage("locked"))
+    queue = backend.create_queue()
+    _send(backend, queue, ServiceBusMessage("locked"))
 
-    with sdk_client(emulator) as client, client.get_queue_receiver(queue, max_wait_time=WAIT) as first:
+    with sdk_client(backend) as client, client.get_queue_receiver(queue, max_wait_time=WAIT) as first:
         (message,) = first.receive_messages(max_message_count=1, max_wait_time=WAIT)
         assert message.delivery_count == 0
         assert message.lock_token is not None
@@ -337,12 +340,12 @@ def test_peek_lock_receive_locks_the_message_and_hides_it_from_other_receivers(
         assert first.peek_messages(max_message_count=10, sequence_number=1) == []
 
 
-def test_receive_and_delete_removes_messages_on_delivery(emulator: EmulatorHandle) -> None:
-    queue = emulator.create_queue()
-    _send(emulator, queue, *(ServiceBusMessage(f"m{i}") for i in range(3)))
+def test_receive_and_delete_removes_messages_on_delivery(backend: Backend) -> None:
+    queue = backend.create_queue()
+    _send(backend, queue, *(ServiceBusMessage(f"m{i}") for i in range(3)))
 
     with (
-        sdk_client(emulator) as client,
+        sdk_client(backend) as client,
         client.get_queue_receiver(
             queue, receive_mode=ServiceBusReceiveMode.RECEIVE_AND_DELETE, max_wait_time=WAIT
         ) as receiver,
@@ -356,16 +359,16 @@ def test_receive_and_delete_removes_messages_on_delivery(emulator: EmulatorHandl
     assert [str(m) for m in received] == ["m0", "m1", "m2"]
     assert [m.sequence_number for m in received] == [1, 2, 3]
     assert all(m.lock_token is None for m in received)
-    assert _receive_all(emulator, queue) == []  # a second receiver finds nothing
+    assert _receive_all(backend, queue) == []  # a second receiver finds nothing
 
 
 def test_prefetched_messages_released_on_close_are_redelivered_at_once_without_counting(
-    emulator: EmulatorHandle,
+    backend: Backend,
 ) -> None:
-    queue = emulator.create_queue()  # default 60 s lock: a message left locked would not come back in time
-    _send(emulator, queue, *(ServiceBusMessage(f"m{i}") for i in range(3)))
+    queue = backend.create_queue()  # default 60 s lock: a message left locked would not come back in time
+    _send(backend, queue, *(ServiceBusMessage(f"m{i}") for i in range(3)))
 
-    with sdk_client(emulator) as client:
+    with sdk_client(backend) as client:
         with client.get_queue_receiver(queue, prefetch_count=10, max_wait_time=WAIT) as prefetching:
             (first,) = prefetching.receive_messages(max_message_count=1, max_wait_time=WAIT)
             prefetching.complete_message(first)
@@ -379,12 +382,12 @@ def test_prefetched_messages_released_on_close_are_redelivered_at_once_without_c
     assert [(str(m), m.delivery_count) for m in rest] == [("m1", 0), ("m2", 0)]
 
 
-def test_competing_receivers_each_get_different_messages(emulator: EmulatorHandle) -> None:
-    queue = emulator.create_queue()
-    _send(emulator, queue, *(ServiceBusMessage(f"m{i}") for i in range(4)))
+def test_competing_receivers_each_get_different_messages(backend: Backend) -> None:
+    queue = backend.create_queue()
+    _send(backend, queue, *(ServiceBusMessage(f"m{i}") for i in range(4)))
 
     with (
-        sdk_client(emulator) as client,
+        sdk_client(backend) as client,
         client.get_queue_receiver(queue, max_wait_time=WAIT) as first,
         client.get_queue_receiver(queue, max_wait_time=WAIT) as second,
     ):
@@ -402,11 +405,11 @@ def test_competing_receivers_each_get_different_messages(emulator: EmulatorHandl
 # --- peek
 
 
-def test_peek_does_not_lock_or_count_a_delivery(emulator: EmulatorHandle) -> None:
-    queue = emulator.create_queue()
-    _send(emulator, queue, ServiceBusMessage("peeked"))
+def test_peek_does_not_lock_or_count_a_delivery(backend: Backend) -> None:
+    queue = backend.create_queue()
+    _send(backend, queue, ServiceBusMessage("peeked"))
 
-    with sdk_client(emulator) as client, client.get_queue_receiver(queue, max_wait_time=WAIT) as receiver:
+    with sdk_client(backend) as client, client.get_queue_receiver(queue, max_wait_time=WAIT) as receiver:
         peeked = receiver.peek_messages(max_message_count=5)
         peeked_again = receiver.peek_messages(max_message_count=5, sequence_number=1)
         (received,) = receiver.receive_messages(max_message_count=1, max_wait_time=WAIT)
@@ -420,11 +423,11 @@ def test_peek_does_not_lock_or_count_a_delivery(emulator: EmulatorHandle) -> Non
     assert received.delivery_count == 0  # peeking is not a delivery
 
 
-def test_peek_shows_locked_messages_without_disturbing_the_lock(emulator: EmulatorHandle) -> None:
-    queue = emulator.create_queue()
-    _send(emulator, queue, ServiceBusMessage("locked"))
+def test_peek_shows_locked_messages_without_disturbing_the_lock(backend: Backend) -> None:
+    queue = backend.create_queue()
+    _send(backend, queue, ServiceBusMessage("locked"))
 
-    with sdk_client(emulator) as client, client.get_queue_receiver(queue, max_wait_time=WAIT) as receiver:
+    with sdk_client(backend) as client, client.get_queue_receiver(queue, max_wait_time=WAIT) as receiver:
         (message,) = receiver.receive_messages(max_message_count=1, max_wait_time=WAIT)
         peeked = receiver.peek_messages(max_message_count=5, sequence_number=1)
         with client.get_queue_receiver(queue, max_wait_time=WAIT) as other:
@@ -436,11 +439,11 @@ def test_peek_shows_locked_messages_without_disturbing_the_lock(emulator: Emulat
     assert peeked[0].delivery_count == 0
 
 
-def test_peek_pages_through_the_queue_by_sequence_number(emulator: EmulatorHandle) -> None:
-    queue = emulator.create_queue()
-    _send(emulator, queue, *(ServiceBusMessage(f"m{i}") for i in range(1, 6)))
+def test_peek_pages_through_the_queue_by_sequence_number(backend: Backend) -> None:
+    queue = backend.create_queue()
+    _send(backend, queue, *(ServiceBusMessage(f"m{i}") for i in range(1, 6)))
 
-    with sdk_client(emulator) as client, client.get_queue_receiver(queue) as receiver:
+    with sdk_client(backend) as client, client.get_queue_receiver(queue) as receiver:
         page1 = receiver.peek_messages(max_message_count=2)
         page2 = receiver.peek_messages(max_message_count=2)  # continues after the last peeked message
         page3 = receiver.peek_messages(max_message_count=2)
@@ -456,11 +459,11 @@ def test_peek_pages_through_the_queue_by_sequence_number(emulator: EmulatorHandl
     assert beyond == []
 
 
-def test_peek_skips_messages_that_were_completed(emulator: EmulatorHandle) -> None:
-    queue = emulator.create_queue()
-    _send(emulator, queue, *(ServiceBusMessage(f"m{i}") for i in range(3)))
+def test_peek_skips_messages_that_were_completed(backend: Backend) -> None:
+    queue = backend.create_queue()
+    _send(backend, queue, *(ServiceBusMessage(f"m{i}") for i in range(3)))
 
-    with sdk_client(emulator) as client, client.get_queue_receiver(queue, max_wait_time=WAIT) as receiver:
+    with sdk_client(backend) as client, client.get_queue_receiver(queue, max_wait_time=WAIT) as receiver:
         (first,) = receiver.receive_messages(max_message_count=1, max_wait_time=WAIT)
         receiver.complete_message(first)
         peeked = receiver.peek_messages(max_message_count=10, sequence_number=1)
@@ -471,12 +474,12 @@ def test_peek_skips_messages_that_were_completed(emulator: EmulatorHandle) -> No
 # --- async
 
 
-def test_async_client_sends_receives_and_settles(emulator: EmulatorHandle) -> None:
-    queue = emulator.create_queue()
+def test_async_client_sends_receives_and_settles(backend: Backend) -> None:
+    queue = backend.create_queue()
 
     async def scenario() -> dict[str, Any]:
         outcome: dict[str, Any] = {}
-        async with AsyncServiceBusClient.from_connection_string(emulator.connection_string) as client:
+        async with AsyncServiceBusClient.from_connection_string(backend.connection_string) as client:
             async with client.get_queue_sender(queue) as sender:
                 await sender.send_messages(ServiceBusMessage("complete-me", message_id="c"))
                 batch = await sender.create_message_batch()
@@ -524,11 +527,11 @@ def test_async_client_sends_receives_and_settles(emulator: EmulatorHandle) -> No
     assert outcome["dead_left"] == []
 
 
-def test_async_receive_and_delete_and_peek(emulator: EmulatorHandle) -> None:
-    queue = emulator.create_queue()
+def test_async_receive_and_delete_and_peek(backend: Backend) -> None:
+    queue = backend.create_queue()
 
     async def scenario() -> tuple[list[int | None], list[str], list[Any]]:
-        async with AsyncServiceBusClient.from_connection_string(emulator.connection_string) as client:
+        async with AsyncServiceBusClient.from_connection_string(backend.connection_string) as client:
             async with client.get_queue_sender(queue) as sender:
                 await sender.send_messages([ServiceBusMessage(f"m{i}") for i in range(3)])
             async with client.get_queue_receiver(queue) as peeker:

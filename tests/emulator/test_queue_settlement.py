@@ -24,15 +24,17 @@ from azure.servicebus.exceptions import MessageAlreadySettled, MessageLockLostEr
 from sdk_helpers import peek, peek_queue, receive, sdk_client
 
 if TYPE_CHECKING:
-    from tests.conftest import EmulatorHandle
+    from backends import Backend
+
+    from emulator.testing import EmulatorHandle
 
 WAIT = 0.5  # seconds a receiver waits on an empty queue (local deliveries take milliseconds)
 LOCK = timedelta(seconds=5)  # the shortest lock duration Azure accepts
 DLQ = ServiceBusSubQueue.DEAD_LETTER
 
 
-def _send(emulator: EmulatorHandle, queue: str, *messages: ServiceBusMessage) -> None:
-    with sdk_client(emulator) as client, client.get_queue_sender(queue) as sender:
+def _send(backend: Backend, queue: str, *messages: ServiceBusMessage) -> None:
+    with sdk_client(backend) as client, client.get_queue_sender(queue) as sender:
         sender.send_messages(list(messages))
 
 
@@ -42,11 +44,9 @@ def _receive_one(receiver: ServiceBusReceiver) -> ServiceBusReceivedMessage:
     return received[0]
 
 
-def _nothing_receivable(
-    emulator: EmulatorHandle, queue: str, sub_queue: ServiceBusSubQueue | None = None
-) -> bool:
+def _nothing_receivable(backend: Backend, queue: str, sub_queue: ServiceBusSubQueue | None = None) -> bool:
     with (
-        sdk_client(emulator) as client,
+        sdk_client(backend) as client,
         client.get_queue_receiver(queue, sub_queue=sub_queue, max_wait_time=WAIT) as receiver,
     ):
         return receiver.receive_messages(max_message_count=1, max_wait_time=WAIT) == []
@@ -55,11 +55,11 @@ def _nothing_receivable(
 # --- complete / abandon
 
 
-def test_completed_message_is_removed_from_the_queue(emulator: EmulatorHandle) -> None:
-    queue = emulator.create_queue()
-    _send(emulator, queue, ServiceBusMessage("done"), ServiceBusMessage("kept"))
+def test_completed_message_is_removed_from_the_queue(backend: Backend) -> None:
+    queue = backend.create_queue()
+    _send(backend, queue, ServiceBusMessage("done"), ServiceBusMessage("kept"))
 
-    with sdk_client(emulator) as client, client.get_queue_receiver(queue, max_wait_time=WAIT) as receiver:
+    with sdk_client(backend) as client, client.get_queue_receiver(queue, max_wait_time=WAIT) as receiver:
         done = _receive_one(receiver)
         receiver.complete_message(done)
         remaining = peek(receiver)
@@ -68,13 +68,13 @@ def test_completed_message_is_removed_from_the_queue(emulator: EmulatorHandle) -
     assert [str(m) for m in remaining] == ["kept"]
 
 
-def test_abandoned_message_is_redelivered_with_delivery_count_incremented(emulator: EmulatorHandle) -> None:
-    queue = emulator.create_queue()
-    _send(emulator, queue, ServiceBusMessage("retry me", message_id="m-1"))
+def test_abandoned_message_is_redelivered_with_delivery_count_incremented(backend: Backend) -> None:
+    queue = backend.create_queue()
+    _send(backend, queue, ServiceBusMessage("retry me", message_id="m-1"))
 
     deliveries: list[ServiceBusReceivedMessage] = []
     lock_tokens: set[Any] = set()
-    with sdk_client(emulator) as client, client.get_queue_receiver(queue, max_wait_time=WAIT) as receiver:
+    with sdk_client(backend) as client, client.get_queue_receiver(queue, max_wait_time=WAIT) as receiver:
         for _ in range(3):
             message = _receive_one(receiver)
             deliveries.append(message)
@@ -92,11 +92,11 @@ def test_abandoned_message_is_redelivered_with_delivery_count_incremented(emulat
     assert len(lock_tokens) == 4  # every delivery gets a fresh lock
 
 
-def test_abandoned_message_keeps_its_place_at_the_head_of_the_queue(emulator: EmulatorHandle) -> None:
-    queue = emulator.create_queue()
-    _send(emulator, queue, ServiceBusMessage("first"), ServiceBusMessage("second"))
+def test_abandoned_message_keeps_its_place_at_the_head_of_the_queue(backend: Backend) -> None:
+    queue = backend.create_queue()
+    _send(backend, queue, ServiceBusMessage("first"), ServiceBusMessage("second"))
 
-    with sdk_client(emulator) as client, client.get_queue_receiver(queue, max_wait_time=WAIT) as receiver:
+    with sdk_client(backend) as client, client.get_queue_receiver(queue, max_wait_time=WAIT) as receiver:
         first = _receive_one(receiver)
         receiver.abandon_message(first)
         again = receive(receiver, 2, WAIT)
@@ -107,11 +107,11 @@ def test_abandoned_message_keeps_its_place_at_the_head_of_the_queue(emulator: Em
     assert [(str(m), m.delivery_count) for m in again] == [("first", 1), ("second", 0)]
 
 
-def test_settling_a_message_twice_raises(emulator: EmulatorHandle) -> None:
-    queue = emulator.create_queue()
-    _send(emulator, queue, ServiceBusMessage("once"))
+def test_settling_a_message_twice_raises(backend: Backend) -> None:
+    queue = backend.create_queue()
+    _send(backend, queue, ServiceBusMessage("once"))
 
-    with sdk_client(emulator) as client, client.get_queue_receiver(queue, max_wait_time=WAIT) as receiver:
+    with sdk_client(backend) as client, client.get_queue_receiver(queue, max_wait_time=WAIT) as receiver:
         message = _receive_one(receiver)
         receiver.complete_message(message)
         with pytest.raises(MessageAlreadySettled):
@@ -125,21 +125,21 @@ def test_settling_a_message_twice_raises(emulator: EmulatorHandle) -> None:
 
 
 def test_dead_lettered_message_moves_to_the_dead_letter_queue_with_reason_and_description(
-    emulator: EmulatorHandle,
+    backend: Backend,
 ) -> None:
-    queue = emulator.create_queue()
+    queue = backend.create_queue()
     _send(
-        emulator,
+        backend,
         queue,
         ServiceBusMessage("poison", message_id="p-1", subject="order", application_properties={"k": "v"}),
     )
 
-    with sdk_client(emulator) as client, client.get_queue_receiver(queue, max_wait_time=WAIT) as receiver:
+    with sdk_client(backend) as client, client.get_queue_receiver(queue, max_wait_time=WAIT) as receiver:
         message = _receive_one(receiver)
         receiver.dead_letter_message(message, reason="ValidationFailed", error_description="amount < 0")
         assert peek(receiver) == []
 
-    (dead,) = peek_queue(emulator, queue, DLQ)
+    (dead,) = peek_queue(backend, queue, DLQ)
     assert str(dead) == "poison"
     assert dead.message_id == "p-1"
     assert dead.subject == "order"
@@ -152,16 +152,16 @@ def test_dead_lettered_message_moves_to_the_dead_letter_queue_with_reason_and_de
     assert props[b"DeadLetterErrorDescription"] == b"amount < 0"
 
 
-def test_dead_letter_queue_is_receivable_like_any_queue(emulator: EmulatorHandle) -> None:
-    queue = emulator.create_queue()
-    _send(emulator, queue, ServiceBusMessage("a"), ServiceBusMessage("b"))
-    with sdk_client(emulator) as client, client.get_queue_receiver(queue, max_wait_time=WAIT) as receiver:
+def test_dead_letter_queue_is_receivable_like_any_queue(backend: Backend) -> None:
+    queue = backend.create_queue()
+    _send(backend, queue, ServiceBusMessage("a"), ServiceBusMessage("b"))
+    with sdk_client(backend) as client, client.get_queue_receiver(queue, max_wait_time=WAIT) as receiver:
         for message in receive(receiver, 2, WAIT):
             receiver.dead_letter_message(message, reason="r", error_description="d")
         assert peek(receiver) == []
 
     with (
-        sdk_client(emulator) as client,
+        sdk_client(backend) as client,
         client.get_queue_receiver(queue, sub_queue=DLQ, max_wait_time=WAIT) as dlq,
     ):
         first, second = receive(dlq, 2, WAIT)
@@ -179,20 +179,20 @@ def test_dead_letter_queue_is_receivable_like_any_queue(emulator: EmulatorHandle
 
 
 def test_dead_lettered_messages_are_forwarded_when_forward_dead_lettered_messages_to_is_set(
-    emulator: EmulatorHandle,
+    backend: Backend,
 ) -> None:
-    target = emulator.create_queue()
-    source = emulator.create_queue(forward_dead_lettered_messages_to=target)
-    _send(emulator, source, ServiceBusMessage("bad", message_id="f-1"))
+    target = backend.create_queue()
+    source = backend.create_queue(forward_dead_lettered_messages_to=target)
+    _send(backend, source, ServiceBusMessage("bad", message_id="f-1"))
 
-    with sdk_client(emulator) as client, client.get_queue_receiver(source, max_wait_time=WAIT) as receiver:
+    with sdk_client(backend) as client, client.get_queue_receiver(source, max_wait_time=WAIT) as receiver:
         receiver.dead_letter_message(
             _receive_one(receiver), reason="Broken", error_description="cannot parse"
         )
         assert peek(receiver) == []
 
-    assert peek_queue(emulator, source, DLQ) == []
-    with sdk_client(emulator) as client, client.get_queue_receiver(target, max_wait_time=WAIT) as receiver:
+    assert peek_queue(backend, source, DLQ) == []
+    with sdk_client(backend) as client, client.get_queue_receiver(target, max_wait_time=WAIT) as receiver:
         forwarded = _receive_one(receiver)
         receiver.complete_message(forwarded)
     assert str(forwarded) == "bad"
@@ -203,16 +203,17 @@ def test_dead_lettered_messages_are_forwarded_when_forward_dead_lettered_message
     assert forwarded.delivery_count == 0
 
 
-def test_max_delivery_count_dead_letters_are_forwarded_too(emulator: EmulatorHandle) -> None:
-    target = emulator.create_queue()
-    source = emulator.create_queue(max_delivery_count=1, forward_dead_lettered_messages_to=target)
-    _send(emulator, source, ServiceBusMessage("fails once"))
+@pytest.mark.also_over_arm
+def test_max_delivery_count_dead_letters_are_forwarded_too(backend: Backend) -> None:
+    target = backend.create_queue()
+    source = backend.create_queue(max_delivery_count=1, forward_dead_lettered_messages_to=target)
+    _send(backend, source, ServiceBusMessage("fails once"))
 
-    with sdk_client(emulator) as client, client.get_queue_receiver(source, max_wait_time=WAIT) as receiver:
+    with sdk_client(backend) as client, client.get_queue_receiver(source, max_wait_time=WAIT) as receiver:
         receiver.abandon_message(_receive_one(receiver))
 
-    assert peek_queue(emulator, source, DLQ) == []
-    (forwarded,) = peek_queue(emulator, target)
+    assert peek_queue(backend, source, DLQ) == []
+    (forwarded,) = peek_queue(backend, target)
     assert str(forwarded) == "fails once"
     assert forwarded.dead_letter_reason == "MaxDeliveryCountExceeded"
 
@@ -220,11 +221,11 @@ def test_max_delivery_count_dead_letters_are_forwarded_too(emulator: EmulatorHan
 # --- defer
 
 
-def test_deferred_message_is_hidden_from_receivers_but_peeks_as_deferred(emulator: EmulatorHandle) -> None:
-    queue = emulator.create_queue()
-    _send(emulator, queue, ServiceBusMessage("later"), ServiceBusMessage("now"))
+def test_deferred_message_is_hidden_from_receivers_but_peeks_as_deferred(backend: Backend) -> None:
+    queue = backend.create_queue()
+    _send(backend, queue, ServiceBusMessage("later"), ServiceBusMessage("now"))
 
-    with sdk_client(emulator) as client, client.get_queue_receiver(queue, max_wait_time=WAIT) as receiver:
+    with sdk_client(backend) as client, client.get_queue_receiver(queue, max_wait_time=WAIT) as receiver:
         deferred = _receive_one(receiver)
         receiver.defer_message(deferred)
         rest = receive(receiver, 2, WAIT)  # only "now" is deliverable
@@ -241,12 +242,12 @@ def test_deferred_message_is_hidden_from_receivers_but_peeks_as_deferred(emulato
 
 
 def test_expired_lock_loses_the_lock_and_redelivers_with_delivery_count_incremented(
-    emulator: EmulatorHandle,
+    backend: Backend,
 ) -> None:
-    queue = emulator.create_queue(lock_duration=LOCK, max_delivery_count=2)
-    _send(emulator, queue, ServiceBusMessage("slow", message_id="slow-1"))
+    queue = backend.create_queue(lock_duration=LOCK, max_delivery_count=2)
+    _send(backend, queue, ServiceBusMessage("slow", message_id="slow-1"))
 
-    with sdk_client(emulator) as client, client.get_queue_receiver(queue, max_wait_time=WAIT) as first:
+    with sdk_client(backend) as client, client.get_queue_receiver(queue, max_wait_time=WAIT) as first:
         held = _receive_one(first)
         held_token = held.lock_token
         assert held.delivery_count == 0
@@ -268,16 +269,16 @@ def test_expired_lock_loses_the_lock_and_redelivers_with_delivery_count_incremen
             second.abandon_message(again)
         assert peek(first) == []
 
-    (dead,) = peek_queue(emulator, queue, DLQ)
+    (dead,) = peek_queue(backend, queue, DLQ)
     assert dead.message_id == "slow-1"
     assert dead.dead_letter_reason == "MaxDeliveryCountExceeded"
 
 
-def test_renew_message_lock_extends_the_lock(emulator: EmulatorHandle) -> None:
-    queue = emulator.create_queue(lock_duration=LOCK)
-    _send(emulator, queue, ServiceBusMessage("long job"))
+def test_renew_message_lock_extends_the_lock(backend: Backend) -> None:
+    queue = backend.create_queue(lock_duration=LOCK)
+    _send(backend, queue, ServiceBusMessage("long job"))
 
-    with sdk_client(emulator) as client, client.get_queue_receiver(queue, max_wait_time=WAIT) as receiver:
+    with sdk_client(backend) as client, client.get_queue_receiver(queue, max_wait_time=WAIT) as receiver:
         message = _receive_one(receiver)
         original = message.locked_until_utc
         assert original is not None
@@ -297,13 +298,13 @@ def test_renew_message_lock_extends_the_lock(emulator: EmulatorHandle) -> None:
 
 
 def test_message_is_dead_lettered_after_max_delivery_count_failed_deliveries(
-    emulator: EmulatorHandle,
+    backend: Backend,
 ) -> None:
-    queue = emulator.create_queue(max_delivery_count=3)
-    _send(emulator, queue, ServiceBusMessage("poison", message_id="md-1"))
+    queue = backend.create_queue(max_delivery_count=3)
+    _send(backend, queue, ServiceBusMessage("poison", message_id="md-1"))
 
     counts: list[int | None] = []
-    with sdk_client(emulator) as client, client.get_queue_receiver(queue, max_wait_time=WAIT) as receiver:
+    with sdk_client(backend) as client, client.get_queue_receiver(queue, max_wait_time=WAIT) as receiver:
         for _ in range(4):
             batch = receive(receiver, 1, WAIT)
             if not batch:
@@ -314,7 +315,7 @@ def test_message_is_dead_lettered_after_max_delivery_count_failed_deliveries(
 
     assert counts == [0, 1, 2]
     with (
-        sdk_client(emulator) as client,
+        sdk_client(backend) as client,
         client.get_queue_receiver(queue, sub_queue=DLQ, max_wait_time=WAIT) as dlq,
     ):
         dead = _receive_one(dlq)
@@ -329,41 +330,41 @@ def test_message_is_dead_lettered_after_max_delivery_count_failed_deliveries(
 
 
 def test_expired_message_is_dropped_when_dead_lettering_on_expiration_is_off(
-    emulator: EmulatorHandle,
+    backend: Backend,
 ) -> None:
-    queue = emulator.create_queue(dead_lettering_on_message_expiration=False)
+    queue = backend.create_queue(dead_lettering_on_message_expiration=False)
     _send(
-        emulator,
+        backend,
         queue,
         ServiceBusMessage("short-lived", time_to_live=timedelta(seconds=1)),
         ServiceBusMessage("durable"),
     )
     time.sleep(1.5)
 
-    with sdk_client(emulator) as client, client.get_queue_receiver(queue, max_wait_time=WAIT) as receiver:
+    with sdk_client(backend) as client, client.get_queue_receiver(queue, max_wait_time=WAIT) as receiver:
         received = receive(receiver, 2, WAIT)
         for message in received:
             receiver.complete_message(message)
         assert peek(receiver) == []
 
     assert [str(m) for m in received] == ["durable"]
-    assert peek_queue(emulator, queue, DLQ) == []
+    assert peek_queue(backend, queue, DLQ) == []
 
 
 def test_expired_message_is_dead_lettered_when_dead_lettering_on_expiration_is_on(
-    emulator: EmulatorHandle,
+    backend: Backend,
 ) -> None:
-    queue = emulator.create_queue(dead_lettering_on_message_expiration=True)
+    queue = backend.create_queue(dead_lettering_on_message_expiration=True)
     _send(
-        emulator,
+        backend,
         queue,
         ServiceBusMessage("short-lived", message_id="ttl-1", time_to_live=timedelta(seconds=1)),
     )
     time.sleep(1.5)
 
-    assert _nothing_receivable(emulator, queue)
+    assert _nothing_receivable(backend, queue)
     with (
-        sdk_client(emulator) as client,
+        sdk_client(backend) as client,
         client.get_queue_receiver(queue, sub_queue=DLQ, max_wait_time=WAIT) as dlq,
     ):
         dead = _receive_one(dlq)
@@ -372,17 +373,17 @@ def test_expired_message_is_dead_lettered_when_dead_lettering_on_expiration_is_o
     assert dead.dead_letter_reason == "TTLExpiredException"
 
 
-def test_dead_letter_queue_does_not_expire_messages_whose_ttl_has_passed(emulator: EmulatorHandle) -> None:
-    queue = emulator.create_queue()
+def test_dead_letter_queue_does_not_expire_messages_whose_ttl_has_passed(backend: Backend) -> None:
+    queue = backend.create_queue()
     sent_at = time.monotonic()
-    _send(emulator, queue, ServiceBusMessage("dead", message_id="dl-ttl", time_to_live=timedelta(seconds=3)))
-    with sdk_client(emulator) as client, client.get_queue_receiver(queue, max_wait_time=WAIT) as receiver:
+    _send(backend, queue, ServiceBusMessage("dead", message_id="dl-ttl", time_to_live=timedelta(seconds=3)))
+    with sdk_client(backend) as client, client.get_queue_receiver(queue, max_wait_time=WAIT) as receiver:
         receiver.dead_letter_message(_receive_one(receiver), reason="r", error_description="d")
     time.sleep(max(0.0, 3.5 - (time.monotonic() - sent_at)))
 
     # Azure does not observe TTL in the dead-letter queue.
     with (
-        sdk_client(emulator) as client,
+        sdk_client(backend) as client,
         client.get_queue_receiver(queue, sub_queue=DLQ, max_wait_time=WAIT) as dlq,
     ):
         peeked = peek(dlq)
@@ -393,17 +394,17 @@ def test_dead_letter_queue_does_not_expire_messages_whose_ttl_has_passed(emulato
     assert [m.message_id for m in received] == ["dl-ttl"]
 
 
-def test_entity_default_ttl_caps_a_longer_message_ttl(emulator: EmulatorHandle) -> None:
-    queue = emulator.create_queue(default_message_time_to_live=timedelta(seconds=2))
+def test_entity_default_ttl_caps_a_longer_message_ttl(backend: Backend) -> None:
+    queue = backend.create_queue(default_message_time_to_live=timedelta(seconds=2))
     sent_at = time.monotonic()
     _send(
-        emulator,
+        backend,
         queue,
         ServiceBusMessage("long ttl", time_to_live=timedelta(hours=1)),
         ServiceBusMessage("no ttl"),
     )
 
-    with sdk_client(emulator) as client, client.get_queue_receiver(queue, max_wait_time=WAIT) as receiver:
+    with sdk_client(backend) as client, client.get_queue_receiver(queue, max_wait_time=WAIT) as receiver:
         long_ttl, no_ttl = peek(receiver)
         time.sleep(max(0.0, 2.5 - (time.monotonic() - sent_at)))
         # Both messages expired after the entity's 2 s, the one sent with a 1 h TTL included.
@@ -422,6 +423,7 @@ def test_entity_default_ttl_caps_a_longer_message_ttl(emulator: EmulatorHandle) 
 # --- $management
 
 
+@pytest.mark.emulator_only
 def test_settlement_falls_back_to_management_after_the_connection_drops(
     make_emulator: Callable[..., EmulatorHandle],
 ) -> None:

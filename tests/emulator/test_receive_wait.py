@@ -11,36 +11,37 @@ from azure.servicebus import ServiceBusMessage
 from sdk_helpers import async_sdk_client, sdk_client
 
 if TYPE_CHECKING:
-    from tests.conftest import EmulatorHandle
+    from backends import Backend
+
 
 WAIT = 1.0
 
 
-def _send(emulator: EmulatorHandle, queue: str, *bodies: str) -> None:
-    with sdk_client(emulator) as client, client.get_queue_sender(queue) as sender:
+def _send(backend: Backend, queue: str, *bodies: str) -> None:
+    with sdk_client(backend) as client, client.get_queue_sender(queue) as sender:
         sender.send_messages([ServiceBusMessage(b) for b in bodies])
 
 
 def test_receive_messages_on_an_empty_queue_returns_nothing_and_the_receiver_keeps_receiving(
-    emulator: EmulatorHandle,
+    backend: Backend,
 ) -> None:
-    queue = emulator.create_queue()
-    with sdk_client(emulator) as client, client.get_queue_receiver(queue) as receiver:
+    queue = backend.create_queue()
+    with sdk_client(backend) as client, client.get_queue_receiver(queue) as receiver:
         for _ in range(3):
             assert receiver.receive_messages(max_message_count=10, max_wait_time=WAIT) == []
-        _send(emulator, queue, "after-empty-waits")
+        _send(backend, queue, "after-empty-waits")
         got = receiver.receive_messages(max_message_count=10, max_wait_time=5)
         assert [str(m) for m in got] == ["after-empty-waits"]
         receiver.complete_message(got[0])
 
 
 def test_iterator_with_max_wait_time_ends_on_a_drained_queue_and_the_receiver_is_reusable(
-    emulator: EmulatorHandle,
+    backend: Backend,
 ) -> None:
-    queue = emulator.create_queue()
-    _send(emulator, queue, "one", "two", "three")
+    queue = backend.create_queue()
+    _send(backend, queue, "one", "two", "three")
     with (
-        sdk_client(emulator) as client,
+        sdk_client(backend) as client,
         client.get_queue_receiver(queue, max_wait_time=WAIT) as receiver,
     ):
         seen = []
@@ -49,19 +50,19 @@ def test_iterator_with_max_wait_time_ends_on_a_drained_queue_and_the_receiver_is
             receiver.complete_message(message)
         assert seen == ["one", "two", "three"]
         assert list(receiver) == []
-        _send(emulator, queue, "four")
+        _send(backend, queue, "four")
         again = [str(m) for m in receiver]
         assert again == ["four"]
 
 
 def test_async_receive_and_iterator_return_when_the_wait_ends_and_the_receiver_stays_usable(
-    emulator: EmulatorHandle,
+    backend: Backend,
 ) -> None:
-    queue = emulator.create_queue()
+    queue = backend.create_queue()
 
     async def scenario() -> list[str]:
         async with (
-            async_sdk_client(emulator) as client,
+            async_sdk_client(backend) as client,
             client.get_queue_receiver(queue, max_wait_time=WAIT) as receiver,
         ):
             assert await receiver.receive_messages(max_message_count=5, max_wait_time=WAIT) == []

@@ -32,7 +32,9 @@ from sdk_helpers import receive, sdk_client, single_queue_config, sleep_until
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from tests.conftest import EmulatorHandle
+    from backends import Backend
+
+    from emulator.testing import EmulatorHandle
 
 WAIT = 1  # seconds a receiver waits on an empty queue
 LEAD = 2.0  # seconds ahead a test schedules for (its sender and receiver are open already)
@@ -65,10 +67,10 @@ def _assert_same_instant(actual: datetime | None, expected: datetime) -> None:
 
 
 def test_scheduled_messages_are_invisible_until_due_then_delivered_in_order_with_new_sequence_numbers(
-    emulator: EmulatorHandle,
+    backend: Backend,
 ) -> None:
-    queue = emulator.create_queue()
-    sender, receiver = _sender_and_receiver(sdk_client(emulator), queue)
+    queue = backend.create_queue()
+    sender, receiver = _sender_and_receiver(sdk_client(backend), queue)
 
     with sender, receiver as rx:
         due = _due()
@@ -103,12 +105,12 @@ def test_scheduled_messages_are_invisible_until_due_then_delivered_in_order_with
     assert arrived - due < timedelta(seconds=1.5), f"delivered {arrived - due} after due"
 
 
-def test_async_schedule_and_receive_after_due(emulator: EmulatorHandle) -> None:
-    queue = emulator.create_queue()
+def test_async_schedule_and_receive_after_due(backend: Backend) -> None:
+    queue = backend.create_queue()
 
     async def scenario() -> dict[str, Any]:
         async with (
-            AsyncServiceBusClient.from_connection_string(emulator.connection_string) as client,
+            AsyncServiceBusClient.from_connection_string(backend.connection_string) as client,
             client.get_queue_sender(queue) as sender,
             client.get_queue_receiver(queue, max_wait_time=WAIT) as rx,
         ):
@@ -148,10 +150,10 @@ def test_async_schedule_and_receive_after_due(emulator: EmulatorHandle) -> None:
 
 
 def test_messages_scheduled_for_different_times_each_activate_at_their_own_time(
-    emulator: EmulatorHandle,
+    backend: Backend,
 ) -> None:
-    queue = emulator.create_queue()
-    sender, receiver = _sender_and_receiver(sdk_client(emulator), queue)
+    queue = backend.create_queue()
+    sender, receiver = _sender_and_receiver(sdk_client(backend), queue)
 
     with sender, receiver as rx:
         late_due, early_due = _due(LEAD + 1.5), _due(LEAD)
@@ -169,9 +171,9 @@ def test_messages_scheduled_for_different_times_each_activate_at_their_own_time(
         rx.complete_message(late[0])
 
 
-def test_cancelled_scheduled_messages_are_never_delivered(emulator: EmulatorHandle) -> None:
-    queue = emulator.create_queue()
-    sender, receiver = _sender_and_receiver(sdk_client(emulator), queue)
+def test_cancelled_scheduled_messages_are_never_delivered(backend: Backend) -> None:
+    queue = backend.create_queue()
+    sender, receiver = _sender_and_receiver(sdk_client(backend), queue)
 
     with sender, receiver as rx:
         due = _due()
@@ -188,9 +190,9 @@ def test_cancelled_scheduled_messages_are_never_delivered(emulator: EmulatorHand
         assert rx.peek_messages(max_message_count=10, sequence_number=1) == []
 
 
-def test_scheduled_enqueue_time_on_a_normal_send_schedules_the_message(emulator: EmulatorHandle) -> None:
-    queue = emulator.create_queue()
-    sender, receiver = _sender_and_receiver(sdk_client(emulator), queue)
+def test_scheduled_enqueue_time_on_a_normal_send_schedules_the_message(backend: Backend) -> None:
+    queue = backend.create_queue()
+    sender, receiver = _sender_and_receiver(sdk_client(backend), queue)
 
     with sender, receiver as rx:
         due = _due()
@@ -220,9 +222,9 @@ def test_scheduled_enqueue_time_on_a_normal_send_schedules_the_message(emulator:
             rx.complete_message(message)
 
 
-def test_scheduled_message_joins_its_session_in_order_when_due(emulator: EmulatorHandle) -> None:
-    queue = emulator.create_queue(requires_session=True, lock_duration=timedelta(seconds=30))
-    sender, receiver = _sender_and_receiver(sdk_client(emulator), queue, session_id="order-1")
+def test_scheduled_message_joins_its_session_in_order_when_due(backend: Backend) -> None:
+    queue = backend.create_queue(requires_session=True, lock_duration=timedelta(seconds=30))
+    sender, receiver = _sender_and_receiver(sdk_client(backend), queue, session_id="order-1")
 
     with sender, receiver as rx:
         due = _due()
@@ -242,6 +244,7 @@ def test_scheduled_message_joins_its_session_in_order_when_due(emulator: Emulato
         rx.complete_message(second)
 
 
+@pytest.mark.emulator_only
 def test_scheduled_messages_survive_a_restart_and_can_be_cancelled_after_it(
     make_emulator: Callable[..., EmulatorHandle], tmp_path: Path
 ) -> None:
@@ -271,9 +274,9 @@ def test_scheduled_messages_survive_a_restart_and_can_be_cancelled_after_it(
         rx.complete_message(received[0])
 
 
-def test_schedule_messages_to_a_session_queue_without_session_id_is_refused(emulator: EmulatorHandle) -> None:
-    queue = emulator.create_queue(requires_session=True)
-    with sdk_client(emulator, retry_total=0) as client:
+def test_schedule_messages_to_a_session_queue_without_session_id_is_refused(backend: Backend) -> None:
+    queue = backend.create_queue(requires_session=True)
+    with sdk_client(backend, retry_total=0) as client:
         with client.get_queue_sender(queue) as sender, pytest.raises(ServiceBusError):
             sender.schedule_messages(ServiceBusMessage("no session"), _due())
         assert list(client.list_queue_sessions(queue)) == []

@@ -12,12 +12,15 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
+import pytest
 from arm_client import arm
 from azure.servicebus import NEXT_AVAILABLE_SESSION, ServiceBusMessage, ServiceBusMessageState
 from sdk_helpers import create_subscription, create_topic, no_retry_client, opened, receive, sleep_until
 
 if TYPE_CHECKING:
-    from tests.conftest import EmulatorHandle
+    from backends import Backend
+
+    from emulator.testing import EmulatorHandle
 
 FOURTEEN_DAYS = timedelta(days=14)  # Azure's default DefaultMessageTimeToLive
 WAIT = 1  # seconds a receiver waits on an empty entity
@@ -38,10 +41,10 @@ def _ttl_mix(prefix: str) -> list[ServiceBusMessage]:
 
 
 def test_scheduling_on_a_queue_with_a_default_ttl_returns_each_message_its_own_sequence_number(
-    emulator: EmulatorHandle,
+    backend: Backend,
 ) -> None:
-    queue = emulator.create_queue(default_message_time_to_live=FOURTEEN_DAYS)
-    with no_retry_client(emulator) as client:
+    queue = backend.create_queue(default_message_time_to_live=FOURTEEN_DAYS)
+    with no_retry_client(backend) as client:
         sender, receiver = client.get_queue_sender(queue), client.get_queue_receiver(queue)
         with opened(sender, receiver):
             numbers = sender.schedule_messages(_ttl_mix("q"), _due())
@@ -57,12 +60,12 @@ def test_scheduling_on_a_queue_with_a_default_ttl_returns_each_message_its_own_s
 
 
 def test_scheduled_messages_on_a_session_queue_with_a_default_ttl_are_cancellable_and_delivered_when_due(
-    emulator: EmulatorHandle,
+    backend: Backend,
 ) -> None:
-    queue = emulator.create_queue(
+    queue = backend.create_queue(
         requires_session=True, default_message_time_to_live=FOURTEEN_DAYS, lock_duration=timedelta(seconds=30)
     )
-    with no_retry_client(emulator) as client:
+    with no_retry_client(backend) as client:
         sender = client.get_queue_sender(queue)
         with sender:
             due = _due()
@@ -84,11 +87,11 @@ def test_scheduled_messages_on_a_session_queue_with_a_default_ttl_are_cancellabl
 
 
 def test_scheduled_messages_on_a_topic_with_a_default_ttl_are_cancellable_and_routed_with_their_own_ttl(
-    emulator: EmulatorHandle,
+    backend: Backend,
 ) -> None:
-    topic = create_topic(emulator, default_message_time_to_live=FOURTEEN_DAYS)
-    subscription = create_subscription(emulator, topic, "all", default_message_time_to_live=timedelta(days=7))
-    with no_retry_client(emulator) as client:
+    topic = create_topic(backend, default_message_time_to_live=FOURTEEN_DAYS)
+    subscription = create_subscription(backend, topic, "all", default_message_time_to_live=timedelta(days=7))
+    with no_retry_client(backend) as client:
         sender = client.get_topic_sender(topic)
         receiver = client.get_subscription_receiver(topic, subscription, max_wait_time=WAIT)
         with opened(sender, receiver):
@@ -106,6 +109,7 @@ def test_scheduled_messages_on_a_topic_with_a_default_ttl_are_cancellable_and_ro
     ]
 
 
+@pytest.mark.emulator_only
 def test_messages_scheduled_on_a_topic_are_counted_in_its_count_details_until_due(
     emulator: EmulatorHandle,
 ) -> None:

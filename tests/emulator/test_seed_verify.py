@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from azure.servicebus import AutoLockRenewer, ServiceBusClient, ServiceBusMessage, ServiceBusSubQueue
 
 if TYPE_CHECKING:
-    from tests.conftest import EmulatorHandle
+    from emulator.testing import EmulatorHandle
 
 WAIT = 0.5  # seconds a receiver waits on an empty queue (local deliveries take milliseconds)
 

@@ -52,20 +52,22 @@ from sdk_helpers import async_sdk_client, receive, sdk_client, seconds_from_now,
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from tests.conftest import EmulatorHandle
+    from backends import Backend
+
+    from emulator.testing import EmulatorHandle
 
 WAIT = 1  # seconds a receiver waits on an empty session
 LOCK = timedelta(seconds=5)  # the shortest lock duration Azure accepts
 LOCK_S = LOCK.total_seconds()
 
 
-def _session_queue(emulator: EmulatorHandle, **properties: Any) -> str:
+def _session_queue(backend: Backend, **properties: Any) -> str:
     properties.setdefault("lock_duration", LOCK)
-    return emulator.create_queue(requires_session=True, **properties)
+    return backend.create_queue(requires_session=True, **properties)
 
 
-def _send(emulator: EmulatorHandle, queue: str, messages: Iterable[ServiceBusMessage]) -> None:
-    with sdk_client(emulator) as client, client.get_queue_sender(queue) as sender:
+def _send(backend: Backend, queue: str, messages: Iterable[ServiceBusMessage]) -> None:
+    with sdk_client(backend) as client, client.get_queue_sender(queue) as sender:
         for message in messages:
             sender.send_messages(message)
 
@@ -86,26 +88,26 @@ async def _areceive(
     return received
 
 
-def _assert_session_locked_elsewhere(emulator: EmulatorHandle, queue: str, session_id: str) -> None:
+def _assert_session_locked_elsewhere(backend: Backend, queue: str, session_id: str) -> None:
     """Opening a second receiver for ``session_id`` is refused with SessionCannotBeLockedError (no retries).
 
     Opening is enough: the session is accepted on link attach, and receiving nothing keeps a wrongly
     granted session's messages untouched."""
-    with sdk_client(emulator, retry_total=0) as other, pytest.raises(SessionCannotBeLockedError):
+    with sdk_client(backend, retry_total=0) as other, pytest.raises(SessionCannotBeLockedError):
         other.get_queue_receiver(queue, session_id=session_id, max_wait_time=WAIT).__enter__().close()
 
 
 # ---------------------------------------------------------------------------------------------- receivers
 
 
-def test_named_session_receiver_gets_only_its_session_in_order(emulator: EmulatorHandle) -> None:
-    queue = _session_queue(emulator)
+def test_named_session_receiver_gets_only_its_session_in_order(backend: Backend) -> None:
+    queue = _session_queue(backend)
     _send(
-        emulator, queue, [_msg("a", "a0"), _msg("b", "b0"), _msg("a", "a1"), _msg("b", "b1"), _msg("a", "a2")]
+        backend, queue, [_msg("a", "a0"), _msg("b", "b0"), _msg("a", "a1"), _msg("b", "b1"), _msg("a", "a2")]
     )
 
     with (
-        sdk_client(emulator) as client,
+        sdk_client(backend) as client,
         client.get_queue_receiver(queue, session_id="a", max_wait_time=WAIT) as rx,
     ):
         received = receive(rx, 3, WAIT)
@@ -121,7 +123,7 @@ def test_named_session_receiver_gets_only_its_session_in_order(emulator: Emulato
             rx.complete_message(message)
 
     with (
-        sdk_client(emulator) as client,
+        sdk_client(backend) as client,
         client.get_queue_receiver(queue, session_id="b", max_wait_time=WAIT) as rx,
     ):
         assert [str(m) for m in rx.peek_messages(max_message_count=10, sequence_number=1)] == ["b0", "b1"]
@@ -132,13 +134,13 @@ def test_named_session_receiver_gets_only_its_session_in_order(emulator: Emulato
 
 
 def test_next_available_receivers_learn_their_session_ids_and_get_different_sessions(
-    emulator: EmulatorHandle,
+    backend: Backend,
 ) -> None:
-    queue = _session_queue(emulator)
-    _send(emulator, queue, [_msg("x", "x0"), _msg("y", "y0"), _msg("x", "x1"), _msg("y", "y1")])
+    queue = _session_queue(backend)
+    _send(backend, queue, [_msg("x", "x0"), _msg("y", "y0"), _msg("x", "x1"), _msg("y", "y1")])
 
     with (
-        sdk_client(emulator) as client,
+        sdk_client(backend) as client,
         client.get_queue_receiver(queue, session_id=NEXT_AVAILABLE_SESSION, max_wait_time=WAIT) as first,
         client.get_queue_receiver(queue, session_id=NEXT_AVAILABLE_SESSION, max_wait_time=WAIT) as second,
     ):
@@ -154,11 +156,11 @@ def test_next_available_receivers_learn_their_session_ids_and_get_different_sess
                 rx.complete_message(message)
 
 
-def test_async_named_and_next_available_session_receivers(emulator: EmulatorHandle) -> None:
-    queue = _session_queue(emulator)
+def test_async_named_and_next_available_session_receivers(backend: Backend) -> None:
+    queue = _session_queue(backend)
 
     async def scenario() -> dict[str, Any]:
-        async with async_sdk_client(emulator) as client:
+        async with async_sdk_client(backend) as client:
             async with client.get_queue_sender(queue) as sender:
                 await sender.send_messages([_msg("n", "n0"), _msg("m", "m0"), _msg("n", "n1")])
             async with client.get_queue_receiver(queue, session_id="n", max_wait_time=WAIT) as named:
@@ -188,11 +190,11 @@ def test_async_named_and_next_available_session_receivers(emulator: EmulatorHand
 
 
 def test_next_available_times_out_after_max_wait_time_when_no_session_is_free(
-    emulator: EmulatorHandle,
+    backend: Backend,
 ) -> None:
-    queue = _session_queue(emulator)
+    queue = _session_queue(backend)
 
-    with sdk_client(emulator, retry_total=0) as client:
+    with sdk_client(backend, retry_total=0) as client:
         started = time.monotonic()
         with (
             pytest.raises(OperationTimeoutError),
@@ -203,11 +205,11 @@ def test_next_available_times_out_after_max_wait_time_when_no_session_is_free(
     assert 0.8 * WAIT <= elapsed < WAIT + 3, f"empty queue: timed out after {elapsed:.2f} s"
 
     # A session that has messages but is locked by someone else is not "available" either.
-    _send(emulator, queue, [_msg("busy", "b0")])
+    _send(backend, queue, [_msg("busy", "b0")])
     with (
-        sdk_client(emulator) as owner_client,
+        sdk_client(backend) as owner_client,
         owner_client.get_queue_receiver(queue, session_id="busy", max_wait_time=WAIT) as owner,
-        sdk_client(emulator, retry_total=0) as client,
+        sdk_client(backend, retry_total=0) as client,
     ):
         started = time.monotonic()
         with (
@@ -220,11 +222,11 @@ def test_next_available_times_out_after_max_wait_time_when_no_session_is_free(
         assert [str(m) for m in receive(owner, 1, WAIT)] == ["b0"]
 
 
-def test_async_next_available_times_out_when_no_session_is_free(emulator: EmulatorHandle) -> None:
-    queue = _session_queue(emulator)
+def test_async_next_available_times_out_when_no_session_is_free(backend: Backend) -> None:
+    queue = _session_queue(backend)
 
     async def scenario() -> tuple[type[BaseException] | None, float]:
-        async with async_sdk_client(emulator, retry_total=0) as client:
+        async with async_sdk_client(backend, retry_total=0) as client:
             started = time.monotonic()
             try:
                 async with client.get_queue_receiver(
@@ -241,13 +243,13 @@ def test_async_next_available_times_out_when_no_session_is_free(emulator: Emulat
 
 
 def test_next_available_receiver_waiting_for_a_session_gets_one_sent_meanwhile(
-    emulator: EmulatorHandle,
+    backend: Backend,
 ) -> None:
-    queue = _session_queue(emulator)
-    timer = threading.Timer(0.8, lambda: _send(emulator, queue, [_msg("late", "late-0")]))
+    queue = _session_queue(backend)
+    timer = threading.Timer(0.8, lambda: _send(backend, queue, [_msg("late", "late-0")]))
     timer.start()
     try:
-        with sdk_client(emulator, retry_total=0) as client:
+        with sdk_client(backend, retry_total=0) as client:
             started = time.monotonic()
             with client.get_queue_receiver(queue, session_id=NEXT_AVAILABLE_SESSION, max_wait_time=5) as rx:
                 assert rx.session.session_id == "late"
@@ -263,16 +265,16 @@ def test_next_available_receiver_waiting_for_a_session_gets_one_sent_meanwhile(
 
 
 def test_a_locked_session_cannot_be_locked_by_a_second_receiver_until_the_first_closes(
-    emulator: EmulatorHandle,
+    backend: Backend,
 ) -> None:
-    queue = _session_queue(emulator)
-    _send(emulator, queue, [_msg("solo", "s0"), _msg("solo", "s1")])
+    queue = _session_queue(backend)
+    _send(backend, queue, [_msg("solo", "s0"), _msg("solo", "s1")])
 
-    with sdk_client(emulator) as client:
+    with sdk_client(backend) as client:
         with client.get_queue_receiver(queue, session_id="solo", max_wait_time=WAIT) as owner:
             (first,) = receive(owner, 1, WAIT)
             assert str(first) == "s0"
-            _assert_session_locked_elsewhere(emulator, queue, "solo")
+            _assert_session_locked_elsewhere(backend, queue, "solo")
             owner.complete_message(first)
         # Closing the receiver releases the session at once.
         with client.get_queue_receiver(queue, session_id="solo", max_wait_time=WAIT) as successor:
@@ -282,14 +284,14 @@ def test_a_locked_session_cannot_be_locked_by_a_second_receiver_until_the_first_
             successor.complete_message(second)
 
 
-def test_async_a_locked_session_cannot_be_locked_by_a_second_receiver(emulator: EmulatorHandle) -> None:
-    queue = _session_queue(emulator)
-    _send(emulator, queue, [_msg("solo", "s0")])
+def test_async_a_locked_session_cannot_be_locked_by_a_second_receiver(backend: Backend) -> None:
+    queue = _session_queue(backend)
+    _send(backend, queue, [_msg("solo", "s0")])
 
     async def scenario() -> tuple[type[BaseException] | None, str]:
         async with (
-            async_sdk_client(emulator) as client,
-            async_sdk_client(emulator, retry_total=0) as other,
+            async_sdk_client(backend) as client,
+            async_sdk_client(backend, retry_total=0) as other,
             client.get_queue_receiver(queue, session_id="solo", max_wait_time=WAIT) as owner,
         ):
             raised: type[BaseException] | None = None
@@ -308,20 +310,20 @@ def test_async_a_locked_session_cannot_be_locked_by_a_second_receiver(emulator: 
 
 
 def test_session_lock_renewed_by_hand_or_by_auto_lock_renewer_outlives_its_duration_unrenewed_one_expires(
-    emulator: EmulatorHandle,
+    backend: Backend,
 ) -> None:
     """Three sessions held for longer than the lock duration: one renewed with ``session.renew_lock()``, one
     by an AutoLockRenewer (the seed's slow handler), one not at all."""
-    queue = _session_queue(emulator)
+    queue = _session_queue(backend)
     _send(
-        emulator,
+        backend,
         queue,
         [_msg(s, f"{s}-{i}") for s in ("by-hand", "by-renewer", "lapsed") for i in range(2)],
     )
     failures: list[Any] = []
 
     with (
-        sdk_client(emulator) as client,
+        sdk_client(backend) as client,
         client.get_queue_receiver(queue, session_id="by-hand", max_wait_time=WAIT) as by_hand,
         client.get_queue_receiver(queue, session_id="by-renewer", max_wait_time=WAIT) as by_renewer,
         client.get_queue_receiver(queue, session_id="lapsed", max_wait_time=WAIT) as lapsed,
@@ -353,7 +355,7 @@ def test_session_lock_renewed_by_hand_or_by_auto_lock_renewer_outlives_its_durat
             (second,) = receive(rx, 1, WAIT)
             assert (str(second), second.delivery_count) == (f"{session_id}-1", 0)
             rx.complete_message(second)
-            _assert_session_locked_elsewhere(emulator, queue, session_id)
+            _assert_session_locked_elsewhere(backend, queue, session_id)
 
         # The unrenewed session's lock is gone: settling fails, and the session is free for others.
         rx, message = held["lapsed"]
@@ -369,6 +371,7 @@ def test_session_lock_renewed_by_hand_or_by_auto_lock_renewer_outlives_its_durat
     assert failures == []
 
 
+@pytest.mark.emulator_only
 def test_async_auto_lock_renewer_reports_a_session_lock_lost_while_renewing(
     make_emulator: Callable[..., EmulatorHandle],
 ) -> None:
@@ -416,11 +419,11 @@ def test_async_auto_lock_renewer_reports_a_session_lock_lost_while_renewing(
 # ---------------------------------------------------------------------------------------------- state
 
 
-def test_session_state_round_trips_and_is_seen_by_the_next_consumer(emulator: EmulatorHandle) -> None:
-    queue = _session_queue(emulator)
-    _send(emulator, queue, [_msg("wallet-1", "debit-1"), _msg("wallet-1", "debit-2")])
+def test_session_state_round_trips_and_is_seen_by_the_next_consumer(backend: Backend) -> None:
+    queue = _session_queue(backend)
+    _send(backend, queue, [_msg("wallet-1", "debit-1"), _msg("wallet-1", "debit-2")])
 
-    with sdk_client(emulator) as client:
+    with sdk_client(backend) as client:
         with client.get_queue_receiver(queue, session_id="wallet-1", max_wait_time=WAIT) as rx:
             assert rx.session.get_state() is None
             rx.session.set_state(b'{"cursor": 1}')
@@ -441,12 +444,12 @@ def test_session_state_round_trips_and_is_seen_by_the_next_consumer(emulator: Em
             assert rx.session.get_state() is None
 
 
-def test_async_session_state_round_trips(emulator: EmulatorHandle) -> None:
-    queue = _session_queue(emulator)
-    _send(emulator, queue, [_msg("s", "m0")])
+def test_async_session_state_round_trips(backend: Backend) -> None:
+    queue = _session_queue(backend)
+    _send(backend, queue, [_msg("s", "m0")])
 
     async def scenario() -> tuple[bytes | None, bytes | None, bytes | None]:
-        async with async_sdk_client(emulator) as client:
+        async with async_sdk_client(backend) as client:
             async with client.get_queue_receiver(queue, session_id="s", max_wait_time=WAIT) as rx:
                 before = await rx.session.get_state()
                 await rx.session.set_state(b"\x00\x01state")
@@ -463,6 +466,7 @@ def test_async_session_state_round_trips(emulator: EmulatorHandle) -> None:
     assert asyncio.run(scenario()) == (None, b"\x00\x01state", None)
 
 
+@pytest.mark.emulator_only
 def test_session_state_and_messages_survive_a_restart(
     make_emulator: Callable[..., EmulatorHandle], tmp_path: Path
 ) -> None:
@@ -494,13 +498,13 @@ def test_session_state_and_messages_survive_a_restart(
 # ---------------------------------------------------------------------------------------------- ordering
 
 
-def test_strict_fifo_inside_a_session_across_abandon_and_redelivery(emulator: EmulatorHandle) -> None:
-    queue = _session_queue(emulator)
-    _send(emulator, queue, [_msg("s", f"m{i}") for i in range(5)])
+def test_strict_fifo_inside_a_session_across_abandon_and_redelivery(backend: Backend) -> None:
+    queue = _session_queue(backend)
+    _send(backend, queue, [_msg("s", f"m{i}") for i in range(5)])
     observed: list[tuple[str, int | None]] = []
 
     with (
-        sdk_client(emulator) as client,
+        sdk_client(backend) as client,
         client.get_queue_receiver(queue, session_id="s", max_wait_time=WAIT) as rx,
     ):
         for abandon in (True, True, False, False, True, False, False, False):
@@ -524,13 +528,13 @@ def test_strict_fifo_inside_a_session_across_abandon_and_redelivery(emulator: Em
     ]
 
 
-def test_fifty_shuffled_payloads_of_one_session_are_observed_in_send_order(emulator: EmulatorHandle) -> None:
+def test_fifty_shuffled_payloads_of_one_session_are_observed_in_send_order(backend: Backend) -> None:
     """Seed 004, Verify/Ordering: send 50 messages with the same SessionId and out-of-order payloads."""
-    queue = _session_queue(emulator)
+    queue = _session_queue(backend)
     payloads = random.Random(4).sample(range(1000), 50)  # not cryptographic
     assert payloads != sorted(payloads)
 
-    with sdk_client(emulator) as client:
+    with sdk_client(backend) as client:
         with client.get_queue_sender(queue) as sender:
             for value in payloads[:20]:  # one by one ...
                 sender.send_messages(_msg("wallet-7", json.dumps({"amount": value})))
@@ -582,12 +586,12 @@ def _check_concurrent_consumption(
     assert peak >= 4, f"at most {peak} sessions were held at once"
 
 
-def test_eight_concurrent_consumers_never_interleave_inside_a_session(emulator: EmulatorHandle) -> None:
+def test_eight_concurrent_consumers_never_interleave_inside_a_session(backend: Backend) -> None:
     """Seed 004: MaxConcurrentSessions = 8, MaxConcurrentCallsPerSession = 1, with threads."""
-    queue = _session_queue(emulator)
+    queue = _session_queue(backend)
     sessions = [f"wallet-{i:02d}" for i in range(12)]
     per_session = 6
-    with sdk_client(emulator) as client, client.get_queue_sender(queue) as sender:
+    with sdk_client(backend) as client, client.get_queue_sender(queue) as sender:
         sender.send_messages(_interleaved(sessions, per_session))
 
     log: list[tuple[str, int, int]] = []
@@ -598,7 +602,7 @@ def test_eight_concurrent_consumers_never_interleave_inside_a_session(emulator: 
 
     def worker() -> None:
         try:
-            with sdk_client(emulator, retry_total=0) as client:
+            with sdk_client(backend, retry_total=0) as client:
                 while True:
                     try:
                         rx = client.get_queue_receiver(
@@ -632,8 +636,8 @@ def test_eight_concurrent_consumers_never_interleave_inside_a_session(emulator: 
     _check_concurrent_consumption(sessions, per_session, log, holds)
 
 
-def test_async_eight_concurrent_consumers_never_interleave_inside_a_session(emulator: EmulatorHandle) -> None:
-    queue = _session_queue(emulator)
+def test_async_eight_concurrent_consumers_never_interleave_inside_a_session(backend: Backend) -> None:
+    queue = _session_queue(backend)
     sessions = [f"wallet-{i:02d}" for i in range(12)]
     per_session = 6
     log: list[tuple[str, int, int]] = []
@@ -660,9 +664,9 @@ def test_async_eight_concurrent_consumers_never_interleave_inside_a_session(emul
                 holds.append((session, rx_id, start, time.monotonic()))
 
     async def scenario() -> None:
-        async with async_sdk_client(emulator) as client, client.get_queue_sender(queue) as sender:
+        async with async_sdk_client(backend) as client, client.get_queue_sender(queue) as sender:
             await sender.send_messages(_interleaved(sessions, per_session))
-        clients = [async_sdk_client(emulator, retry_total=0) for _ in range(8)]
+        clients = [async_sdk_client(backend, retry_total=0) for _ in range(8)]
         try:
             await asyncio.wait_for(asyncio.gather(*(worker(c) for c in clients)), timeout=60)
         finally:
@@ -695,16 +699,16 @@ time.sleep(120)  # "processing" - until SIGKILL
 """
 
 
-def test_session_of_a_killed_consumer_is_taken_over_after_its_lock_expires(emulator: EmulatorHandle) -> None:
+def test_session_of_a_killed_consumer_is_taken_over_after_its_lock_expires(backend: Backend) -> None:
     """Seed 004 wallet scenario: a consumer dies mid-session (SIGKILL, so it cannot close anything). The
     session stays locked until its lock expires (Azure: "the lock is released when the receiver is closed,
     or when the lock expires if the application cannot close it"); then another consumer takes it over with
     the session state intact and the unsettled message redelivered with its delivery count incremented."""
-    queue = _session_queue(emulator)
-    _send(emulator, queue, [_msg("wallet-9", "tx-1"), _msg("wallet-9", "tx-2")])
+    queue = _session_queue(backend)
+    _send(backend, queue, [_msg("wallet-9", "tx-1"), _msg("wallet-9", "tx-2")])
 
     consumer = subprocess.Popen(
-        [sys.executable, "-c", _KILLED_CONSUMER, emulator.connection_string, queue],
+        [sys.executable, "-c", _KILLED_CONSUMER, backend.connection_string, queue],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -734,7 +738,7 @@ def test_session_of_a_killed_consumer_is_taken_over_after_its_lock_expires(emula
     problems: list[str] = []
     # Straight after the crash the session is still locked by the dead consumer.
     try:
-        _assert_session_locked_elsewhere(emulator, queue, "wallet-9")
+        _assert_session_locked_elsewhere(backend, queue, "wallet-9")
     except BaseException as exc:  # collected so the rest of the scenario still runs
         problems.append(
             f"{locked_until - time.time():.1f} s before the dead consumer's lock expired, another receiver "
@@ -742,7 +746,7 @@ def test_session_of_a_killed_consumer_is_taken_over_after_its_lock_expires(emula
         )
 
     with (
-        sdk_client(emulator, retry_total=0) as client,
+        sdk_client(backend, retry_total=0) as client,
         client.get_queue_receiver(queue, session_id=NEXT_AVAILABLE_SESSION, max_wait_time=LOCK_S + 3) as rx,
     ):
         taken_over_at = time.time()
@@ -765,11 +769,11 @@ def test_session_of_a_killed_consumer_is_taken_over_after_its_lock_expires(emula
 
 
 def test_message_without_session_id_is_refused_by_a_session_queue_and_nothing_is_enqueued(
-    emulator: EmulatorHandle,
+    backend: Backend,
 ) -> None:
-    queue = _session_queue(emulator)
+    queue = _session_queue(backend)
 
-    with sdk_client(emulator) as client:
+    with sdk_client(backend) as client:
         with client.get_queue_sender(queue) as sender:
             with pytest.raises(ServiceBusError):
                 sender.send_messages(ServiceBusMessage("no session"))
@@ -782,11 +786,11 @@ def test_message_without_session_id_is_refused_by_a_session_queue_and_nothing_is
 
 
 def test_session_receiver_on_a_queue_without_sessions_and_plain_receiver_on_a_session_queue_fail(
-    emulator: EmulatorHandle,
+    backend: Backend,
 ) -> None:
-    plain = emulator.create_queue()
-    sessionful = _session_queue(emulator)
-    with sdk_client(emulator, retry_total=0) as client:
+    plain = backend.create_queue()
+    sessionful = _session_queue(backend)
+    with sdk_client(backend, retry_total=0) as client:
         with (
             pytest.raises(ServiceBusError),
             client.get_queue_receiver(plain, session_id="s", max_wait_time=WAIT) as rx,
@@ -799,11 +803,11 @@ def test_session_receiver_on_a_queue_without_sessions_and_plain_receiver_on_a_se
 # ---------------------------------------------------------------------------------------------- listing
 
 
-def test_list_queue_sessions_lists_sessions_with_messages_or_state(emulator: EmulatorHandle) -> None:
-    queue = _session_queue(emulator)
-    _send(emulator, queue, [_msg("with-messages", "m"), _msg("consumed", "c"), _msg("with-state", "x")])
+def test_list_queue_sessions_lists_sessions_with_messages_or_state(backend: Backend) -> None:
+    queue = _session_queue(backend)
+    _send(backend, queue, [_msg("with-messages", "m"), _msg("consumed", "c"), _msg("with-state", "x")])
 
-    with sdk_client(emulator) as client:
+    with sdk_client(backend) as client:
         with client.get_queue_receiver(queue, session_id="consumed", max_wait_time=WAIT) as rx:
             (message,) = receive(rx, 1, WAIT)
             rx.complete_message(message)
@@ -822,12 +826,12 @@ def test_list_queue_sessions_lists_sessions_with_messages_or_state(emulator: Emu
         assert sorted(client.list_queue_sessions(queue)) == ["updated", "with-messages", "with-state"]
 
 
-def test_async_list_queue_sessions_pages_through_many_sessions(emulator: EmulatorHandle) -> None:
-    queue = _session_queue(emulator)
+def test_async_list_queue_sessions_pages_through_many_sessions(backend: Backend) -> None:
+    queue = _session_queue(backend)
     sessions = [f"s-{i:03d}" for i in range(130)]  # more than one page of 100
 
     async def scenario() -> list[str]:
-        async with async_sdk_client(emulator) as client:
+        async with async_sdk_client(backend) as client:
             async with client.get_queue_sender(queue) as sender:
                 await sender.send_messages([_msg(s, s) for s in sessions])
             return [s async for s in client.list_queue_sessions(queue)]

@@ -28,7 +28,7 @@ from emulator.broker.store import Store
 from emulator.config import parse_config
 
 if TYPE_CHECKING:
-    from tests.conftest import EmulatorHandle
+    from emulator.testing import EmulatorHandle
 
 TOKEN = "startup-scale-token"
 # SQLite calls the progress handler every this many virtual-machine instructions.

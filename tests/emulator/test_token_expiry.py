@@ -14,7 +14,7 @@ from azure.servicebus.exceptions import ServiceBusError
 from sdk_helpers import sdk_client
 
 from emulator.auth import DEFAULT_KEY, DEFAULT_KEY_NAME, sign
-from tests.conftest import EmulatorHandle
+from emulator.testing import EmulatorHandle
 
 
 def _token_connection_string(emulator: EmulatorHandle, queue: str, lifetime: int) -> str:
@@ -26,6 +26,7 @@ def _token_connection_string(emulator: EmulatorHandle, queue: str, lifetime: int
     return f"Endpoint=sb://{host};SharedAccessSignature={token};UseDevelopmentEmulator=true"
 
 
+@pytest.mark.emulator_only
 def test_a_sender_whose_token_expires_unrenewed_is_detached_and_cannot_send(emulator: EmulatorHandle) -> None:
     queue = emulator.create_queue()
     with (
@@ -43,6 +44,7 @@ def test_a_sender_whose_token_expires_unrenewed_is_detached_and_cannot_send(emul
     assert [str(m) for m in received] == ["before"]
 
 
+@pytest.mark.emulator_only
 def test_a_client_with_a_renewable_key_keeps_its_links(emulator: EmulatorHandle) -> None:
     queue = emulator.create_queue()
     namespace = emulator.emulator.namespace

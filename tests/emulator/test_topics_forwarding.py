@@ -48,7 +48,9 @@ from emulator.broker.errors import BrokerError
 from emulator.broker.properties import EntityStatus, QueueProperties, SubscriptionProperties
 
 if TYPE_CHECKING:
-    from tests.conftest import EmulatorHandle
+    from backends import Backend
+
+    from emulator.testing import EmulatorHandle
 
 DLQ = ServiceBusSubQueue.DEAD_LETTER
 HOPS_EXCEEDED = "MaxTransferHopCountExceeded"
@@ -63,11 +65,8 @@ FORWARDED = b"m" * 16_000  # too big for what is left in a filled 1 MB queue
 # test opens all the senders and receivers it needs at once, in threads, and closes them the same way.
 
 
-def _queue(emulator: EmulatorHandle, name: str | None = None, **props: Any) -> str:
-    queue = name or unique_name("q")
-    ns = emulator.emulator.namespace
-    emulator.call(lambda: ns.create_queue(queue, QueueProperties(**props), origin="arm"))
-    return queue
+def _queue(backend: Backend, name: str | None = None, **props: Any) -> str:
+    return backend.create_queue(name or unique_name("q"), **props)
 
 
 def _set_queue_status(emulator: EmulatorHandle, queue: str, status: EntityStatus) -> None:
@@ -103,6 +102,7 @@ def _fill(sender: ServiceBusSender) -> None:
 # ---------------------------------------------------------------------------------------- basic chains
 
 
+@pytest.mark.emulator_only
 def test_subscription_forwards_to_a_queue_keeping_the_message(emulator: EmulatorHandle) -> None:
     inbox = _queue(emulator)
     topic = create_topic(emulator)
@@ -147,6 +147,7 @@ def test_subscription_forwards_to_a_queue_keeping_the_message(emulator: Emulator
     assert _counts(emulator, inbox) == (0, 0)
 
 
+@pytest.mark.emulator_only
 def test_subscription_forwards_to_a_topic_whose_rules_route_it_again(emulator: EmulatorHandle) -> None:
     second = create_topic(emulator)
     big = create_subscription(emulator, second, "big", [sql_rule("big", "amount >= 100")])
@@ -173,6 +174,7 @@ def test_subscription_forwards_to_a_topic_whose_rules_route_it_again(emulator: E
     assert _counts(emulator, first, bridge) == (0, 0)
 
 
+@pytest.mark.emulator_only
 def test_queue_forwards_to_a_queue(emulator: EmulatorHandle) -> None:
     destination = _queue(emulator)
     source = _queue(emulator, forward_to=destination)
@@ -191,6 +193,7 @@ def test_queue_forwards_to_a_queue(emulator: EmulatorHandle) -> None:
     assert _counts(emulator, source) == (0, 0)
 
 
+@pytest.mark.emulator_only
 def test_queue_forwards_to_a_topic(emulator: EmulatorHandle) -> None:
     topic = create_topic(emulator)
     eu = create_subscription(emulator, topic, "eu", [sql_rule("eu", "region = 'eu'")])
@@ -210,11 +213,12 @@ def test_queue_forwards_to_a_topic(emulator: EmulatorHandle) -> None:
     assert _counts(emulator, source) == (0, 0)
 
 
-def test_the_destination_still_accepts_direct_sends(emulator: EmulatorHandle) -> None:
-    destination = _queue(emulator)
-    topic = create_topic(emulator)
-    create_subscription(emulator, topic, "fwd", forward_to=destination)
-    with sdk_client(emulator) as client:
+@pytest.mark.also_over_arm
+def test_the_destination_still_accepts_direct_sends(backend: Backend) -> None:
+    destination = _queue(backend)
+    topic = create_topic(backend)
+    create_subscription(backend, topic, "fwd", forward_to=destination)
+    with sdk_client(backend) as client:
         topic_sender = client.get_topic_sender(topic)
         queue_sender = client.get_queue_sender(destination)
         receiver = client.get_queue_receiver(destination)
@@ -227,6 +231,7 @@ def test_the_destination_still_accepts_direct_sends(emulator: EmulatorHandle) ->
 # -------------------------------------------------------------------------------------------- creation
 
 
+@pytest.mark.emulator_only
 def test_a_forward_destination_must_exist_when_the_source_is_created(emulator: EmulatorHandle) -> None:
     ns = emulator.emulator.namespace
     topic = create_topic(emulator)
@@ -255,13 +260,13 @@ def test_a_forward_destination_must_exist_when_the_source_is_created(emulator: E
 
 
 def test_a_forwarding_source_refuses_receivers_but_its_dead_letter_queue_does_not(
-    emulator: EmulatorHandle,
+    backend: Backend,
 ) -> None:
-    destination = _queue(emulator)
-    source_queue = _queue(emulator, forward_to=destination)
-    topic = create_topic(emulator)
-    sub = create_subscription(emulator, topic, "fwd", forward_to=destination)
-    with sdk_client(emulator, retry_total=0) as client:
+    destination = _queue(backend)
+    source_queue = _queue(backend, forward_to=destination)
+    topic = create_topic(backend)
+    sub = create_subscription(backend, topic, "fwd", forward_to=destination)
+    with sdk_client(backend, retry_total=0) as client:
         for receiver in (
             client.get_queue_receiver(source_queue, max_wait_time=1),
             client.get_subscription_receiver(topic, sub, max_wait_time=1),
@@ -280,18 +285,18 @@ def test_a_forwarding_source_refuses_receivers_but_its_dead_letter_queue_does_no
 # ------------------------------------------------------------------------------------------- hop limit
 
 
-def _queue_chain(emulator: EmulatorHandle, length: int) -> list[str]:
+def _queue_chain(backend: Backend, length: int) -> list[str]:
     """Queues q0 -> q1 -> ... -> q(length-1), the last one without ForwardTo; created back to front."""
     names = [unique_name(f"hop{i}") for i in range(length)]
-    _queue(emulator, names[-1])
+    _queue(backend, names[-1])
     for i in range(length - 2, -1, -1):
-        _queue(emulator, names[i], forward_to=names[i + 1])
+        _queue(backend, names[i], forward_to=names[i + 1])
     return names
 
 
-def test_a_four_hop_chain_delivers(emulator: EmulatorHandle) -> None:
-    chain = _queue_chain(emulator, 5)  # 4 transfers: q0->q1->q2->q3->q4
-    with sdk_client(emulator) as client:
+def test_a_four_hop_chain_delivers(backend: Backend) -> None:
+    chain = _queue_chain(backend, 5)  # 4 transfers: q0->q1->q2->q3->q4
+    with sdk_client(backend) as client:
         sender = client.get_queue_sender(chain[0])
         end = client.get_queue_receiver(chain[-1])
         dead_letters = [client.get_queue_receiver(q, sub_queue=DLQ) for q in chain]
@@ -302,6 +307,7 @@ def test_a_four_hop_chain_delivers(emulator: EmulatorHandle) -> None:
             assert [peek(r) for r in dead_letters] == [[]] * len(chain)
 
 
+@pytest.mark.emulator_only
 def test_a_fifth_hop_dead_letters_the_message_where_it_stopped(emulator: EmulatorHandle) -> None:
     chain = _queue_chain(emulator, 6)  # 5 transfers wanted: q0->q1->q2->q3->q4->q5
     with sdk_client(emulator) as client:
@@ -333,6 +339,7 @@ def test_a_fifth_hop_dead_letters_the_message_where_it_stopped(emulator: Emulato
 # ------------------------------------------------------------------------------------ failed transfers
 
 
+@pytest.mark.emulator_only
 def test_a_full_destination_dead_letters_in_the_source_until_it_has_room(emulator: EmulatorHandle) -> None:
     destination = _queue(emulator, max_size_in_megabytes=1)
     topic = create_topic(emulator)
@@ -369,6 +376,7 @@ def test_a_full_destination_dead_letters_in_the_source_until_it_has_room(emulato
     assert _counts(emulator, topic, sub) == (0, 1)
 
 
+@pytest.mark.emulator_only
 @pytest.mark.parametrize("status", [EntityStatus.DISABLED, EntityStatus.SEND_DISABLED])
 def test_a_disabled_destination_dead_letters_in_the_source_until_re_enabled(
     emulator: EmulatorHandle, status: EntityStatus
@@ -392,6 +400,7 @@ def test_a_disabled_destination_dead_letters_in_the_source_until_re_enabled(
             assert dead[0].dead_letter_reason
 
 
+@pytest.mark.emulator_only
 def test_a_receive_disabled_destination_still_takes_forwarded_messages(emulator: EmulatorHandle) -> None:
     destination = _queue(emulator, status=EntityStatus.RECEIVE_DISABLED)
     topic = create_topic(emulator)
@@ -402,6 +411,7 @@ def test_a_receive_disabled_destination_still_takes_forwarded_messages(emulator:
     assert _counts(emulator, topic, sub) == (0, 0)
 
 
+@pytest.mark.emulator_only
 def test_a_deleted_destination_dead_letters_in_the_source(emulator: EmulatorHandle) -> None:
     destination = _queue(emulator)
     topic = create_topic(emulator)
@@ -418,11 +428,11 @@ def test_a_deleted_destination_dead_letters_in_the_source(emulator: EmulatorHand
     assert dead[0].dead_letter_reason
 
 
-def test_a_session_destination_refuses_a_message_without_session_id(emulator: EmulatorHandle) -> None:
-    destination = _queue(emulator, requires_session=True)
-    topic = create_topic(emulator)
-    sub = create_subscription(emulator, topic, "to-sessions", forward_to=destination)
-    with sdk_client(emulator) as client:
+def test_a_session_destination_refuses_a_message_without_session_id(backend: Backend) -> None:
+    destination = _queue(backend, requires_session=True)
+    topic = create_topic(backend)
+    sub = create_subscription(backend, topic, "to-sessions", forward_to=destination)
+    with sdk_client(backend) as client:
         sender = client.get_topic_sender(topic)
         sub_dlq = client.get_subscription_receiver(topic, sub, sub_queue=DLQ)
         session_receiver = client.get_queue_receiver(destination, session_id="s-1")
@@ -437,13 +447,13 @@ def test_a_session_destination_refuses_a_message_without_session_id(emulator: Em
 # ------------------------------------------------------------------------------ dead-letter forwarding
 
 
-def test_forward_dead_lettered_messages_to_on_a_subscription(emulator: EmulatorHandle) -> None:
-    errors = _queue(emulator)
-    topic = create_topic(emulator)
+def test_forward_dead_lettered_messages_to_on_a_subscription(backend: Backend) -> None:
+    errors = _queue(backend)
+    topic = create_topic(backend)
     sub = create_subscription(
-        emulator, topic, "worker", forward_dead_lettered_messages_to=errors, max_delivery_count=1
+        backend, topic, "worker", forward_dead_lettered_messages_to=errors, max_delivery_count=1
     )
-    with sdk_client(emulator) as client:
+    with sdk_client(backend) as client:
         sender = client.get_topic_sender(topic)
         receiver = client.get_subscription_receiver(topic, sub, max_wait_time=1)
         errors_receiver = client.get_queue_receiver(errors)
@@ -468,21 +478,21 @@ def test_forward_dead_lettered_messages_to_on_a_subscription(emulator: EmulatorH
             assert peek(sub_dlq) == []
 
 
-def test_failed_transfers_and_filters_are_dead_letter_forwarded_too(emulator: EmulatorHandle) -> None:
-    errors = _queue(emulator)
-    full = _queue(emulator, max_size_in_megabytes=1)
-    topic = create_topic(emulator)
+def test_failed_transfers_and_filters_are_dead_letter_forwarded_too(backend: Backend) -> None:
+    errors = _queue(backend)
+    full = _queue(backend, max_size_in_megabytes=1)
+    topic = create_topic(backend)
     transfer = create_subscription(
-        emulator, topic, "transfer", forward_to=full, forward_dead_lettered_messages_to=errors
+        backend, topic, "transfer", forward_to=full, forward_dead_lettered_messages_to=errors
     )
     failing = create_subscription(
-        emulator,
+        backend,
         topic,
         "failing",
         [sql_rule("broken", "n / 0 = 1")],
         forward_dead_lettered_messages_to=errors,
     )
-    with sdk_client(emulator) as client:
+    with sdk_client(backend) as client:
         filler = client.get_queue_sender(full)
         sender = client.get_topic_sender(topic)
         errors_receiver = client.get_queue_receiver(errors)
@@ -500,6 +510,7 @@ def test_failed_transfers_and_filters_are_dead_letter_forwarded_too(emulator: Em
             assert peek(failing_dlq) == []
 
 
+@pytest.mark.emulator_only
 def test_dead_letter_source_is_set_only_on_messages_forwarded_out_of_a_dead_letter_queue(
     emulator: EmulatorHandle,
 ) -> None:

@@ -49,7 +49,9 @@ from emulator.broker.properties import RuleConfig, SubscriptionProperties, Topic
 from emulator.filters.sql import SqlSyntaxError
 
 if TYPE_CHECKING:
-    from tests.conftest import EmulatorHandle
+    from backends import Backend
+
+    from emulator.testing import EmulatorHandle
 
 DLQ = ServiceBusSubQueue.DEAD_LETTER
 
@@ -63,6 +65,7 @@ DLQ = ServiceBusSubQueue.DEAD_LETTER
 # -------------------------------------------------------------------------------------------- $Default
 
 
+@pytest.mark.emulator_only
 def test_subscription_created_without_rules_gets_the_default_true_rule(emulator: EmulatorHandle) -> None:
     topic = create_topic(emulator)
     sub = create_subscription(emulator, topic, "everything")
@@ -87,6 +90,7 @@ def test_subscription_created_without_rules_gets_the_default_true_rule(emulator:
     assert unrouted_count(emulator, topic) == 0
 
 
+@pytest.mark.emulator_only
 def test_subscription_created_with_rules_has_no_default_rule(emulator: EmulatorHandle) -> None:
     topic = create_topic(emulator)
     sub = create_subscription(emulator, topic, "only-red", [sql_rule("red", "color = 'red'")])
@@ -121,6 +125,7 @@ _SYSTEM_FIELDS = [
 ]
 
 
+@pytest.mark.emulator_only
 def test_correlation_filters_match_each_system_property_exactly(emulator: EmulatorHandle) -> None:
     """One subscription per system property; each message sets one property, to one of three values."""
     topic = create_topic(emulator)
@@ -152,12 +157,12 @@ def test_correlation_filters_match_each_system_property_exactly(emulator: Emulat
     assert unrouted_count(emulator, topic) == 3 * len(_SYSTEM_FIELDS)
 
 
-def test_correlation_filter_label_is_the_message_subject(emulator: EmulatorHandle) -> None:
-    topic = create_topic(emulator)
+def test_correlation_filter_label_is_the_message_subject(backend: Backend) -> None:
+    topic = create_topic(backend)
     sub = create_subscription(
-        emulator, topic, "by-label", [correlation_rule("label", subject="Shipping.OrderAccepted")]
+        backend, topic, "by-label", [correlation_rule("label", subject="Shipping.OrderAccepted")]
     )
-    with sdk_client(emulator) as client:
+    with sdk_client(backend) as client:
         sender = client.get_topic_sender(topic)
         receiver = client.get_subscription_receiver(topic, sub)
         with opened(sender, receiver):
@@ -173,17 +178,18 @@ def test_correlation_filter_label_is_the_message_subject(emulator: EmulatorHandl
     assert received[0].subject == "Shipping.OrderAccepted"
 
 
-def test_correlation_filter_conditions_are_all_required(emulator: EmulatorHandle) -> None:
-    topic = create_topic(emulator)
+@pytest.mark.also_over_arm
+def test_correlation_filter_conditions_are_all_required(backend: Backend) -> None:
+    topic = create_topic(backend)
     rule = correlation_rule(
         "all-three",
         correlation_id="order-7",
         subject="OrderAccepted",
         properties={"region": "eu", "priority": 2},
     )
-    sub = create_subscription(emulator, topic, "strict", [rule])
+    sub = create_subscription(backend, topic, "strict", [rule])
     full = {"region": "eu", "priority": 2}
-    with sdk_client(emulator) as client:
+    with sdk_client(backend) as client:
         sender = client.get_topic_sender(topic)
         receiver = client.get_subscription_receiver(topic, sub)
         with opened(sender, receiver):
@@ -222,6 +228,7 @@ def test_correlation_filter_conditions_are_all_required(emulator: EmulatorHandle
             assert sorted_bodies(peek(receiver)) == ["all", "all-plus-extra"]
 
 
+@pytest.mark.emulator_only
 def test_correlation_filter_application_properties_compare_values_and_types(emulator: EmulatorHandle) -> None:
     topic = create_topic(emulator)
     text = create_subscription(emulator, topic, "text", [correlation_rule("t", properties={"code": "5"})])
@@ -262,6 +269,7 @@ def test_correlation_filter_application_properties_compare_values_and_types(emul
 # ---------------------------------------------------------------------------------- true / false / sql
 
 
+@pytest.mark.emulator_only
 def test_true_filter_takes_everything_and_false_filter_nothing(emulator: EmulatorHandle) -> None:
     topic = create_topic(emulator)
     everything = create_subscription(emulator, topic, "all", [RuleConfig(name="all", filter_type="True")])
@@ -284,6 +292,7 @@ def test_true_filter_takes_everything_and_false_filter_nothing(emulator: Emulato
     assert unrouted_count(emulator, topic) == 0
 
 
+@pytest.mark.emulator_only
 def test_sql_filters_over_system_and_application_properties(emulator: EmulatorHandle) -> None:
     topic = create_topic(emulator)
     subs = [
@@ -324,17 +333,17 @@ def test_sql_filters_over_system_and_application_properties(emulator: EmulatorHa
 # ---------------------------------------------------------------------------------- OR-ing and actions
 
 
-def test_a_message_matching_several_rules_without_action_arrives_once(emulator: EmulatorHandle) -> None:
-    topic = create_topic(emulator)
+def test_a_message_matching_several_rules_without_action_arrives_once(backend: Backend) -> None:
+    topic = create_topic(backend)
     rules = [
         sql_rule("by-type", "[NServiceBus.EnclosedMessageTypes] LIKE '%Shipping.OrderAccepted%'"),
         sql_rule("by-interface", "[NServiceBus.EnclosedMessageTypes] LIKE '%Shipping.IOrderAccepted%'"),
         correlation_rule("by-flag", properties={"Shipping.OrderAccepted": True}),
         RuleConfig(name="$Default", filter_type="True"),
     ]
-    sub = create_subscription(emulator, topic, "endpoint", rules)
+    sub = create_subscription(backend, topic, "endpoint", rules)
     header = "Shipping.OrderAccepted, Shared;Shipping.IOrderAccepted, Shared"
-    with sdk_client(emulator) as client:
+    with sdk_client(backend) as client:
         sender = client.get_topic_sender(topic)
         receiver = client.get_subscription_receiver(topic, sub)
         with opened(sender, receiver):
@@ -352,8 +361,9 @@ def test_a_message_matching_several_rules_without_action_arrives_once(emulator: 
     assert "RuleName" not in app_properties(received[0])
 
 
-def test_each_matching_rule_with_an_action_yields_its_own_stamped_copy(emulator: EmulatorHandle) -> None:
-    topic = create_topic(emulator)
+@pytest.mark.also_over_arm
+def test_each_matching_rule_with_an_action_yields_its_own_stamped_copy(backend: Backend) -> None:
+    topic = create_topic(backend)
     rules = [
         sql_rule("plain", "kind = 'order'"),
         sql_rule("also-plain", "amount > 0"),
@@ -361,14 +371,14 @@ def test_each_matching_rule_with_an_action_yields_its_own_stamped_copy(emulator:
         sql_rule("to-audit", "amount > 100", "SET route = 'audit'; SET sys.Label = 'audited'"),
         sql_rule("never", "kind = 'refund'", "SET route = 'refunds'"),
     ]
-    fan = create_subscription(emulator, topic, "fan", rules)
+    fan = create_subscription(backend, topic, "fan", rules)
     only_action = create_subscription(
-        emulator,
+        backend,
         topic,
         "only-action",
         [sql_rule("plain", "kind = 'refund'"), sql_rule("stamp", "1=1", "SET stamped = TRUE")],
     )
-    with sdk_client(emulator) as client:
+    with sdk_client(backend) as client:
         sender = client.get_topic_sender(topic)
         fan_receiver = client.get_subscription_receiver(topic, fan)
         action_receiver = client.get_subscription_receiver(topic, only_action)
@@ -412,8 +422,8 @@ def test_each_matching_rule_with_an_action_yields_its_own_stamped_copy(emulator:
     }
 
 
-def test_remove_and_computed_set_actions_reshape_the_copy(emulator: EmulatorHandle) -> None:
-    topic = create_topic(emulator)
+def test_remove_and_computed_set_actions_reshape_the_copy(backend: Backend) -> None:
+    topic = create_topic(backend)
     action = "; ".join(
         [
             "REMOVE secret",
@@ -422,10 +432,10 @@ def test_remove_and_computed_set_actions_reshape_the_copy(emulator: EmulatorHand
             "SET sys.To = 'billing'",
         ]
     )
-    reshaped = create_subscription(emulator, topic, "reshaped", [sql_rule("reshape", "1=1", action)])
-    untouched = create_subscription(emulator, topic, "untouched")
+    reshaped = create_subscription(backend, topic, "reshaped", [sql_rule("reshape", "1=1", action)])
+    untouched = create_subscription(backend, topic, "untouched")
     original = {"secret": "s3cr3t", "qty": 3, "price": 7, "ref": "A1"}
-    with sdk_client(emulator) as client:
+    with sdk_client(backend) as client:
         sender = client.get_topic_sender(topic)
         reshaped_receiver = client.get_subscription_receiver(topic, reshaped)
         untouched_receiver = client.get_subscription_receiver(topic, untouched)
@@ -456,6 +466,7 @@ def test_remove_and_computed_set_actions_reshape_the_copy(emulator: EmulatorHand
 # -------------------------------------------------------------------------------------------- unrouted
 
 
+@pytest.mark.emulator_only
 def test_a_message_no_subscription_wants_is_dropped_and_counted(emulator: EmulatorHandle) -> None:
     topic = create_topic(emulator)
     subs = [
@@ -483,6 +494,7 @@ def test_a_message_no_subscription_wants_is_dropped_and_counted(emulator: Emulat
     assert unrouted_count(emulator, topic) == 2
 
 
+@pytest.mark.emulator_only
 def test_a_topic_without_subscriptions_accepts_and_drops_every_message(emulator: EmulatorHandle) -> None:
     topic = create_topic(emulator)
     with sdk_client(emulator) as client, client.get_topic_sender(topic) as sender:
@@ -503,23 +515,21 @@ def test_a_topic_without_subscriptions_accepts_and_drops_every_message(emulator:
 @pytest.mark.parametrize(
     "expression", ["sys.Nonexistent = 1", "n / 0 = 1"], ids=["unknown-system", "div-zero"]
 )
-def test_filter_evaluation_failure_dead_letters_only_where_enabled(
-    emulator: EmulatorHandle, expression: str
-) -> None:
-    topic = create_topic(emulator)
+def test_filter_evaluation_failure_dead_letters_only_where_enabled(backend: Backend, expression: str) -> None:
+    topic = create_topic(backend)
     loud = create_subscription(
-        emulator, topic, "loud", [sql_rule("broken", expression)]
+        backend, topic, "loud", [sql_rule("broken", expression)]
     )  # dead-lettering is the default
     quiet = create_subscription(
-        emulator,
+        backend,
         topic,
         "quiet",
         [sql_rule("broken", expression)],
         dead_lettering_on_filter_evaluation_exceptions=False,
     )
-    healthy = create_subscription(emulator, topic, "healthy", [sql_rule("int-n", "n = 1")])
-    catch_all = create_subscription(emulator, topic, "catch-all")
-    with sdk_client(emulator) as client:
+    healthy = create_subscription(backend, topic, "healthy", [sql_rule("int-n", "n = 1")])
+    catch_all = create_subscription(backend, topic, "catch-all")
+    with sdk_client(backend) as client:
         sender = client.get_topic_sender(topic)
         loud_main, loud_dlq, quiet_main, quiet_dlq, healthy_main, healthy_dlq, catch_all_main = (
             client.get_subscription_receiver(topic, sub, sub_queue=queue)
@@ -556,12 +566,12 @@ def test_filter_evaluation_failure_dead_letters_only_where_enabled(
             assert sorted_bodies(peek(catch_all_main)) == ["poison"]
 
 
-def test_each_failing_subscription_dead_letters_with_its_own_error(emulator: EmulatorHandle) -> None:
-    topic = create_topic(emulator)
-    unknown = create_subscription(emulator, topic, "unknown", [sql_rule("unknown", "sys.Nonexistent = 1")])
-    division = create_subscription(emulator, topic, "division", [sql_rule("division", "n / 0 = 1")])
-    healthy = create_subscription(emulator, topic, "healthy")
-    with sdk_client(emulator) as client:
+def test_each_failing_subscription_dead_letters_with_its_own_error(backend: Backend) -> None:
+    topic = create_topic(backend)
+    unknown = create_subscription(backend, topic, "unknown", [sql_rule("unknown", "sys.Nonexistent = 1")])
+    division = create_subscription(backend, topic, "division", [sql_rule("division", "n / 0 = 1")])
+    healthy = create_subscription(backend, topic, "healthy")
+    with sdk_client(backend) as client:
         sender = client.get_topic_sender(topic)
         unknown_dlq = client.get_subscription_receiver(topic, unknown, sub_queue=DLQ)
         division_dlq = client.get_subscription_receiver(topic, division, sub_queue=DLQ)
@@ -579,11 +589,11 @@ def test_each_failing_subscription_dead_letters_with_its_own_error(emulator: Emu
 
 
 def test_a_filter_that_fails_only_for_some_messages_routes_the_others_normally(
-    emulator: EmulatorHandle,
+    backend: Backend,
 ) -> None:
-    topic = create_topic(emulator)
-    sub = create_subscription(emulator, topic, "ratio", [sql_rule("ratio", "n / d > 1")])
-    with sdk_client(emulator) as client:
+    topic = create_topic(backend)
+    sub = create_subscription(backend, topic, "ratio", [sql_rule("ratio", "n / d > 1")])
+    with sdk_client(backend) as client:
         sender = client.get_topic_sender(topic)
         main = client.get_subscription_receiver(topic, sub)
         dlq = client.get_subscription_receiver(topic, sub, sub_queue=DLQ)
@@ -603,6 +613,7 @@ def test_a_filter_that_fails_only_for_some_messages_routes_the_others_normally(
 # ------------------------------------------------------------------------------ creation-time refusals
 
 
+@pytest.mark.emulator_only
 def test_a_sql_filter_or_action_with_a_syntax_error_is_refused_at_creation_with_its_position(
     emulator: EmulatorHandle,
 ) -> None:
@@ -638,6 +649,7 @@ def test_a_sql_filter_or_action_with_a_syntax_error_is_refused_at_creation_with_
             assert sorted_bodies(peek(receiver)) == ["red"]
 
 
+@pytest.mark.emulator_only
 def test_a_topic_accepts_2000_subscriptions_and_refuses_the_2001st(make_emulator: Any) -> None:
     private: EmulatorHandle = make_emulator()
     ns = private.emulator.namespace

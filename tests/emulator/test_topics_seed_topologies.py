@@ -41,7 +41,7 @@ from sdk_helpers import app_properties, opened, peek, sdk_client, unrouted_count
 from emulator.config import parse_config
 
 if TYPE_CHECKING:
-    from tests.conftest import EmulatorHandle
+    from emulator.testing import EmulatorHandle
 
     MakeEmulator = Callable[..., EmulatorHandle]
 
@@ -197,6 +197,7 @@ def _forwarding_topology() -> str:
     return _config(queues, [{"Name": "bundle-1", "Subscriptions": subscriptions}])
 
 
+@pytest.mark.emulator_only
 def test_forwarding_topology_routes_events_to_endpoint_queues(make_emulator: MakeEmulator) -> None:
     emulator = _start(make_emulator, _forwarding_topology())
     with sdk_client(emulator) as client:
@@ -235,6 +236,7 @@ def test_forwarding_topology_routes_events_to_endpoint_queues(make_emulator: Mak
     assert set(_subscription_counts(emulator, "bundle-1").values()) == {(0, 0)}
 
 
+@pytest.mark.emulator_only
 def test_hierarchy_forwards_bundle_1_into_bundle_2(make_emulator: MakeEmulator) -> None:
     text = _config(
         [_endpoint_queue("Shipping"), _endpoint_queue("NewEndpoint"), _endpoint_queue("NewStatusWatcher")],
@@ -292,6 +294,7 @@ def test_hierarchy_forwards_bundle_1_into_bundle_2(make_emulator: MakeEmulator) 
 # ------------------------------------------------------------------------------------- topic-per-event
 
 
+@pytest.mark.emulator_only
 def test_topic_per_event_with_catch_all_subscriptions(make_emulator: MakeEmulator) -> None:
     catch_all_sql = {
         "Name": "$Default",
@@ -343,6 +346,7 @@ def test_topic_per_event_with_catch_all_subscriptions(make_emulator: MakeEmulato
 # -------------------------------------------------------------------------------------- fallback topic
 
 
+@pytest.mark.emulator_only
 def test_fallback_topic_with_correlation_filter_routing_mode(make_emulator: MakeEmulator) -> None:
     [long_name] = DISPATCHED
     assert _rule_name(long_name).startswith("Rule-") and len(_rule_name(long_name)) == 21
@@ -407,6 +411,7 @@ def test_fallback_topic_with_correlation_filter_routing_mode(make_emulator: Make
     assert set(_subscription_counts(emulator, "SharedEvents").values()) == {(0, 0)}
 
 
+@pytest.mark.emulator_only
 def test_fallback_topic_with_sql_like_filter_routing_mode(make_emulator: MakeEmulator) -> None:
     text = _config(
         [_endpoint_queue(q) for q in ("Shipping", "ShippingV2", "Acceptance", "Pricing", "FlagsOnly")],
@@ -485,6 +490,7 @@ def _erp_topology() -> str:
     )
 
 
+@pytest.mark.emulator_only
 def test_erp_a_full_personal_queue_dead_letters_only_its_own_messages(make_emulator: MakeEmulator) -> None:
     emulator = _start(make_emulator, _erp_topology())
     per_topic = 6  # per sales representative: 18 for Alice (1.8 MB) and 18 for Bob
@@ -550,6 +556,7 @@ def test_erp_a_full_personal_queue_dead_letters_only_its_own_messages(make_emula
 # ----------------------------------------------------------------------------------------- 5-hop chain
 
 
+@pytest.mark.emulator_only
 def test_a_five_hop_chain_of_topics_and_queues(make_emulator: MakeEmulator) -> None:
     def forwarding_topic(name: str, target: str) -> dict[str, Any]:
         return {"Name": name, "Subscriptions": [{"Name": "next", "Properties": {"ForwardTo": target}}]}

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+import pytest
 from azure.servicebus import (
     NEXT_AVAILABLE_SESSION,
     ServiceBusMessage,
@@ -35,7 +36,8 @@ from sdk_helpers import create_subscription, create_topic, opened, peek, receive
 from emulator.broker.properties import RuleConfig
 
 if TYPE_CHECKING:
-    from tests.conftest import EmulatorHandle
+    from backends import Backend
+
 
 DLQ = ServiceBusSubQueue.DEAD_LETTER
 LOCK = timedelta(seconds=5)  # the shortest lock duration Azure accepts
@@ -49,22 +51,22 @@ WAIT = 1  # seconds a receiver waits on an empty subscription
 
 
 def _sub(
-    emulator: EmulatorHandle, topic: str, name: str, rules: Sequence[RuleConfig] | None = None, **props: Any
+    backend: Backend, topic: str, name: str, rules: Sequence[RuleConfig] | None = None, **props: Any
 ) -> str:
     """``create_subscription`` with the shortest lock duration unless ``props`` set one."""
     props.setdefault("lock_duration", LOCK)
-    return create_subscription(emulator, topic, name, rules, **props)
+    return create_subscription(backend, topic, name, rules, **props)
 
 
 # ------------------------------------------------------------------------------------------ settlement
 
 
-def test_peek_lock_on_a_subscription_settles_only_that_subscriptions_copy(emulator: EmulatorHandle) -> None:
-    topic = create_topic(emulator)
-    first = _sub(emulator, topic, "first")
-    second = _sub(emulator, topic, "second")
-    third = _sub(emulator, topic, "third")
-    with sdk_client(emulator) as client:
+def test_peek_lock_on_a_subscription_settles_only_that_subscriptions_copy(backend: Backend) -> None:
+    topic = create_topic(backend)
+    first = _sub(backend, topic, "first")
+    second = _sub(backend, topic, "second")
+    third = _sub(backend, topic, "third")
+    with sdk_client(backend) as client:
         sender = client.get_topic_sender(topic)
         first_receiver = client.get_subscription_receiver(topic, first, max_wait_time=WAIT)
         second_receiver = client.get_subscription_receiver(topic, second, max_wait_time=WAIT)
@@ -100,11 +102,12 @@ def test_peek_lock_on_a_subscription_settles_only_that_subscriptions_copy(emulat
             assert peek(third_receiver) == []
 
 
-def test_abandon_up_to_max_delivery_count_dead_letters_in_the_subscription(emulator: EmulatorHandle) -> None:
-    topic = create_topic(emulator)
-    sub = _sub(emulator, topic, "fragile", max_delivery_count=2)
-    other = _sub(emulator, topic, "sturdy")
-    with sdk_client(emulator) as client:
+@pytest.mark.also_over_arm
+def test_abandon_up_to_max_delivery_count_dead_letters_in_the_subscription(backend: Backend) -> None:
+    topic = create_topic(backend)
+    sub = _sub(backend, topic, "fragile", max_delivery_count=2)
+    other = _sub(backend, topic, "sturdy")
+    with sdk_client(backend) as client:
         sender = client.get_topic_sender(topic)
         receiver = client.get_subscription_receiver(topic, sub, max_wait_time=WAIT)
         dlq = client.get_subscription_receiver(topic, sub, sub_queue=DLQ, max_wait_time=WAIT)
@@ -130,10 +133,10 @@ def test_abandon_up_to_max_delivery_count_dead_letters_in_the_subscription(emula
             assert [str(m) for m in peek(other_receiver)] == ["poison"]
 
 
-def test_explicit_dead_letter_from_a_subscription(emulator: EmulatorHandle) -> None:
-    topic = create_topic(emulator)
-    sub = _sub(emulator, topic, "checker")
-    with sdk_client(emulator) as client:
+def test_explicit_dead_letter_from_a_subscription(backend: Backend) -> None:
+    topic = create_topic(backend)
+    sub = _sub(backend, topic, "checker")
+    with sdk_client(backend) as client:
         sender = client.get_topic_sender(topic)
         receiver = client.get_subscription_receiver(topic, sub, max_wait_time=WAIT)
         dlq = client.get_subscription_receiver(topic, sub, sub_queue=DLQ)
@@ -155,10 +158,11 @@ def test_explicit_dead_letter_from_a_subscription(emulator: EmulatorHandle) -> N
 # -------------------------------------------------------------------------------------------- sessions
 
 
-def test_sessions_on_a_session_enabled_subscription(emulator: EmulatorHandle) -> None:
-    topic = create_topic(emulator)
-    sub = _sub(emulator, topic, "per-wallet", requires_session=True)
-    with sdk_client(emulator) as client:
+@pytest.mark.also_over_arm
+def test_sessions_on_a_session_enabled_subscription(backend: Backend) -> None:
+    topic = create_topic(backend)
+    sub = _sub(backend, topic, "per-wallet", requires_session=True)
+    with sdk_client(backend) as client:
         sender = client.get_topic_sender(topic)
         named = client.get_subscription_receiver(topic, sub, session_id="w1", max_wait_time=WAIT)
         with opened(sender, named):
@@ -188,12 +192,12 @@ def test_sessions_on_a_session_enabled_subscription(emulator: EmulatorHandle) ->
 
 
 def test_a_message_without_session_id_is_dead_lettered_in_a_session_subscription(
-    emulator: EmulatorHandle,
+    backend: Backend,
 ) -> None:
-    topic = create_topic(emulator)
-    sessions = _sub(emulator, topic, "sessions", requires_session=True)
-    plain = _sub(emulator, topic, "plain")
-    with sdk_client(emulator) as client:
+    topic = create_topic(backend)
+    sessions = _sub(backend, topic, "sessions", requires_session=True)
+    plain = _sub(backend, topic, "plain")
+    with sdk_client(backend) as client:
         sender = client.get_topic_sender(topic)
         dlq = client.get_subscription_receiver(topic, sessions, sub_queue=DLQ)
         plain_receiver = client.get_subscription_receiver(topic, plain)
@@ -210,10 +214,10 @@ def test_a_message_without_session_id_is_dead_lettered_in_a_session_subscription
 # -------------------------------------------------------------------------------------------- deferral
 
 
-def test_deferral_on_a_subscription(emulator: EmulatorHandle) -> None:
-    topic = create_topic(emulator)
-    sub = _sub(emulator, topic, "deferring")
-    with sdk_client(emulator) as client:
+def test_deferral_on_a_subscription(backend: Backend) -> None:
+    topic = create_topic(backend)
+    sub = _sub(backend, topic, "deferring")
+    with sdk_client(backend) as client:
         sender = client.get_topic_sender(topic)
         receiver = client.get_subscription_receiver(topic, sub, max_wait_time=WAIT)
         with opened(sender, receiver):
@@ -235,10 +239,10 @@ def test_deferral_on_a_subscription(emulator: EmulatorHandle) -> None:
 # ------------------------------------------------------------------------------------------ scheduling
 
 
-def test_a_message_scheduled_on_a_topic_reaches_subscriptions_at_its_time(emulator: EmulatorHandle) -> None:
-    topic = create_topic(emulator)
-    sub = _sub(emulator, topic, "later")
-    with sdk_client(emulator) as client:
+def test_a_message_scheduled_on_a_topic_reaches_subscriptions_at_its_time(backend: Backend) -> None:
+    topic = create_topic(backend)
+    sub = _sub(backend, topic, "later")
+    with sdk_client(backend) as client:
         sender = client.get_topic_sender(topic)
         receiver = client.get_subscription_receiver(topic, sub, max_wait_time=WAIT)
         with opened(sender, receiver):
@@ -254,10 +258,10 @@ def test_a_message_scheduled_on_a_topic_reaches_subscriptions_at_its_time(emulat
             receiver.complete_message(received[0])
 
 
-def test_a_message_scheduled_on_a_topic_can_be_cancelled(emulator: EmulatorHandle) -> None:
-    topic = create_topic(emulator)
-    sub = _sub(emulator, topic, "cancelled")
-    with sdk_client(emulator) as client:
+def test_a_message_scheduled_on_a_topic_can_be_cancelled(backend: Backend) -> None:
+    topic = create_topic(backend)
+    sub = _sub(backend, topic, "cancelled")
+    with sdk_client(backend) as client:
         sender = client.get_topic_sender(topic)
         receiver = client.get_subscription_receiver(topic, sub, max_wait_time=WAIT)
         with opened(sender, receiver):
@@ -278,11 +282,12 @@ def test_a_message_scheduled_on_a_topic_can_be_cancelled(emulator: EmulatorHandl
 # ---------------------------------------------------------------------------------------- time to live
 
 
-def test_the_topic_and_subscription_default_ttls_cap_a_message_ttl(emulator: EmulatorHandle) -> None:
-    topic = create_topic(emulator, default_message_time_to_live=timedelta(minutes=10))
-    plain = _sub(emulator, topic, "plain")
-    short = _sub(emulator, topic, "short", default_message_time_to_live=timedelta(minutes=2))
-    with sdk_client(emulator) as client:
+@pytest.mark.also_over_arm
+def test_the_topic_and_subscription_default_ttls_cap_a_message_ttl(backend: Backend) -> None:
+    topic = create_topic(backend, default_message_time_to_live=timedelta(minutes=10))
+    plain = _sub(backend, topic, "plain")
+    short = _sub(backend, topic, "short", default_message_time_to_live=timedelta(minutes=2))
+    with sdk_client(backend) as client:
         sender = client.get_topic_sender(topic)
         plain_receiver = client.get_subscription_receiver(topic, plain)
         short_receiver = client.get_subscription_receiver(topic, short)
@@ -312,18 +317,18 @@ def test_the_topic_and_subscription_default_ttls_cap_a_message_ttl(emulator: Emu
 # ----------------------------------------------------------------------------------------------- async
 
 
-def test_async_publish_and_receive_on_subscriptions(emulator: EmulatorHandle) -> None:
-    topic = create_topic(emulator)
+def test_async_publish_and_receive_on_subscriptions(backend: Backend) -> None:
+    topic = create_topic(backend)
     orders = _sub(
-        emulator,
+        backend,
         topic,
         "orders",
         [RuleConfig(name="orders", filter_type="Sql", sql_expression="kind = 'order'")],
     )
-    sessions = _sub(emulator, topic, "sessions", requires_session=True)
+    sessions = _sub(backend, topic, "sessions", requires_session=True)
 
     async def scenario() -> tuple[list[str], list[str], list[str]]:
-        async with AsyncServiceBusClient.from_connection_string(emulator.connection_string) as client:
+        async with AsyncServiceBusClient.from_connection_string(backend.connection_string) as client:
             async with client.get_topic_sender(topic) as sender:
                 await sender.send_messages(
                     [

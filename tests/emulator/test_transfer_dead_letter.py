@@ -14,6 +14,7 @@ import json
 import urllib.request
 from typing import TYPE_CHECKING
 
+import pytest
 from azure.servicebus import ServiceBusMessage, ServiceBusSubQueue
 from sdk_helpers import (
     create_subscription,
@@ -29,7 +30,9 @@ from sdk_helpers import (
 from emulator.broker.properties import EntityStatus
 
 if TYPE_CHECKING:
-    from tests.conftest import EmulatorHandle
+    from backends import Backend
+
+    from emulator.testing import EmulatorHandle
 
 DLQ = ServiceBusSubQueue.DEAD_LETTER
 TDLQ = ServiceBusSubQueue.TRANSFER_DEAD_LETTER
@@ -39,9 +42,9 @@ HOPS_DESCRIPTION = (
 )
 
 
-def test_the_transfer_dead_letter_queue_does_not_show_the_dead_letter_queue(emulator: EmulatorHandle) -> None:
-    queue = emulator.create_queue()
-    with sdk_client(emulator) as client:
+def test_the_transfer_dead_letter_queue_does_not_show_the_dead_letter_queue(backend: Backend) -> None:
+    queue = backend.create_queue()
+    with sdk_client(backend) as client:
         sender = client.get_queue_sender(queue)
         receiver = client.get_queue_receiver(queue, max_wait_time=1)
         transfer_dead_letters = client.get_queue_receiver(queue, sub_queue=TDLQ, max_wait_time=1)
@@ -55,12 +58,12 @@ def test_the_transfer_dead_letter_queue_does_not_show_the_dead_letter_queue(emul
             assert [str(m) for m in peek(dead_letters)] == ["poison"]
 
 
-def test_a_fifth_hop_dead_letters_with_azures_reason_and_description(emulator: EmulatorHandle) -> None:
+def test_a_fifth_hop_dead_letters_with_azures_reason_and_description(backend: Backend) -> None:
     names = [unique_name(f"hop{i}") for i in range(6)]
-    emulator.create_queue(names[-1])
+    backend.create_queue(names[-1])
     for i in range(4, -1, -1):
-        emulator.create_queue(names[i], forward_to=names[i + 1])
-    with sdk_client(emulator) as client:
+        backend.create_queue(names[i], forward_to=names[i + 1])
+    with sdk_client(backend) as client:
         sender = client.get_queue_sender(names[0])
         dead_letters = client.get_queue_receiver(names[4], sub_queue=DLQ)
         transfer_dead_letters = client.get_queue_receiver(names[4], sub_queue=TDLQ)
@@ -74,6 +77,7 @@ def test_a_fifth_hop_dead_letters_with_azures_reason_and_description(emulator: E
     )
 
 
+@pytest.mark.emulator_only
 def test_a_transfer_to_a_deleted_or_disabled_destination_is_dead_lettered_with_the_destinations_error(
     emulator: EmulatorHandle,
 ) -> None:
@@ -95,6 +99,7 @@ def test_a_transfer_to_a_deleted_or_disabled_destination_is_dead_lettered_with_t
     assert f"{disabled}' is currently disabled" in (off.dead_letter_error_description or "")
 
 
+@pytest.mark.emulator_only
 def test_messages_no_subscription_wanted_are_counted_in_health_details(emulator: EmulatorHandle) -> None:
     topic = create_topic(emulator)
     create_subscription(emulator, topic, "picky", [sql_rule("only-red", "colour = 'red'")])
@@ -114,11 +119,11 @@ def test_messages_no_subscription_wanted_are_counted_in_health_details(emulator:
 
 
 def test_a_message_without_session_id_reaching_a_session_subscription_has_azures_reason_and_description(
-    emulator: EmulatorHandle,
+    backend: Backend,
 ) -> None:
-    topic = create_topic(emulator)
-    subscription = create_subscription(emulator, topic, "sessions", requires_session=True)
-    with sdk_client(emulator) as client:
+    topic = create_topic(backend)
+    subscription = create_subscription(backend, topic, "sessions", requires_session=True)
+    with sdk_client(backend) as client:
         sender = client.get_topic_sender(topic)
         dead_letters = client.get_subscription_receiver(topic, subscription, sub_queue=DLQ)
         with opened(sender, dead_letters):

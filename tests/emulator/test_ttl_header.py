@@ -19,18 +19,19 @@ from azure.servicebus import ServiceBusMessage, ServiceBusSubQueue
 from sdk_helpers import create_subscription, create_topic, opened, peek, receive, sdk_client
 
 if TYPE_CHECKING:
-    from tests.conftest import EmulatorHandle
+    from backends import Backend
+
 
 WAIT = 1
 
 
 def test_a_message_sent_without_a_ttl_reports_none_but_expires_at_the_queue_default(
-    emulator: EmulatorHandle,
+    backend: Backend,
 ) -> None:
-    queue = emulator.create_queue(
+    queue = backend.create_queue(
         default_message_time_to_live=timedelta(seconds=2), dead_lettering_on_message_expiration=True
     )
-    with sdk_client(emulator) as client:
+    with sdk_client(backend) as client:
         sender = client.get_queue_sender(queue)
         receiver = client.get_queue_receiver(queue, max_wait_time=WAIT)
         dead_letters = client.get_queue_receiver(queue, sub_queue=ServiceBusSubQueue.DEAD_LETTER)
@@ -56,13 +57,11 @@ def test_a_message_sent_without_a_ttl_reports_none_but_expires_at_the_queue_defa
 
 
 def test_a_message_without_a_ttl_published_to_a_topic_keeps_no_ttl_but_expires_at_the_topic_default(
-    emulator: EmulatorHandle,
+    backend: Backend,
 ) -> None:
-    topic = create_topic(emulator, default_message_time_to_live=timedelta(seconds=2))
-    subscription = create_subscription(
-        emulator, topic, "all", default_message_time_to_live=timedelta(days=14)
-    )
-    with sdk_client(emulator) as client:
+    topic = create_topic(backend, default_message_time_to_live=timedelta(seconds=2))
+    subscription = create_subscription(backend, topic, "all", default_message_time_to_live=timedelta(days=14))
+    with sdk_client(backend) as client:
         sender = client.get_topic_sender(topic)
         receiver = client.get_subscription_receiver(topic, subscription, max_wait_time=WAIT)
         with opened(sender, receiver):

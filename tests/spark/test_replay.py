@@ -12,6 +12,7 @@ import pytest
 from azure.servicebus import ServiceBusClient, ServiceBusReceivedMessage
 
 from emulator.server import EmulatorThread
+from emulator.testing import EmulatorHandle
 from shared.archive.rows import ArchiveRow
 from spark import ledger
 from spark.archive import ArchiveNotFoundError
@@ -19,7 +20,6 @@ from spark.params import ReplayParams, parse_params
 from spark.properties import REPLAY_RUN_ID_PROPERTY
 from spark.replay import run
 from spark.report import ReplaySummary
-from tests.conftest import EmulatorHandle
 from tests.emulator.sdk_helpers import app_properties, drain
 from tests.spark.archive_factory import archive_row, write_archive
 from tests.spark.management_args import management_args

@@ -8,11 +8,11 @@ from typing import Any
 
 from azure.servicebus import ServiceBusClient, ServiceBusMessage, ServiceBusSubQueue
 
+from emulator.testing import EmulatorHandle
 from shared.redrive.job import run_redrive
 from spark.params import parse_params
 from spark.properties import ORIGINAL_MESSAGE_ID_PROPERTY, REPLAY_RUN_ID_PROPERTY
 from spark.replay import run
-from tests.conftest import EmulatorHandle
 from tests.emulator.sdk_helpers import drain, opened, receive
 from tests.spark.management_args import management_args
 

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from azure.servicebus import ServiceBusClient
 
+from emulator.testing import EmulatorHandle
 from spark.params import ParameterError, ReplayParams, parse_params
 from spark.replay import run
-from tests.conftest import EmulatorHandle
 from tests.emulator.sdk_helpers import drain
 from tests.spark.archive_factory import archive_row, write_archive
 from tests.spark.management_args import management_args

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 import pytest
 from azure.servicebus import ServiceBusClient
 
+from emulator.testing import EmulatorHandle
 from shared.management import EMULATOR_NAMESPACE, ManagementClient, ManagementSettings
-from tests.conftest import EmulatorHandle
 
 
 @pytest.fixture

@@ -6,9 +6,9 @@ import io
 import json
 from pathlib import Path
 
+from emulator.testing import EmulatorHandle
 from shared.management import ManagementClient
 from shared.topology.cli import run
-from tests.conftest import EmulatorHandle
 
 
 def _env(emulator: EmulatorHandle) -> dict[str, str]:

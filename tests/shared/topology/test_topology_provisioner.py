@@ -9,6 +9,7 @@ from datetime import timedelta
 import pytest
 from azure.mgmt.servicebus.models import SBSubscription, SBSubscriptionProperties
 
+from emulator.testing import EmulatorHandle
 from shared.management import ManagementClient, ManagementSettings
 from shared.topology import (
     DesiredState,
@@ -27,7 +28,6 @@ from shared.topology import (
 )
 from shared.topology.desired import FALSE_FILTER, TRUE_FILTER
 from shared.topology.provisioner import filter_of
-from tests.conftest import EmulatorHandle
 
 CF = TopicRoutingMode.CorrelationFilter
 OA, OD = "Shipping.OrderAccepted", "Shipping.OrderDeclined"
