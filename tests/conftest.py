@@ -80,6 +80,9 @@ def spark() -> Iterator[Any]:
     # Spark's Python workers must run this interpreter (the .venv one, with azure-servicebus), not python3.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    # pyspark.testing.assertDataFrameEqual imports pandas-on-Spark, which warns (an error here) unless this
+    # is set before the session starts, as pandas-on-Spark requires with pyarrow >= 2 on driver and executors.
+    os.environ.setdefault("PYARROW_IGNORE_TIMEZONE", "1")
     session = (
         SparkSession.builder.master("local[2]")
         .appName("busbar-tests")
