@@ -7,6 +7,7 @@ that restart, reconfigure or break the broker.
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 from collections.abc import Callable, Iterator
@@ -70,6 +71,15 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "spark" in getattr(item, "fixturenames", ()):
             item.add_marker(_PYSPARK_RESULT_SOCKET)
+            item.add_marker(pytest.mark.usefixtures("_collect_spark_garbage"))
+
+
+@pytest.fixture
+def _collect_spark_garbage() -> Iterator[None]:
+    """Collect after each Spark test, under its ignore: a result socket caught in a reference cycle would
+    otherwise be freed by a later garbage collection, in whatever test then runs, and fail that test."""
+    yield
+    gc.collect()
 
 
 @pytest.fixture(scope="session")
