@@ -36,9 +36,8 @@ from emulator.broker.properties import (
 )
 
 if TYPE_CHECKING:
-    from backends import Backend
-
     from emulator.testing import EmulatorHandle
+    from tests.emulator.backends import Backend
 
 Handler = ServiceBusSender | ServiceBusReceiver
 

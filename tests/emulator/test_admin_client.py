@@ -9,8 +9,6 @@ from urllib.parse import quote_plus
 from xml.etree import ElementTree
 
 import pytest
-from admin_fixtures import AdminEmulator, admin_emulator, fresh, make_admin_emulator
-from arm_client import receive_queue, receive_subscription, send
 from azure.core.exceptions import (
     ClientAuthenticationError,
     HttpResponseError,
@@ -28,9 +26,11 @@ from azure.servicebus.management import (
     SqlRuleFilter,
     TrueRuleFilter,
 )
-from sdk_helpers import app_properties
 
 from emulator.auth import DEFAULT_KEY, DEFAULT_KEY_NAME, sign
+from tests.emulator.admin_fixtures import AdminEmulator, admin_emulator, fresh, make_admin_emulator
+from tests.emulator.arm_client import receive_queue, receive_subscription, send
+from tests.emulator.sdk_helpers import app_properties
 
 __all__ = ["admin_emulator", "make_admin_emulator"]  # fixtures used by name below
 
@@ -423,8 +423,9 @@ def test_token_for_another_entity_is_refused(admin_emulator: AdminEmulator) -> N
 
 
 def test_one_entity_store_for_admin_api_arm_and_restart(make_admin_emulator, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from arm_client import arm
     from azure.mgmt.servicebus.models import SBQueue
+
+    from tests.emulator.arm_client import arm
 
     data_dir = tmp_path / "data"
     first = make_admin_emulator(data_dir)

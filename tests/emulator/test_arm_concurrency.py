@@ -10,9 +10,10 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, TypeVar
 
 import pytest
-from arm_client import Arm, arm, receive_subscription, send, unique
 from azure.mgmt.servicebus.models import Rule, SBSubscription, SBTopic, SqlFilter
 from azure.servicebus import ServiceBusMessage
+
+from tests.emulator.arm_client import Arm, arm, receive_subscription, send, unique
 
 if TYPE_CHECKING:
     from emulator.testing import EmulatorHandle

@@ -10,15 +10,6 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 import pytest
-from arm_client import (
-    Arm,
-    arm,
-    receive_queue,
-    receive_subscription,
-    refusal,
-    send,
-    unique,
-)
 from azure.core.exceptions import ResourceNotFoundError
 from azure.mgmt.servicebus.models import (
     Action,
@@ -31,6 +22,16 @@ from azure.mgmt.servicebus.models import (
 )
 from azure.servicebus import ServiceBusClient, ServiceBusMessage, ServiceBusSubQueue
 from azure.servicebus.exceptions import MessagingEntityDisabledError, ServiceBusAuthenticationError
+
+from tests.emulator.arm_client import (
+    Arm,
+    arm,
+    receive_queue,
+    receive_subscription,
+    refusal,
+    send,
+    unique,
+)
 
 if TYPE_CHECKING:
     from emulator.testing import EmulatorHandle

@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from arm_client import SUBSCRIPTION_ID, Arm, arm, make_client, refusal, unique
 from azure.core.exceptions import ClientAuthenticationError, ServiceRequestError
 from azure.mgmt.servicebus.models import SBQueue, SBSubscription, SBTopic
+
+from tests.emulator.arm_client import SUBSCRIPTION_ID, Arm, arm, make_client, refusal, unique
 
 if TYPE_CHECKING:
     from emulator.testing import EmulatorHandle

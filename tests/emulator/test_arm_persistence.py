@@ -10,13 +10,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from arm_client import arm, receive_queue, receive_subscription, send
 from azure.core.exceptions import HttpResponseError
 from azure.mgmt.servicebus.models import CorrelationFilter, Rule, SBQueue, SBSubscription, SBTopic, SqlFilter
 from azure.servicebus import ServiceBusMessage
 
 from emulator.broker.properties import EmulatorConfig
 from emulator.config import parse_config
+from tests.emulator.arm_client import arm, receive_queue, receive_subscription, send
 
 if TYPE_CHECKING:
     from emulator.testing import EmulatorHandle

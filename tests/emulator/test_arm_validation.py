@@ -13,7 +13,6 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from arm_client import Arm, arm, receive_queue, receive_subscription, refusal, send, unique
 from azure.core.exceptions import HttpResponseError
 from azure.mgmt.servicebus.models import (
     Action,
@@ -27,6 +26,7 @@ from azure.mgmt.servicebus.models import (
 from azure.servicebus import ServiceBusMessage, ServiceBusSubQueue
 
 from emulator.broker import namespace as broker_namespace
+from tests.emulator.arm_client import Arm, arm, receive_queue, receive_subscription, refusal, send, unique
 
 if TYPE_CHECKING:
     from emulator.testing import EmulatorHandle

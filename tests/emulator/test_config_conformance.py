@@ -17,13 +17,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from arm_client import arm, receive_queue, receive_subscription, send
 from azure.mgmt.servicebus.models import SBQueue, SBSubscription
 from azure.servicebus import ServiceBusMessage, ServiceBusSubQueue
-from emulator_process import EmulatorProcesses
 
 from emulator.broker.properties import EmulatorConfig
 from emulator.config import ConfigError, load_config, parse_config
+from tests.emulator.arm_client import arm, receive_queue, receive_subscription, send
+from tests.emulator.emulator_process import EmulatorProcesses
 from tests.emulator.test_cli import assert_exits_before_ready
 
 if TYPE_CHECKING:

@@ -37,10 +37,11 @@ from azure.servicebus.exceptions import (
     ServiceBusAuthenticationError,
     SessionCannotBeLockedError,
 )
-from sdk_helpers import no_retry_async_client, no_retry_client
+
+from tests.emulator.sdk_helpers import no_retry_async_client, no_retry_client
 
 if TYPE_CHECKING:
-    from backends import Backend
+    from tests.emulator.backends import Backend
 
 
 WAIT = 1  # seconds a receiver waits on an empty queue

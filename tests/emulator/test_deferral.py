@@ -30,10 +30,11 @@ from azure.servicebus import (
 )
 from azure.servicebus.aio import ServiceBusClient as AsyncServiceBusClient
 from azure.servicebus.exceptions import MessageNotFoundError
-from sdk_helpers import no_retry_client, receive, seconds_from_now, sleep_until
+
+from tests.emulator.sdk_helpers import no_retry_client, receive, seconds_from_now, sleep_until
 
 if TYPE_CHECKING:
-    from backends import Backend
+    from tests.emulator.backends import Backend
 
 
 WAIT = 1  # seconds a receiver waits on an empty queue

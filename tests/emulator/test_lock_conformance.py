@@ -20,7 +20,8 @@ from azure.servicebus import (
     ServiceBusSubQueue,
 )
 from azure.servicebus.exceptions import MessageLockLostError, SessionLockLostError
-from sdk_helpers import (
+
+from tests.emulator.sdk_helpers import (
     no_retry_async_client,
     no_retry_client,
     peek_queue,
@@ -31,9 +32,8 @@ from sdk_helpers import (
 )
 
 if TYPE_CHECKING:
-    from backends import Backend
-
     from emulator.testing import EmulatorHandle
+    from tests.emulator.backends import Backend
 
 WAIT = 1.0
 LOCK = timedelta(seconds=5)  # the shortest lock duration Azure accepts

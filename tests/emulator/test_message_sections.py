@@ -15,8 +15,9 @@ from azure.servicebus.amqp import (
     AmqpMessageHeader,
     AmqpMessageProperties,
 )
-from backends import Backend
-from sdk_helpers import sdk_client
+
+from tests.emulator.backends import Backend
+from tests.emulator.sdk_helpers import sdk_client
 
 
 def _decoded(value: Any) -> Any:

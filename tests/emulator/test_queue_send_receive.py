@@ -22,10 +22,11 @@ from azure.servicebus import (
 )
 from azure.servicebus.aio import ServiceBusClient as AsyncServiceBusClient
 from azure.servicebus.amqp import AmqpAnnotatedMessage, AmqpMessageBodyType
-from sdk_helpers import drain, sdk_client
+
+from tests.emulator.sdk_helpers import drain, sdk_client
 
 if TYPE_CHECKING:
-    from backends import Backend
+    from tests.emulator.backends import Backend
 
 
 WAIT = 0.5  # seconds a receiver waits on an empty queue (local deliveries take milliseconds)

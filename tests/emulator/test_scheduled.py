@@ -27,14 +27,14 @@ from azure.servicebus import (
 )
 from azure.servicebus.aio import ServiceBusClient as AsyncServiceBusClient
 from azure.servicebus.exceptions import ServiceBusError
-from sdk_helpers import receive, sdk_client, single_queue_config, sleep_until
+
+from tests.emulator.sdk_helpers import receive, sdk_client, single_queue_config, sleep_until
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from backends import Backend
-
     from emulator.testing import EmulatorHandle
+    from tests.emulator.backends import Backend
 
 WAIT = 1  # seconds a receiver waits on an empty queue
 LEAD = 2.0  # seconds ahead a test schedules for (its sender and receiver are open already)

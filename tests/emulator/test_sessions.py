@@ -47,14 +47,20 @@ from azure.servicebus.exceptions import (
     SessionCannotBeLockedError,
     SessionLockLostError,
 )
-from sdk_helpers import async_sdk_client, receive, sdk_client, seconds_from_now, single_queue_config
+
+from tests.emulator.sdk_helpers import (
+    async_sdk_client,
+    receive,
+    sdk_client,
+    seconds_from_now,
+    single_queue_config,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from backends import Backend
-
     from emulator.testing import EmulatorHandle
+    from tests.emulator.backends import Backend
 
 WAIT = 1  # seconds a receiver waits on an empty session
 LOCK = timedelta(seconds=5)  # the shortest lock duration Azure accepts

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from arm_client import arm, receive_queue, send, unique
 from azure.mgmt.servicebus.models import SBQueue, SBSubscription, SBTopic
 from azure.servicebus import ServiceBusClient, ServiceBusMessage
 
@@ -26,6 +25,7 @@ from emulator.arm.models import Extras
 from emulator.broker.properties import EmulatorConfig
 from emulator.broker.store import Store
 from emulator.config import parse_config
+from tests.emulator.arm_client import arm, receive_queue, send, unique
 
 if TYPE_CHECKING:
     from emulator.testing import EmulatorHandle

@@ -30,7 +30,11 @@ from azure.servicebus import (
     ServiceBusMessage,
     ServiceBusSubQueue,
 )
-from sdk_helpers import (
+
+from emulator.broker.errors import BrokerError
+from emulator.broker.properties import RuleConfig, SubscriptionProperties, TopicProperties
+from emulator.filters.sql import SqlSyntaxError
+from tests.emulator.sdk_helpers import (
     app_properties,
     correlation_rule,
     create_subscription,
@@ -44,14 +48,9 @@ from sdk_helpers import (
     unrouted_count,
 )
 
-from emulator.broker.errors import BrokerError
-from emulator.broker.properties import RuleConfig, SubscriptionProperties, TopicProperties
-from emulator.filters.sql import SqlSyntaxError
-
 if TYPE_CHECKING:
-    from backends import Backend
-
     from emulator.testing import EmulatorHandle
+    from tests.emulator.backends import Backend
 
 DLQ = ServiceBusSubQueue.DEAD_LETTER
 

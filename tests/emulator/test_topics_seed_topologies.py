@@ -36,9 +36,9 @@ from azure.servicebus import (
     ServiceBusSubQueue,
 )
 from azure.servicebus.exceptions import ServiceBusAuthenticationError
-from sdk_helpers import app_properties, opened, peek, sdk_client, unrouted_count
 
 from emulator.config import parse_config
+from tests.emulator.sdk_helpers import app_properties, opened, peek, sdk_client, unrouted_count
 
 if TYPE_CHECKING:
     from emulator.testing import EmulatorHandle

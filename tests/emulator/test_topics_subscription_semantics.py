@@ -31,12 +31,12 @@ from azure.servicebus import (
     ServiceBusSubQueue,
 )
 from azure.servicebus.aio import ServiceBusClient as AsyncServiceBusClient
-from sdk_helpers import create_subscription, create_topic, opened, peek, receive, sdk_client
 
 from emulator.broker.properties import RuleConfig
+from tests.emulator.sdk_helpers import create_subscription, create_topic, opened, peek, receive, sdk_client
 
 if TYPE_CHECKING:
-    from backends import Backend
+    from tests.emulator.backends import Backend
 
 
 DLQ = ServiceBusSubQueue.DEAD_LETTER

@@ -17,7 +17,6 @@ from typing import Any
 import pytest
 from azure.mgmt.servicebus.models import SBQueue
 from azure.servicebus import ServiceBusMessage, ServiceBusSubQueue
-from busbar_app import APP, HOST_JSON, app_settings, create_queues_and_router, management_for, sdk_client_for
 
 from app.sample_endpoints import JOURNAL
 from app.sample_events import InvoiceIssued
@@ -25,6 +24,14 @@ from devhost.testing import running_host
 from emulator.server import EmulatorThread
 from shared.contracts import ENCLOSED_MESSAGE_TYPES, enclosed_types_header
 from shared.handlers.context import HandlerContext
+from tests.functions.busbar_app import (
+    APP,
+    HOST_JSON,
+    app_settings,
+    create_queues_and_router,
+    management_for,
+    sdk_client_for,
+)
 
 WAIT = 30.0
 MAX_DELIVERY_COUNT = 4
