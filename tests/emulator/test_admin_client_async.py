@@ -111,6 +111,7 @@ def test_async_subscription_and_rule_operations_route_messages(admin_emulator: A
             assert rule.name == "eu"
             got = await admin.get_rule(topic, "s", "eu")
             assert isinstance(got.filter, CorrelationRuleFilter)
+            assert got.filter.properties is not None
             assert dict(got.filter.properties) == {"region": "eu"}
             got.filter = SqlRuleFilter("region = 'eu' OR region = 'uk'")
             await admin.update_rule(topic, "s", got)

@@ -95,12 +95,13 @@ def test_wrong_token_is_401_and_changes_nothing(api: Arm, emulator: EmulatorHand
     queue, topic = unique("q"), unique("t")
     api.topics.create_or_update(*api.scope, topic, SBTopic())
     try:
-        for call in (
+        calls: tuple[Callable[[], object], ...] = (
             lambda: intruder.queues.create_or_update(*intruder.scope, queue, SBQueue()),
             lambda: intruder.topics.delete(*intruder.scope, topic),
             lambda: intruder.subscriptions.create_or_update(*intruder.scope, topic, "s", SBSubscription()),
             lambda: intruder.queues.get(*intruder.scope, queue),
-        ):
+        )
+        for call in calls:
             with pytest.raises(ClientAuthenticationError) as caught:
                 call()
             assert caught.value.status_code == 401

@@ -17,7 +17,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from azure.mgmt.servicebus.models import SBQueue, SBSubscription, SBTopic
+from azure.mgmt.servicebus.models import (
+    SBQueue,
+    SBQueueProperties,
+    SBSubscription,
+    SBSubscriptionProperties,
+    SBTopic,
+)
 from azure.servicebus import ServiceBusClient, ServiceBusMessage
 
 from emulator.arm.metadata import FILE_NAME, LEGACY_FILE_NAME, Metadata
@@ -146,10 +152,14 @@ def test_arm_entities_forwarding_to_a_deleted_queue_survive_a_restart(
     handle = make_emulator(config=_config([], []), data_dir=tmp_path, management_token=TOKEN)
     api = arm(handle.management_port, TOKEN)
     api.queues.create_or_update(*api.scope, target, SBQueue())
-    api.queues.create_or_update(*api.scope, source, SBQueue(forward_to=target))
-    api.queues.create_or_update(*api.scope, chained, SBQueue(forward_dead_lettered_messages_to=source))
+    api.queues.create_or_update(*api.scope, source, SBQueue(properties=SBQueueProperties(forward_to=target)))
+    api.queues.create_or_update(
+        *api.scope, chained, SBQueue(properties=SBQueueProperties(forward_dead_lettered_messages_to=source))
+    )
     api.topics.create_or_update(*api.scope, topic, SBTopic())
-    api.subscriptions.create_or_update(*api.scope, topic, "sub", SBSubscription(forward_to=target))
+    api.subscriptions.create_or_update(
+        *api.scope, topic, "sub", SBSubscription(properties=SBSubscriptionProperties(forward_to=target))
+    )
     api.queues.delete(*api.scope, target)
     api.close()
     handle.thread.stop()

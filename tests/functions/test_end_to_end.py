@@ -214,7 +214,8 @@ def _send_to_fallback(app: App, message: ServiceBusMessage) -> None:
 
 
 def _legacy(contract_header: str, body: object, **stamps: bool) -> ServiceBusMessage:
-    properties: dict[str | bytes, Any] = {ENCLOSED_MESSAGE_TYPES: contract_header, **stamps}
+    properties: dict[str | bytes, Any] = {ENCLOSED_MESSAGE_TYPES: contract_header}
+    properties.update(stamps)
     return ServiceBusMessage(
         json.dumps(body),
         message_id=fresh("msg"),
