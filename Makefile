@@ -142,7 +142,7 @@ lint: $(STAMP) ## ruff check + ruff format --check
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
-typecheck: $(STAMP) ## mypy --strict over the packages listed in pyproject.toml
+typecheck: $(STAMP) ## mypy --strict over the packages listed in pyproject.toml, tests/ included
 	$(VPY) -m mypy
 
 format: $(STAMP) ## Reformat and apply safe lint fixes

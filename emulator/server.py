@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from emulator.amqp.connection import Connection
 from emulator.amqp.nodes import Nodes
@@ -20,6 +21,8 @@ from emulator.broker.namespace import Namespace
 from emulator.broker.properties import EmulatorConfig, default_config
 from emulator.broker.store import Store
 from emulator.forwarding_graph import ForwardingSource, cycle_warnings, dangling_forwards
+
+T = TypeVar("T")
 
 log = logging.getLogger("emulator")
 
@@ -239,7 +242,7 @@ class EmulatorThread:
         assert self.emulator is not None
         return self.emulator
 
-    def call(self, fn: Callable[[], object]) -> object:
+    def call(self, fn: Callable[[], T]) -> T:
         """Run ``fn`` on the emulator's loop thread and return its result."""
         return asyncio.run_coroutine_threadsafe(_call(fn), self.loop).result(30)
 
@@ -251,5 +254,5 @@ class EmulatorThread:
         self.loop.close()
 
 
-async def _call(fn: Callable[[], object]) -> object:
+async def _call(fn: Callable[[], T]) -> T:
     return fn()

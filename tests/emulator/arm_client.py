@@ -12,7 +12,6 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-import sdk_helpers
 from azure.core.exceptions import HttpResponseError
 from azure.mgmt.servicebus import ServiceBusManagementClient
 from azure.servicebus import (
@@ -24,6 +23,7 @@ from azure.servicebus import (
 )
 
 from shared.management import PlainHttpOperations, StaticTokenCredential
+from tests.emulator import sdk_helpers
 
 SUBSCRIPTION_ID = "00000000-0000-0000-0000-000000000000"
 RESOURCE_GROUP = "busbar-tests"

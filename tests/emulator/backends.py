@@ -36,6 +36,7 @@ from azure.mgmt.servicebus.models import (
     Action,
     CorrelationFilter,
     Rule,
+    Ruleproperties,
     SBQueue,
     SBSubscription,
     SBTopic,
@@ -126,6 +127,10 @@ def arm_rule(rule: RuleConfig) -> Rule:
     if rule.filter_type == "Correlation":
         c = rule.correlation
         assert c is not None
+        # Typed dict[str, str] in the SDK model, as Azure's ARM API documents them; the SDK passes other JSON
+        # types through, and the emulator (like Service Bus's own filters) compares them typed. Any: the
+        # model's annotation is narrower than what it accepts and sends.
+        user_properties: Any = dict(c.properties) or None
         correlation = CorrelationFilter(
             correlation_id=c.correlation_id,
             message_id=c.message_id,
@@ -135,13 +140,15 @@ def arm_rule(rule: RuleConfig) -> Rule:
             session_id=c.session_id,
             reply_to_session_id=c.reply_to_session_id,
             content_type=c.content_type,
-            # Typed as str in the SDK model, as Azure's ARM API documents them; the SDK passes other JSON
-            # types through, and the emulator (like Service Bus's own filters) compares them typed.
-            properties=dict(c.properties) or None,
+            properties=user_properties,
         )
-        return Rule(filter_type="CorrelationFilter", correlation_filter=correlation, action=action)
+        return Rule(
+            properties=Ruleproperties(
+                filter_type="CorrelationFilter", correlation_filter=correlation, action=action
+            )
+        )
     sql = SqlFilter(sql_expression=rule.sql_expression or "1=1")
-    return Rule(filter_type="SqlFilter", sql_filter=sql, action=action)
+    return Rule(properties=Ruleproperties(filter_type="SqlFilter", sql_filter=sql, action=action))
 
 
 class ArmBackend:

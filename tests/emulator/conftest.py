@@ -13,7 +13,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from backends import (
+
+from emulator.server import EmulatorThread
+from emulator.testing import EmulatorHandle
+from tests.emulator.backends import (
     ARM,
     AZURE,
     IN_PROCESS,
@@ -24,9 +27,6 @@ from backends import (
     azure_arm_backend,
     emulator_arm_backend,
 )
-
-from emulator.server import EmulatorThread
-from emulator.testing import EmulatorHandle
 
 
 def _selected(config: pytest.Config) -> str:

@@ -36,11 +36,14 @@ from emulator.broker.properties import (
 )
 
 if TYPE_CHECKING:
-    from backends import Backend
-
     from emulator.testing import EmulatorHandle
+    from tests.emulator.backends import Backend
 
 Handler = ServiceBusSender | ServiceBusReceiver
+
+# What ServiceBusMessage's ``application_properties`` is annotated to take. A dict is invariant in its key
+# type, so a test that builds the properties before the message declares them as this.
+SendProperties = dict[str | bytes, int | float | bytes | bool | str | uuid.UUID]
 
 # --------------------------------------------------------------------------------------------- clients
 
@@ -188,6 +191,18 @@ def sorted_bodies(messages: Sequence[ServiceBusReceivedMessage]) -> list[str]:
 def decoded(value: Any) -> Any:
     """``value`` decoded to text if the SDK handed it back as bytes; otherwise ``value`` itself."""
     return value.decode() if isinstance(value, bytes) else value
+
+
+def sequence_number(message: ServiceBusReceivedMessage) -> int:
+    """The broker's sequence number of a received or peeked message (typed optional: unset before sending)."""
+    assert message.sequence_number is not None
+    return message.sequence_number
+
+
+def message_id(message: ServiceBusReceivedMessage) -> str:
+    """The MessageId of a received or peeked message (typed optional; the broker always sets one)."""
+    assert message.message_id is not None
+    return message.message_id
 
 
 def app_properties(message: ServiceBusReceivedMessage) -> dict[str, Any]:

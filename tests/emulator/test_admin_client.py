@@ -4,13 +4,13 @@ result checked on the AMQP data plane where the property has an effect there."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from urllib.parse import quote_plus
 from xml.etree import ElementTree
 
 import pytest
-from admin_fixtures import AdminEmulator, admin_emulator, fresh, make_admin_emulator
-from arm_client import receive_queue, receive_subscription, send
 from azure.core.exceptions import (
     ClientAuthenticationError,
     HttpResponseError,
@@ -28,9 +28,11 @@ from azure.servicebus.management import (
     SqlRuleFilter,
     TrueRuleFilter,
 )
-from sdk_helpers import app_properties
 
 from emulator.auth import DEFAULT_KEY, DEFAULT_KEY_NAME, sign
+from tests.emulator.admin_fixtures import AdminEmulator, admin_emulator, fresh, make_admin_emulator
+from tests.emulator.arm_client import receive_queue, receive_subscription, send
+from tests.emulator.sdk_helpers import app_properties
 
 __all__ = ["admin_emulator", "make_admin_emulator"]  # fixtures used by name below
 
@@ -108,7 +110,7 @@ def test_queue_runtime_properties_count_messages_by_kind(admin_emulator: AdminEm
     assert runtime.scheduled_message_count == 1
     assert runtime.transfer_message_count == 0
     assert runtime.total_message_count == 4
-    assert runtime.size_in_bytes > 0
+    assert runtime.size_in_bytes is not None and runtime.size_in_bytes > 0
     assert runtime.created_at_utc is not None and runtime.updated_at_utc is not None
     assert listed[name].active_message_count == 2
 
@@ -160,7 +162,7 @@ def test_missing_entities_raise_resource_not_found(admin_emulator: AdminEmulator
     with admin_emulator.admin() as admin:
         admin.create_topic(topic)
         admin.create_subscription(topic, "s")
-        calls = [
+        calls: list[Callable[[], object]] = [
             lambda: admin.get_queue(missing),
             lambda: admin.get_queue_runtime_properties(missing),
             lambda: admin.get_topic(missing),
@@ -305,6 +307,7 @@ def test_correlation_rule_created_through_the_api_routes_a_message(admin_emulato
         fetched = admin.get_rule(topic, "orders", "placed")
     assert isinstance(fetched.filter, CorrelationRuleFilter)
     assert fetched.filter.label == "OrderPlaced"
+    assert fetched.filter.properties is not None
     assert dict(fetched.filter.properties) == {"region": "eu", "priority": 2, "vip": True}
     assert isinstance(fetched.action, SqlRuleAction) and fetched.action.sql_expression == "SET routed = 'yes'"
     assert rule.name == "placed"
@@ -378,7 +381,7 @@ def test_authorization_rules_round_trip(admin_emulator: AdminEmulator) -> None:
         key_name="listen-only",
         primary_key="cHJpbWFyeQ==",
         secondary_key="c2Vjb25kYXJ5",
-        rights=[AccessRights.listen],
+        rights=[AccessRights.LISTEN],
     )
     with admin_emulator.admin() as admin:
         admin.create_queue(name, authorization_rules=[rule])
@@ -422,9 +425,12 @@ def test_token_for_another_entity_is_refused(admin_emulator: AdminEmulator) -> N
             admin.get_queue(other)
 
 
-def test_one_entity_store_for_admin_api_arm_and_restart(make_admin_emulator, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from arm_client import arm
-    from azure.mgmt.servicebus.models import SBQueue
+def test_one_entity_store_for_admin_api_arm_and_restart(
+    make_admin_emulator: Callable[[Path | None], AdminEmulator], tmp_path: Path
+) -> None:
+    from azure.mgmt.servicebus.models import SBQueue, SBQueueProperties
+
+    from tests.emulator.arm_client import arm
 
     data_dir = tmp_path / "data"
     first = make_admin_emulator(data_dir)
@@ -436,7 +442,9 @@ def test_one_entity_store_for_admin_api_arm_and_restart(make_admin_emulator, tmp
     client = arm(first.emulator.management_port, first.emulator.management_token)
     try:
         assert client.queues.get(*client.scope, queue).max_delivery_count == 4
-        client.queues.create_or_update(*client.scope, "from-arm", SBQueue(max_delivery_count=6))
+        client.queues.create_or_update(
+            *client.scope, "from-arm", SBQueue(properties=SBQueueProperties(max_delivery_count=6))
+        )
     finally:
         client.close()
     with first.admin() as admin:
@@ -447,7 +455,8 @@ def test_one_entity_store_for_admin_api_arm_and_restart(make_admin_emulator, tmp
     second = make_admin_emulator(data_dir)
     with second.admin() as admin:
         assert admin.get_queue(queue).max_delivery_count == 4
-        assert admin.get_subscription(topic, "s").forward_to.endswith(f"/{queue}")  # type: ignore[union-attr]
+        forward_to = admin.get_subscription(topic, "s").forward_to
+        assert forward_to is not None and forward_to.endswith(f"/{queue}")
         assert admin.get_queue_runtime_properties(queue).active_message_count == 1
 
 

@@ -7,8 +7,6 @@ import asyncio
 from datetime import timedelta
 
 import pytest
-from admin_fixtures import AdminEmulator, admin_emulator, fresh
-from arm_client import receive_queue, send
 from azure.core.exceptions import (
     ClientAuthenticationError,
     HttpResponseError,
@@ -18,7 +16,10 @@ from azure.core.exceptions import (
 from azure.servicebus import ServiceBusMessage
 from azure.servicebus.aio.management import ServiceBusAdministrationClient
 from azure.servicebus.management import CorrelationRuleFilter, SqlRuleAction, SqlRuleFilter
-from sdk_helpers import app_properties
+
+from tests.emulator.admin_fixtures import AdminEmulator, admin_emulator, fresh
+from tests.emulator.arm_client import receive_queue, send
+from tests.emulator.sdk_helpers import app_properties
 
 __all__ = ["admin_emulator"]  # fixture used by name below
 
@@ -110,6 +111,7 @@ def test_async_subscription_and_rule_operations_route_messages(admin_emulator: A
             assert rule.name == "eu"
             got = await admin.get_rule(topic, "s", "eu")
             assert isinstance(got.filter, CorrelationRuleFilter)
+            assert got.filter.properties is not None
             assert dict(got.filter.properties) == {"region": "eu"}
             got.filter = SqlRuleFilter("region = 'eu' OR region = 'uk'")
             await admin.update_rule(topic, "s", got)

@@ -8,8 +8,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from arm_client import arm, make_client
-from emulator_process import EmulatorProcesses
+
+from tests.emulator.arm_client import arm, make_client
+from tests.emulator.emulator_process import EmulatorProcesses
 
 pytestmark = pytest.mark.subprocess
 

@@ -10,9 +10,17 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, TypeVar
 
 import pytest
-from arm_client import Arm, arm, receive_subscription, send, unique
-from azure.mgmt.servicebus.models import Rule, SBSubscription, SBTopic, SqlFilter
+from azure.mgmt.servicebus.models import (
+    Rule,
+    Ruleproperties,
+    SBSubscription,
+    SBSubscriptionProperties,
+    SBTopic,
+    SqlFilter,
+)
 from azure.servicebus import ServiceBusMessage
+
+from tests.emulator.arm_client import Arm, arm, receive_subscription, send, unique
 
 if TYPE_CHECKING:
     from emulator.testing import EmulatorHandle
@@ -51,7 +59,10 @@ def test_concurrent_puts_of_one_subscription_leave_one_subscription(
     results = _all_at_once(
         clients,
         lambda i, c: c.subscriptions.create_or_update(
-            *c.scope, topic, name, SBSubscription(max_delivery_count=i + 1)
+            *c.scope,
+            topic,
+            name,
+            SBSubscription(properties=SBSubscriptionProperties(max_delivery_count=i + 1)),
         ),
     )
 
@@ -78,7 +89,11 @@ def test_concurrent_puts_of_one_rule_leave_one_rule_that_routes_as_reported(
     results = _all_at_once(
         clients,
         lambda i, c: c.rules.create_or_update(
-            *c.scope, topic, name, "pick", Rule(sql_filter=SqlFilter(sql_expression=f"n = {i}"))
+            *c.scope,
+            topic,
+            name,
+            "pick",
+            Rule(properties=Ruleproperties(sql_filter=SqlFilter(sql_expression=f"n = {i}"))),
         ),
     )
 
@@ -110,7 +125,7 @@ def test_concurrent_puts_of_a_subscription_and_its_rules_never_fail(
             return str(
                 client.subscriptions.create_or_update(*client.scope, topic, name, SBSubscription()).name
             )
-        rule = Rule(sql_filter=SqlFilter(sql_expression=f"kind = '{i % 3}'"))
+        rule = Rule(properties=Ruleproperties(sql_filter=SqlFilter(sql_expression=f"kind = '{i % 3}'")))
         return str(client.rules.create_or_update(*client.scope, topic, name, f"rule-{i % 3}", rule).name)
 
     results = _all_at_once(clients, write)

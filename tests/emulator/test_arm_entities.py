@@ -5,12 +5,29 @@ SDK (azure-servicebus) that every change is live on the broker at once.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 import pytest
-from arm_client import (
+from azure.core.exceptions import ResourceNotFoundError
+from azure.mgmt.servicebus.models import (
+    Action,
+    CorrelationFilter,
+    Rule,
+    Ruleproperties,
+    SBQueue,
+    SBQueueProperties,
+    SBSubscription,
+    SBSubscriptionProperties,
+    SBTopic,
+    SBTopicProperties,
+    SqlFilter,
+)
+from azure.servicebus import ServiceBusClient, ServiceBusMessage, ServiceBusSubQueue
+from azure.servicebus.exceptions import MessagingEntityDisabledError, ServiceBusAuthenticationError
+
+from tests.emulator.arm_client import (
     Arm,
     arm,
     receive_queue,
@@ -19,18 +36,6 @@ from arm_client import (
     send,
     unique,
 )
-from azure.core.exceptions import ResourceNotFoundError
-from azure.mgmt.servicebus.models import (
-    Action,
-    CorrelationFilter,
-    Rule,
-    SBQueue,
-    SBSubscription,
-    SBTopic,
-    SqlFilter,
-)
-from azure.servicebus import ServiceBusClient, ServiceBusMessage, ServiceBusSubQueue
-from azure.servicebus.exceptions import MessagingEntityDisabledError, ServiceBusAuthenticationError
 
 if TYPE_CHECKING:
     from emulator.testing import EmulatorHandle
@@ -53,7 +58,7 @@ def _topic_with_subscription(api: Arm, *, default_rule: bool = False) -> tuple[s
     return topic, subscription
 
 
-def _labels(messages: list[object]) -> list[str]:
+def _labels(messages: Sequence[object]) -> list[str]:
     return sorted(str(m) for m in messages)
 
 
@@ -89,11 +94,13 @@ def test_queue_create_read_update_delete_is_live_on_the_broker(api: Arm, emulato
         *api.scope,
         name,
         SBQueue(
-            lock_duration=timedelta(seconds=30),
-            max_delivery_count=3,
-            dead_lettering_on_message_expiration=True,
-            default_message_time_to_live=timedelta(hours=1),
-            user_metadata="orders",
+            properties=SBQueueProperties(
+                lock_duration=timedelta(seconds=30),
+                max_delivery_count=3,
+                dead_lettering_on_message_expiration=True,
+                default_message_time_to_live=timedelta(hours=1),
+                user_metadata="orders",
+            ),
         ),
     )
 
@@ -116,7 +123,9 @@ def test_queue_create_read_update_delete_is_live_on_the_broker(api: Arm, emulato
     assert name in [q.name for q in api.queues.list_by_namespace(*api.scope)]
 
     updated = api.queues.create_or_update(
-        *api.scope, name, SBQueue(lock_duration=timedelta(seconds=45), status="SendDisabled")
+        *api.scope,
+        name,
+        SBQueue(properties=SBQueueProperties(lock_duration=timedelta(seconds=45), status="SendDisabled")),
     )
     assert updated.lock_duration == timedelta(seconds=45)
     assert updated.max_delivery_count == 10  # a PUT replaces the definition: omitted means default
@@ -180,7 +189,13 @@ def test_topic_create_read_list_update_delete(api: Arm, emulator: EmulatorHandle
     name = unique("t")
 
     created = api.topics.create_or_update(
-        *api.scope, name, SBTopic(max_size_in_megabytes=2048, default_message_time_to_live=timedelta(days=1))
+        *api.scope,
+        name,
+        SBTopic(
+            properties=SBTopicProperties(
+                max_size_in_megabytes=2048, default_message_time_to_live=timedelta(days=1)
+            )
+        ),
     )
 
     assert created.name == name
@@ -193,7 +208,9 @@ def test_topic_create_read_list_update_delete(api: Arm, emulator: EmulatorHandle
     send(emulator.connection_string, name, ServiceBusMessage("dropped: no subscriptions yet"))
 
     api.subscriptions.create_or_update(*api.scope, name, "audit", SBSubscription())
-    updated = api.topics.create_or_update(*api.scope, name, SBTopic(status="SendDisabled"))
+    updated = api.topics.create_or_update(
+        *api.scope, name, SBTopic(properties=SBTopicProperties(status="SendDisabled"))
+    )
 
     assert updated.status == "SendDisabled"
     assert updated.max_size_in_megabytes == 1024
@@ -217,7 +234,12 @@ def test_subscription_create_read_list_update_delete_is_live(api: Arm, emulator:
     api.topics.create_or_update(*api.scope, topic, SBTopic())
 
     created = api.subscriptions.create_or_update(
-        *api.scope, topic, name, SBSubscription(max_delivery_count=4, lock_duration=timedelta(seconds=20))
+        *api.scope,
+        topic,
+        name,
+        SBSubscription(
+            properties=SBSubscriptionProperties(max_delivery_count=4, lock_duration=timedelta(seconds=20))
+        ),
     )
 
     assert created.name == name
@@ -233,7 +255,10 @@ def test_subscription_create_read_list_update_delete_is_live(api: Arm, emulator:
 
     send(emulator.connection_string, topic, ServiceBusMessage("waiting"))
     updated = api.subscriptions.create_or_update(
-        *api.scope, topic, name, SBSubscription(max_delivery_count=7, status="ReceiveDisabled")
+        *api.scope,
+        topic,
+        name,
+        SBSubscription(properties=SBSubscriptionProperties(max_delivery_count=7, status="ReceiveDisabled")),
     )
     assert updated.max_delivery_count == 7
     assert updated.status == "ReceiveDisabled"
@@ -253,7 +278,10 @@ def test_subscription_created_with_forward_to_forwards(api: Arm, emulator: Emula
     api.topics.create_or_update(*api.scope, topic, SBTopic())
 
     created = api.subscriptions.create_or_update(
-        *api.scope, topic, subscription, SBSubscription(forward_to=destination)
+        *api.scope,
+        topic,
+        subscription,
+        SBSubscription(properties=SBSubscriptionProperties(forward_to=destination)),
     )
 
     assert created.forward_to == destination
@@ -267,7 +295,9 @@ def test_forwarding_set_by_update_and_removed_by_update(api: Arm, emulator: Emul
     api.queues.create_or_update(*api.scope, destination, SBQueue())
     api.queues.create_or_update(*api.scope, source, SBQueue())
 
-    api.queues.create_or_update(*api.scope, source, SBQueue(forward_to=destination))
+    api.queues.create_or_update(
+        *api.scope, source, SBQueue(properties=SBQueueProperties(forward_to=destination))
+    )
     send(emulator.connection_string, source, ServiceBusMessage("via forward"))
     assert _labels(receive_queue(emulator.connection_string, destination, 1)) == ["via forward"]
 
@@ -279,7 +309,9 @@ def test_forwarding_set_by_update_and_removed_by_update(api: Arm, emulator: Emul
 def test_forward_dead_lettered_messages_to(api: Arm, emulator: EmulatorHandle) -> None:
     source, parking = unique("q"), unique("q")
     api.queues.create_or_update(*api.scope, parking, SBQueue())
-    api.queues.create_or_update(*api.scope, source, SBQueue(forward_dead_lettered_messages_to=parking))
+    api.queues.create_or_update(
+        *api.scope, source, SBQueue(properties=SBQueueProperties(forward_dead_lettered_messages_to=parking))
+    )
     send(emulator.connection_string, source, ServiceBusMessage("poison"))
     with (
         ServiceBusClient.from_connection_string(emulator.connection_string) as client,
@@ -302,7 +334,11 @@ def test_sql_rule_created_over_arm_filters_immediately(api: Arm, emulator: Emula
         topic,
         subscription,
         "red-only",
-        Rule(filter_type="SqlFilter", sql_filter=SqlFilter(sql_expression="color = 'red'")),
+        Rule(
+            properties=Ruleproperties(
+                filter_type="SqlFilter", sql_filter=SqlFilter(sql_expression="color = 'red'")
+            )
+        ),
     )
 
     assert rule.name == "red-only"
@@ -322,7 +358,11 @@ def test_sql_rule_created_over_arm_filters_immediately(api: Arm, emulator: Emula
         topic,
         subscription,
         "red-only",
-        Rule(filter_type="SqlFilter", sql_filter=SqlFilter(sql_expression="color = 'blue'")),
+        Rule(
+            properties=Ruleproperties(
+                filter_type="SqlFilter", sql_filter=SqlFilter(sql_expression="color = 'blue'")
+            )
+        ),
     )
     send(
         emulator.connection_string,
@@ -353,9 +393,11 @@ def test_correlation_rule_round_trips_and_filters(api: Arm, emulator: EmulatorHa
         subscription,
         "orders",
         Rule(
-            filter_type="CorrelationFilter",
-            correlation_filter=CorrelationFilter(
-                label="OrderPlaced", content_type="application/json", properties={"region": "eu"}
+            properties=Ruleproperties(
+                filter_type="CorrelationFilter",
+                correlation_filter=CorrelationFilter(
+                    label="OrderPlaced", content_type="application/json", properties={"region": "eu"}
+                ),
             ),
         ),
     )
@@ -396,9 +438,11 @@ def test_rule_action_applies_to_matching_messages(api: Arm, emulator: EmulatorHa
         subscription,
         "stamp",
         Rule(
-            filter_type="SqlFilter",
-            sql_filter=SqlFilter(sql_expression="1=1"),
-            action=Action(sql_expression="SET stamped = 'yes'"),
+            properties=Ruleproperties(
+                filter_type="SqlFilter",
+                sql_filter=SqlFilter(sql_expression="1=1"),
+                action=Action(sql_expression="SET stamped = 'yes'"),
+            ),
         ),
     )
 
@@ -426,7 +470,9 @@ def test_rules_of_a_missing_subscription_are_not_found(api: Arm) -> None:
     with pytest.raises(ResourceNotFoundError):
         list(api.rules.list_by_subscriptions(*api.scope, topic, "missing"))
     refused = refusal(
-        lambda: api.rules.create_or_update(*api.scope, topic, "missing", "r", Rule(filter_type="SqlFilter"))
+        lambda: api.rules.create_or_update(
+            *api.scope, topic, "missing", "r", Rule(properties=Ruleproperties(filter_type="SqlFilter"))
+        )
     )
     assert refused.status_code == 404
     assert refused.error is not None and refused.error.code == "NotFound"

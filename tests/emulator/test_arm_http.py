@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from arm_client import SUBSCRIPTION_ID, Arm, arm, make_client, refusal, unique
 from azure.core.exceptions import ClientAuthenticationError, ServiceRequestError
 from azure.mgmt.servicebus.models import SBQueue, SBSubscription, SBTopic
+
+from tests.emulator.arm_client import SUBSCRIPTION_ID, Arm, arm, make_client, refusal, unique
 
 if TYPE_CHECKING:
     from emulator.testing import EmulatorHandle
@@ -94,12 +95,13 @@ def test_wrong_token_is_401_and_changes_nothing(api: Arm, emulator: EmulatorHand
     queue, topic = unique("q"), unique("t")
     api.topics.create_or_update(*api.scope, topic, SBTopic())
     try:
-        for call in (
+        calls: tuple[Callable[[], object], ...] = (
             lambda: intruder.queues.create_or_update(*intruder.scope, queue, SBQueue()),
             lambda: intruder.topics.delete(*intruder.scope, topic),
             lambda: intruder.subscriptions.create_or_update(*intruder.scope, topic, "s", SBSubscription()),
             lambda: intruder.queues.get(*intruder.scope, queue),
-        ):
+        )
+        for call in calls:
             with pytest.raises(ClientAuthenticationError) as caught:
                 call()
             assert caught.value.status_code == 401

@@ -10,13 +10,24 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from arm_client import arm, receive_queue, receive_subscription, send
 from azure.core.exceptions import HttpResponseError
-from azure.mgmt.servicebus.models import CorrelationFilter, Rule, SBQueue, SBSubscription, SBTopic, SqlFilter
+from azure.mgmt.servicebus.models import (
+    CorrelationFilter,
+    Rule,
+    Ruleproperties,
+    SBQueue,
+    SBQueueProperties,
+    SBSubscription,
+    SBSubscriptionProperties,
+    SBTopic,
+    SBTopicProperties,
+    SqlFilter,
+)
 from azure.servicebus import ServiceBusMessage
 
 from emulator.broker.properties import EmulatorConfig
 from emulator.config import parse_config
+from tests.emulator.arm_client import arm, receive_queue, receive_subscription, send
 
 if TYPE_CHECKING:
     from emulator.testing import EmulatorHandle
@@ -59,15 +70,26 @@ def test_arm_entities_survive_a_restart_next_to_config_entities(
     handle = make_emulator(config=_config(), data_dir=tmp_path, management_token=TOKEN)
     api = arm(handle.management_port, TOKEN)
     created = api.queues.create_or_update(
-        *api.scope, "arm-queue", SBQueue(lock_duration=timedelta(seconds=20), enable_partitioning=True)
+        *api.scope,
+        "arm-queue",
+        SBQueue(properties=SBQueueProperties(lock_duration=timedelta(seconds=20), enable_partitioning=True)),
     )
-    api.topics.create_or_update(*api.scope, "arm-topic", SBTopic(requires_duplicate_detection=True))
+    api.topics.create_or_update(
+        *api.scope, "arm-topic", SBTopic(properties=SBTopicProperties(requires_duplicate_detection=True))
+    )
     api.subscriptions.create_or_update(
-        *api.scope, "arm-topic", "arm-sub", SBSubscription(max_delivery_count=3)
+        *api.scope,
+        "arm-topic",
+        "arm-sub",
+        SBSubscription(properties=SBSubscriptionProperties(max_delivery_count=3)),
     )
     api.rules.delete(*api.scope, "arm-topic", "arm-sub", "$Default")
     api.rules.create_or_update(
-        *api.scope, "arm-topic", "arm-sub", "eu", Rule(sql_filter=SqlFilter(sql_expression="region = 'eu'"))
+        *api.scope,
+        "arm-topic",
+        "arm-sub",
+        "eu",
+        Rule(properties=Ruleproperties(sql_filter=SqlFilter(sql_expression="region = 'eu'"))),
     )
     api.subscriptions.create_or_update(
         *api.scope, "config-topic", "arm-sub-of-config-topic", SBSubscription()
@@ -95,7 +117,11 @@ def test_arm_entities_survive_a_restart_next_to_config_entities(
         assert [r.name for r in api.rules.list_by_subscriptions(*api.scope, "arm-topic", "arm-sub")] == ["eu"]
         # immutable properties are still checked against what was created before the restart
         with pytest.raises(HttpResponseError, match="Partitioning"):
-            api.queues.create_or_update(*api.scope, "arm-queue", SBQueue(lock_duration=timedelta(seconds=20)))
+            api.queues.create_or_update(
+                *api.scope,
+                "arm-queue",
+                SBQueue(properties=SBQueueProperties(lock_duration=timedelta(seconds=20))),
+            )
     finally:
         api.close()
 
@@ -142,7 +168,11 @@ def test_rule_added_to_a_config_subscription_survives_a_restart(
         "config-topic",
         "config-sub",
         "added",
-        Rule(filter_type="CorrelationFilter", correlation_filter=CorrelationFilter(label="x")),
+        Rule(
+            properties=Ruleproperties(
+                filter_type="CorrelationFilter", correlation_filter=CorrelationFilter(label="x")
+            )
+        ),
     )
     api.close()
 

@@ -8,25 +8,30 @@ message (40000 invalid, 40300 quota, 40400 forwarding destination missing).
 from __future__ import annotations
 
 import io
+import json
 from collections.abc import Callable, Iterator
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from arm_client import Arm, arm, receive_queue, receive_subscription, refusal, send, unique
 from azure.core.exceptions import HttpResponseError
 from azure.mgmt.servicebus.models import (
     Action,
     CorrelationFilter,
     Rule,
+    Ruleproperties,
     SBQueue,
+    SBQueueProperties,
     SBSubscription,
+    SBSubscriptionProperties,
     SBTopic,
+    SBTopicProperties,
     SqlFilter,
 )
 from azure.servicebus import ServiceBusMessage, ServiceBusSubQueue
 
 from emulator.broker import namespace as broker_namespace
+from tests.emulator.arm_client import Arm, arm, receive_queue, receive_subscription, refusal, send, unique
 
 if TYPE_CHECKING:
     from emulator.testing import EmulatorHandle
@@ -92,7 +97,11 @@ def test_invalid_subscription_and_rule_names_are_refused(api: Arm, name: str) ->
     _refused(lambda: api.subscriptions.create_or_update(*api.scope, topic, name, SBSubscription()))
     _refused(
         lambda: api.rules.create_or_update(
-            *api.scope, topic, subscription, name, Rule(sql_filter=SqlFilter(sql_expression="1=1"))
+            *api.scope,
+            topic,
+            subscription,
+            name,
+            Rule(properties=Ruleproperties(sql_filter=SqlFilter(sql_expression="1=1"))),
         )
     )
 
@@ -107,7 +116,11 @@ def test_subscription_and_rule_names_of_50_characters_are_accepted(api: Arm) -> 
 
     assert api.subscriptions.create_or_update(*api.scope, topic, name, SBSubscription()).name == name
     rule = api.rules.create_or_update(
-        *api.scope, topic, name, name, Rule(sql_filter=SqlFilter(sql_expression="1=1"))
+        *api.scope,
+        topic,
+        name,
+        name,
+        Rule(properties=Ruleproperties(sql_filter=SqlFilter(sql_expression="1=1"))),
     )
     assert rule.name == name
 
@@ -158,12 +171,20 @@ def test_out_of_range_queue_properties_are_refused_and_change_nothing(
     api: Arm, properties: dict[str, Any], mentions: str
 ) -> None:
     existing, fresh = unique("q"), unique("q")
-    api.queues.create_or_update(*api.scope, existing, SBQueue(max_delivery_count=5))
+    api.queues.create_or_update(
+        *api.scope, existing, SBQueue(properties=SBQueueProperties(max_delivery_count=5))
+    )
 
-    assert mentions in _refused(lambda: api.queues.create_or_update(*api.scope, fresh, SBQueue(**properties)))
+    assert mentions in _refused(
+        lambda: api.queues.create_or_update(
+            *api.scope, fresh, SBQueue(properties=SBQueueProperties(**properties))
+        )
+    )
     _refused(
         lambda: api.queues.create_or_update(
-            *api.scope, existing, SBQueue(**({"max_delivery_count": 6} | properties))
+            *api.scope,
+            existing,
+            SBQueue(properties=SBQueueProperties(**({"max_delivery_count": 6} | properties))),
         )
     )
 
@@ -182,7 +203,11 @@ def test_out_of_range_queue_properties_are_refused_and_change_nothing(
 def test_out_of_range_topic_properties_are_refused(api: Arm, properties: dict[str, Any]) -> None:
     name = unique("t")
 
-    _refused(lambda: api.topics.create_or_update(*api.scope, name, SBTopic(**properties)))
+    _refused(
+        lambda: api.topics.create_or_update(
+            *api.scope, name, SBTopic(properties=SBTopicProperties(**properties))
+        )
+    )
 
     _missing(lambda: api.topics.get(*api.scope, name))
 
@@ -200,7 +225,9 @@ def test_out_of_range_subscription_properties_are_refused(api: Arm, properties: 
     api.topics.create_or_update(*api.scope, topic, SBTopic())
 
     _refused(
-        lambda: api.subscriptions.create_or_update(*api.scope, topic, name, SBSubscription(**properties))
+        lambda: api.subscriptions.create_or_update(
+            *api.scope, topic, name, SBSubscription(properties=SBSubscriptionProperties(**properties))
+        )
     )
 
     _missing(lambda: api.subscriptions.get(*api.scope, topic, name))
@@ -247,10 +274,14 @@ def test_immutable_queue_properties_cannot_change(
     api: Arm, emulator: EmulatorHandle, created: dict[str, Any], changed: dict[str, Any], mentions: str
 ) -> None:
     name = unique("q")
-    before = api.queues.create_or_update(*api.scope, name, SBQueue(max_delivery_count=3, **created))
+    before = api.queues.create_or_update(
+        *api.scope, name, SBQueue(properties=SBQueueProperties(max_delivery_count=3, **created))
+    )
 
     message = _refused(
-        lambda: api.queues.create_or_update(*api.scope, name, SBQueue(max_delivery_count=9, **changed))
+        lambda: api.queues.create_or_update(
+            *api.scope, name, SBQueue(properties=SBQueueProperties(max_delivery_count=9, **changed))
+        )
     )
 
     assert mentions in message and "SubCode=40000" in message
@@ -273,10 +304,14 @@ def test_immutable_topic_properties_cannot_change(
     api: Arm, created: dict[str, Any], changed: dict[str, Any]
 ) -> None:
     name = unique("t")
-    api.topics.create_or_update(*api.scope, name, SBTopic(max_size_in_megabytes=2048, **created))
+    api.topics.create_or_update(
+        *api.scope, name, SBTopic(properties=SBTopicProperties(max_size_in_megabytes=2048, **created))
+    )
 
     _refused(
-        lambda: api.topics.create_or_update(*api.scope, name, SBTopic(max_size_in_megabytes=4096, **changed))
+        lambda: api.topics.create_or_update(
+            *api.scope, name, SBTopic(properties=SBTopicProperties(max_size_in_megabytes=4096, **changed))
+        )
     )
 
     assert api.topics.get(*api.scope, name).max_size_in_megabytes == 2048
@@ -285,11 +320,13 @@ def test_immutable_topic_properties_cannot_change(
 def test_subscription_requires_session_cannot_change(api: Arm) -> None:
     topic, name = unique("t"), unique("s")
     api.topics.create_or_update(*api.scope, topic, SBTopic())
-    api.subscriptions.create_or_update(*api.scope, topic, name, SBSubscription(requires_session=True))
+    api.subscriptions.create_or_update(
+        *api.scope, topic, name, SBSubscription(properties=SBSubscriptionProperties(requires_session=True))
+    )
 
     message = _refused(
         lambda: api.subscriptions.create_or_update(
-            *api.scope, topic, name, SBSubscription(max_delivery_count=2)
+            *api.scope, topic, name, SBSubscription(properties=SBSubscriptionProperties(max_delivery_count=2))
         )
     )
 
@@ -301,7 +338,11 @@ def test_subscription_requires_session_cannot_change(api: Arm) -> None:
 
 def test_an_identical_put_of_immutable_properties_is_accepted(api: Arm) -> None:
     name = unique("q")
-    definition = SBQueue(requires_session=True, requires_duplicate_detection=True, enable_partitioning=True)
+    definition = SBQueue(
+        properties=SBQueueProperties(
+            requires_session=True, requires_duplicate_detection=True, enable_partitioning=True
+        )
+    )
     api.queues.create_or_update(*api.scope, name, definition)
 
     again = api.queues.create_or_update(*api.scope, name, definition)
@@ -317,15 +358,25 @@ def test_forward_to_a_missing_destination_is_refused(api: Arm) -> None:
     api.topics.create_or_update(*api.scope, topic, SBTopic())
 
     for call in (
-        lambda: api.queues.create_or_update(*api.scope, queue, SBQueue(forward_to=missing)),
         lambda: api.queues.create_or_update(
-            *api.scope, queue, SBQueue(forward_dead_lettered_messages_to=missing)
+            *api.scope, queue, SBQueue(properties=SBQueueProperties(forward_to=missing))
+        ),
+        lambda: api.queues.create_or_update(
+            *api.scope,
+            queue,
+            SBQueue(properties=SBQueueProperties(forward_dead_lettered_messages_to=missing)),
         ),
         lambda: api.subscriptions.create_or_update(
-            *api.scope, topic, subscription, SBSubscription(forward_to=missing)
+            *api.scope,
+            topic,
+            subscription,
+            SBSubscription(properties=SBSubscriptionProperties(forward_to=missing)),
         ),
         lambda: api.subscriptions.create_or_update(
-            *api.scope, topic, subscription, SBSubscription(forward_dead_lettered_messages_to=missing)
+            *api.scope,
+            topic,
+            subscription,
+            SBSubscription(properties=SBSubscriptionProperties(forward_dead_lettered_messages_to=missing)),
         ),
     ):
         message = _refused(call)
@@ -339,9 +390,15 @@ def test_update_to_forward_to_a_missing_destination_changes_nothing(
     api: Arm, emulator: EmulatorHandle
 ) -> None:
     queue = unique("q")
-    api.queues.create_or_update(*api.scope, queue, SBQueue(max_delivery_count=4))
+    api.queues.create_or_update(
+        *api.scope, queue, SBQueue(properties=SBQueueProperties(max_delivery_count=4))
+    )
 
-    _refused(lambda: api.queues.create_or_update(*api.scope, queue, SBQueue(forward_to=unique("missing"))))
+    _refused(
+        lambda: api.queues.create_or_update(
+            *api.scope, queue, SBQueue(properties=SBQueueProperties(forward_to=unique("missing")))
+        )
+    )
 
     after = api.queues.get(*api.scope, queue)
     assert after.forward_to is None and after.max_delivery_count == 4
@@ -353,7 +410,11 @@ def test_forward_to_itself_is_refused(api: Arm) -> None:
     queue = unique("q")
     api.queues.create_or_update(*api.scope, queue, SBQueue())
 
-    _refused(lambda: api.queues.create_or_update(*api.scope, queue, SBQueue(forward_to=queue)))
+    _refused(
+        lambda: api.queues.create_or_update(
+            *api.scope, queue, SBQueue(properties=SBQueueProperties(forward_to=queue))
+        )
+    )
 
     assert api.queues.get(*api.scope, queue).forward_to is None
 
@@ -363,7 +424,9 @@ def test_deleting_a_forwarding_destination_is_allowed_and_forwarding_then_dead_l
 ) -> None:
     source, destination = unique("q"), unique("q")
     api.queues.create_or_update(*api.scope, destination, SBQueue())
-    api.queues.create_or_update(*api.scope, source, SBQueue(forward_to=destination))
+    api.queues.create_or_update(
+        *api.scope, source, SBQueue(properties=SBQueueProperties(forward_to=destination))
+    )
 
     api.queues.delete(*api.scope, destination)
 
@@ -374,6 +437,7 @@ def test_deleting_a_forwarding_destination_is_allowed_and_forwarding_then_dead_l
     assert str(dead) == "orphan"
     # Azure names a failed transfer by the exception the destination raised.
     assert dead.dead_letter_reason == "MessagingEntityNotFoundException"
+    assert dead.dead_letter_error_description is not None
     assert destination in dead.dead_letter_error_description
 
 
@@ -386,7 +450,11 @@ def _topic_with_rule(api: Arm, expression: str) -> tuple[str, str]:
     api.subscriptions.create_or_update(*api.scope, topic, subscription, SBSubscription())
     api.rules.delete(*api.scope, topic, subscription, "$Default")
     api.rules.create_or_update(
-        *api.scope, topic, subscription, "only", Rule(sql_filter=SqlFilter(sql_expression=expression))
+        *api.scope,
+        topic,
+        subscription,
+        "only",
+        Rule(properties=Ruleproperties(sql_filter=SqlFilter(sql_expression=expression))),
     )
     return topic, subscription
 
@@ -402,7 +470,7 @@ def test_sql_filter_that_does_not_parse_is_refused_with_its_position(
             topic,
             subscription,
             "broken",
-            Rule(sql_filter=SqlFilter(sql_expression="color = = 'red'")),
+            Rule(properties=Ruleproperties(sql_filter=SqlFilter(sql_expression="color = = 'red'"))),
         )
     )
     assert "position 9" in message
@@ -412,7 +480,7 @@ def test_sql_filter_that_does_not_parse_is_refused_with_its_position(
             topic,
             subscription,
             "only",
-            Rule(sql_filter=SqlFilter(sql_expression="color IN ('a'")),
+            Rule(properties=Ruleproperties(sql_filter=SqlFilter(sql_expression="color IN ('a'"))),
         )
     )
     assert "position" in replaced
@@ -438,7 +506,11 @@ def test_sql_action_that_does_not_parse_is_refused_with_its_position(api: Arm) -
             topic,
             subscription,
             "stamp",
-            Rule(sql_filter=SqlFilter(sql_expression="1=1"), action=Action(sql_expression="SET = 1")),
+            Rule(
+                properties=Ruleproperties(
+                    sql_filter=SqlFilter(sql_expression="1=1"), action=Action(sql_expression="SET = 1")
+                )
+            ),
         )
     )
 
@@ -455,7 +527,11 @@ def test_empty_correlation_filter_is_refused(api: Arm) -> None:
             topic,
             subscription,
             "empty",
-            Rule(filter_type="CorrelationFilter", correlation_filter=CorrelationFilter()),
+            Rule(
+                properties=Ruleproperties(
+                    filter_type="CorrelationFilter", correlation_filter=CorrelationFilter()
+                )
+            ),
         )
     )
 
@@ -468,7 +544,11 @@ def test_sql_expression_longer_than_1024_characters_is_refused(api: Arm) -> None
 
     _refused(
         lambda: api.rules.create_or_update(
-            *api.scope, topic, subscription, "long", Rule(sql_filter=SqlFilter(sql_expression=expression))
+            *api.scope,
+            topic,
+            subscription,
+            "long",
+            Rule(properties=Ruleproperties(sql_filter=SqlFilter(sql_expression=expression))),
         )
     )
 
@@ -500,7 +580,9 @@ def test_entity_quota_of_the_namespace(
     assert "SubCode=40300" in message
     assert [q.name for q in api.queues.list_by_namespace(*api.scope)] == ["first"]
     assert [t.name for t in api.topics.list_by_namespace(*api.scope)] == ["second"]
-    api.queues.create_or_update(*api.scope, "first", SBQueue(max_delivery_count=2))  # updates still work
+    api.queues.create_or_update(
+        *api.scope, "first", SBQueue(properties=SBQueueProperties(max_delivery_count=2))
+    )  # updates still work
 
 
 def test_subscription_quota_of_a_topic(
@@ -522,10 +604,17 @@ def test_subscription_quota_of_a_topic(
 @pytest.mark.parametrize(
     ("limit", "rule"),
     [
-        ("SQL_FILTERS_PER_TOPIC", Rule(sql_filter=SqlFilter(sql_expression="a = 1"))),
+        (
+            "SQL_FILTERS_PER_TOPIC",
+            Rule(properties=Ruleproperties(sql_filter=SqlFilter(sql_expression="a = 1"))),
+        ),
         (
             "CORRELATION_FILTERS_PER_TOPIC",
-            Rule(filter_type="CorrelationFilter", correlation_filter=CorrelationFilter(label="x")),
+            Rule(
+                properties=Ruleproperties(
+                    filter_type="CorrelationFilter", correlation_filter=CorrelationFilter(label="x")
+                )
+            ),
         ),
     ],
 )
@@ -555,7 +644,7 @@ def test_a_refused_request_is_an_http_response_error_with_the_arm_body(api: Arm)
 
     assert isinstance(error, HttpResponseError)
     assert error.response is not None
-    body = error.response.json()
+    body = json.loads(error.response.text())  # .json() is not on the response protocol azure-core types
     assert set(body) == {"error"}
     assert body["error"]["code"] == BAD_REQUEST
     assert "bad name" in body["error"]["message"]

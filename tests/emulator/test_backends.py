@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from backends import (
+
+from emulator.broker.properties import CorrelationFilterConfig, RuleConfig
+from tests.emulator.backends import (
     CONNECTION_STRING_VAR,
     NAMESPACE_VAR,
     RESOURCE_GROUP_VAR,
@@ -12,8 +14,6 @@ from backends import (
     arm_rule,
     namespace_of,
 )
-
-from emulator.broker.properties import CorrelationFilterConfig, RuleConfig
 
 CONNECTION = "Endpoint=sb://contoso-bus.servicebus.windows.net/;SharedAccessKeyName=Root;SharedAccessKey=k"
 

@@ -10,8 +10,14 @@ import uuid
 import pytest
 from azure.servicebus import ServiceBusMessage, ServiceBusSubQueue
 from azure.servicebus.exceptions import ServiceBusAuthenticationError
-from backends import Backend
-from sdk_helpers import create_subscription, create_topic, no_retry_async_client, no_retry_client
+
+from tests.emulator.backends import Backend
+from tests.emulator.sdk_helpers import (
+    create_subscription,
+    create_topic,
+    no_retry_async_client,
+    no_retry_client,
+)
 
 
 def test_a_sender_or_receiver_for_a_missing_queue_fails_authentication_naming_the_entity(

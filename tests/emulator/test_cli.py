@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 from azure.servicebus import ServiceBusClient, ServiceBusMessage
-from emulator_process import REPO_ROOT, EmulatorProcess, EmulatorProcesses, write_config
+
+from tests.emulator.emulator_process import REPO_ROOT, EmulatorProcess, EmulatorProcesses, write_config
 
 pytestmark = pytest.mark.subprocess
 

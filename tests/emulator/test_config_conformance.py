@@ -17,13 +17,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from arm_client import arm, receive_queue, receive_subscription, send
-from azure.mgmt.servicebus.models import SBQueue, SBSubscription
+from azure.mgmt.servicebus.models import SBQueue, SBQueueProperties, SBSubscription, SBSubscriptionProperties
 from azure.servicebus import ServiceBusMessage, ServiceBusSubQueue
-from emulator_process import EmulatorProcesses
 
 from emulator.broker.properties import EmulatorConfig
 from emulator.config import ConfigError, load_config, parse_config
+from tests.emulator.arm_client import arm, receive_queue, receive_subscription, send
+from tests.emulator.emulator_process import EmulatorProcesses
 from tests.emulator.test_cli import assert_exits_before_ready
 
 if TYPE_CHECKING:
@@ -109,10 +109,15 @@ def test_a_forwarding_cycle_through_a_topic_created_over_arm_is_accepted_and_war
     try:
         api.queues.create_or_update(*api.scope, "hub-queue", SBQueue())
         api.subscriptions.create_or_update(
-            *api.scope, "hub-topic", "to-queue", SBSubscription(forward_to="hub-queue")
+            *api.scope,
+            "hub-topic",
+            "to-queue",
+            SBSubscription(properties=SBSubscriptionProperties(forward_to="hub-queue")),
         )
         # The cycle closes through an update, as it can on Azure (the destination exists, so it is accepted).
-        api.queues.create_or_update(*api.scope, "hub-queue", SBQueue(forward_to="hub-topic"))
+        api.queues.create_or_update(
+            *api.scope, "hub-queue", SBQueue(properties=SBQueueProperties(forward_to="hub-topic"))
+        )
     finally:
         api.close()
     handle.thread.stop()
@@ -142,11 +147,18 @@ def test_a_restart_that_drops_a_forwarding_destination_warns_naming_the_sources_
     api = arm(handle.management_port, TOKEN)
     try:
         api.subscriptions.create_or_update(
-            *api.scope, "orders", "forwarder", SBSubscription(forward_to="dest-queue")
+            *api.scope,
+            "orders",
+            "forwarder",
+            SBSubscription(properties=SBSubscriptionProperties(forward_to="dest-queue")),
         )
-        api.queues.create_or_update(*api.scope, "relay-queue", SBQueue(forward_to="dest-queue"))
         api.queues.create_or_update(
-            *api.scope, "dlq-owner", SBQueue(forward_dead_lettered_messages_to="dest-queue")
+            *api.scope, "relay-queue", SBQueue(properties=SBQueueProperties(forward_to="dest-queue"))
+        )
+        api.queues.create_or_update(
+            *api.scope,
+            "dlq-owner",
+            SBQueue(properties=SBQueueProperties(forward_dead_lettered_messages_to="dest-queue")),
         )
     finally:
         api.close()

@@ -37,10 +37,11 @@ from azure.servicebus.exceptions import (
     ServiceBusAuthenticationError,
     SessionCannotBeLockedError,
 )
-from sdk_helpers import no_retry_async_client, no_retry_client
+
+from tests.emulator.sdk_helpers import no_retry_async_client, no_retry_client, sequence_number
 
 if TYPE_CHECKING:
-    from backends import Backend
+    from tests.emulator.backends import Backend
 
 
 WAIT = 1  # seconds a receiver waits on an empty queue
@@ -112,12 +113,12 @@ def test_async_deferred_message_lock_lost_to_another_receiver_raises_message_loc
             ):
                 (message,) = await first.receive_messages(max_message_count=1, max_wait_time=WAIT)
                 await first.defer_message(message)
-                (stale,) = await first.receive_deferred_messages([message.sequence_number])
+                (stale,) = await first.receive_deferred_messages([sequence_number(message)])
                 assert stale.locked_until_utc is not None
                 await asyncio.sleep(
                     max(0.0, (stale.locked_until_utc - datetime.now(UTC)).total_seconds() + 0.3)
                 )
-                (fresh,) = await second.receive_deferred_messages([message.sequence_number])
+                (fresh,) = await second.receive_deferred_messages([sequence_number(message)])
                 outcome = {
                     "renew": await _raised(first.renew_message_lock(stale)),
                     "complete": await _raised(first.complete_message(stale)),
@@ -148,7 +149,7 @@ def test_settling_or_receiving_on_a_closed_receiver_raises_value_error(backend: 
         with pytest.raises(ValueError):
             receiver.renew_message_lock(message)
         with pytest.raises(ValueError):
-            receiver.receive_deferred_messages([message.sequence_number])
+            receiver.receive_deferred_messages([sequence_number(message)])
 
 
 def test_async_settling_on_a_closed_receiver_raises_value_error(backend: Backend) -> None:
@@ -211,7 +212,7 @@ def test_cancelling_a_sequence_number_that_is_not_scheduled_raises_message_not_f
             (peeked,) = rx.peek_messages(max_message_count=10, sequence_number=1)
         assert str(peeked) == "active"
         with pytest.raises(MessageNotFoundError):  # an active message is not a scheduled one
-            sender.cancel_scheduled_messages(peeked.sequence_number)
+            sender.cancel_scheduled_messages(sequence_number(peeked))
 
 
 def test_async_cancelling_an_activated_scheduled_message_raises_message_not_found(
@@ -248,7 +249,7 @@ def test_receiving_by_a_sequence_number_that_is_not_deferred_raises_message_not_
             )
         with client.get_queue_receiver(queue, max_wait_time=WAIT) as rx:
             peeked = rx.peek_messages(max_message_count=10, sequence_number=1)
-            active_seq, deferred_seq = peeked[0].sequence_number, peeked[1].sequence_number
+            active_seq, deferred_seq = sequence_number(peeked[0]), sequence_number(peeked[1])
             with pytest.raises(MessageNotFoundError):
                 rx.receive_deferred_messages([UNKNOWN_SEQUENCE_NUMBER])
             with pytest.raises(MessageNotFoundError):  # an active message
@@ -260,7 +261,7 @@ def test_receiving_by_a_sequence_number_that_is_not_deferred_raises_message_not_
             assert second.sequence_number == deferred_seq
             rx.defer_message(second)
             with pytest.raises(MessageNotFoundError):  # locked by a receive, even if it is this one
-                rx.receive_deferred_messages([first.sequence_number])
+                rx.receive_deferred_messages([sequence_number(first)])
             rx.complete_message(first)
             (deferred,) = rx.receive_deferred_messages([deferred_seq])
             with (

@@ -30,10 +30,17 @@ from azure.servicebus import (
 )
 from azure.servicebus.aio import ServiceBusClient as AsyncServiceBusClient
 from azure.servicebus.exceptions import MessageNotFoundError
-from sdk_helpers import no_retry_client, receive, seconds_from_now, sleep_until
+
+from tests.emulator.sdk_helpers import (
+    no_retry_client,
+    receive,
+    seconds_from_now,
+    sequence_number,
+    sleep_until,
+)
 
 if TYPE_CHECKING:
-    from backends import Backend
+    from tests.emulator.backends import Backend
 
 
 WAIT = 1  # seconds a receiver waits on an empty queue
@@ -113,6 +120,7 @@ def test_abandoned_deferred_message_stays_deferred_and_dead_lettering_moves_it_t
                 (poison_seq, ServiceBusMessageState.DEFERRED),
                 (renewable_seq, ServiceBusMessageState.DEFERRED),
             ]
+            assert poison.delivery_count is not None
             assert peeked[0].delivery_count == poison.delivery_count + 1  # the abandon counted a delivery
 
             (poison_again,) = rx.receive_deferred_messages([poison_seq])
@@ -152,10 +160,10 @@ def test_async_defer_receive_deferred_and_complete(backend: Backend) -> None:
             (now,) = await rx.receive_messages(max_message_count=1, max_wait_time=WAIT)
             await rx.complete_message(now)
             peeked = await rx.peek_messages(max_message_count=10, sequence_number=1)
-            (deferred,) = await rx.receive_deferred_messages([later.sequence_number])
+            (deferred,) = await rx.receive_deferred_messages([sequence_number(later)])
             await rx.complete_message(deferred)
             try:
-                await rx.receive_deferred_messages([later.sequence_number])
+                await rx.receive_deferred_messages([sequence_number(later)])
                 again: type[BaseException] | None = None
             except Exception as exc:  # the type is the assertion
                 again = type(exc)
@@ -284,7 +292,7 @@ def test_peek_from_a_sequence_number_shows_active_locked_deferred_and_scheduled_
 
             with client.get_queue_receiver(queue, max_wait_time=WAIT) as browser:
                 everything = browser.peek_messages(max_message_count=10, sequence_number=1)
-                tail = browser.peek_messages(max_message_count=10, sequence_number=to_defer.sequence_number)
+                tail = browser.peek_messages(max_message_count=10, sequence_number=sequence_number(to_defer))
                 first_two = browser.peek_messages(max_message_count=2, sequence_number=1)
                 # Without a sequence number the SDK continues after the last message it saw.
                 following = browser.peek_messages(max_message_count=10)
@@ -296,7 +304,7 @@ def test_peek_from_a_sequence_number_shows_active_locked_deferred_and_scheduled_
                 ("scheduled", ServiceBusMessageState.SCHEDULED),
             ]
             assert everything[3].sequence_number == scheduled_seq
-            assert [m.sequence_number for m in everything] == sorted(m.sequence_number for m in everything)
+            assert [m.sequence_number for m in everything] == sorted(sequence_number(m) for m in everything)
             assert [str(m) for m in tail] == ["to-defer", "active", "scheduled"]
             assert [str(m) for m in first_two] == ["to-lock", "to-defer"]
             assert [str(m) for m in following] == ["active", "scheduled"]

@@ -22,14 +22,14 @@ from azure.servicebus import (
     ServiceBusReceiver,
 )
 from azure.servicebus.aio import ServiceBusClient as AsyncServiceBusClient
-from sdk_helpers import sdk_client, single_queue_config
+
+from tests.emulator.sdk_helpers import sdk_client, single_queue_config
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from backends import Backend
-
     from emulator.testing import EmulatorHandle
+    from tests.emulator.backends import Backend
 
 WAIT = 1  # seconds a receiver waits on an empty queue
 WINDOW = timedelta(seconds=20)  # the shortest history window Azure accepts

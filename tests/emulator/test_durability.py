@@ -28,7 +28,8 @@ from azure.servicebus import (
     ServiceBusReceiveMode,
     ServiceBusSubQueue,
 )
-from emulator_process import EmulatorProcess, EmulatorProcesses, write_config
+
+from tests.emulator.emulator_process import EmulatorProcess, EmulatorProcesses, write_config
 
 pytestmark = [
     pytest.mark.subprocess,

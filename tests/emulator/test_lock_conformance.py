@@ -20,7 +20,8 @@ from azure.servicebus import (
     ServiceBusSubQueue,
 )
 from azure.servicebus.exceptions import MessageLockLostError, SessionLockLostError
-from sdk_helpers import (
+
+from tests.emulator.sdk_helpers import (
     no_retry_async_client,
     no_retry_client,
     peek_queue,
@@ -31,9 +32,8 @@ from sdk_helpers import (
 )
 
 if TYPE_CHECKING:
-    from backends import Backend
-
     from emulator.testing import EmulatorHandle
+    from tests.emulator.backends import Backend
 
 WAIT = 1.0
 LOCK = timedelta(seconds=5)  # the shortest lock duration Azure accepts
@@ -53,7 +53,9 @@ def _receive_one(receiver: ServiceBusReceiver) -> ServiceBusReceivedMessage:
 def _detach_receiver_link(receiver: ServiceBusReceiver) -> None:
     """Detach the receiver's AMQP link only (its connection and $management link stay), as the SDK's own
     live test ``test_queue_message_settle_through_mgmt_link_due_to_broken_receiver_link`` does."""
-    receiver._handler._link.detach()
+    link = receiver._handler._link
+    assert link is not None  # an open receiver has its link
+    link.detach()
 
 
 # --- point 6: locks belong to the entity
@@ -95,7 +97,9 @@ def test_async_message_of_a_detached_receiver_link_is_completed_through_manageme
         ):
             received = await receiver.receive_messages(max_message_count=1, max_wait_time=WAIT)
             assert [str(m) for m in received] == ["async-after-detach"]
-            await receiver._handler._link.detach()
+            link = receiver._handler._link
+            assert link is not None  # an open receiver has its link
+            await link.detach()
             await receiver.complete_message(received[0])
 
     asyncio.run(asyncio.wait_for(scenario(), 60))
@@ -152,7 +156,7 @@ def test_renewing_or_completing_an_expired_message_lock_fails_at_once_with_lock_
         with pytest.raises(MessageLockLostError):
             receiver.complete_message(second)
     redelivered = peek_queue(backend, queue)
-    assert sorted(m.delivery_count for m in redelivered) == [1, 1]
+    assert sorted(m.delivery_count or 0 for m in redelivered) == [1, 1]
 
 
 def test_renewing_an_expired_session_lock_fails_at_once_with_session_lock_lost(

@@ -15,8 +15,9 @@ from azure.servicebus.amqp import (
     AmqpMessageHeader,
     AmqpMessageProperties,
 )
-from backends import Backend
-from sdk_helpers import sdk_client
+
+from tests.emulator.backends import Backend
+from tests.emulator.sdk_helpers import sdk_client
 
 
 def _decoded(value: Any) -> Any:
@@ -29,6 +30,7 @@ def _send_and_receive(backend: Backend, message: AmqpAnnotatedMessage, mode: Ser
         with client.get_queue_sender(queue) as sender:
             sender.send_messages(message)
         with client.get_queue_receiver(queue, receive_mode=mode, max_wait_time=5) as receiver:
+            received: Any  # it gets an attribute of ours, below
             (received,) = receiver.receive_messages(max_message_count=1, max_wait_time=5)
             received.lock_token_at_receipt = received.lock_token  # the SDK forgets it once settled
             if mode == ServiceBusReceiveMode.PEEK_LOCK:

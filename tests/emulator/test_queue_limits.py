@@ -20,14 +20,13 @@ from azure.servicebus.exceptions import (
     ServiceBusAuthenticationError,
     ServiceBusQuotaExceededError,
 )
-from sdk_helpers import peek_queue, receive, sdk_client
 
 from emulator.broker.properties import EntityStatus
+from tests.emulator.sdk_helpers import peek_queue, receive, sdk_client
 
 if TYPE_CHECKING:
-    from backends import Backend
-
     from emulator.testing import EmulatorHandle
+    from tests.emulator.backends import Backend
 
 WAIT = 0.5  # seconds a receiver waits on an empty queue (local deliveries take milliseconds)
 KIB = 1024

@@ -21,12 +21,12 @@ from azure.servicebus import (
     ServiceBusSubQueue,
 )
 from azure.servicebus.exceptions import MessageAlreadySettled, MessageLockLostError
-from sdk_helpers import peek, peek_queue, receive, sdk_client
+
+from tests.emulator.sdk_helpers import peek, peek_queue, receive, sdk_client
 
 if TYPE_CHECKING:
-    from backends import Backend
-
     from emulator.testing import EmulatorHandle
+    from tests.emulator.backends import Backend
 
 WAIT = 0.5  # seconds a receiver waits on an empty queue (local deliveries take milliseconds)
 LOCK = timedelta(seconds=5)  # the shortest lock duration Azure accepts

@@ -8,10 +8,11 @@ import asyncio
 from typing import TYPE_CHECKING
 
 from azure.servicebus import ServiceBusMessage
-from sdk_helpers import async_sdk_client, sdk_client
+
+from tests.emulator.sdk_helpers import async_sdk_client, sdk_client
 
 if TYPE_CHECKING:
-    from backends import Backend
+    from tests.emulator.backends import Backend
 
 
 WAIT = 1.0

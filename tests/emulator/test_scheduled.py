@@ -27,14 +27,14 @@ from azure.servicebus import (
 )
 from azure.servicebus.aio import ServiceBusClient as AsyncServiceBusClient
 from azure.servicebus.exceptions import ServiceBusError
-from sdk_helpers import receive, sdk_client, single_queue_config, sleep_until
+
+from tests.emulator.sdk_helpers import receive, sdk_client, sequence_number, single_queue_config, sleep_until
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from backends import Backend
-
     from emulator.testing import EmulatorHandle
+    from tests.emulator.backends import Backend
 
 WAIT = 1  # seconds a receiver waits on an empty queue
 LEAD = 2.0  # seconds ahead a test schedules for (its sender and receiver are open already)
@@ -95,7 +95,7 @@ def test_scheduled_messages_are_invisible_until_due_then_delivered_in_order_with
 
     assert [str(m) for m in received] == ["reminder-0", "reminder-1", "reminder-2"]
     assert {m.state for m in received} == {ServiceBusMessageState.ACTIVE}
-    new_numbers = [m.sequence_number for m in received]
+    new_numbers = [sequence_number(m) for m in received]
     assert new_numbers == sorted(new_numbers)
     assert min(new_numbers) > max(scheduled), f"activated as {new_numbers}, scheduled as {scheduled}"
     for message in received:
@@ -217,7 +217,7 @@ def test_scheduled_enqueue_time_on_a_normal_send_schedules_the_message(backend: 
         sleep_until(due)
         late = receive(rx, 2, wait=3)
         assert [str(m) for m in late] == ["single", "batched"]
-        assert min(m.sequence_number for m in late) > max(m.sequence_number for m in peeked)
+        assert min(sequence_number(m) for m in late) > max(sequence_number(m) for m in peeked)
         for message in early + late:
             rx.complete_message(message)
 
@@ -270,7 +270,7 @@ def test_scheduled_messages_survive_a_restart_and_can_be_cancelled_after_it(
         sleep_until(due)
         received = receive(rx, 2, wait=3)
         assert [(str(m), m.state) for m in received] == [("keep", ServiceBusMessageState.ACTIVE)]
-        assert received[0].sequence_number > numbers[1]
+        assert sequence_number(received[0]) > numbers[1]
         rx.complete_message(received[0])
 
 

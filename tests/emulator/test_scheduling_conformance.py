@@ -13,14 +13,21 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 import pytest
-from arm_client import arm
 from azure.servicebus import NEXT_AVAILABLE_SESSION, ServiceBusMessage, ServiceBusMessageState
-from sdk_helpers import create_subscription, create_topic, no_retry_client, opened, receive, sleep_until
+
+from tests.emulator.arm_client import arm
+from tests.emulator.sdk_helpers import (
+    create_subscription,
+    create_topic,
+    no_retry_client,
+    opened,
+    receive,
+    sleep_until,
+)
 
 if TYPE_CHECKING:
-    from backends import Backend
-
     from emulator.testing import EmulatorHandle
+    from tests.emulator.backends import Backend
 
 FOURTEEN_DAYS = timedelta(days=14)  # Azure's default DefaultMessageTimeToLive
 WAIT = 1  # seconds a receiver waits on an empty entity

@@ -12,10 +12,11 @@ import pytest
 from azure.servicebus import ServiceBusMessage
 from azure.servicebus.amqp import AmqpAnnotatedMessage
 from azure.servicebus.exceptions import ServiceBusError
-from sdk_helpers import no_retry_client, peek_queue
+
+from tests.emulator.sdk_helpers import no_retry_client, peek_queue
 
 if TYPE_CHECKING:
-    from backends import Backend
+    from tests.emulator.backends import Backend
 
 
 def test_message_with_a_non_string_session_id_is_refused_and_nothing_is_enqueued(

@@ -47,14 +47,21 @@ from azure.servicebus.exceptions import (
     SessionCannotBeLockedError,
     SessionLockLostError,
 )
-from sdk_helpers import async_sdk_client, receive, sdk_client, seconds_from_now, single_queue_config
+
+from tests.emulator.sdk_helpers import (
+    async_sdk_client,
+    receive,
+    sdk_client,
+    seconds_from_now,
+    sequence_number,
+    single_queue_config,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from backends import Backend
-
     from emulator.testing import EmulatorHandle
+    from tests.emulator.backends import Backend
 
 WAIT = 1  # seconds a receiver waits on an empty session
 LOCK = timedelta(seconds=5)  # the shortest lock duration Azure accepts
@@ -550,7 +557,7 @@ def test_fifty_shuffled_payloads_of_one_session_are_observed_in_send_order(backe
                 rx.complete_message(message)
 
     assert [json.loads(str(m))["amount"] for m in received] == payloads
-    sequence_numbers = [m.sequence_number for m in received]
+    sequence_numbers = [sequence_number(m) for m in received]
     assert sequence_numbers == sorted(sequence_numbers)
     assert len(set(sequence_numbers)) == 50
 
@@ -721,7 +728,8 @@ def test_session_of_a_killed_consumer_is_taken_over_after_its_lock_expires(backe
         reader.start()
         reader.join(30)
         assert line and line[0], (
-            f"the consumer did not start: {consumer.stderr.read() if consumer.poll() else ''}"
+            "the consumer did not start: "
+            f"{consumer.stderr.read() if consumer.poll() and consumer.stderr else ''}"
         )
         report = json.loads(line[0])
         assert report["session"] == "wallet-9"

@@ -116,7 +116,8 @@ def ref_compare(op: str, a: Any, b: Any) -> bool | None:
         return None
     if type_of(a) == "number" and (isinstance(a, float) or isinstance(b, float)):
         a, b = float(a), float(b)
-    return {"=": a == b, "<>": a != b, "<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}[op]
+    result: bool = {"=": a == b, "<>": a != b, "<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}[op]
+    return result
 
 
 def like_matches(text: str, pattern: list[tuple[str, str]]) -> bool:
@@ -159,7 +160,8 @@ def ref_cond(node: tuple[Any, ...], msg: MessageProperties) -> bool | None:
     if tag == "cmp":
         return ref_compare(node[1], ref_value(node[2], msg), ref_value(node[3], msg))
     if tag == "isnull":
-        return (ref_value(node[1], msg) is None) != node[2]
+        negated: bool = node[2]
+        return (ref_value(node[1], msg) is None) != negated
     if tag == "exists":
         prop = node[1]
         if prop[0] == "sys":
@@ -174,7 +176,8 @@ def ref_cond(node: tuple[Any, ...], msg: MessageProperties) -> bool | None:
         if not isinstance(v, str) or not isinstance(pattern, str):
             return None
         matched = like_matches(v, pattern_items(pattern, node[3]))
-        return matched != node[4]
+        not_like: bool = node[4]
+        return matched != not_like
     raise AssertionError(tag)
 
 

@@ -17,8 +17,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from arm_client import arm, receive_queue, send, unique
-from azure.mgmt.servicebus.models import SBQueue, SBSubscription, SBTopic
+from azure.mgmt.servicebus.models import (
+    SBQueue,
+    SBQueueProperties,
+    SBSubscription,
+    SBSubscriptionProperties,
+    SBTopic,
+)
 from azure.servicebus import ServiceBusClient, ServiceBusMessage
 
 from emulator.arm.metadata import FILE_NAME, LEGACY_FILE_NAME, Metadata
@@ -26,6 +31,7 @@ from emulator.arm.models import Extras
 from emulator.broker.properties import EmulatorConfig
 from emulator.broker.store import Store
 from emulator.config import parse_config
+from tests.emulator.arm_client import arm, receive_queue, send, unique
 
 if TYPE_CHECKING:
     from emulator.testing import EmulatorHandle
@@ -146,10 +152,14 @@ def test_arm_entities_forwarding_to_a_deleted_queue_survive_a_restart(
     handle = make_emulator(config=_config([], []), data_dir=tmp_path, management_token=TOKEN)
     api = arm(handle.management_port, TOKEN)
     api.queues.create_or_update(*api.scope, target, SBQueue())
-    api.queues.create_or_update(*api.scope, source, SBQueue(forward_to=target))
-    api.queues.create_or_update(*api.scope, chained, SBQueue(forward_dead_lettered_messages_to=source))
+    api.queues.create_or_update(*api.scope, source, SBQueue(properties=SBQueueProperties(forward_to=target)))
+    api.queues.create_or_update(
+        *api.scope, chained, SBQueue(properties=SBQueueProperties(forward_dead_lettered_messages_to=source))
+    )
     api.topics.create_or_update(*api.scope, topic, SBTopic())
-    api.subscriptions.create_or_update(*api.scope, topic, "sub", SBSubscription(forward_to=target))
+    api.subscriptions.create_or_update(
+        *api.scope, topic, "sub", SBSubscription(properties=SBSubscriptionProperties(forward_to=target))
+    )
     api.queues.delete(*api.scope, target)
     api.close()
     handle.thread.stop()

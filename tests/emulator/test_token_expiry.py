@@ -11,10 +11,10 @@ from urllib.parse import quote_plus
 import pytest
 from azure.servicebus import ServiceBusClient, ServiceBusMessage
 from azure.servicebus.exceptions import ServiceBusError
-from sdk_helpers import sdk_client
 
 from emulator.auth import DEFAULT_KEY, DEFAULT_KEY_NAME, sign
 from emulator.testing import EmulatorHandle
+from tests.emulator.sdk_helpers import sdk_client
 
 
 def _token_connection_string(emulator: EmulatorHandle, queue: str, lifetime: int) -> str:

@@ -32,7 +32,10 @@ from azure.servicebus import (
     ServiceBusSubQueue,
 )
 from azure.servicebus.exceptions import ServiceBusError, ServiceBusQuotaExceededError
-from sdk_helpers import (
+
+from emulator.broker.errors import BrokerError
+from emulator.broker.properties import EntityStatus, QueueProperties, SubscriptionProperties
+from tests.emulator.sdk_helpers import (
     app_properties,
     create_subscription,
     create_topic,
@@ -44,13 +47,9 @@ from sdk_helpers import (
     unique_name,
 )
 
-from emulator.broker.errors import BrokerError
-from emulator.broker.properties import EntityStatus, QueueProperties, SubscriptionProperties
-
 if TYPE_CHECKING:
-    from backends import Backend
-
     from emulator.testing import EmulatorHandle
+    from tests.emulator.backends import Backend
 
 DLQ = ServiceBusSubQueue.DEAD_LETTER
 HOPS_EXCEEDED = "MaxTransferHopCountExceeded"

@@ -30,7 +30,12 @@ from azure.servicebus import (
     ServiceBusMessage,
     ServiceBusSubQueue,
 )
-from sdk_helpers import (
+
+from emulator.broker.errors import BrokerError
+from emulator.broker.properties import RuleConfig, SubscriptionProperties, TopicProperties
+from emulator.filters.sql import SqlSyntaxError
+from tests.emulator.sdk_helpers import (
+    SendProperties,
     app_properties,
     correlation_rule,
     create_subscription,
@@ -44,14 +49,9 @@ from sdk_helpers import (
     unrouted_count,
 )
 
-from emulator.broker.errors import BrokerError
-from emulator.broker.properties import RuleConfig, SubscriptionProperties, TopicProperties
-from emulator.filters.sql import SqlSyntaxError
-
 if TYPE_CHECKING:
-    from backends import Backend
-
     from emulator.testing import EmulatorHandle
+    from tests.emulator.backends import Backend
 
 DLQ = ServiceBusSubQueue.DEAD_LETTER
 
@@ -125,6 +125,12 @@ _SYSTEM_FIELDS = [
 ]
 
 
+def _with_system_field(body: str, keyword: str, value: str) -> ServiceBusMessage:
+    # keyword is one of ServiceBusMessage's str keywords (_SYSTEM_FIELDS), named at run time.
+    fields: dict[str, Any] = {keyword: value}
+    return ServiceBusMessage(body, **fields)
+
+
 @pytest.mark.emulator_only
 def test_correlation_filters_match_each_system_property_exactly(emulator: EmulatorHandle) -> None:
     """One subscription per system property; each message sets one property, to one of three values."""
@@ -139,9 +145,9 @@ def test_correlation_filters_match_each_system_property_exactly(emulator: Emulat
     messages = []
     for field, keyword in _SYSTEM_FIELDS:
         messages += [
-            ServiceBusMessage(f"{field}:hit", **{keyword: f"{field}-wanted"}),
-            ServiceBusMessage(f"{field}:other", **{keyword: f"{field}-other"}),
-            ServiceBusMessage(f"{field}:prefix", **{keyword: field}),
+            _with_system_field(f"{field}:hit", keyword, f"{field}-wanted"),
+            _with_system_field(f"{field}:other", keyword, f"{field}-other"),
+            _with_system_field(f"{field}:prefix", keyword, field),
             # The same name and value as an application property is not the system property.
             ServiceBusMessage(f"{field}:app", application_properties={field: f"{field}-wanted"}),
         ]
@@ -188,7 +194,7 @@ def test_correlation_filter_conditions_are_all_required(backend: Backend) -> Non
         properties={"region": "eu", "priority": 2},
     )
     sub = create_subscription(backend, topic, "strict", [rule])
-    full = {"region": "eu", "priority": 2}
+    full: SendProperties = {"region": "eu", "priority": 2}
     with sdk_client(backend) as client:
         sender = client.get_topic_sender(topic)
         receiver = client.get_subscription_receiver(topic, sub)
@@ -434,7 +440,7 @@ def test_remove_and_computed_set_actions_reshape_the_copy(backend: Backend) -> N
     )
     reshaped = create_subscription(backend, topic, "reshaped", [sql_rule("reshape", "1=1", action)])
     untouched = create_subscription(backend, topic, "untouched")
-    original = {"secret": "s3cr3t", "qty": 3, "price": 7, "ref": "A1"}
+    original: SendProperties = {"secret": "s3cr3t", "qty": 3, "price": 7, "ref": "A1"}
     with sdk_client(backend) as client:
         sender = client.get_topic_sender(topic)
         reshaped_receiver = client.get_subscription_receiver(topic, reshaped)

@@ -36,9 +36,17 @@ from azure.servicebus import (
     ServiceBusSubQueue,
 )
 from azure.servicebus.exceptions import ServiceBusAuthenticationError
-from sdk_helpers import app_properties, opened, peek, sdk_client, unrouted_count
 
 from emulator.config import parse_config
+from tests.emulator.sdk_helpers import (
+    SendProperties,
+    app_properties,
+    message_id,
+    opened,
+    peek,
+    sdk_client,
+    unrouted_count,
+)
 
 if TYPE_CHECKING:
     from emulator.testing import EmulatorHandle
@@ -80,7 +88,7 @@ def _parse_enclosed(header: str) -> list[str]:
 def _event(body: str, types: Sequence[str], stamp_types: bool = False) -> ServiceBusMessage:
     """A published NServiceBus event; ``stamp_types`` is the CorrelationFilter routing mode's publisher."""
     header = _enclosed(types)
-    properties: dict[str, Any] = {
+    properties: SendProperties = {
         ENCLOSED: header,
         "NServiceBus.MessageIntent": "Publish",
         "NServiceBus.ContentType": "application/json",
@@ -516,8 +524,8 @@ def test_erp_a_full_personal_queue_dead_letters_only_its_own_messages(make_emula
                             )
                         )
 
-            bob_ids = sorted(m.message_id for m in peek(bob))
-            alice_ids = [m.message_id for m in peek(alice)]
+            bob_ids = sorted(message_id(m) for m in peek(bob))
+            alice_ids = [message_id(m) for m in peek(alice)]
             dead = {key: peek(receiver) for key, receiver in dead_letters.items()}
 
             # Bob gets every one of his messages, and nothing of his is dead-lettered.
@@ -525,7 +533,7 @@ def test_erp_a_full_personal_queue_dead_letters_only_its_own_messages(make_emula
             assert all(dead[(topic, "bob")] == [] for topic in ERP_TOPICS)
 
             # Alice's queue took what fitted, in order; the rest waits in HER subscriptions' DLQs.
-            alice_dead_ids = [m.message_id for topic in ERP_TOPICS for m in dead[(topic, "alice")]]
+            alice_dead_ids = [message_id(m) for topic in ERP_TOPICS for m in dead[(topic, "alice")]]
             assert len(alice_ids) == 10
             assert alice_ids == [f"{t}/alice/{i}" for i in range(per_topic) for t in ERP_TOPICS][:10]
             assert sorted(alice_ids + alice_dead_ids) == sorted(
@@ -533,7 +541,7 @@ def test_erp_a_full_personal_queue_dead_letters_only_its_own_messages(make_emula
             )
             for topic in ERP_TOPICS:
                 for message in dead[(topic, "alice")]:
-                    assert message.message_id.startswith(f"{topic}/alice/")
+                    assert message_id(message).startswith(f"{topic}/alice/")
                     assert message.dead_letter_reason
 
             # Back from vacation: once she reads her queue, new messages reach her again.

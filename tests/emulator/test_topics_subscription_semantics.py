@@ -31,12 +31,20 @@ from azure.servicebus import (
     ServiceBusSubQueue,
 )
 from azure.servicebus.aio import ServiceBusClient as AsyncServiceBusClient
-from sdk_helpers import create_subscription, create_topic, opened, peek, receive, sdk_client
 
 from emulator.broker.properties import RuleConfig
+from tests.emulator.sdk_helpers import (
+    create_subscription,
+    create_topic,
+    opened,
+    peek,
+    receive,
+    sdk_client,
+    sequence_number,
+)
 
 if TYPE_CHECKING:
-    from backends import Backend
+    from tests.emulator.backends import Backend
 
 
 DLQ = ServiceBusSubQueue.DEAD_LETTER
@@ -124,7 +132,7 @@ def test_abandon_up_to_max_delivery_count_dead_letters_in_the_subscription(backe
             [dead] = receive(dlq, 1, WAIT)
             assert str(dead) == "poison"
             assert dead.dead_letter_reason == "MaxDeliveryCountExceeded"
-            assert dead.delivery_count >= 2
+            assert dead.delivery_count is not None and dead.delivery_count >= 2
             dlq.complete_message(dead)
             assert peek(dlq) == []
 
@@ -230,7 +238,7 @@ def test_deferral_on_a_subscription(backend: Backend) -> None:
                 ("step-2", ServiceBusMessageState.DEFERRED)
             ]
 
-            [deferred] = receiver.receive_deferred_messages([early.sequence_number])
+            [deferred] = receiver.receive_deferred_messages([sequence_number(early)])
             assert (str(deferred), deferred.sequence_number) == ("step-2", early.sequence_number)
             receiver.complete_message(deferred)
             assert peek(receiver) == []

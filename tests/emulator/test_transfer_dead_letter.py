@@ -16,7 +16,9 @@ from typing import TYPE_CHECKING
 
 import pytest
 from azure.servicebus import ServiceBusMessage, ServiceBusSubQueue
-from sdk_helpers import (
+
+from emulator.broker.properties import EntityStatus
+from tests.emulator.sdk_helpers import (
     create_subscription,
     create_topic,
     opened,
@@ -27,12 +29,9 @@ from sdk_helpers import (
     unique_name,
 )
 
-from emulator.broker.properties import EntityStatus
-
 if TYPE_CHECKING:
-    from backends import Backend
-
     from emulator.testing import EmulatorHandle
+    from tests.emulator.backends import Backend
 
 DLQ = ServiceBusSubQueue.DEAD_LETTER
 TDLQ = ServiceBusSubQueue.TRANSFER_DEAD_LETTER

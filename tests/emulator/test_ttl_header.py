@@ -16,10 +16,11 @@ from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from azure.servicebus import ServiceBusMessage, ServiceBusSubQueue
-from sdk_helpers import create_subscription, create_topic, opened, peek, receive, sdk_client
+
+from tests.emulator.sdk_helpers import create_subscription, create_topic, opened, peek, receive, sdk_client
 
 if TYPE_CHECKING:
-    from backends import Backend
+    from tests.emulator.backends import Backend
 
 
 WAIT = 1

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import tempfile
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
 
 from azure.mgmt.servicebus.models import SBQueue
@@ -48,15 +49,15 @@ def app_settings(thread: EmulatorThread, **overrides: str) -> dict[str, str]:
     return settings
 
 
-def management_for(settings: dict[str, str]) -> ManagementClient:
+def management_for(settings: Mapping[str, str]) -> ManagementClient:
     return ManagementClient(ManagementSettings.from_env(settings))
 
 
-def sdk_client_for(settings: dict[str, str]) -> ServiceBusClient:
+def sdk_client_for(settings: Mapping[str, str]) -> ServiceBusClient:
     return ServiceBusClient.from_connection_string(settings["ServiceBusConnection"])
 
 
-def create_queues_and_router(settings: dict[str, str]) -> None:
+def create_queues_and_router(settings: Mapping[str, str]) -> None:
     """Startup hook: the endpoint queues (the triggers listen on them) and the router subscription.
 
     The endpoints' subscriptions are left to the tests, which provision them over HTTP."""

@@ -11,11 +11,11 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from busbar_app import APP, HOST_JSON, app_settings, create_queues_and_router
 
 from app import runtime
 from devhost.testing import running_host
 from emulator.server import EmulatorOptions, EmulatorThread
+from tests.functions.busbar_app import APP, HOST_JSON, app_settings, create_queues_and_router
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from azure.mgmt.servicebus.models import SBSubscription
+from azure.mgmt.servicebus.models import SBSubscription, SBSubscriptionProperties
 
 from devhost.testing import running_host
 from shared.redrive.entities import EntityRef
@@ -72,7 +72,10 @@ def scene(emulator: Any, provision: Provisioner, tmp_path: Path) -> Iterator[dic
     dead_letter_subscription_messages(cs, topic, subscription, [message(b"{}", message_id="u-1")], UNMATCHED)
     management = provision.client
     management.subscriptions.create_or_update(
-        *management.scope, topic, subscription, SBSubscription(forward_to=shipping)
+        *management.scope,
+        topic,
+        subscription,
+        SBSubscription(properties=SBSubscriptionProperties(forward_to=shipping)),
     )
     path = EntityRef.subscription(topic, subscription).path
     archive = tmp_path / "archive"

@@ -7,12 +7,12 @@ import time
 import uuid
 
 import httpx
-from busbar_app import APP, HOST_JSON, app_settings, management_for
 
 from app.bootstrap import provision
 from app.sample_endpoints import JOURNAL
 from devhost.testing import running_host
 from emulator.server import EmulatorThread
+from tests.functions.busbar_app import APP, HOST_JSON, app_settings, management_for
 
 
 def test_provisioning_twice_creates_the_sample_topology_once(private_emulator: EmulatorThread) -> None:

@@ -13,7 +13,6 @@ from typing import Any
 
 import httpx
 import pytest
-from busbar_app import APP, HOST_JSON, app_settings, create_queues_and_router
 
 from app.sample_endpoints import sample_catalog
 from app.sample_events import sample_registry
@@ -23,6 +22,7 @@ from emulator.server import EmulatorThread
 from functions.convert import http_response
 from shared.api import ApiRequest, guarded
 from shared.api.provisioning.lock import endpoint_key
+from tests.functions.busbar_app import APP, HOST_JSON, app_settings, create_queues_and_router
 
 EVENTS = [
     "Shipping.OrderAccepted",

@@ -19,14 +19,6 @@ import httpx
 import pytest
 from azure.servicebus import ServiceBusMessage, ServiceBusSubQueue
 from azure.servicebus.amqp import AmqpAnnotatedMessage
-from busbar_app import (
-    APP,
-    HOST_JSON,
-    app_settings,
-    create_queues_and_router,
-    management_for,
-    sdk_client_for,
-)
 
 from app.sample_endpoints import JOURNAL
 from app.sample_events import (
@@ -46,6 +38,14 @@ from shared.handlers.dispatch import NO_HANDLER, PAYLOAD_VALIDATION_FAILED, PERM
 from shared.router.decision import BRIDGED_FROM, NO_MATCHING_SUBSCRIPTION
 from shared.router.service import UNROUTED
 from shared.topology import Publisher, load_topology_options
+from tests.functions.busbar_app import (
+    APP,
+    HOST_JSON,
+    app_settings,
+    create_queues_and_router,
+    management_for,
+    sdk_client_for,
+)
 
 WAIT = 30.0
 
@@ -214,7 +214,8 @@ def _send_to_fallback(app: App, message: ServiceBusMessage) -> None:
 
 
 def _legacy(contract_header: str, body: object, **stamps: bool) -> ServiceBusMessage:
-    properties: dict[str | bytes, Any] = {ENCLOSED_MESSAGE_TYPES: contract_header, **stamps}
+    properties: dict[str | bytes, Any] = {ENCLOSED_MESSAGE_TYPES: contract_header}
+    properties.update(stamps)
     return ServiceBusMessage(
         json.dumps(body),
         message_id=fresh("msg"),

@@ -11,12 +11,12 @@ import httpx
 import pytest
 from azure.core.exceptions import ResourceNotFoundError
 from azure.mgmt.servicebus.models import SBQueue, SBQueueProperties
-from busbar_app import management_for
 
 from app.sample_endpoints import sample_catalog
 from app.sample_events import sample_registry
 from app.services import provisioning_from_settings
 from shared.api import ApiRequest, guarded
+from tests.functions.busbar_app import management_for
 
 
 def fresh(prefix: str) -> str:

@@ -7,10 +7,10 @@ from typing import Any
 
 import httpx
 import pytest
-from busbar_app import APP, HOST_JSON
 
 from devhost.testing import running_host
 from emulator.server import EmulatorThread
+from tests.functions.busbar_app import APP, HOST_JSON
 
 
 def error_of(response: httpx.Response) -> dict[str, Any]:

@@ -9,12 +9,12 @@ from typing import Any
 from urllib.parse import quote
 
 import httpx
-import ops_scene
 from azure.servicebus import ServiceBusClient, ServiceBusSubQueue
-from ops_scene import provision, scene
 
 from devhost.testing import HostHandle
 from shared.archive.reader import read_archive
+from tests.functions import ops_scene
+from tests.functions.ops_scene import provision, scene
 from tests.shared.redrive.redrive_support import (
     drain_queue,
     peek_queue,

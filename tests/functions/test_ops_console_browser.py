@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ops_scene import TRANSIENT, provision, scene
 from playwright.sync_api import Browser, Page, expect, sync_playwright
+
+from tests.functions.ops_scene import TRANSIENT, provision, scene
 
 __all__ = ["provision", "scene"]  # fixtures used by name below
 

@@ -12,7 +12,6 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 from azure.core.exceptions import ResourceNotFoundError
-from busbar_app import management_for
 
 from app.sample_endpoints import sample_catalog
 from app.sample_events import sample_registry
@@ -23,6 +22,7 @@ from emulator.server import EmulatorThread
 from shared.api import ApiRequest, guarded
 from shared.api.provisioning.service import management_error
 from shared.topology import Provisioner, ProvisioningError, TopologyOptions, desired_state
+from tests.functions.busbar_app import management_for
 
 
 def test_a_plan_that_would_exceed_a_quota_is_409_and_creates_nothing(

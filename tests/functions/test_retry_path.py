@@ -11,13 +11,12 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import pytest
-from azure.mgmt.servicebus.models import SBQueue
+from azure.mgmt.servicebus.models import SBQueue, SBQueueProperties
 from azure.servicebus import ServiceBusMessage, ServiceBusSubQueue
-from busbar_app import APP, HOST_JSON, app_settings, create_queues_and_router, management_for, sdk_client_for
 
 from app.sample_endpoints import JOURNAL
 from app.sample_events import InvoiceIssued
@@ -25,16 +24,24 @@ from devhost.testing import running_host
 from emulator.server import EmulatorThread
 from shared.contracts import ENCLOSED_MESSAGE_TYPES, enclosed_types_header
 from shared.handlers.context import HandlerContext
+from tests.functions.busbar_app import (
+    APP,
+    HOST_JSON,
+    app_settings,
+    create_queues_and_router,
+    management_for,
+    sdk_client_for,
+)
 
 WAIT = 30.0
 MAX_DELIVERY_COUNT = 4
 
 
-def _queues_with_a_short_delivery_limit(settings: dict[str, str]) -> None:
+def _queues_with_a_short_delivery_limit(settings: Mapping[str, str]) -> None:
     create_queues_and_router(settings)
     with management_for(settings) as management:
         group, namespace = management.scope
-        queue = SBQueue(max_delivery_count=MAX_DELIVERY_COUNT)
+        queue = SBQueue(properties=SBQueueProperties(max_delivery_count=MAX_DELIVERY_COUNT))
         management.queues.create_or_update(group, namespace, settings["BUSBAR_SHIPPING_QUEUE"], queue)
 
 

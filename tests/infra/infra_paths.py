@@ -6,10 +6,9 @@ import functools
 import json
 from pathlib import Path
 
-from bicep_text import AppSettingEntry, BicepResource, app_settings, read_templates, resources
-
 from app.settings import all_settings
 from shared.app_settings import AppSetting
+from tests.infra.bicep_text import AppSettingEntry, BicepResource, app_settings, read_templates, resources
 
 REPO = Path(__file__).resolve().parents[2]
 INFRA = REPO / "infra"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from app_settings_scan import looks_like_setting, scan_app, scan_source
-from infra_paths import REPO
+from tests.infra.app_settings_scan import looks_like_setting, scan_app, scan_source
+from tests.infra.infra_paths import REPO
 
 
 def names(source: str) -> set[tuple[str, str]]:

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import re
 
-from bicep_text import BicepResource, nested_block, string_variables
-from infra_paths import bicep_resources, templates
+from tests.infra.bicep_text import BicepResource, nested_block, string_variables
+from tests.infra.infra_paths import bicep_resources, templates
 
 SERVICE_BUS_DATA_SENDER = "69a216fc-b8fb-44d8-bc22-1f3c2cd27a39"
 SERVICE_BUS_DATA_RECEIVER = "4f6d3b9b-027b-4f4c-9142-0e5a2a2247e0"

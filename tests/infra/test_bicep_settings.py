@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import re
 
-from app_settings_scan import scan_app
-from bicep_text import nested_block
-from infra_paths import (
+from tests.infra.app_settings_scan import scan_app
+from tests.infra.bicep_text import nested_block
+from tests.infra.infra_paths import (
     AZURE_HOST_SETTINGS,
     LOCAL_HOST_SETTINGS,
     REPO,

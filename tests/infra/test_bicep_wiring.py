@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import re
 
-from bicep_text import app_settings, nested_block
-from infra_paths import templates
+from tests.infra.bicep_text import app_settings, nested_block
+from tests.infra.infra_paths import templates
 
 PARAM = re.compile(r"^param\s+(\w+)\s+\w+(\s*=.*)?$", re.M)
 OUTPUT = re.compile(r"^output\s+(\w+)\s", re.M)

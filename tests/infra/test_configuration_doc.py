@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from infra_paths import DOCS, declared_settings
+from tests.infra.infra_paths import DOCS, declared_settings
 
 ROW = re.compile(r"^\|\s*`([^`]+)`\s*\|(.*)$", re.M)
 

@@ -14,8 +14,15 @@ import sys
 from pathlib import Path
 
 import pytest
-from funcignore_rules import CoreToolsIgnore, build_package, core_tools_package_files, is_ignored, parse_rules
-from infra_paths import REPO, sample_values
+
+from tests.infra.funcignore_rules import (
+    CoreToolsIgnore,
+    build_package,
+    core_tools_package_files,
+    is_ignored,
+    parse_rules,
+)
+from tests.infra.infra_paths import REPO, sample_values
 
 DEPLOY_SITE = REPO / ".venv" / "deploy-site"
 NOT_DEPLOYED = ("tests", "emulator", "devhost", "bench", ".data", "spark", ".venv", "tools", "infra", "docs")

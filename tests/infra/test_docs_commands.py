@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from infra_paths import DOCS, REPO
+
+from tests.infra.infra_paths import DOCS, REPO
 
 SHELL_LANGUAGES = frozenset({"sh", "bash", "shell", "console"})
 FENCE = re.compile(r"^```([\w-]*)[^\n]*\n(.*?)^```", re.M | re.S)

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from funcignore_rules import (
+
+from tests.infra.funcignore_rules import (
     CoreToolsIgnore,
     build_package,
     core_tools_package_files,

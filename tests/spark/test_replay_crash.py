@@ -25,7 +25,7 @@ from emulator.testing import EmulatorHandle
 from spark import ledger
 from spark.params import parse_params
 from spark.replay import run
-from tests.emulator.sdk_helpers import app_properties, drain
+from tests.emulator.sdk_helpers import app_properties, drain, message_id
 from tests.spark.archive_factory import archive_row, write_archive
 from tests.spark.management_args import management_args
 
@@ -133,7 +133,7 @@ def test_a_replay_killed_midway_and_rerun_delivers_each_message_once_in_session_
     ):
         received = drain(receiver, TOTAL, wait=2)
     assert at_broker() == 0  # nothing beyond the TOTAL received: the re-sent batch was dropped as duplicate
-    ids = [m.message_id for m in received]
+    ids = [message_id(m) for m in received]
     assert sorted(ids) == sorted(f"s{s}-{n}" for s in range(SESSIONS) for n in range(PER_SESSION))
     order: dict[str, list[int]] = defaultdict(list)
     for message in received:

@@ -13,7 +13,7 @@ from shared.redrive.job import run_redrive
 from spark.params import parse_params
 from spark.properties import ORIGINAL_MESSAGE_ID_PROPERTY, REPLAY_RUN_ID_PROPERTY
 from spark.replay import run
-from tests.emulator.sdk_helpers import drain, opened, receive
+from tests.emulator.sdk_helpers import SendProperties, app_properties, drain, opened, receive
 from tests.spark.management_args import management_args
 
 
@@ -21,7 +21,7 @@ def test_messages_the_redrive_archived_are_replayed_with_their_properties_past_d
     spark: Any, emulator: EmulatorHandle, tmp_path: Path
 ) -> None:
     queue = emulator.create_queue(f"redrive-replay-{uuid.uuid4().hex[:8]}", requires_duplicate_detection=True)
-    sent = {
+    sent: dict[str, SendProperties] = {
         f"poison-{n}": {"n": n, "tenant": "contoso", "NServiceBus.EnclosedMessageTypes": "Sales.OrderPlaced"}
         for n in range(5)
     }
@@ -96,10 +96,7 @@ def test_messages_the_redrive_archived_are_replayed_with_their_properties_past_d
             assert dead_letters.peek_messages(max_message_count=10) == []
     originals = {}
     for message in replayed:
-        properties = {
-            k.decode(): v.decode() if isinstance(v, bytes) else v
-            for k, v in message.application_properties.items()
-        }
+        properties = app_properties(message)
         original = properties.pop(ORIGINAL_MESSAGE_ID_PROPERTY)
         originals[original] = message.message_id
         assert properties == {**sent[original], REPLAY_RUN_ID_PROPERTY: "derived-ids"}

@@ -14,11 +14,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from archive_support import row
 
 from shared.archive.reader import read_archive, read_run_summary, row_properties
 from shared.archive.writer import ArchiveWriter
 from shared.redrive.settings import RedriveSettings
+from tests.shared.archive.archive_support import row
 
 ROOT = Path(__file__).resolve().parents[3]
 AZURITE = ROOT / "tools" / "azurite" / "node_modules" / ".bin" / "azurite-blob"

@@ -6,11 +6,11 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
-from archive_support import row
 
 from shared.archive.reader import read_archive, read_run_summary, row_properties
 from shared.archive.schema import ARCHIVE_SCHEMA
 from shared.archive.writer import ArchiveWriter
+from tests.shared.archive.archive_support import row
 
 
 def test_rows_are_written_one_file_per_date_and_entity_partition(tmp_path: Path) -> None:

@@ -116,7 +116,9 @@ def test_an_unknown_concrete_type_is_handled_through_a_known_interface() -> None
     assert isinstance(outcome, Complete)
     assert outcome.event_type == "Shipping.IOrderAccepted"
     assert [type(e) for _, e in seen.calls] == [IOrderAccepted]
-    assert seen.calls[0][1].order_id == "o9"
+    event = seen.calls[0][1]
+    assert isinstance(event, IOrderAccepted)  # narrows Event for the type checker; checked just above
+    assert event.order_id == "o9"
 
 
 def test_a_payload_that_does_not_validate_is_dead_lettered_with_every_pydantic_error() -> None:
@@ -144,6 +146,7 @@ def test_a_body_that_is_not_json_is_dead_lettered_as_invalid_payload() -> None:
         raw_message(b"\xff not json", "Shipping.OrderAccepted")
     )
 
+    assert isinstance(outcome, DeadLetter)  # narrows the outcome union; the equality below implies it
     assert outcome == DeadLetter(PAYLOAD_VALIDATION_FAILED, outcome.description)
     assert "Invalid JSON" in outcome.description
 

@@ -52,7 +52,10 @@ def test_a_sent_command_reaches_its_queue_with_send_intent_and_the_incoming_corr
         [received] = receiver.receive_messages(max_message_count=1, max_wait_time=5)
         receiver.complete_message(received)
 
-    properties = {k.decode(): v for k, v in (received.application_properties or {}).items()}
+    properties = {
+        (k.decode() if isinstance(k, bytes) else k): v
+        for k, v in (received.application_properties or {}).items()
+    }
     assert received.correlation_id == "corr-1"
     assert properties[MESSAGE_INTENT] == SEND_INTENT.encode()
     assert properties[CONVERSATION_ID] == b"conv-1"

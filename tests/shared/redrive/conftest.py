@@ -6,7 +6,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from redrive_support import Provisioner
+
+from tests.shared.redrive.redrive_support import Provisioner
 
 
 @pytest.fixture

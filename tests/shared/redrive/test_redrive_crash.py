@@ -12,10 +12,16 @@ from typing import Any
 
 import pytest
 from azure.servicebus import ServiceBusSubQueue
-from redrive_support import dead_letter_queue_messages, drain_queue, message, peek_queue, redrive_env
 
 from shared.archive.reader import read_archive
 from shared.redrive.job import run_redrive
+from tests.shared.redrive.redrive_support import (
+    dead_letter_queue_messages,
+    drain_queue,
+    message,
+    peek_queue,
+    redrive_env,
+)
 
 ROOT = Path(__file__).resolve().parents[3]
 HELPER = Path(__file__).with_name("crash_during_run.py")

@@ -10,7 +10,11 @@ from typing import Any
 
 import pyarrow.parquet as pq
 from azure.servicebus import ServiceBusClient, ServiceBusMessage, ServiceBusSubQueue
-from redrive_support import (
+
+from shared.archive.reader import read_archive, read_run_summary, row_properties
+from shared.redrive.job import run_redrive
+from shared.redrive.summary import RunSummary
+from tests.shared.redrive.redrive_support import (
     dead_letter_queue_messages,
     dead_letter_subscription_messages,
     drain_queue,
@@ -20,10 +24,6 @@ from redrive_support import (
     redrive_env,
     text_properties,
 )
-
-from shared.archive.reader import read_archive, read_run_summary, row_properties
-from shared.redrive.job import run_redrive
-from shared.redrive.summary import RunSummary
 
 DLQ = ServiceBusSubQueue.DEAD_LETTER
 

@@ -9,10 +9,10 @@ from types import SimpleNamespace
 from typing import Any
 
 from azure.servicebus import ServiceBusClient, ServiceBusMessage, ServiceBusSubQueue
-from redrive_support import drain_queue, peek_queue, redrive_env, text_properties
 
 from shared.redrive.job import run_redrive
 from shared.redrive.targets import plan_entities
+from tests.shared.redrive.redrive_support import drain_queue, peek_queue, redrive_env, text_properties
 
 TDLQ = ServiceBusSubQueue.TRANSFER_DEAD_LETTER
 

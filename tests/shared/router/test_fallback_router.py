@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from shared.contracts import ENCLOSED_MESSAGE_TYPES
@@ -20,8 +21,8 @@ from shared.router.decision import (
 ACCEPTED = "Shipping.OrderAccepted;Shipping.IOrderAccepted;Shipping.IOrderStatusChanged"
 
 
-def message(header: str | None = ACCEPTED, **properties: Any) -> IncomingMessage:
-    props: dict[str, Any] = dict(properties)
+def message(properties: Mapping[str, Any] | None = None, *, header: str | None = ACCEPTED) -> IncomingMessage:
+    props: dict[str, Any] = dict(properties or {})
     if header is not None:
         props[ENCLOSED_MESSAGE_TYPES] = header
     return IncomingMessage(body=b"{}", message_id="m", application_properties=props)
@@ -49,7 +50,7 @@ def correlation(name: str, contract: str) -> SubscriptionRules:
 def test_an_event_matching_an_interface_correlation_rule_is_routed() -> None:
     crm = correlation("crm", "Shipping.IOrderStatusChanged")
 
-    decision = decide(message(**{"Shipping.IOrderStatusChanged": True}), snapshot(crm), no_dedicated_topic)
+    decision = decide(message({"Shipping.IOrderStatusChanged": True}), snapshot(crm), no_dedicated_topic)
 
     assert not decision.unrouted
     assert decision.matched_subscriptions == ("crm",)
@@ -59,7 +60,7 @@ def test_an_event_matching_an_interface_correlation_rule_is_routed() -> None:
 def test_an_event_no_other_subscription_matches_is_unrouted_even_though_the_router_sees_it() -> None:
     crm = correlation("crm", "Tenant.ICustomerLifecycleEvent")
 
-    decision = decide(message(**{"Shipping.OrderAccepted": True}), snapshot(crm), no_dedicated_topic)
+    decision = decide(message({"Shipping.OrderAccepted": True}), snapshot(crm), no_dedicated_topic)
 
     assert decision.unrouted
     assert decision.contract == "Shipping.OrderAccepted"
@@ -83,7 +84,7 @@ def test_a_dedicated_topic_that_does_not_exist_is_not_a_bridge_target() -> None:
 
 def test_a_bridged_copy_is_never_routed_again() -> None:
     decision = decide(
-        message(**{BRIDGED_FROM: "bundle-1"}),
+        message({BRIDGED_FROM: "bundle-1"}),
         snapshot(topics=("bundle-1", "Shipping.OrderAccepted")),
         same_name_topic,
     )

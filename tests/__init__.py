@@ -1,0 +1,1 @@
+"""Busbar's tests: a package tree, so test helpers import each other as ``tests.<dir>.<module>``."""
