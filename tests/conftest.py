@@ -64,6 +64,7 @@ def make_emulator() -> Iterator[Callable[..., EmulatorHandle]]:
 # pyspark.util._load_from_socket), so with warnings as errors every collect() would fail on the
 # ResourceWarning. Ignored for the tests that use Spark, and only there (the socket is freed inside the
 # collect() that opened it).
+SPARK_TEST_TIMEOUT_SECONDS = 480
 _PYSPARK_RESULT_SOCKET = pytest.mark.filterwarnings("ignore:unclosed <socket.socket:ResourceWarning")
 
 
@@ -72,6 +73,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if "spark" in getattr(item, "fixturenames", ()):
             item.add_marker(_PYSPARK_RESULT_SOCKET)
             item.add_marker(pytest.mark.usefixtures("_collect_spark_garbage"))
+            # A Spark test that takes 30 s alone took over 120 s beside three other workers and their JVMs
+            # on this 2-core machine; past the timeout the JVM is left broken for every later Spark test.
+            if item.get_closest_marker("timeout") is None:
+                item.add_marker(pytest.mark.timeout(SPARK_TEST_TIMEOUT_SECONDS))
 
 
 @pytest.fixture

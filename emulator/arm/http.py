@@ -179,8 +179,14 @@ class HttpServer:
         finally:
             self._writers.discard(writer)
             writer.close()
+            closed = False
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(writer.wait_closed(), 2)
+                closed = True
+            if not closed:
+                # A TLS close waits for the peer's close_notify; a peer that has gone never sends one, and
+                # the socket would stay open until garbage collection. Drop it now.
+                writer.transport.abort()
             if task is not None:
                 self._tasks.discard(task)
 
