@@ -355,7 +355,7 @@ class ServiceBusListener:
     ) -> None:
         """Invoke for one message; settle inline (sessions) or queue the settlement for the receive loop."""
         # Beside the concurrent receive loop, every other call on the receiver goes through that loop.
-        on_listener = None if settle_inline else self._queue_link_call
+        on_listener = None if settle_inline else self._via_listener
         tracker = self._invocation(receiver, [message], on_listener=on_listener)
         renewal = (
             None if self.shape.sessions else self._renew_during_invocation(receiver, message, on_listener)
@@ -394,7 +394,7 @@ class ServiceBusListener:
         receiver: ServiceBusReceiver,
         messages: list[ServiceBusReceivedMessage],
         *,
-        on_listener: Callable[[Callable[[], Awaitable[None]]], None] | None = None,
+        on_listener: Callable[[Callable[[], Awaitable[Any]]], Awaitable[Any]] | None = None,
     ) -> InvocationSettlement:
         invocation = InvocationSettlement(
             receiver, asyncio.get_running_loop(), deferred=self.spec.is_async, on_listener=on_listener
@@ -428,7 +428,7 @@ class ServiceBusListener:
         self,
         receiver: ServiceBusReceiver,
         message: ServiceBusReceivedMessage,
-        on_listener: Callable[[Callable[[], Awaitable[None]]], None] | None,
+        on_listener: Callable[[Callable[[], Awaitable[Any]]], Awaitable[Any]] | None,
     ) -> asyncio.Task[None]:
         """Renew ``message``'s lock while its invocation runs (up to ``maxAutoLockRenewalDuration``)."""
         return asyncio.create_task(self._renew_lock(receiver, message, via_listener=on_listener is not None))

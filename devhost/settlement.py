@@ -53,11 +53,11 @@ class InvocationSettlement:
     settled: set[str] = field(default_factory=set)  # lock tokens settled through the gRPC service
     pending: list[Callable[[], Awaitable[Any]]] = field(default_factory=list)
     calls: list[str] = field(default_factory=list)  # the gRPC methods the function called, in order
-    # Set when the listener receives on this receiver while the invocation runs: it queues a call for the
-    # listener's own task (called on the loop). The SDK's aio receiver must not be read by two coroutines
-    # at once: a settlement running beside a pending receive consumes the frames the receive waits for,
-    # and the receive sits out its timeout (at maxConcurrentCalls 16 that cost 40x in throughput).
-    on_listener: Callable[[Callable[[], Awaitable[None]]], None] | None = None
+    # Set when the listener receives on this receiver while the invocation runs: it runs a call on the
+    # listener's own task and returns its result (awaited on the loop). The SDK's aio receiver must not be
+    # read by two coroutines at once: a settlement running beside a pending receive consumes the frames the
+    # receive waits for, and the receive sits out its timeout (at maxConcurrentCalls 16 that cost 40x).
+    on_listener: Callable[[Callable[[], Awaitable[Any]]], Awaitable[Any]] | None = None
 
     def is_settled(self, message: ServiceBusReceivedMessage) -> bool:
         """Whether the function settled ``message`` itself."""
@@ -65,18 +65,8 @@ class InvocationSettlement:
 
     def call_from_thread(self, call: Callable[[], Awaitable[Any]]) -> Any:
         """Run a receiver call from a gRPC thread on the loop that holds the receiver; its result."""
-        if self.on_listener is None:
-            return _run(self.loop, call)
-        result: futures.Future[Any] = futures.Future()
-
-        async def job() -> None:
-            try:
-                result.set_result(await call())
-            except Exception as exc:
-                result.set_exception(exc)
-
-        self.loop.call_soon_threadsafe(self.on_listener, job)
-        return result.result(SETTLE_TIMEOUT_SECONDS)
+        via = self.on_listener
+        return _run(self.loop, call if via is None else lambda: via(call))
 
     async def apply_pending(self) -> None:
         """Run settlements requested by a coroutine function, in order."""
