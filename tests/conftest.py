@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from xdist.scheduler import LoadScopeScheduling  # type: ignore[import-untyped]
 
 from emulator.broker.properties import EmulatorConfig
 from emulator.server import EmulatorThread
@@ -65,12 +66,42 @@ def make_emulator() -> Iterator[Callable[..., EmulatorHandle]]:
 # ResourceWarning. Ignored for the tests that use Spark, and only there (the socket is freed inside the
 # collect() that opened it).
 SPARK_TEST_TIMEOUT_SECONDS = 480
+SPARK_TESTS = "tests/spark/"  # every test that starts Spark lives here (checked at collection)
 _PYSPARK_RESULT_SOCKET = pytest.mark.filterwarnings("ignore:unclosed <socket.socket:ResourceWarning")
 
 
+def _uses_spark(item: pytest.Item) -> bool:
+    uses = "spark" in getattr(item, "fixturenames", ())
+    if uses and not item.nodeid.startswith(SPARK_TESTS):
+        raise pytest.UsageError(f"{item.nodeid} uses Spark: it belongs under {SPARK_TESTS}")
+    return uses
+
+
+class _SparkTestsTogether(LoadScopeScheduling):  # type: ignore[misc]
+    """xdist's load scheduling, except that every test under ``tests/spark/`` goes to one worker.
+
+    One JVM on this 2-core machine instead of one per worker: four of them starved each other past their
+    timeouts. (``--dist loadgroup`` would do it by marker, but with pytest 9 it no longer tags the node ids it
+    schedules by, so the group is silently ignored.)"""
+
+    def _split_scope(self, nodeid: str) -> str:
+        return SPARK_TESTS if nodeid.startswith(SPARK_TESTS) else nodeid
+
+
+@pytest.hookimpl(optionalhook=True)  # only known when xdist is loaded (not under -p no:xdist)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Plain ``-n N`` (``--dist load``, the Makefile's) runs the Spark tests in one worker."""
+    if config.getvalue("dist") != "load":
+        return None
+    return _SparkTestsTogether(config, log)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # Spark tests first: their scope is then the first unit xdist hands out (see the scheduler below), so
+    # one worker starts them at once instead of leaving a serial Spark tail after everything else.
+    items.sort(key=lambda item: not item.nodeid.startswith(SPARK_TESTS))
     for item in items:
-        if "spark" in getattr(item, "fixturenames", ()):
+        if _uses_spark(item):
             item.add_marker(_PYSPARK_RESULT_SOCKET)
             item.add_marker(pytest.mark.usefixtures("_collect_spark_garbage"))
             # A Spark test that takes 30 s alone took over 120 s beside three other workers and their JVMs

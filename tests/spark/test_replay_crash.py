@@ -32,6 +32,9 @@ from tests.spark.management_args import management_args
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SESSIONS, PER_SESSION, BATCH, TASKS, CRASH_AFTER = 8, 25, 10, 2, 3
 TOTAL = SESSIONS * PER_SESSION
+# The job starts its own JVM: 24 s alone on 2 cores, 49 s beside four busy processes, and over 100 s in a
+# CI run beside three xdist workers with JVMs of their own. The test's own timeout (480 s) bounds the rest.
+CRASH_RUN_TIMEOUT_SECONDS = 300
 
 
 def _replay_until_crash(
@@ -61,7 +64,10 @@ def _replay_until_crash(
         start_new_session=True,
     )
     try:
-        stdout, stderr = process.communicate(timeout=100)
+        # Pipes are the barrier: communicate() returns when every process holding them has exited -- the
+        # driver, its JVM, and Spark's Python daemon and workers (a process group of their own), so a task
+        # that sends and records one more batch after the kill has done so before the test reads the ledger.
+        stdout, stderr = process.communicate(timeout=CRASH_RUN_TIMEOUT_SECONDS)
     finally:
         # the job leads its own process group: make sure nothing of it (JVM, Python workers) outlives the test
         with contextlib.suppress(ProcessLookupError):
