@@ -2,8 +2,9 @@
 
 Semantics as the Functions host (extension 5.x) implements them:
 
-* PEEK_LOCK receive; success -> complete, exception -> abandon (the broker dead-letters once
-  MaxDeliveryCount is exceeded), unless ``autoCompleteMessages`` is false.
+* PEEK_LOCK receive; success -> complete unless ``autoCompleteMessages`` is false; exception -> abandon
+  every message the function did not settle itself, whatever ``autoCompleteMessages`` says (the broker
+  dead-letters once MaxDeliveryCount is exceeded).
 * single-message functions: up to ``maxConcurrentCalls`` invocations at once, each message's lock renewed
   while its invocation runs (up to ``maxAutoLockRenewalDuration``) and no longer: a message the function
   leaves unsettled (``autoCompleteMessages`` false) is redelivered when its lock lapses, as in Azure;
@@ -31,6 +32,7 @@ from azure.servicebus.aio import AutoLockRenewer, ServiceBusClient, ServiceBusRe
 from azure.servicebus.exceptions import OperationTimeoutError, ServiceBusError, SessionCannotBeLockedError
 
 from devhost.app_loader import FunctionSpec
+from devhost.batch_cache import BatchCache
 from devhost.bindings import ServiceBusConnection
 from devhost.host_config import ServiceBusOptions
 from devhost.invoker import Invoker
@@ -194,17 +196,20 @@ class ServiceBusListener:
         (a receive waits only briefly while invocations are in flight)."""
         receiver = self._receiver(session=False)
         capacity = self.options.max_concurrent_calls
+        cache = self._batch_cache()
         async with receiver:
             while True:
                 await self._flush_settlements()
                 busy = len(self._in_flight) + len(self._settlements)
                 if self._stopping.is_set():
                     if not busy:
+                        # As the host on stop: messages waiting for a minimum batch still go out.
+                        await self._dispatch_waiting(receiver, cache)
                         break
                     await self._wait_for_finished(SHORT_POLL_SECONDS)
                     continue
                 if self.shape.batch:
-                    await self._receive_batch(receiver)
+                    await self._receive_batch(receiver, cache)
                     continue
                 free = capacity - busy
                 if free <= 0:
@@ -250,17 +255,56 @@ class ServiceBusListener:
             else:
                 await asyncio.gather(*(settle() for settle in pending))
 
-    async def _receive_batch(self, receiver: ServiceBusReceiver) -> None:
+    def _batch_cache(self) -> BatchCache[ServiceBusReceivedMessage]:
+        return BatchCache(
+            max_size=self.options.max_message_batch_size, min_size=self.options.min_message_batch_size
+        )
+
+    def _batch_wait(self, cache: BatchCache[ServiceBusReceivedMessage], longest: float) -> float:
+        """How long the next receive may wait: ``longest``, or less when waiting messages fall due."""
+        if cache.waiting_since is None:
+            return longest
+        due = cache.waiting_since + self.options.max_batch_wait_time.total_seconds()
+        return max(SHORT_POLL_SECONDS, min(longest, due - asyncio.get_running_loop().time()))
+
+    async def _receive_batch(
+        self, receiver: ServiceBusReceiver, cache: BatchCache[ServiceBusReceivedMessage]
+    ) -> None:
         try:
             messages = await receiver.receive_messages(
-                max_message_count=self.options.max_message_batch_size, max_wait_time=POLL_SECONDS
+                max_message_count=self.options.max_message_batch_size,
+                max_wait_time=self._batch_wait(cache, POLL_SECONDS),
             )
         except ServiceBusError as exc:
             logger.warning("Functions.%s: receive failed (%s); retrying", self.spec.name, exc)
             await asyncio.sleep(POLL_SECONDS)
             return
-        if messages:
-            await self._process_batch(receiver, messages)
+        await self._dispatch_batch(receiver, cache, messages)
+
+    async def _dispatch_batch(
+        self,
+        receiver: ServiceBusReceiver,
+        cache: BatchCache[ServiceBusReceivedMessage],
+        messages: list[ServiceBusReceivedMessage],
+    ) -> None:
+        """Invoke with what was received -- through the minimum-batch cache when one is configured."""
+        if not cache.enabled:
+            if messages:
+                await self._process_batch(receiver, messages)
+            return
+        now = asyncio.get_running_loop().time()
+        batch = cache.take(messages, now=now)
+        if not batch and cache.due(now, self.options.max_batch_wait_time.total_seconds()):
+            batch = cache.take(partial=True, now=now)
+        if batch:
+            await self._process_batch(receiver, batch)
+
+    async def _dispatch_waiting(
+        self, receiver: ServiceBusReceiver, cache: BatchCache[ServiceBusReceivedMessage]
+    ) -> None:
+        """Invoke with every message still waiting for a minimum batch (a session ends, the host stops)."""
+        while len(cache):
+            await self._process_batch(receiver, cache.take(partial=True))
 
     def _spawn(self, coroutine: Any) -> None:
         task: asyncio.Task[None] = asyncio.create_task(coroutine)
@@ -311,25 +355,32 @@ class ServiceBusListener:
     async def _session_loop(self, receiver: ServiceBusReceiver, idle_limit: float) -> None:
         session = receiver.session
         idle = 0.0
+        cache = self._batch_cache()  # a session's own, as the extension makes one per accepted session
         while not self._stopping.is_set() and idle < idle_limit:
             if REGISTRY.release_requested(session.session_id):
-                return  # the function called release_session: close the session now
-            wait = min(POLL_SECONDS, idle_limit - idle)
+                break  # the function called release_session: close the session now
+            wait = self._batch_wait(cache, min(POLL_SECONDS, idle_limit - idle))
             limit = self.options.max_message_batch_size if self.shape.batch else 1
             try:
                 messages = await receiver.receive_messages(max_message_count=limit, max_wait_time=wait)
             except ServiceBusError as exc:
+                # As the host: messages waiting for a minimum batch are dropped with the session (their
+                # locks lapse and the broker redelivers them).
                 logger.warning("Functions.%s: session %s lost (%s)", self.spec.name, session.session_id, exc)
                 return
             if not messages:
                 idle += wait
+                if self.shape.batch:
+                    await self._dispatch_batch(receiver, cache, [])
                 continue
             idle = 0.0
             if self.shape.batch:
-                await self._process_batch(receiver, messages)
+                await self._dispatch_batch(receiver, cache, messages)
             else:
                 for message in messages:  # one at a time per session: order preserved
                     await self._process_one(receiver, message, settle_inline=True)
+        # The session ran dry, was released or the host stops: what waits for a minimum batch goes out.
+        await self._dispatch_waiting(receiver, cache)
 
     # ------------------------------------------------------------------------------------ invoking
 
@@ -492,7 +543,11 @@ class ServiceBusListener:
         tracker: InvocationSettlement,
         succeeded: bool,
     ) -> None:
-        if not self.shape.auto_complete:
+        # A success completes only under autoCompleteMessages; a failure abandons whatever the function
+        # left unsettled whatever that setting says, as the host does (its MessageProcessor rethrows the
+        # failure and the SDK processor abandons an unsettled message; batches: "regardless of the
+        # autoCompleteMessages configuration").
+        if succeeded and not self.shape.auto_complete:
             return
         for message in messages:
             if tracker.is_settled(message):

@@ -9,9 +9,10 @@ import time
 import uuid
 from collections.abc import Iterator
 from datetime import timedelta
+from typing import Any
 
 import pytest
-from azure.servicebus import ServiceBusClient, ServiceBusMessage
+from azure.servicebus import ServiceBusClient, ServiceBusMessage, ServiceBusSubQueue
 from azure.servicebus.exceptions import SessionCannotBeLockedError
 
 from devhost.settlement import ensure_settlement_server
@@ -34,6 +35,9 @@ def entities(shared_emulator: EmulatorHandle) -> dict[str, str]:
         "SESSION_QUEUE": shared_emulator.create_queue(
             requires_session=True, lock_duration=timedelta(seconds=10)
         ),
+        # Locks of the maximum length: a redelivery within the tests' wait can only come from an abandon.
+        "FAIL_QUEUE": shared_emulator.create_queue(lock_duration=timedelta(minutes=5)),
+        "FAIL_BATCH_QUEUE": shared_emulator.create_queue(lock_duration=timedelta(minutes=5)),
     }
 
 
@@ -108,6 +112,74 @@ def test_an_unsettled_message_is_redelivered_once_its_lock_lapses_after_the_invo
     )
     counts = [r["delivery_count"] for r in records if r.get("body") == f"hold-{run}"]
     assert counts[:2] == [1, 2]
+
+
+def _dead_letters(connection_string: str, queue: str, count: int) -> list[Any]:
+    with (
+        ServiceBusClient.from_connection_string(connection_string) as client,
+        client.get_queue_receiver(queue, sub_queue=ServiceBusSubQueue.DEAD_LETTER) as receiver,
+    ):
+        found: list[Any] = []
+        deadline = time.monotonic() + 30
+        while len(found) < count and time.monotonic() < deadline:
+            found += receiver.receive_messages(max_message_count=count - len(found), max_wait_time=1)
+        for message in found:
+            receiver.complete_message(message)
+        return found
+
+
+def test_a_failed_invocation_abandons_what_the_function_left_unsettled_even_without_autocomplete(
+    host: HostHandle, shared_emulator: EmulatorHandle, entities: dict[str, str], module_records: Records
+) -> None:
+    # As the host: a failed invocation goes back to the SDK processor, which abandons every message the
+    # function did not settle, whatever autoCompleteMessages says (MessageProcessor.CompleteProcessingMessage
+    # rethrows; ReceiverManager.ProcessOneMessage abandons unless IsSettled). The message comes back at once
+    # with its delivery count raised, not when its 5-minute lock lapses.
+    run = uuid.uuid4().hex[:6]
+    send(shared_emulator.connection_string, entities["FAIL_QUEUE"], f"fails-{run}")
+    send(shared_emulator.connection_string, entities["FAIL_QUEUE"], f"settled-then-fails-{run}")
+    records = module_records.wait(
+        lambda rs: len([r for r in rs if r.get("body") == f"fails-{run}"]) >= 2, timeout=30
+    )
+    assert [r["delivery_count"] for r in records if r.get("body") == f"fails-{run}"] == [1, 2]
+    # What the function settled before it failed stays settled: dead-lettered with its reason, not abandoned.
+    [dead] = _dead_letters(shared_emulator.connection_string, entities["FAIL_QUEUE"], 1)
+    assert (str(dead), dead.dead_letter_reason) == (f"settled-then-fails-{run}", "HandledBeforeFailing")
+    assert len(module_records.of("fails_unsettled", body=f"settled-then-fails-{run}")) == 1
+    outcomes = [r.outcome for r in host.invocations if r.function_name == "fails_unsettled"]
+    assert outcomes.count("Failed") >= 2
+
+
+def test_a_failed_batch_abandons_what_the_function_left_unsettled_even_without_autocomplete(
+    host: HostHandle, shared_emulator: EmulatorHandle, entities: dict[str, str], module_records: Records
+) -> None:
+    # ServiceBusListener.TriggerAndCompleteMessagesInternal: "For failed executions, we abandon the messages
+    # regardless of the autoCompleteMessages configuration", skipping those the function settled.
+    run = uuid.uuid4().hex[:6]
+    bodies = [f"keep-{run}", f"retry-{run}"]
+    with (
+        ServiceBusClient.from_connection_string(shared_emulator.connection_string) as client,
+        client.get_queue_sender(entities["FAIL_BATCH_QUEUE"]) as sender,
+    ):
+        sender.send_messages([ServiceBusMessage(body) for body in bodies])
+    retry = f"retry-{run}"
+
+    def deliveries_of_retry(records: list[dict[str, Any]]) -> list[int]:
+        return [
+            count
+            for r in records
+            if r["function"] == "fails_batch_unsettled"
+            for body, count in zip(r["bodies"], r["delivery_counts"], strict=True)
+            if body == retry
+        ]
+
+    # The function completes a batch once all of it is redelivered; each failed batch before that abandoned
+    # the retry message (delivery count up by one each time) and dead-lettered the keep message.
+    module_records.wait(lambda rs: any(count > 1 for count in deliveries_of_retry(rs)), timeout=30)
+    counts = deliveries_of_retry(module_records.all())
+    assert counts == list(range(1, len(counts) + 1)) and len(counts) >= 2
+    [dead] = _dead_letters(shared_emulator.connection_string, entities["FAIL_BATCH_QUEUE"], 1)
+    assert (str(dead), dead.dead_letter_reason) == (f"keep-{run}", "HandledBeforeFailing")
 
 
 def test_session_operations_cross_grpc_to_the_receiver_holding_the_session(

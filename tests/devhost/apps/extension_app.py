@@ -77,3 +77,47 @@ def in_session(
     locked_until = actions.renew_session_lock(message.session_id)
     actions.complete(message)
     record("in_session", body=str(message), session_lock_renewed_until=locked_until.ToJsonString())
+
+
+@app.service_bus_queue_trigger(
+    arg_name="message",
+    queue_name="%FAIL_QUEUE%",
+    connection="ServiceBusConnection",
+    auto_complete_messages=False,
+)
+def fails_unsettled(
+    message: servicebus.ServiceBusReceivedMessage, actions: servicebus.ServiceBusMessageActions
+) -> None:
+    body = str(message)
+    record("fails_unsettled", body=body, delivery_count=message.delivery_count)
+    if body.startswith("settled-then-fails"):
+        actions.deadletter(message, deadletter_reason="HandledBeforeFailing")
+        raise RuntimeError("fails after settling")
+    if message.delivery_count == 1:
+        raise RuntimeError("fails before settling")
+    actions.complete(message)
+
+
+@app.service_bus_queue_trigger(
+    arg_name="messages",
+    queue_name="%FAIL_BATCH_QUEUE%",
+    connection="ServiceBusConnection",
+    cardinality="many",
+    auto_complete_messages=False,
+)
+def fails_batch_unsettled(
+    messages: list[servicebus.ServiceBusReceivedMessage], actions: servicebus.ServiceBusMessageActions
+) -> None:
+    record(
+        "fails_batch_unsettled",
+        bodies=[str(m) for m in messages],
+        delivery_counts=[m.delivery_count for m in messages],
+    )
+    if all(m.delivery_count > 1 for m in messages):
+        for message in messages:
+            actions.complete(message)
+        return
+    for message in messages:
+        if str(message).startswith("keep"):
+            actions.deadletter(message, deadletter_reason="HandledBeforeFailing")
+    raise RuntimeError("the batch fails before settling the rest")
