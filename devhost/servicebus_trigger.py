@@ -12,7 +12,8 @@ Semantics as the Functions host (extension 5.x) implements them:
 * session functions: up to ``maxConcurrentSessions`` sessions at once, one message at a time per session
   (in order), a session released after ``sessionIdleTimeout`` without messages; session locks renewed;
 * batch functions (``cardinality="many"``): up to ``maxMessageBatchSize`` messages per invocation, one batch
-  at a time, settled together.
+  at a time, settled together; with ``minMessageBatchSize`` above 1 they wait for that many (or for
+  ``maxBatchWaitTime``): see ``batch_cache``.
 
 Receivers are opened once per listener (sessions: once per accepted session) because opening and closing
 an SDK link costs about a second each.
