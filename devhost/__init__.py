@@ -5,9 +5,13 @@ and serves its Service Bus triggers (real ``azure-servicebus`` SDK, PEEK_LOCK, c
 renewal, sessions, batches, SDK-type settlement), timer triggers (NCRONTAB) and HTTP triggers (route
 prefix, auth levels, keys, admin endpoints). Tests use :mod:`devhost.testing`.
 
-Modules: ``local_settings`` / ``host_config`` (the two files), ``bindings`` (``%Name%`` and connections),
-``app_loader`` (import + index), ``invoker`` (thread pool / coroutine, functionTimeout),
-``invocation_log``, ``message_conversion`` (SDK message -> ``func.ServiceBusMessage``),
+The function code runs behind a worker boundary, as the Python worker runs beside the host in Azure: the
+``worker`` package (import + index, binding, running; see its docstring) answers ``worker_protocol``
+requests through a ``worker_channel`` (today ``in_process_worker``, which pickles every value across).
+
+Host-side modules: ``local_settings`` / ``host_config`` (the two files), ``bindings`` (``%Name%`` and
+connections), ``dispatcher`` + ``invocation_log`` (an invocation through the channel, logged),
+``message_reading`` / ``model_binding_data`` (a received message as plain data for the worker),
 ``servicebus_trigger``, ``settlement``, ``ncrontab`` + ``timer_trigger``, ``routes`` + ``keys`` +
 ``http_server``, ``host`` (orchestration, graceful shutdown), ``__main__`` (CLI) and ``testing``.
 """

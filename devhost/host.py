@@ -12,6 +12,7 @@ import asyncio
 import logging
 import os
 import time
+import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -19,18 +20,19 @@ from pathlib import Path
 from typing import Any
 
 import azure.functions as func
-from azure.functions.servicebus import ServiceBusMessage as WorkerServiceBusMessage
 
-from devhost.app_loader import FunctionSpec, load_functions
 from devhost.bindings import resolve_connection
+from devhost.dispatcher import Dispatcher
 from devhost.host_config import HostConfig
 from devhost.http_server import HttpRoute, HttpServer, check_route_conflicts, http_route
+from devhost.in_process_worker import start_worker
 from devhost.invocation_log import InvocationLog
-from devhost.invoker import Invoker
 from devhost.keys import HostKeys
 from devhost.local_settings import ConfiguredKeys
 from devhost.servicebus_trigger import ServiceBusListener
 from devhost.timer_trigger import TimerListener, schedule_zone
+from devhost.worker_channel import WorkerChannel, WorkerOptions
+from devhost.worker_protocol import FunctionMetadata, ManualServiceBusInput
 
 logger = logging.getLogger("devhost.Host")
 
@@ -80,13 +82,14 @@ class FunctionsHost:
     def __init__(self, options: HostOptions, log: InvocationLog | None = None) -> None:
         self.options = options
         self.log = log or InvocationLog()
-        self.functions: list[FunctionSpec] = []
+        self.functions: list[FunctionMetadata] = []
         self.keys: HostKeys | None = None
         self.http: HttpServer | None = None
-        self.invoker: Invoker | None = None
+        self.worker: WorkerChannel | None = None
+        self.dispatcher: Dispatcher | None = None
         self._service_bus: list[ServiceBusListener] = []
         self._timers: dict[str, TimerListener] = {}
-        self._by_name: dict[str, FunctionSpec] = {}
+        self._by_name: dict[str, FunctionMetadata] = {}
         self._admin_tasks: set[asyncio.Task[Any]] = set()
         self._saved_environment: dict[str, str | None] = {}
         self._started_at = time.monotonic()
@@ -118,15 +121,17 @@ class FunctionsHost:
             if options.startup_hook is not None:
                 logger.info("Running the startup hook")
                 await asyncio.to_thread(options.startup_hook, dict(settings))
-            self.functions = await asyncio.to_thread(load_functions, options.app_path, settings)
-            self._by_name = {spec.name.lower(): spec for spec in self.functions}
             thread_count = settings.get("PYTHON_THREADPOOL_THREAD_COUNT")
-            self.invoker = Invoker(
-                self.log,
-                timeout=options.host_config.function_timeout,
-                app_directory=options.app_path.resolve().parent,
+            worker_options = WorkerOptions(
+                app_path=options.app_path,
+                settings=dict(settings),
+                function_timeout=options.host_config.function_timeout,
                 thread_count=int(thread_count) if thread_count else None,
             )
+            self.worker = await asyncio.to_thread(start_worker, worker_options)
+            self.dispatcher = Dispatcher(self.worker, self.log)
+            self.functions = self.worker.functions()
+            self._by_name = {spec.name.lower(): spec for spec in self.functions}
             self.keys = HostKeys(options.keys, [spec.name for spec in self.functions])
             routes: list[HttpRoute] = []
             zone = schedule_zone(settings)
@@ -134,7 +139,7 @@ class FunctionsHost:
                 if spec.trigger_type == "httpTrigger":
                     routes.append(http_route(spec))
                 elif spec.trigger_type == "timerTrigger":
-                    self._timers[spec.name.lower()] = TimerListener(spec, self.invoker, zone)
+                    self._timers[spec.name.lower()] = TimerListener(spec, self.dispatcher, zone)
                 else:
                     # Worded as the host logs it: the extension's message inside its indexing error.
                     where = (
@@ -144,13 +149,13 @@ class FunctionsHost:
                     )
                     connection = resolve_connection(spec.trigger.get("connection"), settings, where=where)
                     self._service_bus.append(
-                        ServiceBusListener(spec, options.host_config.service_bus, connection, self.invoker)
+                        ServiceBusListener(spec, options.host_config.service_bus, connection, self.dispatcher)
                     )
             check_route_conflicts(routes)
             self.http = HttpServer(
                 routes,
                 keys=self.keys,
-                invoker=self.invoker,
+                dispatcher=self.dispatcher,
                 admin=self,
                 route_prefix=options.host_config.route_prefix,
                 host=options.http_host,
@@ -182,8 +187,8 @@ class FunctionsHost:
             await asyncio.wait(self._admin_tasks, timeout=drain)
         if self.http is not None:
             await self.http.stop()
-        if self.invoker is not None:
-            self.invoker.close()
+        if self.worker is not None:
+            self.worker.close()
         self._restore_environment()
         self.state = "Stopped"
         logger.info("Host stopped")
@@ -222,26 +227,18 @@ class FunctionsHost:
 
         return start_invocation
 
-    async def _invoke_service_bus_manually(self, spec: FunctionSpec, input_value: str | None) -> None:
+    async def _invoke_service_bus_manually(self, spec: FunctionMetadata, input_value: str | None) -> None:
         """A manual run of a Service Bus function: the input is the body of a message that no broker holds
         (so there is nothing to settle), as with the host's admin API."""
-        import uuid
-
-        body = (input_value or "").encode("utf-8")
-        message = WorkerServiceBusMessage(
-            body=body,
+        manual = ManualServiceBusInput(
+            body=(input_value or "").encode("utf-8"),
             message_id=str(uuid.uuid4()),
-            application_properties={},
-            user_properties={},
-            delivery_count=1,
             enqueued_time_utc=datetime.now(UTC),
+            batch=str(spec.trigger.get("cardinality", "ONE")).upper() == "MANY",
         )
-        batch = str(spec.trigger.get("cardinality", "ONE")).upper() == "MANY"
-        assert self.invoker is not None
-        await self.invoker.invoke(
-            spec,
-            {spec.trigger_arg: [message] if batch else message},
-            reason="This function was programmatically called via the host APIs.",
+        assert self.dispatcher is not None
+        await self.dispatcher.invoke(
+            spec, manual, reason="This function was programmatically called via the host APIs."
         )
 
     # --------------------------------------------------------------------------------- output

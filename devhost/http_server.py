@@ -14,13 +14,12 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-import azure.functions as func
 from aiohttp import web
 
-from devhost.app_loader import FunctionSpec
-from devhost.invoker import Invoker
+from devhost.dispatcher import Dispatcher
 from devhost.keys import ADMIN, ANONYMOUS, FUNCTION, KEY_HEADER, KEY_QUERY, HostKeys
 from devhost.routes import RouteTemplate, compile_route, decode_request_path, route_conflict
+from devhost.worker_protocol import FunctionMetadata, HttpInput, HttpOutput
 
 logger = logging.getLogger("devhost.Http")
 
@@ -39,22 +38,22 @@ class AdminBackend(Protocol):
 class HttpRoute:
     """One HTTP-triggered function."""
 
-    spec: FunctionSpec
+    function: FunctionMetadata
     template: RouteTemplate
     methods: frozenset[str]
     auth_level: str
 
 
-def http_route(spec: FunctionSpec) -> HttpRoute:
+def http_route(function: FunctionMetadata) -> HttpRoute:
     """The route of an HTTP-triggered function (default route: the function name; default level: function)."""
-    trigger = spec.trigger
+    trigger = function.trigger
     methods = trigger.get("methods") or ALL_METHODS
     level = str(getattr(trigger.get("authLevel"), "value", trigger.get("authLevel") or FUNCTION)).upper()
     if level not in (ANONYMOUS, FUNCTION, ADMIN):
-        raise ValueError(f"function '{spec.name}': unknown authLevel '{level}'")
+        raise ValueError(f"function '{function.name}': unknown authLevel '{level}'")
     return HttpRoute(
-        spec=spec,
-        template=compile_route(str(trigger.get("route") or spec.name)),
+        function=function,
+        template=compile_route(str(trigger.get("route") or function.name)),
         methods=frozenset(str(getattr(m, "value", m)).upper() for m in methods),
         auth_level=level,
     )
@@ -68,27 +67,18 @@ def check_route_conflicts(routes: list[HttpRoute]) -> None:
                 route.template.template, route.methods, earlier.template.template, earlier.methods
             ):
                 raise ValueError(
-                    f"The '{route.spec.name}' function is in error: The route specified conflicts with the "
-                    f"route defined by function '{earlier.spec.name}'."
+                    f"The '{route.function.name}' function is in error: The route specified conflicts with "
+                    f"the route defined by function '{earlier.function.name}'."
                 )
 
 
-def _to_response(result: Any) -> web.Response:
-    if result is None:
-        return web.Response(status=204)
-    if isinstance(result, func.HttpResponse):
-        headers = {k: v for k, v in result.headers.items() if k.lower() != "content-type"}
-        content_type = result.mimetype or "text/plain"
-        if result.charset:
-            content_type += f"; charset={result.charset}"
-        response = web.Response(status=result.status_code, body=result.get_body(), headers=headers)
-        response.headers["Content-Type"] = content_type
-        return response
-    if isinstance(result, bytes):
-        return web.Response(body=result, content_type="application/octet-stream")
-    if isinstance(result, str):
-        return web.Response(text=result, content_type="text/plain")
-    return web.json_response(result)
+def _to_response(output: HttpOutput) -> web.Response:
+    """The aiohttp response for what the worker made of the function's return value."""
+    if output.content_type is None:
+        return web.Response(status=output.status, headers=dict(output.headers))
+    response = web.Response(status=output.status, body=output.body, headers=dict(output.headers))
+    response.headers["Content-Type"] = output.content_type
+    return response
 
 
 def _problem(status: int, message: str) -> web.Response:
@@ -103,7 +93,7 @@ class HttpServer:
         routes: Sequence[HttpRoute],
         *,
         keys: HostKeys,
-        invoker: Invoker,
+        dispatcher: Dispatcher,
         admin: AdminBackend,
         route_prefix: str,
         host: str = "127.0.0.1",
@@ -112,7 +102,7 @@ class HttpServer:
         # Most literal segments first, so 'items/new' wins over 'items/{id}' as in ASP.NET routing.
         self.routes = sorted(routes, key=lambda r: -r.template.literal_segments)
         self.keys = keys
-        self.invoker = invoker
+        self.dispatcher = dispatcher
         self.admin = admin
         self.prefix = route_prefix.strip("/")
         self.host = host
@@ -161,14 +151,14 @@ class HttpServer:
             params = route.template.match(path)
             if params is None or request.method.upper() not in route.methods:
                 continue
-            if not self.keys.authorizes(route.auth_level, route.spec.name, self._key(request)):
+            if not self.keys.authorizes(route.auth_level, route.function.name, self._key(request)):
                 return web.Response(status=401)
             return await self._invoke(route, request, params)
         return _problem(404, "not found")
 
     async def _invoke(self, route: HttpRoute, request: web.Request, params: dict[str, str]) -> web.Response:
         body = await request.read()
-        http_request = func.HttpRequest(
+        http_input = HttpInput(
             method=request.method.upper(),
             url=str(request.url),
             headers=dict(request.headers),
@@ -176,20 +166,21 @@ class HttpServer:
             route_params=params,
             body=body,
         )
-        record, result = await self.invoker.invoke(
-            route.spec,
-            {route.spec.trigger_arg: http_request},
+        record, outcome = await self.dispatcher.invoke(
+            route.function,
+            http_input,
             reason=f"This function was triggered by HTTP {request.method} {request.path}.",
         )
         if not record.succeeded:
             return web.Response(status=500)
-        try:
-            return _to_response(result)
-        except (TypeError, ValueError) as exc:
+        if outcome.http is None:
             logger.error(
-                "Functions.%s returned a value that is not an HTTP response: %s", route.spec.name, exc
+                "Functions.%s returned a value that is not an HTTP response: %s",
+                route.function.name,
+                outcome.http_error,
             )
             return web.Response(status=500)
+        return _to_response(outcome.http)
 
     async def _admin(self, request: web.Request, path: str) -> web.Response:
         lowered = path.lower().strip("/")

@@ -64,15 +64,15 @@ class InvocationLog:
         invocation_id: str,
         reason: str,
         started_at: float,
-        error: BaseException | None,
+        error: str | None,
         *,
         bound: tuple[tuple[str, str], ...] = (),
         settlement_calls: tuple[str, ...] = (),
     ) -> InvocationRecord:
-        """Log and keep the outcome."""
+        """Log and keep the outcome; ``error`` is a failure's ``Type: message`` text."""
         duration_ms = (time.perf_counter() - started_at) * 1000
         outcome = SUCCEEDED if error is None else FAILED
-        detail = None if error is None else f"{type(error).__name__}: {error}"
+        detail = error
         record = InvocationRecord(
             function_name,
             invocation_id,

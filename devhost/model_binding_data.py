@@ -3,9 +3,9 @@
 The host's Service Bus extension hands an SDK-type trigger to the worker as ``model_binding_data``: version
 ``1.0``, source ``AzureServiceBusReceivedMessage``, content type ``application/octet-stream`` and content =
 the lock token's GUID bytes (.NET ``Guid.ToByteArray``, i.e. little-endian fields) + ``x-opt-lock-token`` +
-the message's raw AMQP bytes. The worker then calls the converter that
-``azurefunctions-extensions-bindings-servicebus`` registered in ``azurefunctions.extensions.base``'s registry;
-devhost does the same, so a function runs the extension's decoding locally as it does in Azure.
+the message's raw AMQP bytes. This module builds that content on the host's side; the worker wraps it and
+calls the converter that ``azurefunctions-extensions-bindings-servicebus`` registered
+(``devhost.worker.sdk_binding``), so a function runs the extension's decoding locally as it does in Azure.
 
 The host's .NET SDK counts the current delivery in the header's delivery count (the broker's count + 1), so
 a function sees 1 on a first delivery where the Python SDK alone sees 0. The SDK keeps only the decoded
@@ -16,8 +16,7 @@ used for the values whose Python form loses them (timestamps in the message anno
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any
 
 from azure.servicebus import ServiceBusReceivedMessage
@@ -28,35 +27,13 @@ from azure.servicebus._pyamqp.types import (
     VALUE,
     AMQPTypes,
 )
-from azurefunctions.extensions.base import Datum, get_binding_registry
 
-MODEL_BINDING_DATA_VERSION = "1.0"
-MODEL_BINDING_DATA_SOURCE = "AzureServiceBusReceivedMessage"
-MODEL_BINDING_DATA_CONTENT_TYPE = "application/octet-stream"
 LOCK_TOKEN_MARKER = b"x-opt-lock-token"
-SERVICE_BUS_TRIGGER = "serviceBusTrigger"
 # Service Bus message annotations whose AMQP type is timestamp; pyamqp decodes them to epoch milliseconds.
 _TIMESTAMP_ANNOTATIONS = frozenset(
     {b"x-opt-enqueued-time", b"x-opt-locked-until", b"x-opt-scheduled-enqueue-time"}
 )
 _INT32 = range(-(2**31), 2**31)
-
-
-@dataclass(frozen=True, slots=True)
-class ModelBindingData:
-    """The worker protocol's ``ModelBindingData`` message (same field names as the protobuf)."""
-
-    version: str
-    source: str
-    content_type: str
-    content: bytes
-
-
-@dataclass(frozen=True, slots=True)
-class CollectionModelBindingData:
-    """The worker protocol's ``CollectionModelBindingData``: a batch trigger's messages."""
-
-    model_binding_data: list[ModelBindingData]
 
 
 def _typed(value: Any) -> Any:
@@ -98,29 +75,8 @@ def raw_amqp_bytes(message: ServiceBusReceivedMessage) -> bytes:
     return bytes(encode_payload(bytearray(), typed))
 
 
-def model_binding_data(message: ServiceBusReceivedMessage) -> ModelBindingData:
-    """What the host's Service Bus extension sends the worker for ``message``."""
+def model_binding_content(message: ServiceBusReceivedMessage) -> bytes:
+    """The ``model_binding_data`` content the host's Service Bus extension sends the worker for ``message``:
+    the lock token's GUID bytes, the marker, and the raw AMQP bytes."""
     lock_token = uuid.UUID(str(message.lock_token))
-    content = lock_token.bytes_le + LOCK_TOKEN_MARKER + raw_amqp_bytes(message)
-    return ModelBindingData(
-        MODEL_BINDING_DATA_VERSION, MODEL_BINDING_DATA_SOURCE, MODEL_BINDING_DATA_CONTENT_TYPE, content
-    )
-
-
-def trigger_datum(messages: Sequence[ServiceBusReceivedMessage], *, batch: bool) -> Datum:
-    """The trigger's ``Datum``: ``model_binding_data``, or ``collection_model_binding_data`` for a batch."""
-    if batch:
-        collection = CollectionModelBindingData([model_binding_data(m) for m in messages])
-        return Datum(collection, "collection_model_binding_data")
-    return Datum(model_binding_data(messages[0]), "model_binding_data")
-
-
-def decode_with_extension(datum: Datum, pytype: Any) -> Any:
-    """Decode ``datum`` with the converter the extension registered, as the worker does."""
-    converter = get_binding_registry().get(SERVICE_BUS_TRIGGER)
-    if converter is None:
-        raise RuntimeError(
-            "no converter registered for 'serviceBusTrigger':"
-            " import azurefunctions.extensions.bindings.servicebus"
-        )
-    return converter.decode(datum, trigger_metadata={}, pytype=pytype)
+    return lock_token.bytes_le + LOCK_TOKEN_MARKER + raw_amqp_bytes(message)

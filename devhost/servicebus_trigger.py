@@ -32,15 +32,14 @@ from azure.servicebus import NEXT_AVAILABLE_SESSION, ServiceBusReceivedMessage, 
 from azure.servicebus.aio import AutoLockRenewer, ServiceBusClient, ServiceBusReceiver
 from azure.servicebus.exceptions import OperationTimeoutError, ServiceBusError, SessionCannotBeLockedError
 
-from devhost.app_loader import FunctionSpec
 from devhost.batch_cache import BatchCache
 from devhost.bindings import ServiceBusConnection
+from devhost.dispatcher import Dispatcher
 from devhost.host_config import ServiceBusOptions
-from devhost.invoker import Invoker
-from devhost.message_conversion import message_body, to_function_messages, to_single_function_message
-from devhost.model_binding_data import decode_with_extension, trigger_datum
+from devhost.message_reading import message_data
+from devhost.model_binding_data import model_binding_content
 from devhost.settlement import REGISTRY, InvocationSettlement, ensure_settlement_server
-from devhost.trigger_shape import trigger_shape
+from devhost.worker_protocol import FunctionMetadata, ServiceBusInput
 
 logger = logging.getLogger("devhost.ServiceBus")
 
@@ -68,16 +67,22 @@ class ServiceBusListener:
 
     def __init__(
         self,
-        spec: FunctionSpec,
+        function: FunctionMetadata,
         options: ServiceBusOptions,
         connection: ServiceBusConnection,
-        invoker: Invoker,
+        dispatcher: Dispatcher,
     ) -> None:
-        self.spec = spec
+        if function.service_bus is None:
+            raise ValueError(f"function '{function.name}' has no Service Bus trigger")
+        self.function = function
         self.options = options
         self.connection = connection
-        self.invoker = invoker
-        self.shape = trigger_shape(spec, options)
+        self.dispatcher = dispatcher
+        self.shape = function.service_bus
+        binding_auto_complete = self.shape.auto_complete
+        self.auto_complete = (
+            options.auto_complete_messages if binding_auto_complete is None else binding_auto_complete
+        )
         self._client: ServiceBusClient | None = None
         self._renewer: AutoLockRenewer | None = None
         self._stopping = asyncio.Event()
@@ -122,16 +127,18 @@ class ServiceBusListener:
             for index in range(self.options.max_concurrent_sessions):
                 self._workers.append(
                     asyncio.create_task(
-                        self._supervised(self._session_worker), name=f"{self.spec.name}-s{index}"
+                        self._supervised(self._session_worker), name=f"{self.function.name}-s{index}"
                     )
                 )
         else:
             self._workers.append(
-                asyncio.create_task(self._supervised(self._receive_loop), name=f"{self.spec.name}-receive")
+                asyncio.create_task(
+                    self._supervised(self._receive_loop), name=f"{self.function.name}-receive"
+                )
             )
         logger.info(
             "Listening for Functions.%s on %s (%s%s, maxConcurrentCalls=%d)",
-            self.spec.name,
+            self.function.name,
             self.shape.entity,
             "batch" if self.shape.batch else "single",
             ", sessions" if self.shape.sessions else "",
@@ -153,7 +160,7 @@ class ServiceBusListener:
         if pending:
             logger.warning(
                 "Functions.%s: %d invocations did not finish within the drain time",
-                self.spec.name,
+                self.function.name,
                 len(pending),
             )
             await asyncio.gather(*pending, return_exceptions=True)
@@ -177,7 +184,7 @@ class ServiceBusListener:
             except Exception as exc:
                 logger.error(
                     "Functions.%s: the listener for '%s' failed (%s: %s); retrying in %.0f s",
-                    self.spec.name,
+                    self.function.name,
                     self.shape.entity,
                     type(exc).__name__,
                     exc,
@@ -221,7 +228,7 @@ class ServiceBusListener:
                         max_message_count=free, max_wait_time=SHORT_POLL_SECONDS if busy else POLL_SECONDS
                     )
                 except ServiceBusError as exc:
-                    logger.warning("Functions.%s: receive failed (%s); retrying", self.spec.name, exc)
+                    logger.warning("Functions.%s: receive failed (%s); retrying", self.function.name, exc)
                     await asyncio.sleep(POLL_SECONDS)
                     continue
                 for message in messages:
@@ -277,7 +284,7 @@ class ServiceBusListener:
                 max_wait_time=self._batch_wait(cache, POLL_SECONDS),
             )
         except ServiceBusError as exc:
-            logger.warning("Functions.%s: receive failed (%s); retrying", self.spec.name, exc)
+            logger.warning("Functions.%s: receive failed (%s); retrying", self.function.name, exc)
             await asyncio.sleep(POLL_SECONDS)
             return
         await self._dispatch_batch(receiver, cache, messages)
@@ -332,7 +339,7 @@ class ServiceBusListener:
                 await asyncio.shield(receiver.close())
                 return
             except ServiceBusError as exc:
-                logger.warning("Functions.%s: accepting a session failed (%s)", self.spec.name, exc)
+                logger.warning("Functions.%s: accepting a session failed (%s)", self.function.name, exc)
                 await receiver.close()
                 await asyncio.sleep(POLL_SECONDS)
                 continue
@@ -367,7 +374,9 @@ class ServiceBusListener:
             except ServiceBusError as exc:
                 # As the host: messages waiting for a minimum batch are dropped with the session (their
                 # locks lapse and the broker redelivers them).
-                logger.warning("Functions.%s: session %s lost (%s)", self.spec.name, session.session_id, exc)
+                logger.warning(
+                    "Functions.%s: session %s lost (%s)", self.function.name, session.session_id, exc
+                )
                 return
             if not messages:
                 idle += wait
@@ -385,22 +394,18 @@ class ServiceBusListener:
 
     # ------------------------------------------------------------------------------------ invoking
 
-    def _arguments(self, payload: Any) -> dict[str, Any]:
-        arguments = {self.spec.trigger_arg: payload}
-        if self.shape.actions_arg is not None:
-            # The worker's deferred binding: the extension's process-wide client, talking gRPC to the host.
-            arguments[self.shape.actions_arg] = self.shape.actions_type.get_instance()
-        return arguments
-
-    def _convert(self, message: ServiceBusReceivedMessage) -> Any:
+    def _input(self, messages: list[ServiceBusReceivedMessage], *, batch: bool) -> ServiceBusInput:
+        """What the worker gets for ``messages``: the ``model_binding_data`` contents for SDK types (as the
+        host's extension sends them), else each body, with the fields ``func`` messages carry."""
         kind = self.shape.payload
         if kind == "sdk":
-            return decode_with_extension(trigger_datum([message], batch=False), self.shape.payload_type)
-        if kind == "bytes":
-            return message_body(message)
-        if kind == "str":
-            return message_body(message).decode("utf-8")
-        return to_single_function_message(message, self.spec.name)
+            return ServiceBusInput(
+                kind, batch, binding_data=tuple(model_binding_content(m) for m in messages)
+            )
+        with_metadata = kind == "func"
+        return ServiceBusInput(
+            kind, batch, messages=tuple(message_data(m, with_metadata=with_metadata) for m in messages)
+        )
 
     async def _process_one(
         self, receiver: ServiceBusReceiver, message: ServiceBusReceivedMessage, *, settle_inline: bool = False
@@ -413,9 +418,9 @@ class ServiceBusListener:
             None if self.shape.sessions else self._renew_during_invocation(receiver, message, on_listener)
         )
         try:
-            record, _ = await self.invoker.invoke(
-                self.spec,
-                lambda: self._arguments(self._convert(message)),
+            record, _ = await self.dispatcher.invoke(
+                self.function,
+                lambda: self._input([message], batch=False),
                 reason=f"New ServiceBus message detected on '{self.shape.entity}'.",
                 settlement_calls=lambda: tuple(tracker.calls),
             )
@@ -449,7 +454,7 @@ class ServiceBusListener:
         on_listener: Callable[[Callable[[], Awaitable[Any]]], Awaitable[Any]] | None = None,
     ) -> InvocationSettlement:
         invocation = InvocationSettlement(
-            receiver, asyncio.get_running_loop(), deferred=self.spec.is_async, on_listener=on_listener
+            receiver, asyncio.get_running_loop(), deferred=self.function.is_async, on_listener=on_listener
         )
         REGISTRY.register(invocation, messages)
         return invocation
@@ -507,7 +512,10 @@ class ServiceBusListener:
                     locked_until = await receiver.renew_message_lock(message)
             except (ServiceBusError, ValueError) as exc:  # settled meanwhile, or the lock already gone
                 logger.warning(
-                    "Functions.%s: cannot renew the lock of %s: %s", self.spec.name, message.message_id, exc
+                    "Functions.%s: cannot renew the lock of %s: %s",
+                    self.function.name,
+                    message.message_id,
+                    exc,
                 )
                 return
 
@@ -515,20 +523,10 @@ class ServiceBusListener:
         self, receiver: ServiceBusReceiver, messages: list[ServiceBusReceivedMessage]
     ) -> None:
         tracker = self._invocation(receiver, messages)
-
-        def bind() -> dict[str, Any]:
-            if self.shape.payload == "func":
-                payload: Any = list(to_function_messages(messages, self.spec.name))
-            elif self.shape.payload == "sdk":
-                payload = decode_with_extension(trigger_datum(messages, batch=True), self.shape.payload_type)
-            else:
-                payload = [self._convert(m) for m in messages]
-            return self._arguments(payload)
-
         try:
-            record, _ = await self.invoker.invoke(
-                self.spec,
-                bind,
+            record, _ = await self.dispatcher.invoke(
+                self.function,
+                lambda: self._input(messages, batch=True),
                 reason=f"New ServiceBus messages detected on '{self.shape.entity}'.",
                 settlement_calls=lambda: tuple(tracker.calls),
             )
@@ -548,7 +546,7 @@ class ServiceBusListener:
         # left unsettled whatever that setting says, as the host does (its MessageProcessor rethrows the
         # failure and the SDK processor abandons an unsettled message; batches: "regardless of the
         # autoCompleteMessages configuration").
-        if succeeded and not self.shape.auto_complete:
+        if succeeded and not self.auto_complete:
             return
         for message in messages:
             if tracker.is_settled(message):
@@ -562,7 +560,7 @@ class ServiceBusListener:
                 # The lock was lost (e.g. renewal gave up): the broker redelivers; nothing is lost.
                 logger.error(
                     "Functions.%s: could not %s message %s: %s",
-                    self.spec.name,
+                    self.function.name,
                     "complete" if succeeded else "abandon",
                     message.message_id,
                     exc,

@@ -13,12 +13,10 @@ from collections.abc import Mapping
 from datetime import UTC, datetime, tzinfo
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from azure.functions.timer import TimerRequest
-
-from devhost.app_loader import FunctionSpec
+from devhost.dispatcher import Dispatcher
 from devhost.invocation_log import InvocationRecord
-from devhost.invoker import Invoker
 from devhost.ncrontab import CronSchedule, parse_ncrontab
+from devhost.worker_protocol import FunctionMetadata, TimerInput
 
 logger = logging.getLogger("devhost.Timer")
 
@@ -39,12 +37,12 @@ def schedule_zone(settings: Mapping[str, str]) -> tzinfo:
 class TimerListener:
     """Runs one timer function on schedule until stopped."""
 
-    def __init__(self, spec: FunctionSpec, invoker: Invoker, zone: tzinfo) -> None:
-        self.spec = spec
-        self.invoker = invoker
+    def __init__(self, function: FunctionMetadata, dispatcher: Dispatcher, zone: tzinfo) -> None:
+        self.function = function
+        self.dispatcher = dispatcher
         self.zone = zone
-        self.schedule: CronSchedule = parse_ncrontab(str(spec.trigger["schedule"]))
-        self.run_on_startup = bool(spec.trigger.get("runOnStartup"))
+        self.schedule: CronSchedule = parse_ncrontab(str(function.trigger["schedule"]))
+        self.run_on_startup = bool(function.trigger.get("runOnStartup"))
         self._lock = asyncio.Lock()
         self._stopping = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -53,8 +51,8 @@ class TimerListener:
 
     async def start(self) -> None:
         """Start the schedule loop."""
-        self._task = asyncio.create_task(self._run(), name=f"{self.spec.name}-timer")
-        logger.info("Functions.%s: schedule '%s'", self.spec.name, self.schedule.expression)
+        self._task = asyncio.create_task(self._run(), name=f"{self.function.name}-timer")
+        logger.info("Functions.%s: schedule '%s'", self.function.name, self.schedule.expression)
 
     async def stop(self, drain_seconds: float) -> None:
         """Stop scheduling; a run in progress may finish within ``drain_seconds``."""
@@ -71,7 +69,7 @@ class TimerListener:
         async with self._lock:
             now = datetime.now(self.zone)
             self.next_occurrence = self.schedule.next_after(now)
-            request = TimerRequest(
+            timer = TimerInput(
                 past_due=past_due,
                 schedule_status={
                     "Last": (self._last or now).isoformat(),
@@ -80,7 +78,7 @@ class TimerListener:
                 },
                 schedule={"AdjustForDST": True},
             )
-            record, _ = await self.invoker.invoke(self.spec, {self.spec.trigger_arg: request}, reason=reason)
+            record, _ = await self.dispatcher.invoke(self.function, timer, reason=reason)
             self._last = now
             return record
 

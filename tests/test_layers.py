@@ -25,7 +25,9 @@ class Rule:
     scope: str
     forbidden: tuple[str, ...]
     why: str
-    exempt: tuple[str, ...] = ()  # modules of ``scope`` the rule does not cover (each says why)
+    exempt: tuple[
+        str, ...
+    ] = ()  # modules (and packages) of ``scope`` the rule does not cover (each says why)
 
 
 RULES = (
@@ -41,6 +43,28 @@ RULES = (
         # The CLI's --with-emulator starts an emulator beside the host (make run); the host itself never
         # knows which Service Bus it talks to.
         exempt=("devhost.__main__",),
+    ),
+    Rule(
+        "devhost",
+        ("devhost.worker",),
+        "the host reaches the function code only through the worker channel (in Azure: another process)",
+        # The worker package itself, and the channel factory that runs it in this process.
+        exempt=("devhost.worker", "devhost.in_process_worker"),
+    ),
+    Rule(
+        "devhost.worker",
+        (
+            *("devhost.host", "devhost.servicebus_trigger", "devhost.http_server", "devhost.timer_trigger"),
+            *(
+                "devhost.settlement",
+                "devhost.dispatcher",
+                "devhost.message_reading",
+                "devhost.model_binding_data",
+            ),
+            *("devhost.worker_channel", "devhost.in_process_worker", "devhost.testing", "devhost.__main__"),
+            "aiohttp",
+        ),
+        "the worker knows the host only through the protocol",
     ),
     Rule("emulator", ("app", "functions", "shared", "spark", "devhost"), "the emulator is its own product"),
     Rule("emulator", ("azure",), "the SDKs are the emulator's clients, never its code"),
@@ -126,7 +150,7 @@ def violations(graph: dict[str, set[str]], rules: Iterable[Rule] = RULES) -> lis
     found = []
     for rule in rules:
         for module, imported in sorted(graph.items()):
-            if not under(module, rule.scope) or module in rule.exempt:
+            if not under(module, rule.scope) or any(under(module, exempt) for exempt in rule.exempt):
                 continue
             bad = {t for t in imported if any(under(t, forbidden) for forbidden in rule.forbidden)}
             # ``from x import y`` yields x and x.y: report the import once, as its module.
@@ -226,3 +250,21 @@ def test_the_checks_catch_a_broken_rule_a_lazy_import_and_a_loop(tmp_path: Path)
         "below the file reader",
     ]
     assert import_loops(tree) == [frozenset({"shared.b", "shared.c"})]
+
+
+def test_only_the_channel_factory_reaches_the_worker_side(tmp_path: Path) -> None:
+    """The host side of devhost imports nothing of ``devhost.worker`` (lazily neither); the in-process
+    channel may, and the worker's modules import each other freely."""
+    (tmp_path / "devhost" / "worker").mkdir(parents=True)
+    (tmp_path / "devhost" / "__init__.py").write_text("")
+    (tmp_path / "devhost" / "worker" / "__init__.py").write_text("")
+    (tmp_path / "devhost" / "worker" / "binding.py").write_text("from .indexing import WorkerFunction\n")
+    (tmp_path / "devhost" / "worker" / "indexing.py").write_text("")
+    (tmp_path / "devhost" / "host.py").write_text("def f():\n    from devhost.worker import binding\n")
+    (tmp_path / "devhost" / "in_process_worker.py").write_text("from devhost.worker.binding import x\n")
+    tree = source_tree(tmp_path, ("devhost",))
+
+    assert violations(tree) == [
+        "devhost.host imports devhost.worker: the host reaches the function code only through the worker "
+        "channel (in Azure: another process)"
+    ]

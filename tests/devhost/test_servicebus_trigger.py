@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 from azure.servicebus import ServiceBusClient, ServiceBusMessage, ServiceBusSubQueue
 
-from devhost.app_loader import AppLoadError
 from devhost.bindings import BindingError
 from devhost.testing import HostHandle, running_host
+from devhost.worker.app_loader import AppLoadError
 from emulator.server import EmulatorThread
 from emulator.testing import EmulatorHandle
 from tests.devhost.conftest import APPS, Records, send

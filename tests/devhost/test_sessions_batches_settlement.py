@@ -12,8 +12,8 @@ from datetime import timedelta
 import pytest
 from azure.servicebus import ServiceBusClient, ServiceBusMessage, ServiceBusSubQueue
 
-from devhost.message_conversion import HOST_BATCH_ARRAYS
 from devhost.testing import HostHandle, running_host
+from devhost.worker.message_conversion import HOST_BATCH_ARRAYS
 from emulator.broker.properties import SubscriptionProperties, TopicProperties
 from emulator.server import EmulatorThread
 from emulator.testing import EmulatorHandle

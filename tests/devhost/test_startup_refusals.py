@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from devhost.app_loader import AppLoadError
 from devhost.bindings import BindingError
 from devhost.testing import running_host
+from devhost.worker.app_loader import AppLoadError
 
 SB_APP = """
 import azure.functions as func

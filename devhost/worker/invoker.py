@@ -9,7 +9,6 @@ import asyncio
 import contextvars
 import threading
 import uuid
-from collections.abc import Callable, Mapping
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -17,8 +16,7 @@ from typing import Any
 import azure.functions as func
 from azure.functions import _abc
 
-from devhost.app_loader import FunctionSpec
-from devhost.invocation_log import InvocationLog, InvocationRecord
+from devhost.worker.app_loader import FunctionSpec
 from devhost.worker_threads import WorkerThreads
 
 
@@ -95,62 +93,26 @@ class InvocationContext(func.Context):
 
 
 class Invoker:
-    """Runs invocations, logs them, and enforces the timeout."""
+    """Runs a function with bound arguments and enforces the timeout."""
 
     def __init__(
         self,
-        log: InvocationLog,
         *,
         timeout: timedelta | None,
         app_directory: Path,
         thread_count: int | None = None,
     ) -> None:
-        self.log = log
         self.timeout = None if timeout is None else timeout.total_seconds()
         self.app_directory = str(app_directory)
         self.threads = WorkerThreads(thread_count, name_prefix="devhost-worker")
 
-    async def invoke(
-        self,
-        spec: FunctionSpec,
-        arguments: Mapping[str, Any] | Callable[[], Mapping[str, Any]],
-        *,
-        reason: str,
-        settlement_calls: Callable[[], tuple[str, ...]] | None = None,
-    ) -> tuple[InvocationRecord, Any]:
-        """Invoke ``spec`` with the trigger ``arguments`` (or a callable binding them); returns the record
-        and the return value.
-
-        Never raises for a failing function -- nor for arguments that cannot be bound, which fail the
-        invocation as in the host: the failure is in the record (so triggers can abandon).
-        ``settlement_calls`` reports the Settlement gRPC calls the function made, for the record."""
-        invocation_id = str(uuid.uuid4())
-        started = self.log.started(spec.name, invocation_id, reason)
-        result: Any = None
-        error: BaseException | None = None
-        bound: tuple[tuple[str, str], ...] = ()
-        try:
-            kwargs = dict(arguments() if callable(arguments) else arguments)
-            bound = tuple((name, _class_name(value)) for name, value in kwargs.items())
-            context_arg = spec.context_arg
-            if context_arg is not None and context_arg not in kwargs:
-                kwargs[context_arg] = InvocationContext(invocation_id, spec.name, self.app_directory)
-            result = await self._run(spec, kwargs)
-        except asyncio.CancelledError:
-            self.log.finished(spec.name, invocation_id, reason, started, RuntimeError("cancelled"))
-            raise
-        except Exception as exc:
-            error = exc
-        record = self.log.finished(
-            spec.name,
-            invocation_id,
-            reason,
-            started,
-            error,
-            bound=bound,
-            settlement_calls=settlement_calls() if settlement_calls is not None else (),
-        )
-        return record, result
+    async def call(self, spec: FunctionSpec, kwargs: dict[str, Any], invocation_id: str) -> Any:
+        """Run ``spec`` with ``kwargs`` (plus ``func.Context`` if it asks) and return its value; raises what
+        the function raises, or :class:`FunctionTimeoutError`."""
+        context_arg = spec.context_arg
+        if context_arg is not None and context_arg not in kwargs:
+            kwargs[context_arg] = InvocationContext(invocation_id, spec.name, self.app_directory)
+        return await self._run(spec, kwargs)
 
     async def _run(self, spec: FunctionSpec, kwargs: dict[str, Any]) -> Any:
         # asyncio.timeout cancels this task when the time is up; unlike wait_for it needs no extra task and
@@ -174,8 +136,3 @@ class Invoker:
     def close(self) -> None:
         """Stop the worker threads (running ones finish first)."""
         self.threads.shutdown()
-
-
-def _class_name(value: Any) -> str:
-    kind = type(value)
-    return f"{kind.__module__}.{kind.__qualname__}"

@@ -1,6 +1,9 @@
 """How a Service Bus function wants its messages, read from its trigger binding and its annotations: one
 message or a batch, sessions or not, which payload type (the binding extension's SDK types, ``func``
-messages, ``str`` or ``bytes``), and whether it settles itself through ``ServiceBusMessageActions``."""
+messages, ``str`` or ``bytes``), and whether it settles itself through ``ServiceBusMessageActions``.
+
+The worker reads this when it indexes the app; the host gets the plain part (``ServiceBusShape``), the
+annotation classes the converters need stay here."""
 
 from __future__ import annotations
 
@@ -12,25 +15,17 @@ from typing import Any
 from azure.servicebus import ServiceBusReceivedMessage
 from azurefunctions.extensions.base import SdkType, get_binding_registry
 
-from devhost.app_loader import FunctionSpec
-from devhost.host_config import ServiceBusOptions
+from devhost.worker.app_loader import FunctionSpec
+from devhost.worker_protocol import PayloadKind, ServiceBusShape
 
 
 @dataclass(frozen=True, slots=True)
 class TriggerShape:
-    """How a function wants its messages: batch or single, SDK or ``func`` messages, settlement hook."""
+    """How a function wants its messages (``service_bus``, for the host) and the classes that bind them."""
 
-    entity: str
-    queue_name: str | None
-    topic_name: str | None
-    subscription_name: str | None
-    sessions: bool
-    batch: bool
-    auto_complete: bool
-    payload: str  # "func" | "sdk" | "str" | "bytes"
+    service_bus: ServiceBusShape
     payload_type: Any  # the trigger parameter's annotation: the extension's converter gets it as pytype
-    actions_arg: str | None
-    actions_type: Any
+    actions_type: Any  # the ``ServiceBusMessageActions`` parameter's annotation, if any
 
 
 def _hints(spec: FunctionSpec) -> dict[str, Any]:
@@ -40,7 +35,7 @@ def _hints(spec: FunctionSpec) -> dict[str, Any]:
         return {name: p.annotation for name, p in spec.parameters.items()}
 
 
-def _payload_kind(annotation: Any) -> str:
+def _payload_kind(annotation: Any) -> PayloadKind:
     inner = (
         typing.get_args(annotation)[0] if typing.get_origin(annotation) in (list, Sequence) else annotation
     )
@@ -66,7 +61,7 @@ def is_actions_annotation(annotation: Any) -> bool:
     return bool(get_binding_registry().check_supported_grpc_client_type(annotation))
 
 
-def trigger_shape(spec: FunctionSpec, options: ServiceBusOptions) -> TriggerShape:
+def trigger_shape(spec: FunctionSpec) -> TriggerShape:
     """Read the trigger binding and the handler's annotations."""
     binding = spec.trigger
     queue = binding.get("queueName")
@@ -83,16 +78,19 @@ def trigger_shape(spec: FunctionSpec, options: ServiceBusOptions) -> TriggerShap
     except ValueError as exc:
         raise ValueError(f"function '{spec.name}': {exc}") from None
     auto_complete = binding.get("autoCompleteMessages")
-    return TriggerShape(
+    shape = ServiceBusShape(
         entity=str(queue) if queue else f"{topic}/Subscriptions/{subscription}",
         queue_name=str(queue) if queue else None,
         topic_name=None if queue else str(topic),
         subscription_name=None if queue else str(subscription),
         sessions=bool(binding.get("isSessionsEnabled")),
         batch=str(binding.get("cardinality", "ONE")).upper() == "MANY",
-        auto_complete=options.auto_complete_messages if auto_complete is None else bool(auto_complete),
+        auto_complete=None if auto_complete is None else bool(auto_complete),
         payload=payload,
-        payload_type=hints.get(spec.trigger_arg),
         actions_arg=actions_arg,
+    )
+    return TriggerShape(
+        service_bus=shape,
+        payload_type=hints.get(spec.trigger_arg),
         actions_type=hints.get(actions_arg) if actions_arg is not None else None,
     )

@@ -1,0 +1,51 @@
+"""Values in the text forms the Functions host serialises them in (trigger metadata, binding data):
+timestamps as ISO-8601 UTC, durations as .NET TimeSpan text, anything else JSON-friendly.
+
+Pure; both sides of the worker boundary use it (the host reads message properties into plain values, the
+worker encodes trigger metadata from them)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+
+def iso(value: datetime) -> str:
+    """ISO-8601 in UTC (a naive value is taken as UTC)."""
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return value.astimezone(UTC).isoformat()
+
+
+def timespan(value: timedelta) -> str:
+    """.NET TimeSpan text: ``[d.]hh:mm:ss[.fffffff]``."""
+    total = int(value.total_seconds())
+    days, rest = divmod(total, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, seconds = divmod(rest, 60)
+    text = f"{hours:02d}:{minutes:02d}:{seconds:02d}"
+    if value.microseconds:
+        text += f".{value.microseconds:06d}0"
+    return f"{days}.{text}" if days else text
+
+
+def plain(value: Any) -> Any:
+    """An application-property value the JSON metadata can carry."""
+    if isinstance(value, bytes):
+        try:
+            return value.decode("utf-8")
+        except UnicodeDecodeError:
+            return value.hex()
+    if isinstance(value, datetime):
+        return iso(value)
+    if isinstance(value, timedelta):
+        return timespan(value)
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    if isinstance(value, Mapping):
+        return {str(plain(k)): plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain(v) for v in value]
+    return value

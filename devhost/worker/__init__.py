@@ -1,0 +1,11 @@
+"""The worker side of devhost: what the Python worker does in Azure, in its own process there.
+
+``app_loader`` + ``trigger_shape`` + ``indexing`` (import the app, describe its functions), ``binding``
+(the host's plain trigger data -> the function's arguments; its return value -> the HTTP response),
+``message_conversion`` (``func.ServiceBusMessage`` and its trigger metadata), ``sdk_binding`` (the binding
+extension's converter for SDK types), ``invoker`` (thread pool / coroutine, functionTimeout, context) and
+``function_worker`` (an ``InvocationRequest`` in, an ``InvocationOutcome`` out).
+
+The host side never imports this package; it talks to it through ``devhost.worker_channel``
+(``tests/test_layers.py`` checks that).
+"""
