@@ -1,0 +1,134 @@
+"""The function code runs in a worker process, as the Python worker beside the Functions host: started
+with the real worker arguments, restarted when it dies (the messages it held are redelivered), and a
+coroutine function's settlement is applied at once, so its failure reaches the function as in Azure."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from datetime import timedelta
+
+import httpx
+import pytest
+from azure.servicebus import ServiceBusClient
+
+from devhost.process_worker import ProcessWorker
+from devhost.settlement import start_settlement_server
+from devhost.testing import HostHandle, running_host
+from emulator.server import EmulatorThread
+from emulator.testing import EmulatorHandle
+from tests.devhost.conftest import APPS, Records, send
+
+
+@pytest.fixture(scope="module")
+def shared_emulator(_shared_emulator: EmulatorThread) -> EmulatorHandle:
+    return EmulatorHandle(_shared_emulator)
+
+
+@pytest.fixture(scope="module")
+def entities(shared_emulator: EmulatorHandle) -> dict[str, str]:
+    return {
+        # Locks of the maximum length: a redelivery within the tests' wait can only come from an abandon.
+        "CRASH_QUEUE": shared_emulator.create_queue(lock_duration=timedelta(minutes=5)),
+        "SETTLE_QUEUE": shared_emulator.create_queue(lock_duration=timedelta(minutes=5)),
+    }
+
+
+@pytest.fixture(scope="module")
+def module_records(tmp_path_factory: pytest.TempPathFactory) -> Records:
+    return Records(tmp_path_factory.mktemp("process") / "records.jsonl")
+
+
+@pytest.fixture(scope="module")
+def host(
+    shared_emulator: EmulatorHandle, entities: dict[str, str], module_records: Records
+) -> Iterator[HostHandle]:
+    settings = {
+        "ServiceBusConnection": shared_emulator.connection_string,
+        "DEVHOST_TEST_RECORD": str(module_records.path),
+        **entities,
+    }
+    with running_host(APPS / "process_app.py", settings=settings) as handle:
+        yield handle
+
+
+def _whoami(host: HostHandle) -> dict[str, object]:
+    response = httpx.get(f"{host.base_url}/api/whoami", timeout=30)
+    assert response.status_code == 200, response.text
+    seen: dict[str, object] = response.json()
+    return seen
+
+
+def test_the_function_code_runs_in_a_worker_process_started_with_the_worker_arguments(
+    host: HostHandle,
+) -> None:
+    seen = _whoami(host)
+    worker = host.host.worker
+    assert isinstance(worker, ProcessWorker)
+    assert seen["pid"] != os.getpid()
+    assert seen["pid"] == worker.pid
+    argv = seen["argv"]
+    assert isinstance(argv, list)
+    port = start_settlement_server()
+    # What the Functions host passes the Python worker, as the binding extension reads it from sys.argv.
+    assert argv[1:7] == [
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--functions-grpc-max-message-length",
+        "2147483647",
+    ]
+
+
+def test_a_coroutine_functions_failed_settlement_reaches_the_function(
+    host: HostHandle, shared_emulator: EmulatorHandle, entities: dict[str, str], module_records: Records
+) -> None:
+    body = f"settle-{uuid.uuid4().hex[:6]}"
+    send(shared_emulator.connection_string, entities["SETTLE_QUEUE"], body)
+    module_records.wait(lambda rs: any(r.get("body") == body for r in rs))
+    (seen,) = module_records.of("settles_twice", body=body)
+    # The first complete was applied at once (not deferred until the coroutine returned), so the second
+    # one fails, and the function sees it as from the host: UNKNOWN with ASP.NET Core's fixed detail.
+    assert seen["second"] == "StatusCode.UNKNOWN|Exception was thrown by handler."
+    host.wait_for_invocations(lambda rs: any(r.function_name == "settles_twice" for r in rs))
+    record = next(r for r in host.invocations if r.function_name == "settles_twice")
+    assert record.succeeded
+    assert record.settlement_calls == ("Complete", "Complete")
+    with (
+        ServiceBusClient.from_connection_string(shared_emulator.connection_string) as client,
+        client.get_queue_receiver(entities["SETTLE_QUEUE"]) as receiver,
+    ):
+        assert receiver.peek_messages(max_message_count=10) == []
+
+
+def test_a_worker_that_dies_fails_its_invocation_and_a_new_worker_takes_the_redelivery(
+    host: HostHandle, shared_emulator: EmulatorHandle, entities: dict[str, str], module_records: Records
+) -> None:
+    worker = host.host.worker
+    assert isinstance(worker, ProcessWorker)
+    first_pid = worker.pid
+    body = f"crash-{uuid.uuid4().hex[:6]}"
+    send(shared_emulator.connection_string, entities["CRASH_QUEUE"], body)
+    records = module_records.wait(
+        lambda rs: any(r.get("body") == body and r["delivery_count"] == 2 for r in rs), timeout=60
+    )
+    first, second = (r for r in records if r.get("body") == body)
+    assert first["delivery_count"] == 1 and first["pid"] == first_pid
+    assert second["pid"] != first_pid  # the restarted worker
+    invocations = host.wait_for_invocations(
+        lambda rs: sum(r.function_name == "crashes" for r in rs) >= 2, timeout=30
+    )
+    crashed, succeeded = (r for r in invocations if r.function_name == "crashes")
+    assert not crashed.succeeded
+    assert crashed.error is not None and crashed.error.startswith("WorkerProcessExited: ")
+    assert "exited with code 1" in crashed.error
+    assert succeeded.succeeded
+    assert worker.restarts == 1
+    assert _whoami(host)["pid"] == second["pid"] == worker.pid
+    with (
+        ServiceBusClient.from_connection_string(shared_emulator.connection_string) as client,
+        client.get_queue_receiver(entities["CRASH_QUEUE"]) as receiver,
+    ):
+        assert receiver.peek_messages(max_message_count=10) == []
