@@ -4,10 +4,14 @@ coroutine function's settlement is applied at once, so its failure reaches the f
 
 from __future__ import annotations
 
+import logging
 import os
+import textwrap
+import time
 import uuid
 from collections.abc import Iterator
 from datetime import timedelta
+from pathlib import Path
 
 import httpx
 import pytest
@@ -16,6 +20,7 @@ from azure.servicebus import ServiceBusClient
 from devhost.process_worker import ProcessWorker
 from devhost.settlement import start_settlement_server
 from devhost.testing import HostHandle, running_host
+from devhost.worker.app_loader import AppLoadError
 from emulator.server import EmulatorThread
 from emulator.testing import EmulatorHandle
 from tests.devhost.conftest import APPS, Records, send
@@ -132,3 +137,38 @@ def test_a_worker_that_dies_fails_its_invocation_and_a_new_worker_takes_the_rede
         client.get_queue_receiver(entities["CRASH_QUEUE"]) as receiver,
     ):
         assert receiver.peek_messages(max_message_count=10) == []
+
+
+def test_what_the_function_code_logs_in_the_worker_reaches_the_hosts_logging(
+    host: HostHandle, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="process_app"):
+        pid = _whoami(host)["pid"]
+        deadline = time.monotonic() + 10
+        while f"whoami answered by {pid}" not in caplog.text:
+            assert time.monotonic() < deadline, caplog.text
+            time.sleep(0.05)
+    (logged,) = [r for r in caplog.records if r.getMessage() == f"whoami answered by {pid}"]
+    assert logged.name == "process_app" and logged.levelno == logging.WARNING
+
+
+@pytest.mark.parametrize("worker_process", [True, False], ids=["process", "in-process"])
+def test_an_app_that_fails_to_import_refuses_start_up_alike_in_both_workers(
+    tmp_path: Path, worker_process: bool
+) -> None:
+    app = tmp_path / "function_app.py"
+    app.write_text(textwrap.dedent(BROKEN_APP), encoding="utf-8")
+    with (
+        pytest.raises(AppLoadError) as refused,
+        running_host(app, settings={}, worker_process=worker_process),
+    ):
+        pass
+    assert str(refused.value) == f"importing {app.resolve()} failed: ValueError: no such region 'mars'"
+
+
+BROKEN_APP = """
+import azure.functions as func
+
+app = func.FunctionApp()
+raise ValueError("no such region 'mars'")
+"""

@@ -2,6 +2,7 @@
 function whose settlement fails."""
 
 import json
+import logging
 import os
 import sys
 import threading
@@ -21,6 +22,7 @@ def record(function: str, **fields: object) -> None:
 
 @app.route(route="whoami")
 def whoami(req: func.HttpRequest) -> func.HttpResponse:
+    logging.getLogger("process_app").warning("whoami answered by %d", os.getpid())
     return func.HttpResponse(json.dumps({"pid": os.getpid(), "argv": sys.argv}), mimetype="application/json")
 
 
