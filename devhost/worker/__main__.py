@@ -8,6 +8,7 @@ channel (``--devhost-channel-fd``, one end of a socket pair); see ``devhost.work
 from __future__ import annotations
 
 import argparse
+import signal
 
 from devhost.worker.process_loop import run
 from devhost.worker_frames import CHANNEL_FD_ARGUMENT
@@ -18,6 +19,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m devhost.worker", add_help=False)
     parser.add_argument(CHANNEL_FD_ARGUMENT, dest="channel_fd", type=int, required=True)
     arguments, _ = parser.parse_known_args()
+    # Ctrl-C in a terminal reaches the whole process group; the host stops this worker itself once it has
+    # drained (and when the host goes away, the closed channel ends the worker).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     run(arguments.channel_fd)
 
 
