@@ -37,6 +37,7 @@ def entities(shared_emulator: EmulatorHandle) -> dict[str, str]:
         # Locks of the maximum length: a redelivery within the tests' wait can only come from an abandon.
         "CRASH_QUEUE": shared_emulator.create_queue(lock_duration=timedelta(minutes=5)),
         "SETTLE_QUEUE": shared_emulator.create_queue(lock_duration=timedelta(minutes=5)),
+        "LINGER_QUEUE": shared_emulator.create_queue(lock_duration=timedelta(minutes=5)),
     }
 
 
@@ -150,6 +151,29 @@ def test_what_the_function_code_logs_in_the_worker_reaches_the_hosts_logging(
             time.sleep(0.05)
     (logged,) = [r for r in caplog.records if r.getMessage() == f"whoami answered by {pid}"]
     assert logged.name == "process_app" and logged.levelno == logging.WARNING
+
+
+def test_an_invocation_past_the_drain_time_is_cancelled_in_the_worker(
+    shared_emulator: EmulatorHandle, entities: dict[str, str], tmp_path: Path
+) -> None:
+    records = Records(tmp_path / "records.jsonl")
+    # Queues of its own: the module's host listens on the shared ones.
+    queues = {name: shared_emulator.create_queue(lock_duration=timedelta(minutes=5)) for name in entities}
+    settings = {
+        "ServiceBusConnection": shared_emulator.connection_string,
+        "DEVHOST_TEST_RECORD": str(records.path),
+        **queues,
+    }
+    body = f"linger-{uuid.uuid4().hex[:6]}"
+    with running_host(APPS / "process_app.py", settings=settings, drain_seconds=1) as host:
+        send(shared_emulator.connection_string, queues["LINGER_QUEUE"], body)
+        records.wait(lambda rs: any(r.get("body") == body for r in rs))
+        worker = host.host.worker
+        assert isinstance(worker, ProcessWorker)
+    # The host gave up after the drain time and told the worker, whose coroutine was cancelled there.
+    records.wait(lambda rs: any(r.get("body") == body and r["state"] == "cancelled" for r in rs), timeout=10)
+    (record,) = [r for r in host.invocations if r.function_name == "lingers"]
+    assert not record.succeeded and record.error == "RuntimeError: cancelled"
 
 
 @pytest.mark.parametrize("worker_process", [True, False], ids=["process", "in-process"])

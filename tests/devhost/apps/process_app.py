@@ -1,6 +1,7 @@
 """Test app for the worker process: who runs the code, a crash on a first delivery, and a coroutine
 function whose settlement fails."""
 
+import asyncio
 import json
 import logging
 import os
@@ -49,3 +50,13 @@ async def settles_twice(
     except servicebus.serviceBusMessageActions.SettlementError as exc:
         second = f"{exc.original.code()}|{exc.original.details()}"
     record("settles_twice", body=str(message), second=second, pid=os.getpid())
+
+
+@app.service_bus_queue_trigger(arg_name="msg", queue_name="%LINGER_QUEUE%", connection="ServiceBusConnection")
+async def lingers(msg: func.ServiceBusMessage) -> None:
+    record("lingers", body=msg.get_body().decode(), state="started")
+    try:
+        await asyncio.sleep(60)
+    except asyncio.CancelledError:
+        record("lingers", body=msg.get_body().decode(), state="cancelled")
+        raise
