@@ -185,12 +185,15 @@ class ProcessWorker:
                 _relog(frame)
         process.alive = False
         process.writer.close()
+        restarting = not self._closing
+        if restarting:  # at once: invocations arriving meanwhile wait for the new worker
+            self.restarts += 1
+            self._current = asyncio.ensure_future(self._spawn())
+            self._current.add_done_callback(_log_restart_failure)
         code = await process.exit_code(EXIT_WAIT_SECONDS)
         lost = list(process.pending.values())
         process.pending.clear()
-        if self._closing:
-            reason = f"the worker process stopped (exit code {code}) while the invocation ran"
-        else:
+        if restarting:
             reason = f"the worker process exited with code {code} while the invocation ran"
             # As the Functions host restarts a language worker that died.
             logger.error(
@@ -200,9 +203,8 @@ class ProcessWorker:
                 code,
                 len(lost),
             )
-            self.restarts += 1
-            self._current = asyncio.ensure_future(self._spawn())
-            self._current.add_done_callback(_log_restart_failure)
+        else:
+            reason = f"the worker process stopped (exit code {code}) while the invocation ran"
         for future in lost:
             if not future.done():
                 future.set_exception(WorkerProcessExited(reason))
@@ -219,6 +221,8 @@ class ProcessWorker:
     async def invoke(self, request: InvocationRequest) -> InvocationOutcome:
         """Run one invocation in the worker process; cancelling it cancels the invocation there."""
         process = await self._process()
+        if not process.alive:  # it died a moment ago; its restart is under way
+            process = await self._process()
         if not process.alive:
             raise WorkerProcessExited("the worker process exited before the invocation started")
         future: asyncio.Future[InvocationOutcome] = asyncio.get_running_loop().create_future()
