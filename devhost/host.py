@@ -31,7 +31,8 @@ from devhost.keys import HostKeys
 from devhost.local_settings import ConfiguredKeys
 from devhost.process_worker import ProcessWorker
 from devhost.servicebus_trigger import ServiceBusListener
-from devhost.settlement import start_settlement_server, worker_arguments
+from devhost.settlement import worker_arguments
+from devhost.settlement_aio import LoopSettlementServer
 from devhost.timer_trigger import TimerListener, schedule_zone
 from devhost.worker_channel import WorkerChannel, WorkerOptions
 from devhost.worker_protocol import FunctionMetadata, ManualServiceBusInput
@@ -92,6 +93,7 @@ class FunctionsHost:
         self.http: HttpServer | None = None
         self.worker: WorkerChannel | None = None
         self.dispatcher: Dispatcher | None = None
+        self.settlement: LoopSettlementServer | None = None  # the worker process's Settlement service
         self._service_bus: list[ServiceBusListener] = []
         self._timers: dict[str, TimerListener] = {}
         self._by_name: dict[str, FunctionMetadata] = {}
@@ -134,8 +136,11 @@ class FunctionsHost:
                 thread_count=int(thread_count) if thread_count else None,
             )
             if options.worker_process:
-                arguments = worker_arguments(start_settlement_server())
-                self.worker = await ProcessWorker.start(worker_options, arguments)
+                # Started first, as the Functions host's gRPC server: its port is a worker argument.
+                self.settlement = await LoopSettlementServer.start()
+                self.worker = await ProcessWorker.start(
+                    worker_options, worker_arguments(self.settlement.port)
+                )
             else:
                 self.worker = await asyncio.to_thread(start_worker, worker_options)
             self.dispatcher = Dispatcher(self.worker, self.log)
@@ -198,6 +203,8 @@ class FunctionsHost:
             await self.http.stop()
         if self.worker is not None:
             await self.worker.close()
+        if self.settlement is not None:
+            await self.settlement.stop()
         self._restore_environment()
         self.state = "Stopped"
         logger.info("Host stopped")

@@ -14,7 +14,6 @@ import pytest
 from azure.servicebus import ServiceBusClient, ServiceBusMessage, ServiceBusSubQueue
 from azure.servicebus.exceptions import SessionCannotBeLockedError
 
-from devhost.settlement import start_settlement_server
 from devhost.testing import HostHandle, running_host
 from emulator.server import EmulatorThread
 from emulator.testing import EmulatorHandle
@@ -79,7 +78,8 @@ def test_an_sdk_typed_function_gets_the_extensions_objects_and_settles_over_grpc
     assert seen["actions_class"] == (
         "azurefunctions.extensions.bindings.servicebus.serviceBusMessageActions.ServiceBusMessageActions"
     )
-    port = start_settlement_server()
+    assert host.host.settlement is not None
+    port = host.host.settlement.port  # the host's Settlement service
     assert seen["actions_uri"] == f"127.0.0.1:{port}"
     # ... from the arguments the worker process was started with, as the Functions host starts it.
     assert seen["worker_argv"] == [

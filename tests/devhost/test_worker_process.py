@@ -18,7 +18,6 @@ import pytest
 from azure.servicebus import ServiceBusClient
 
 from devhost.process_worker import ProcessWorker
-from devhost.settlement import start_settlement_server
 from devhost.testing import HostHandle, running_host
 from devhost.worker.app_loader import AppLoadError
 from emulator.server import EmulatorThread
@@ -76,7 +75,8 @@ def test_the_function_code_runs_in_a_worker_process_started_with_the_worker_argu
     assert seen["pid"] == worker.pid
     argv = seen["argv"]
     assert isinstance(argv, list)
-    port = start_settlement_server()
+    assert host.host.settlement is not None
+    port = host.host.settlement.port  # this host's own Settlement service
     # What the Functions host passes the Python worker, as the binding extension reads it from sys.argv.
     assert argv[1:7] == [
         "--host",
