@@ -3,9 +3,11 @@
 In Azure a function's ``ServiceBusMessageActions`` (the extension's class, a singleton) opens a gRPC channel
 to the host at the worker's ``--host``/``--port`` arguments and calls ``Settlement`` (``settlement.proto``,
 shipped in the extension) with the message's lock token; the host settles on the receiver that holds the
-message. devhost serves that same service, once per process, and starts the worker process with the same
-arguments, so the extension's own client (a process-wide singleton) reaches it; with the worker in the
-host's process (``--in-process-worker``) it puts them on the host's own ``sys.argv`` instead.
+message. devhost serves that same service and starts the worker process with the same arguments, so the
+extension's own client (a process-wide singleton) reaches it: each host with a worker process serves it on
+its own event loop (:mod:`devhost.settlement_aio`, same semantics); with the worker in the host's process
+(``--in-process-worker``) the thread-pool server below serves it, once per process, and the arguments go
+on the host's own ``sys.argv``.
 
 Each invocation registers its messages by lock token (and, for sessions, its session id) in a
 :class:`SettlementRegistry`; an unknown or already-released token gets ``FAILED_PRECONDITION`` as from the
@@ -16,7 +18,8 @@ that holds the receiver.
 
 In-process the hop is dear: the extension's client, this service and the receiver share one interpreter,
 so a call costs about 0.7-1.1 ms of this process's CPU (``bench/settlement_grpc.py``); the worker process
-moves the client's half (and the extension's decoding of each trigger) out of the host's GIL.
+moves the client's half (and the extension's decoding of each trigger) out of the host's GIL, and the
+asyncio server saves the thread handoffs.
 """
 
 from __future__ import annotations
