@@ -17,6 +17,8 @@ import httpx
 import pytest
 from azure.servicebus import ServiceBusClient
 
+from devhost.__main__ import parse_args
+from devhost.in_process_worker import InProcessWorker
 from devhost.process_worker import ProcessWorker
 from devhost.testing import HostHandle, running_host
 from devhost.worker.app_loader import AppLoadError
@@ -196,3 +198,21 @@ import azure.functions as func
 app = func.FunctionApp()
 raise ValueError("no such region 'mars'")
 """
+
+
+def test_the_in_process_worker_remains_a_choice_for_debuggers(
+    shared_emulator: EmulatorHandle, entities: dict[str, str], tmp_path: Path
+) -> None:
+    assert parse_args([]).in_process_worker is False
+    assert parse_args(["--in-process-worker"]).in_process_worker is True
+    # Queues of its own: the module's host listens on the shared ones.
+    queues = {name: shared_emulator.create_queue() for name in entities}
+    settings = {
+        "ServiceBusConnection": shared_emulator.connection_string,
+        "DEVHOST_TEST_RECORD": str(tmp_path / "records.jsonl"),
+        **queues,
+    }
+    with running_host(APPS / "process_app.py", settings=settings, worker_process=False) as host:
+        assert isinstance(host.host.worker, InProcessWorker)
+        assert host.host.settlement is None
+        assert _whoami(host)["pid"] == os.getpid()
