@@ -129,6 +129,9 @@ class ProcessWorker:
                 pass_fds=(worker_end.fileno(),),
                 env=_environment(options.settings),
             )
+        except BaseException:
+            host_end.close()
+            raise
         finally:
             worker_end.close()
         try:
@@ -150,6 +153,7 @@ class ProcessWorker:
                 function_timeout_seconds=None if timeout is None else timeout.total_seconds(),
                 thread_count=options.thread_count,
                 log_level=logging.getLogger().getEffectiveLevel(),
+                logger_levels=_logger_levels(),
             )
         )
         while True:
@@ -252,6 +256,15 @@ class ProcessWorker:
                 await process.exit_code(EXIT_WAIT_SECONDS)
         if self._readers:
             await asyncio.wait(self._readers, timeout=EXIT_WAIT_SECONDS)
+
+
+def _logger_levels() -> dict[str, int]:
+    loggers = list(logging.Logger.manager.loggerDict.items())
+    return {
+        name: logger.level
+        for name, logger in loggers
+        if isinstance(logger, logging.Logger) and logger.level != logging.NOTSET
+    }
 
 
 def _relog(frame: WorkerLog) -> None:

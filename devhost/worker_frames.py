@@ -30,6 +30,9 @@ class StartWorker:
     function_timeout_seconds: float | None
     thread_count: int | None
     log_level: int  # the host's root log level: what the worker forwards
+    # Loggers the host set a level on (e.g. "azure": WARNING), so the worker does not forward what the host
+    # would drop.
+    logger_levels: dict[str, int]
 
 
 @dataclass(frozen=True, slots=True)

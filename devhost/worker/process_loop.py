@@ -101,6 +101,8 @@ async def serve(channel_fd: int) -> bool:
         return False
     root = logging.getLogger()
     root.setLevel(start.log_level)
+    for name, level in start.logger_levels.items():
+        logging.getLogger(name).setLevel(level)
     root.addHandler(_ForwardLogs(asyncio.get_running_loop(), writer))
     try:
         worker = FunctionWorker.load(
