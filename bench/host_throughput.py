@@ -7,8 +7,9 @@ sent to a fresh queue first; then
 
 * ``bare_sdk``: one aio receiver (prefetch 0, as the host's default),
   ``receive_messages(max_message_count=c)`` then ``complete_message`` for each, until all N are done;
-* ``devhost``: devhost (in this process) with the no-op app and ``maxConcurrentCalls = c``; the handler is
-  a plain function, so every invocation hops to the worker thread pool as in the Python worker;
+* ``devhost``: devhost (the host in this process, the function code in its worker process, as devhost
+  runs by default) with the no-op app and ``maxConcurrentCalls = c``; the handler is a plain function, so
+  every invocation hops to the worker's thread pool as in the Python worker;
 * ``devhost_async_handler``: the same with an ``async def`` no-op (no thread hop), for comparison;
 * ``devhost_sdk_types``: a plain function bound to the binding extension's ``ServiceBusReceivedMessage``
   that settles with its ``ServiceBusMessageActions`` (``autoComplete`` off): since issue 16 the trigger is

@@ -5,9 +5,11 @@ and serves its Service Bus triggers (real ``azure-servicebus`` SDK, PEEK_LOCK, c
 renewal, sessions, batches, SDK-type settlement), timer triggers (NCRONTAB) and HTTP triggers (route
 prefix, auth levels, keys, admin endpoints). Tests use :mod:`devhost.testing`.
 
-The function code runs behind a worker boundary, as the Python worker runs beside the host in Azure: the
-``worker`` package (import + index, binding, running; see its docstring) answers ``worker_protocol``
-requests through a ``worker_channel`` (today ``in_process_worker``, which pickles every value across).
+The function code runs in a worker process, as the Python worker runs beside the host in Azure: the
+``worker`` package (import + index, binding, running; see its docstring; ``python -m devhost.worker``)
+answers ``worker_protocol`` requests through a ``worker_channel``: ``process_worker`` (the default: a
+child process started with the real worker arguments, ``worker_frames`` over a socket pair, restarted if
+it dies) or ``in_process_worker`` (``--in-process-worker``: same process, every value pickled across).
 
 Host-side modules: ``local_settings`` / ``host_config`` (the two files), ``bindings`` (``%Name%`` and
 connections), ``dispatcher`` + ``invocation_log`` (an invocation through the channel, logged),

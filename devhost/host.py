@@ -29,7 +29,10 @@ from devhost.in_process_worker import start_worker
 from devhost.invocation_log import InvocationLog
 from devhost.keys import HostKeys
 from devhost.local_settings import ConfiguredKeys
+from devhost.process_worker import ProcessWorker
 from devhost.servicebus_trigger import ServiceBusListener
+from devhost.settlement import worker_arguments
+from devhost.settlement_aio import LoopSettlementServer
 from devhost.timer_trigger import TimerListener, schedule_zone
 from devhost.worker_channel import WorkerChannel, WorkerOptions
 from devhost.worker_protocol import FunctionMetadata, ManualServiceBusInput
@@ -74,6 +77,9 @@ class HostOptions:
     http_port: int = 7071
     drain_seconds: float = 30.0
     startup_hook: StartupHook | None = None
+    # The function code in its own process, as in Azure; False: in this process (debuggers, breakpoints,
+    # tests that read the app's module state).
+    worker_process: bool = True
 
 
 class FunctionsHost:
@@ -87,6 +93,7 @@ class FunctionsHost:
         self.http: HttpServer | None = None
         self.worker: WorkerChannel | None = None
         self.dispatcher: Dispatcher | None = None
+        self.settlement: LoopSettlementServer | None = None  # the worker process's Settlement service
         self._service_bus: list[ServiceBusListener] = []
         self._timers: dict[str, TimerListener] = {}
         self._by_name: dict[str, FunctionMetadata] = {}
@@ -128,7 +135,14 @@ class FunctionsHost:
                 function_timeout=options.host_config.function_timeout,
                 thread_count=int(thread_count) if thread_count else None,
             )
-            self.worker = await asyncio.to_thread(start_worker, worker_options)
+            if options.worker_process:
+                # Started first, as the Functions host's gRPC server: its port is a worker argument.
+                self.settlement = await LoopSettlementServer.start()
+                self.worker = await ProcessWorker.start(
+                    worker_options, worker_arguments(self.settlement.port)
+                )
+            else:
+                self.worker = await asyncio.to_thread(start_worker, worker_options)
             self.dispatcher = Dispatcher(self.worker, self.log)
             self.functions = self.worker.functions()
             self._by_name = {spec.name.lower(): spec for spec in self.functions}
@@ -188,7 +202,9 @@ class FunctionsHost:
         if self.http is not None:
             await self.http.stop()
         if self.worker is not None:
-            self.worker.close()
+            await self.worker.close()
+        if self.settlement is not None:
+            await self.settlement.stop()
         self._restore_environment()
         self.state = "Stopped"
         logger.info("Host stopped")

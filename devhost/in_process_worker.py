@@ -27,6 +27,8 @@ def across(value: _T) -> _T:
 class InProcessWorker:
     """A :class:`~devhost.worker_channel.WorkerChannel` to a :class:`FunctionWorker` in this process."""
 
+    shares_loop = True  # coroutine functions run on the host's loop
+
     def __init__(self, worker: FunctionWorker) -> None:
         self._worker = worker
 
@@ -38,7 +40,7 @@ class InProcessWorker:
         """Run one invocation on the worker."""
         return across(await self._worker.invoke(across(request)))
 
-    def close(self) -> None:
+    async def close(self) -> None:
         """Stop the worker's threads."""
         self._worker.close()
 

@@ -119,8 +119,8 @@ class ServiceBusListener:
 
     async def start(self) -> None:
         """Open the client and start receiving."""
-        if self.shape.actions_arg is not None:
-            ensure_settlement_server()
+        if self.shape.actions_arg is not None and self.dispatcher.channel.shares_loop:
+            ensure_settlement_server()  # a worker process got the service's port in its arguments
         self._client = make_client(self.connection)
         self._renewer = AutoLockRenewer(max_lock_renewal_duration=self._renewal_seconds())
         if self.shape.sessions:
@@ -453,8 +453,10 @@ class ServiceBusListener:
         *,
         on_listener: Callable[[Callable[[], Awaitable[Any]]], Awaitable[Any]] | None = None,
     ) -> InvocationSettlement:
+        # Only a coroutine running on this very loop must have its settlements wait until it returns.
+        deferred = self.function.is_async and self.dispatcher.channel.shares_loop
         invocation = InvocationSettlement(
-            receiver, asyncio.get_running_loop(), deferred=self.function.is_async, on_listener=on_listener
+            receiver, asyncio.get_running_loop(), deferred=deferred, on_listener=on_listener
         )
         REGISTRY.register(invocation, messages)
         return invocation

@@ -3,18 +3,23 @@
 In Azure a function's ``ServiceBusMessageActions`` (the extension's class, a singleton) opens a gRPC channel
 to the host at the worker's ``--host``/``--port`` arguments and calls ``Settlement`` (``settlement.proto``,
 shipped in the extension) with the message's lock token; the host settles on the receiver that holds the
-message. devhost serves that same service, once per process (the extension's client is a process-wide
-singleton), and puts the same arguments on ``sys.argv`` so the extension's own client reaches it.
+message. devhost serves that same service and starts the worker process with the same arguments, so the
+extension's own client (a process-wide singleton) reaches it: each host with a worker process serves it on
+its own event loop (:mod:`devhost.settlement_aio`, same semantics); with the worker in the host's process
+(``--in-process-worker``) the thread-pool server below serves it, once per process, and the arguments go
+on the host's own ``sys.argv``.
 
 Each invocation registers its messages by lock token (and, for sessions, its session id) in a
 :class:`SettlementRegistry`; an unknown or already-released token gets ``FAILED_PRECONDITION`` as from the
-host. A settlement from a coroutine function is queued and applied when the function returns: the worker
-runs in another process in Azure, but here the function blocks the very event loop that holds the receiver.
+host. With a worker process, a settlement is applied at once and its failure reaches the function (as
+an UNKNOWN status, as from the host). With the worker in this process, a settlement from a coroutine
+function is queued and applied when the function returns (told OK): the function blocks the very event loop
+that holds the receiver.
 
-The hop is not free here: the extension's client, this service and the receiver share one interpreter, so a
-call costs about 0.7-1.1 ms of this process's CPU (``bench/settlement_grpc.py``) where in Azure the host's
-part runs in .NET beside the worker. With the extension's decoding of each trigger, an SDK-type function
-runs at about a quarter of the bare SDK's rate locally (``bench/host_throughput.py``).
+In-process the hop is dear: the extension's client, this service and the receiver share one interpreter,
+so a call costs about 0.7-1.1 ms of this process's CPU (``bench/settlement_grpc.py``); the worker process
+moves the client's half (and the extension's decoding of each trigger) out of the host's GIL, and the
+asyncio server saves the thread handoffs.
 """
 
 from __future__ import annotations
@@ -277,6 +282,7 @@ class _Server:
 
 _SERVER: _Server | None = None
 _SERVER_LOCK = threading.Lock()
+_ARGV_EXTENDED = False
 
 
 def worker_arguments(port: int) -> list[str]:
@@ -291,8 +297,9 @@ def worker_arguments(port: int) -> list[str]:
     ]
 
 
-def ensure_settlement_server() -> int:
-    """Start the process's Settlement service (once) and point the extension's client at it; its port."""
+def start_settlement_server() -> int:
+    """Start the process's Settlement service (once); its port. A worker process gets the port in its
+    arguments (:func:`worker_arguments`)."""
     global _SERVER
     with _SERVER_LOCK:
         if _SERVER is None:
@@ -305,7 +312,18 @@ def ensure_settlement_server() -> int:
             port = server.add_insecure_port("127.0.0.1:0")
             server.start()
             _SERVER = _Server(server, port)
-            # Last occurrence wins in argparse: these override a devhost CLI's own --host/--port.
-            sys.argv.extend(worker_arguments(port))
             logger.info("Settlement gRPC service listening on 127.0.0.1:%d", port)
         return _SERVER.port
+
+
+def ensure_settlement_server() -> int:
+    """For a worker in this process: start the Settlement service (once) and put the worker arguments on
+    this process's ``sys.argv``, where the extension's client looks for them; the port."""
+    global _ARGV_EXTENDED
+    port = start_settlement_server()
+    with _SERVER_LOCK:
+        if not _ARGV_EXTENDED:
+            # Last occurrence wins in argparse: these override a devhost CLI's own --host/--port.
+            sys.argv.extend(worker_arguments(port))
+            _ARGV_EXTENDED = True
+    return port

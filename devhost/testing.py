@@ -97,8 +97,10 @@ def start_host(
     keys: ConfiguredKeys | None = None,
     drain_seconds: float = 30.0,
     startup_hook: StartupHook | None = None,
+    worker_process: bool = True,
 ) -> HostHandle:
-    """Start a host on a new loop thread and wait until it runs; raise its start-up error if any."""
+    """Start a host on a new loop thread and wait until it runs; raise its start-up error if any.
+    ``worker_process=False`` runs the function code in this process (to read the app's module state)."""
     options = HostOptions(
         app_path=Path(app),
         settings=dict(settings),
@@ -107,6 +109,7 @@ def start_host(
         http_port=http_port,
         drain_seconds=drain_seconds,
         startup_hook=startup_hook,
+        worker_process=worker_process,
     )
     host = FunctionsHost(options)
     loop = asyncio.new_event_loop()
@@ -132,6 +135,7 @@ def running_host(
     keys: ConfiguredKeys | None = None,
     drain_seconds: float = 30.0,
     startup_hook: StartupHook | None = None,
+    worker_process: bool = True,
 ) -> Iterator[HostHandle]:
     """A running host for the ``with`` block; stopped (gracefully) on exit."""
     handle = start_host(
@@ -142,6 +146,7 @@ def running_host(
         keys=keys,
         drain_seconds=drain_seconds,
         startup_hook=startup_hook,
+        worker_process=worker_process,
     )
     try:
         yield handle

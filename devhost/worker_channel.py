@@ -1,8 +1,9 @@
 """How the host talks to the worker that runs the function code: a :class:`WorkerChannel`.
 
-Everything that crosses it is a ``devhost.worker_protocol`` value. Today the only channel is
-``devhost.in_process_worker.InProcessWorker`` (same process, every value pickled on the way); running the
-worker in its own process, as in Azure, only needs another channel.
+Everything that crosses it is a ``devhost.worker_protocol`` value. Two channels: by default
+``devhost.process_worker.ProcessWorker`` (the worker in its own process, as in Azure) and, for debuggers
+and tests that read the app's in-memory state, ``devhost.in_process_worker.InProcessWorker`` (same
+process, every value pickled on the way).
 """
 
 from __future__ import annotations
@@ -29,6 +30,12 @@ class WorkerOptions:
 class WorkerChannel(Protocol):
     """The worker as the host sees it."""
 
+    @property
+    def shares_loop(self) -> bool:
+        """Whether coroutine functions run on the host's own event loop (in-process): a settlement they
+        ask for over gRPC must then wait until they return, the loop being busy with them."""
+        ...
+
     def functions(self) -> list[FunctionMetadata]:
         """The app's functions, as the worker indexed them."""
         ...
@@ -38,6 +45,6 @@ class WorkerChannel(Protocol):
         call cancels the invocation."""
         ...
 
-    def close(self) -> None:
+    async def close(self) -> None:
         """Stop the worker (running functions finish first)."""
         ...

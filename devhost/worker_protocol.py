@@ -40,7 +40,7 @@ class FunctionMetadata:
     trigger_type: str
     trigger: Mapping[str, Any]  # the trigger binding, ``%expr%`` resolved, enums as their values
     trigger_arg: str
-    is_async: bool  # a coroutine function: its gRPC settlements are applied when it returns
+    is_async: bool  # a coroutine function (in-process: its gRPC settlements wait until it returns)
     service_bus: ServiceBusShape | None = None
 
 

@@ -4,7 +4,8 @@
 (the host's plain trigger data -> the function's arguments; its return value -> the HTTP response),
 ``message_conversion`` (``func.ServiceBusMessage`` and its trigger metadata), ``sdk_binding`` (the binding
 extension's converter for SDK types), ``invoker`` (thread pool / coroutine, functionTimeout, context) and
-``function_worker`` (an ``InvocationRequest`` in, an ``InvocationOutcome`` out).
+``function_worker`` (an ``InvocationRequest`` in, an ``InvocationOutcome`` out), ``process_loop`` +
+``__main__`` (the worker process: ``python -m devhost.worker``).
 
 The host side never imports this package; it talks to it through ``devhost.worker_channel``
 (``tests/test_layers.py`` checks that).

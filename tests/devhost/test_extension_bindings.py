@@ -4,7 +4,6 @@ service, and a message's lock is renewed only while its invocation runs."""
 
 from __future__ import annotations
 
-import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -15,7 +14,6 @@ import pytest
 from azure.servicebus import ServiceBusClient, ServiceBusMessage, ServiceBusSubQueue
 from azure.servicebus.exceptions import SessionCannotBeLockedError
 
-from devhost.settlement import ensure_settlement_server
 from devhost.testing import HostHandle, running_host
 from emulator.server import EmulatorThread
 from emulator.testing import EmulatorHandle
@@ -80,9 +78,11 @@ def test_an_sdk_typed_function_gets_the_extensions_objects_and_settles_over_grpc
     assert seen["actions_class"] == (
         "azurefunctions.extensions.bindings.servicebus.serviceBusMessageActions.ServiceBusMessageActions"
     )
-    port = ensure_settlement_server()
+    assert host.host.settlement is not None
+    port = host.host.settlement.port  # the host's Settlement service
     assert seen["actions_uri"] == f"127.0.0.1:{port}"
-    assert sys.argv[-6:] == [
+    # ... from the arguments the worker process was started with, as the Functions host starts it.
+    assert seen["worker_argv"] == [
         "--host",
         "127.0.0.1",
         "--port",

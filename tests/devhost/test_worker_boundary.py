@@ -141,7 +141,7 @@ def worker(tmp_path_factory: pytest.TempPathFactory, shared_emulator: EmulatorHa
     try:
         yield Worker(channel, app, queues)
     finally:
-        channel.close()
+        asyncio.run(channel.close())
 
 
 def _received(emulator: EmulatorHandle, queue: str, *messages: ServiceBusMessage) -> list[Any]:

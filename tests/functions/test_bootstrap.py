@@ -44,7 +44,10 @@ def test_the_sample_chain_runs_on_the_started_app(private_emulator: EmulatorThre
     settings = app_settings(private_emulator)
     order = f"chain-{uuid.uuid4().hex[:8]}"
 
-    with running_host(APP, settings=settings, host_json=HOST_JSON, startup_hook=provision) as host:
+    # In-process worker: the test reads what the handlers noted in the app's in-memory JOURNAL.
+    with running_host(
+        APP, settings=settings, host_json=HOST_JSON, startup_hook=provision, worker_process=False
+    ) as host:
         response = httpx.post(
             f"{host.base_url}/api/events/Shipping.OrderAccepted",
             headers={"x-functions-key": host.function_key("publish_event")},
@@ -71,7 +74,10 @@ def test_under_a_hierarchy_namespace_the_chain_runs_end_to_end_on_prefixed_entit
     topic = f"{namespace}/{settings['BUSBAR_FALLBACK_TOPIC']}"
     router = settings["BUSBAR_ROUTER_SUBSCRIPTION"]
 
-    with running_host(APP, settings=settings, host_json=HOST_JSON, startup_hook=provision) as host:
+    # In-process worker: the test reads what the handlers noted in the app's in-memory JOURNAL.
+    with running_host(
+        APP, settings=settings, host_json=HOST_JSON, startup_hook=provision, worker_process=False
+    ) as host:
         response = httpx.post(
             f"{host.base_url}/api/events/Shipping.OrderAccepted",
             headers={"x-functions-key": host.function_key("publish_event")},

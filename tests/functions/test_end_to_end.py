@@ -75,8 +75,13 @@ def app(private_emulator: EmulatorThread, tmp_path_factory: pytest.TempPathFacto
     settings = app_settings(
         private_emulator, BUSBAR_ARCHIVE_URL=str(archive), BUSBAR_ROUTER_SNAPSHOT_SECONDS="0"
     )
+    # In-process worker: the tests read what the handlers noted in the app's in-memory JOURNAL.
     with running_host(
-        APP, settings=settings, host_json=HOST_JSON, startup_hook=create_queues_and_router
+        APP,
+        settings=settings,
+        host_json=HOST_JSON,
+        startup_hook=create_queues_and_router,
+        worker_process=False,
     ) as host:
         running = App(settings, host, archive)
         yield running

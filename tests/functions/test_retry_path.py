@@ -49,7 +49,9 @@ def _queues_with_a_short_delivery_limit(settings: Mapping[str, str]) -> None:
 def settings(private_emulator: EmulatorThread) -> Iterator[dict[str, str]]:
     values = app_settings(private_emulator)
     hook = _queues_with_a_short_delivery_limit
-    with running_host(APP, settings=values, host_json=HOST_JSON, startup_hook=hook):
+    # In-process worker: the tests inject failures into the app's JOURNAL (monkeypatch) and read it back,
+    # which only works when the function code runs in this process.
+    with running_host(APP, settings=values, host_json=HOST_JSON, startup_hook=hook, worker_process=False):
         yield values
 
 

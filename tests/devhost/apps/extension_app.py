@@ -2,6 +2,7 @@
 
 import json
 import os
+import sys
 import threading
 import uuid
 
@@ -46,6 +47,7 @@ def inspects(
         amqp_class=f"{type(message._message).__module__}.{type(message._message).__qualname__}",
         actions_class=f"{type(actions).__module__}.{type(actions).__qualname__}",
         actions_uri=actions._uri,
+        worker_argv=sys.argv[1:7],
         properties={str(k): type(v).__name__ for k, v in (message.application_properties or {}).items()},
         lock_token=str(message.lock_token),
         stranger_error=stranger_error,

@@ -1,0 +1,152 @@
+"""The worker process's side of the channel: load the app, then run invocations as the host sends them.
+
+Runs on the worker's own event loop: every request becomes a task (coroutine functions run on this loop,
+plain ones in the worker's thread pool, functionTimeout as in-process), and each outcome goes back tagged
+with its invocation id as soon as it is known, in whatever order invocations finish. Log records of the
+function code are forwarded to the host, which logs them as its own (the Python worker streams them to
+the host in Azure). The process's ``sys.argv`` carries the worker arguments the host started it with
+(``--host``/``--port``/``--functions-grpc-max-message-length``): the binding extension's
+``ServiceBusMessageActions`` reads them to reach the host's Settlement service.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import pickle
+import socket
+from datetime import timedelta
+from pathlib import Path
+
+from devhost.worker.function_worker import FunctionWorker
+from devhost.worker_frames import (
+    CancelInvocation,
+    InvocationDone,
+    ShutdownWorker,
+    StartWorker,
+    WorkerLog,
+    WorkerReady,
+    WorkerStartFailed,
+    encode,
+    read_frame,
+)
+from devhost.worker_protocol import InvocationRequest
+
+logger = logging.getLogger("devhost.worker")
+
+
+class _ForwardLogs(logging.Handler):
+    """Sends each record to the host; callable from any thread (writes happen on the loop)."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, writer: asyncio.StreamWriter) -> None:
+        super().__init__()
+        self._loop = loop
+        self._writer = writer
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            frame = encode(WorkerLog(record.name, record.levelno, self.format(record)))
+            self._loop.call_soon_threadsafe(self._write, frame)
+        except RuntimeError:  # the loop has closed: the process is exiting
+            pass
+        except Exception:
+            self.handleError(record)
+
+    def _write(self, frame: bytes) -> None:
+        if not self._writer.is_closing():
+            self._writer.write(frame)
+
+
+def _portable(exc: Exception) -> Exception:
+    """``exc`` if it survives pickling (the host re-raises it as it is), else a RuntimeError saying it."""
+    try:
+        copy: Exception = pickle.loads(pickle.dumps(exc))
+    except Exception:
+        return RuntimeError(f"{type(exc).__name__}: {exc}")
+    return copy
+
+
+class _Serving:
+    """One connection to the host."""
+
+    def __init__(self, worker: FunctionWorker, writer: asyncio.StreamWriter) -> None:
+        self.worker = worker
+        self.writer = writer
+        self.running: dict[str, asyncio.Task[None]] = {}
+
+    def start(self, request: InvocationRequest) -> None:
+        task = asyncio.create_task(self._run(request), name=f"invocation-{request.invocation_id}")
+        self.running[request.invocation_id] = task
+        task.add_done_callback(lambda _: self.running.pop(request.invocation_id, None))
+
+    async def _run(self, request: InvocationRequest) -> None:
+        outcome = await self.worker.invoke(request)
+        if not self.writer.is_closing():
+            self.writer.write(encode(InvocationDone(request.invocation_id, outcome)))
+
+    def cancel(self, invocation_id: str) -> None:
+        task = self.running.get(invocation_id)
+        if task is not None:
+            task.cancel()
+
+
+async def serve(channel_fd: int) -> bool:
+    """Serve the host on ``channel_fd`` until it says stop (True) or goes away (False)."""
+    sock = socket.socket(fileno=channel_fd)
+    reader, writer = await asyncio.open_connection(sock=sock)
+    start = await read_frame(reader)
+    if not isinstance(start, StartWorker):
+        return False
+    root = logging.getLogger()
+    root.setLevel(start.log_level)
+    for name, level in start.logger_levels.items():
+        logging.getLogger(name).setLevel(level)
+    root.addHandler(_ForwardLogs(asyncio.get_running_loop(), writer))
+    try:
+        worker = FunctionWorker.load(
+            Path(start.app_path),
+            start.settings,
+            timeout=None
+            if start.function_timeout_seconds is None
+            else timedelta(seconds=start.function_timeout_seconds),
+            thread_count=start.thread_count,
+        )
+    except Exception as exc:  # AppLoadError, BindingError, ValueError: the host refuses to start with it
+        writer.write(encode(WorkerStartFailed(_portable(exc))))
+        await writer.drain()
+        return True
+    writer.write(encode(WorkerReady(worker.functions())))
+    serving = _Serving(worker, writer)
+    stopped = False
+    while True:
+        frame = await read_frame(reader)
+        if isinstance(frame, InvocationRequest):
+            serving.start(frame)
+        elif isinstance(frame, CancelInvocation):
+            serving.cancel(frame.invocation_id)
+        elif isinstance(frame, ShutdownWorker):
+            stopped = True
+            break
+        elif frame is None:
+            break
+    if stopped:  # running functions finish first, and their outcomes still go out
+        await asyncio.gather(*serving.running.values(), return_exceptions=True)
+        worker.close()
+        with contextlib.suppress(ConnectionError):
+            await writer.drain()
+    else:  # the host is gone: nobody waits for an outcome
+        for task in list(serving.running.values()):
+            task.cancel()
+    writer.close()
+    return stopped
+
+
+def run(channel_fd: int) -> None:
+    """The process's main: serve, then exit (at once if the host went away, not waiting for threads
+    stuck in function code)."""
+    stopped = asyncio.run(serve(channel_fd))
+    if not stopped:
+        logging.shutdown()
+        os._exit(0)

@@ -1,0 +1,218 @@
+"""The function code runs in a worker process, as the Python worker beside the Functions host: started
+with the real worker arguments, restarted when it dies (the messages it held are redelivered), and a
+coroutine function's settlement is applied at once, so its failure reaches the function as in Azure."""
+
+from __future__ import annotations
+
+import logging
+import os
+import textwrap
+import time
+import uuid
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+
+import httpx
+import pytest
+from azure.servicebus import ServiceBusClient
+
+from devhost.__main__ import parse_args
+from devhost.in_process_worker import InProcessWorker
+from devhost.process_worker import ProcessWorker
+from devhost.testing import HostHandle, running_host
+from devhost.worker.app_loader import AppLoadError
+from emulator.server import EmulatorThread
+from emulator.testing import EmulatorHandle
+from tests.devhost.conftest import APPS, Records, send
+
+
+@pytest.fixture(scope="module")
+def shared_emulator(_shared_emulator: EmulatorThread) -> EmulatorHandle:
+    return EmulatorHandle(_shared_emulator)
+
+
+@pytest.fixture(scope="module")
+def entities(shared_emulator: EmulatorHandle) -> dict[str, str]:
+    return {
+        # Locks of the maximum length: a redelivery within the tests' wait can only come from an abandon.
+        "CRASH_QUEUE": shared_emulator.create_queue(lock_duration=timedelta(minutes=5)),
+        "SETTLE_QUEUE": shared_emulator.create_queue(lock_duration=timedelta(minutes=5)),
+        "LINGER_QUEUE": shared_emulator.create_queue(lock_duration=timedelta(minutes=5)),
+    }
+
+
+@pytest.fixture(scope="module")
+def module_records(tmp_path_factory: pytest.TempPathFactory) -> Records:
+    return Records(tmp_path_factory.mktemp("process") / "records.jsonl")
+
+
+@pytest.fixture(scope="module")
+def host(
+    shared_emulator: EmulatorHandle, entities: dict[str, str], module_records: Records
+) -> Iterator[HostHandle]:
+    settings = {
+        "ServiceBusConnection": shared_emulator.connection_string,
+        "DEVHOST_TEST_RECORD": str(module_records.path),
+        **entities,
+    }
+    with running_host(APPS / "process_app.py", settings=settings) as handle:
+        yield handle
+
+
+def _whoami(host: HostHandle) -> dict[str, object]:
+    response = httpx.get(f"{host.base_url}/api/whoami", timeout=30)
+    assert response.status_code == 200, response.text
+    seen: dict[str, object] = response.json()
+    return seen
+
+
+def test_the_function_code_runs_in_a_worker_process_started_with_the_worker_arguments(
+    host: HostHandle,
+) -> None:
+    seen = _whoami(host)
+    worker = host.host.worker
+    assert isinstance(worker, ProcessWorker)
+    assert seen["pid"] != os.getpid()
+    assert seen["pid"] == worker.pid
+    argv = seen["argv"]
+    assert isinstance(argv, list)
+    assert host.host.settlement is not None
+    port = host.host.settlement.port  # this host's own Settlement service
+    # What the Functions host passes the Python worker, as the binding extension reads it from sys.argv.
+    assert argv[1:7] == [
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--functions-grpc-max-message-length",
+        "2147483647",
+    ]
+
+
+def test_a_coroutine_functions_failed_settlement_reaches_the_function(
+    host: HostHandle, shared_emulator: EmulatorHandle, entities: dict[str, str], module_records: Records
+) -> None:
+    body = f"settle-{uuid.uuid4().hex[:6]}"
+    send(shared_emulator.connection_string, entities["SETTLE_QUEUE"], body)
+    module_records.wait(lambda rs: any(r.get("body") == body for r in rs))
+    (seen,) = module_records.of("settles_twice", body=body)
+    # The first complete was applied at once (not deferred until the coroutine returned), so the second
+    # one fails, and the function sees it as from the host: UNKNOWN with ASP.NET Core's fixed detail.
+    assert seen["second"] == "StatusCode.UNKNOWN|Exception was thrown by handler."
+    host.wait_for_invocations(lambda rs: any(r.function_name == "settles_twice" for r in rs))
+    record = next(r for r in host.invocations if r.function_name == "settles_twice")
+    assert record.succeeded
+    assert record.settlement_calls == ("Complete", "Complete")
+    with (
+        ServiceBusClient.from_connection_string(shared_emulator.connection_string) as client,
+        client.get_queue_receiver(entities["SETTLE_QUEUE"]) as receiver,
+    ):
+        assert receiver.peek_messages(max_message_count=10) == []
+
+
+def test_a_worker_that_dies_fails_its_invocation_and_a_new_worker_takes_the_redelivery(
+    host: HostHandle, shared_emulator: EmulatorHandle, entities: dict[str, str], module_records: Records
+) -> None:
+    worker = host.host.worker
+    assert isinstance(worker, ProcessWorker)
+    first_pid = worker.pid
+    body = f"crash-{uuid.uuid4().hex[:6]}"
+    send(shared_emulator.connection_string, entities["CRASH_QUEUE"], body)
+    records = module_records.wait(
+        lambda rs: any(r.get("body") == body and r["delivery_count"] == 2 for r in rs), timeout=60
+    )
+    first, second = (r for r in records if r.get("body") == body)
+    assert first["delivery_count"] == 1 and first["pid"] == first_pid
+    assert second["pid"] != first_pid  # the restarted worker
+    invocations = host.wait_for_invocations(
+        lambda rs: sum(r.function_name == "crashes" for r in rs) >= 2, timeout=30
+    )
+    crashed, succeeded = (r for r in invocations if r.function_name == "crashes")
+    assert not crashed.succeeded
+    assert crashed.error is not None and crashed.error.startswith("WorkerProcessExited: ")
+    assert "exited with code 1" in crashed.error
+    assert succeeded.succeeded
+    assert worker.restarts == 1
+    assert _whoami(host)["pid"] == second["pid"] == worker.pid
+    with (
+        ServiceBusClient.from_connection_string(shared_emulator.connection_string) as client,
+        client.get_queue_receiver(entities["CRASH_QUEUE"]) as receiver,
+    ):
+        assert receiver.peek_messages(max_message_count=10) == []
+
+
+def test_what_the_function_code_logs_in_the_worker_reaches_the_hosts_logging(
+    host: HostHandle, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="process_app"):
+        pid = _whoami(host)["pid"]
+        deadline = time.monotonic() + 10
+        while f"whoami answered by {pid}" not in caplog.text:
+            assert time.monotonic() < deadline, caplog.text
+            time.sleep(0.05)
+    (logged,) = [r for r in caplog.records if r.getMessage() == f"whoami answered by {pid}"]
+    assert logged.name == "process_app" and logged.levelno == logging.WARNING
+
+
+def test_an_invocation_past_the_drain_time_is_cancelled_in_the_worker(
+    shared_emulator: EmulatorHandle, entities: dict[str, str], tmp_path: Path
+) -> None:
+    records = Records(tmp_path / "records.jsonl")
+    # Queues of its own: the module's host listens on the shared ones.
+    queues = {name: shared_emulator.create_queue(lock_duration=timedelta(minutes=5)) for name in entities}
+    settings = {
+        "ServiceBusConnection": shared_emulator.connection_string,
+        "DEVHOST_TEST_RECORD": str(records.path),
+        **queues,
+    }
+    body = f"linger-{uuid.uuid4().hex[:6]}"
+    with running_host(APPS / "process_app.py", settings=settings, drain_seconds=1) as host:
+        send(shared_emulator.connection_string, queues["LINGER_QUEUE"], body)
+        records.wait(lambda rs: any(r.get("body") == body for r in rs))
+        worker = host.host.worker
+        assert isinstance(worker, ProcessWorker)
+    # The host gave up after the drain time and told the worker, whose coroutine was cancelled there.
+    records.wait(lambda rs: any(r.get("body") == body and r["state"] == "cancelled" for r in rs), timeout=10)
+    (record,) = [r for r in host.invocations if r.function_name == "lingers"]
+    assert not record.succeeded and record.error == "RuntimeError: cancelled"
+
+
+@pytest.mark.parametrize("worker_process", [True, False], ids=["process", "in-process"])
+def test_an_app_that_fails_to_import_refuses_start_up_alike_in_both_workers(
+    tmp_path: Path, worker_process: bool
+) -> None:
+    app = tmp_path / "function_app.py"
+    app.write_text(textwrap.dedent(BROKEN_APP), encoding="utf-8")
+    with (
+        pytest.raises(AppLoadError) as refused,
+        running_host(app, settings={}, worker_process=worker_process),
+    ):
+        pass
+    assert str(refused.value) == f"importing {app.resolve()} failed: ValueError: no such region 'mars'"
+
+
+BROKEN_APP = """
+import azure.functions as func
+
+app = func.FunctionApp()
+raise ValueError("no such region 'mars'")
+"""
+
+
+def test_the_in_process_worker_remains_a_choice_for_debuggers(
+    shared_emulator: EmulatorHandle, entities: dict[str, str], tmp_path: Path
+) -> None:
+    assert parse_args([]).in_process_worker is False
+    assert parse_args(["--in-process-worker"]).in_process_worker is True
+    # Queues of its own: the module's host listens on the shared ones.
+    queues = {name: shared_emulator.create_queue() for name in entities}
+    settings = {
+        "ServiceBusConnection": shared_emulator.connection_string,
+        "DEVHOST_TEST_RECORD": str(tmp_path / "records.jsonl"),
+        **queues,
+    }
+    with running_host(APPS / "process_app.py", settings=settings, worker_process=False) as host:
+        assert isinstance(host.host.worker, InProcessWorker)
+        assert host.host.settlement is None
+        assert _whoami(host)["pid"] == os.getpid()
