@@ -36,9 +36,18 @@ from typing import Any
 import grpc  # type: ignore[import-untyped]
 from azure.servicebus import ServiceBusReceivedMessage
 from azure.servicebus.aio import ServiceBusReceiver
-from azurefunctions.extensions.bindings.protos import settlement_pb2, settlement_pb2_grpc
+from azurefunctions.extensions.bindings.protos import settlement_pb2_grpc
 from google.protobuf.empty_pb2 import Empty  # type: ignore[import-untyped]
-from google.protobuf.timestamp_pb2 import Timestamp  # type: ignore[import-untyped]
+
+from devhost.settlement_calls import (
+    HANDLER_FAILED,
+    MessageCall,
+    lock_token_not_found,
+    message_call,
+    session_action,
+    session_not_found,
+    session_response,
+)
 
 logger = logging.getLogger("devhost.settlement")
 
@@ -155,123 +164,91 @@ def _run(loop: asyncio.AbstractEventLoop, call: Callable[[], Awaitable[Any]]) ->
 
 
 def _abort_as_handler_exception(context: grpc.ServicerContext, exc: Exception) -> None:
-    """What ASP.NET Core gRPC answers when a handler throws (the host does not enable detailed errors):
-    UNKNOWN with a fixed detail; the cause goes to the host's log only."""
+    """What the host answers when a settlement throws: UNKNOWN with ASP.NET Core's fixed detail."""
     logger.error("Settlement failed: %s: %s", type(exc).__name__, exc)
-    context.abort(grpc.StatusCode.UNKNOWN, "Exception was thrown by handler.")
+    context.abort(grpc.StatusCode.UNKNOWN, HANDLER_FAILED)
 
 
 class SettlementService(settlement_pb2_grpc.SettlementServicer):  # type: ignore[misc]
-    """The ``Settlement`` service as the host's Service Bus extension implements it."""
+    """The ``Settlement`` service on a thread pool, for function code in the host's process."""
 
     def __init__(self, registry: SettlementRegistry) -> None:
         self._registry = registry
 
-    def _settle(
-        self,
-        method: str,
-        token: str,
-        context: grpc.ServicerContext,
-        action: Callable[[ServiceBusReceiver, ServiceBusReceivedMessage], Awaitable[Any]],
-        *,
-        settles: bool = True,
-    ) -> Empty:
-        invocation = self._registry.invocation(token)
+    def _settle(self, call: MessageCall, context: grpc.ServicerContext) -> Empty:
+        invocation = self._registry.invocation(call.token)
         if invocation is None:
-            context.abort(grpc.StatusCode.FAILED_PRECONDITION, f"LockToken {token} not found.")
+            context.abort(grpc.StatusCode.FAILED_PRECONDITION, lock_token_not_found(call.token))
         assert invocation is not None
-        message = invocation.messages[token]
-        invocation.calls.append(method)
+        message = invocation.messages[call.token]
+        invocation.calls.append(call.method)
 
-        def call() -> Awaitable[Any]:
-            return action(invocation.receiver, message)
+        def act() -> Awaitable[Any]:
+            return call.action(invocation.receiver, message)
 
-        if settles:
-            invocation.settled.add(token)
+        if call.settles:
+            invocation.settled.add(call.token)
         if invocation.deferred:
-            invocation.pending.append(call)
+            invocation.pending.append(act)
             return Empty()
         try:
-            invocation.call_from_thread(call)
+            invocation.call_from_thread(act)
         except Exception as exc:
-            if settles:
-                invocation.settled.discard(token)
+            if call.settles:
+                invocation.settled.discard(call.token)
             _abort_as_handler_exception(context, exc)
         return Empty()
 
     def Complete(self, request: Any, context: grpc.ServicerContext) -> Empty:
         """Complete the message: removed from its entity."""
-        return self._settle("Complete", request.locktoken, context, lambda r, m: r.complete_message(m))
+        return self._settle(message_call("Complete", request), context)
 
     def Abandon(self, request: Any, context: grpc.ServicerContext) -> Empty:
         """Abandon: the lock is released and the delivery count grows."""
-        return self._settle("Abandon", request.locktoken, context, lambda r, m: r.abandon_message(m))
+        return self._settle(message_call("Abandon", request), context)
 
     def Deadletter(self, request: Any, context: grpc.ServicerContext) -> Empty:
         """Dead-letter with the reason and description the function gave."""
-        reason = request.deadletterReason.value if request.HasField("deadletterReason") else None
-        description = (
-            request.deadletterErrorDescription.value
-            if request.HasField("deadletterErrorDescription")
-            else None
-        )
-        return self._settle(
-            "Deadletter",
-            request.locktoken,
-            context,
-            lambda r, m: r.dead_letter_message(m, reason=reason, error_description=description),
-        )
+        return self._settle(message_call("Deadletter", request), context)
 
     def Defer(self, request: Any, context: grpc.ServicerContext) -> Empty:
         """Defer: retrievable only by sequence number."""
-        return self._settle("Defer", request.locktoken, context, lambda r, m: r.defer_message(m))
+        return self._settle(message_call("Defer", request), context)
 
     def RenewMessageLock(self, request: Any, context: grpc.ServicerContext) -> Empty:
         """Renew the message's lock now."""
-        return self._settle(
-            "RenewMessageLock",
-            request.locktoken,
-            context,
-            lambda r, m: r.renew_message_lock(m),
-            settles=False,
-        )
+        return self._settle(message_call("RenewMessageLock", request), context)
 
-    def _session_call(
-        self, session_id: str, context: grpc.ServicerContext, action: Callable[[Any], Awaitable[Any]]
-    ) -> Any:
-        held = self._registry.session(session_id)
+    def _session_call(self, method: str, request: Any, context: grpc.ServicerContext) -> Any:
+        held = self._registry.session(request.sessionId)
         if held is None:
-            context.abort(grpc.StatusCode.FAILED_PRECONDITION, f"SessionId {session_id} not found.")
+            context.abort(grpc.StatusCode.FAILED_PRECONDITION, session_not_found(request.sessionId))
         assert held is not None
         receiver, loop = held
+        action = session_action(method, request)
         try:
-            return _run(loop, lambda: action(receiver.session))
+            return session_response(method, _run(loop, lambda: action(receiver.session)))
         except Exception as exc:
             _abort_as_handler_exception(context, exc)
 
     def GetSessionState(self, request: Any, context: grpc.ServicerContext) -> Any:
         """The session's state bytes."""
-        state = self._session_call(request.sessionId, context, lambda s: s.get_state())
-        return settlement_pb2.GetSessionStateResponse(sessionState=state or b"")
+        return self._session_call("GetSessionState", request, context)
 
     def SetSessionState(self, request: Any, context: grpc.ServicerContext) -> Empty:
         """Set the session's state."""
-        self._session_call(request.sessionId, context, lambda s: s.set_state(request.sessionState))
-        return Empty()
+        return self._session_call("SetSessionState", request, context)
 
     def ReleaseSession(self, request: Any, context: grpc.ServicerContext) -> Empty:
         """Release the session once the current invocation ends (the host closes its receiver)."""
         if self._registry.session(request.sessionId) is None:
-            context.abort(grpc.StatusCode.FAILED_PRECONDITION, f"SessionId {request.sessionId} not found.")
+            context.abort(grpc.StatusCode.FAILED_PRECONDITION, session_not_found(request.sessionId))
         self._registry.request_release(request.sessionId)
         return Empty()
 
     def RenewSessionLock(self, request: Any, context: grpc.ServicerContext) -> Any:
         """Renew the session lock; answers the new expiry."""
-        until = self._session_call(request.sessionId, context, lambda s: s.renew_lock())
-        stamp = Timestamp()
-        stamp.FromDatetime(until)
-        return settlement_pb2.RenewSessionLockResponse(lockedUntil=stamp)
+        return self._session_call("RenewSessionLock", request, context)
 
 
 @dataclass(slots=True)

@@ -19,17 +19,21 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import grpc  # type: ignore[import-untyped]
-from azure.servicebus import ServiceBusReceivedMessage
-from azure.servicebus.aio import ServiceBusReceiver
-from azurefunctions.extensions.bindings.protos import settlement_pb2, settlement_pb2_grpc
+from azurefunctions.extensions.bindings.protos import settlement_pb2_grpc
 from google.protobuf.empty_pb2 import Empty  # type: ignore[import-untyped]
-from google.protobuf.timestamp_pb2 import Timestamp  # type: ignore[import-untyped]
 
 from devhost.settlement import GRPC_MAX_MESSAGE_LENGTH, REGISTRY, SettlementRegistry
+from devhost.settlement_calls import (
+    HANDLER_FAILED,
+    MessageCall,
+    lock_token_not_found,
+    message_call,
+    session_action,
+    session_not_found,
+    session_response,
+)
 
 logger = logging.getLogger("devhost.settlement")
-
-_HANDLER_FAILED = "Exception was thrown by handler."
 
 
 async def _on_loop(loop: asyncio.AbstractEventLoop, call: Callable[[], Awaitable[Any]]) -> Any:
@@ -44,123 +48,90 @@ async def _on_loop(loop: asyncio.AbstractEventLoop, call: Callable[[], Awaitable
 
 
 class AsyncSettlementService(settlement_pb2_grpc.SettlementServicer):  # type: ignore[misc]
-    """The ``Settlement`` service as the host's Service Bus extension implements it (asyncio)."""
+    """The ``Settlement`` service on the host's loop, for a worker process."""
 
     def __init__(self, registry: SettlementRegistry) -> None:
         self._registry = registry
 
-    async def _settle(
-        self,
-        method: str,
-        token: str,
-        context: grpc.aio.ServicerContext,
-        action: Callable[[ServiceBusReceiver, ServiceBusReceivedMessage], Awaitable[Any]],
-        *,
-        settles: bool = True,
-    ) -> Empty:
-        invocation = self._registry.invocation(token)
+    async def _settle(self, call: MessageCall, context: grpc.aio.ServicerContext) -> Empty:
+        invocation = self._registry.invocation(call.token)
         if invocation is None:
-            await context.abort(grpc.StatusCode.FAILED_PRECONDITION, f"LockToken {token} not found.")
+            await context.abort(grpc.StatusCode.FAILED_PRECONDITION, lock_token_not_found(call.token))
         assert invocation is not None
-        message = invocation.messages[token]
-        invocation.calls.append(method)
+        message = invocation.messages[call.token]
+        invocation.calls.append(call.method)
 
-        def call() -> Awaitable[Any]:
-            return action(invocation.receiver, message)
+        def act() -> Awaitable[Any]:
+            return call.action(invocation.receiver, message)
 
-        if settles:
-            invocation.settled.add(token)
+        if call.settles:
+            invocation.settled.add(call.token)
         if invocation.deferred:  # not with a worker process; kept for a host that shares its loop
-            invocation.pending.append(call)
+            invocation.pending.append(act)
             return Empty()
         via = invocation.on_listener
         try:
-            await _on_loop(invocation.loop, call if via is None else lambda: via(call))
+            await _on_loop(invocation.loop, act if via is None else lambda: via(act))
         except Exception as exc:
-            if settles:
-                invocation.settled.discard(token)
+            if call.settles:
+                invocation.settled.discard(call.token)
             logger.error("Settlement failed: %s: %s", type(exc).__name__, exc)
         else:
             return Empty()
-        await context.abort(grpc.StatusCode.UNKNOWN, _HANDLER_FAILED)
+        await context.abort(grpc.StatusCode.UNKNOWN, HANDLER_FAILED)
         return Empty()  # not reached: abort raises
 
     async def Complete(self, request: Any, context: grpc.aio.ServicerContext) -> Empty:
         """Complete the message: removed from its entity."""
-        return await self._settle("Complete", request.locktoken, context, lambda r, m: r.complete_message(m))
+        return await self._settle(message_call("Complete", request), context)
 
     async def Abandon(self, request: Any, context: grpc.aio.ServicerContext) -> Empty:
         """Abandon: the lock is released and the delivery count grows."""
-        return await self._settle("Abandon", request.locktoken, context, lambda r, m: r.abandon_message(m))
+        return await self._settle(message_call("Abandon", request), context)
 
     async def Deadletter(self, request: Any, context: grpc.aio.ServicerContext) -> Empty:
         """Dead-letter with the reason and description the function gave."""
-        reason = request.deadletterReason.value if request.HasField("deadletterReason") else None
-        description = (
-            request.deadletterErrorDescription.value
-            if request.HasField("deadletterErrorDescription")
-            else None
-        )
-        return await self._settle(
-            "Deadletter",
-            request.locktoken,
-            context,
-            lambda r, m: r.dead_letter_message(m, reason=reason, error_description=description),
-        )
+        return await self._settle(message_call("Deadletter", request), context)
 
     async def Defer(self, request: Any, context: grpc.aio.ServicerContext) -> Empty:
         """Defer: retrievable only by sequence number."""
-        return await self._settle("Defer", request.locktoken, context, lambda r, m: r.defer_message(m))
+        return await self._settle(message_call("Defer", request), context)
 
     async def RenewMessageLock(self, request: Any, context: grpc.aio.ServicerContext) -> Empty:
         """Renew the message's lock now."""
-        return await self._settle(
-            "RenewMessageLock",
-            request.locktoken,
-            context,
-            lambda r, m: r.renew_message_lock(m),
-            settles=False,
-        )
+        return await self._settle(message_call("RenewMessageLock", request), context)
 
-    async def _session_call(
-        self, session_id: str, context: grpc.aio.ServicerContext, action: Callable[[Any], Awaitable[Any]]
-    ) -> Any:
-        held = self._registry.session(session_id)
+    async def _session_call(self, method: str, request: Any, context: grpc.aio.ServicerContext) -> Any:
+        held = self._registry.session(request.sessionId)
         if held is None:
-            await context.abort(grpc.StatusCode.FAILED_PRECONDITION, f"SessionId {session_id} not found.")
+            await context.abort(grpc.StatusCode.FAILED_PRECONDITION, session_not_found(request.sessionId))
         assert held is not None
         receiver, loop = held
+        action = session_action(method, request)
         try:
-            return await _on_loop(loop, lambda: action(receiver.session))
+            return session_response(method, await _on_loop(loop, lambda: action(receiver.session)))
         except Exception as exc:
             logger.error("Settlement failed: %s: %s", type(exc).__name__, exc)
-        await context.abort(grpc.StatusCode.UNKNOWN, _HANDLER_FAILED)
+        await context.abort(grpc.StatusCode.UNKNOWN, HANDLER_FAILED)
 
     async def GetSessionState(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
         """The session's state bytes."""
-        state = await self._session_call(request.sessionId, context, lambda s: s.get_state())
-        return settlement_pb2.GetSessionStateResponse(sessionState=state or b"")
+        return await self._session_call("GetSessionState", request, context)
 
     async def SetSessionState(self, request: Any, context: grpc.aio.ServicerContext) -> Empty:
         """Set the session's state."""
-        await self._session_call(request.sessionId, context, lambda s: s.set_state(request.sessionState))
-        return Empty()
+        return await self._session_call("SetSessionState", request, context)
 
     async def ReleaseSession(self, request: Any, context: grpc.aio.ServicerContext) -> Empty:
         """Release the session once the current invocation ends (the host closes its receiver)."""
         if self._registry.session(request.sessionId) is None:
-            await context.abort(
-                grpc.StatusCode.FAILED_PRECONDITION, f"SessionId {request.sessionId} not found."
-            )
+            await context.abort(grpc.StatusCode.FAILED_PRECONDITION, session_not_found(request.sessionId))
         self._registry.request_release(request.sessionId)
         return Empty()
 
     async def RenewSessionLock(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
         """Renew the session lock; answers the new expiry."""
-        until = await self._session_call(request.sessionId, context, lambda s: s.renew_lock())
-        stamp = Timestamp()
-        stamp.FromDatetime(until)
-        return settlement_pb2.RenewSessionLockResponse(lockedUntil=stamp)
+        return await self._session_call("RenewSessionLock", request, context)
 
 
 class LoopSettlementServer:

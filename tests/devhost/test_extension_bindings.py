@@ -206,3 +206,39 @@ def test_session_operations_cross_grpc_to_the_receiver_holding_the_session(
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(1)
+
+
+def test_with_the_worker_in_the_hosts_process_settlement_and_session_calls_cross_the_thread_pool_server(
+    shared_emulator: EmulatorHandle, entities: dict[str, str], records: Records
+) -> None:
+    # --in-process-worker serves Settlement from the process-wide thread-pool server (the function's
+    # coroutines would block the host's loop); the same calls must work there.
+    settings = {
+        "ServiceBusConnection": shared_emulator.connection_string,
+        "DEVHOST_TEST_RECORD": str(records.path),
+        **entities,
+    }
+    host_json = {"version": "2.0", "extensions": {"serviceBus": {"sessionIdleTimeout": "00:00:02"}}}
+    run = uuid.uuid4().hex[:6]
+    with running_host(
+        APPS / "extension_app.py", settings=settings, host_json=host_json, worker_process=False
+    ) as host:
+        send(shared_emulator.connection_string, entities["INSPECT_QUEUE"], f"inspect-{run}")
+        send(
+            shared_emulator.connection_string,
+            entities["SESSION_QUEUE"],
+            ServiceBusMessage(f"sess-{run}", session_id=f"s-{run}"),
+        )
+        records.wait(lambda rs: {r.get("body") for r in rs} >= {f"inspect-{run}", f"sess-{run}"}, timeout=30)
+        calls = {
+            r.function_name: r.settlement_calls
+            for r in host.wait_for_invocations(
+                lambda rs: {r.function_name for r in rs if r.succeeded} >= {"inspects", "in_session"}
+            )
+        }
+    (inspected,) = records.of("inspects", body=f"inspect-{run}")
+    assert inspected["stranger_error"].startswith("StatusCode.FAILED_PRECONDITION|")
+    (session,) = records.of("in_session", body=f"sess-{run}")
+    assert session["session_lock_renewed_until"].endswith("Z")
+    assert calls["inspects"][-2:] == ("RenewMessageLock", "Complete")
+    assert calls["in_session"] == ("Complete",)
