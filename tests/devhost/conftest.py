@@ -12,6 +12,9 @@ from typing import Any
 import pytest
 from azure.servicebus import ServiceBusClient, ServiceBusMessage
 
+from emulator.server import EmulatorThread
+from emulator.testing import EmulatorHandle
+
 APPS = Path(__file__).parent / "apps"
 
 
@@ -61,3 +64,15 @@ def send(connection_string: str, entity: str, *messages: ServiceBusMessage | str
         else client.get_topic_sender(entity.split("/")[0]) as sender,
     ):
         sender.send_messages(batch)
+
+
+@pytest.fixture(scope="module")
+def shared_emulator(_shared_emulator: EmulatorThread) -> EmulatorHandle:
+    """The session's shared emulator, for a module's host and entities."""
+    return EmulatorHandle(_shared_emulator)
+
+
+@pytest.fixture(scope="module")
+def module_records(tmp_path_factory: pytest.TempPathFactory) -> Records:
+    """The record file of a module's host."""
+    return Records(tmp_path_factory.mktemp("records") / "records.jsonl")

@@ -15,18 +15,12 @@ from azure.servicebus import ServiceBusClient, ServiceBusMessage, ServiceBusSubQ
 from azure.servicebus.exceptions import SessionCannotBeLockedError
 
 from devhost.testing import HostHandle, running_host
-from emulator.server import EmulatorThread
 from emulator.testing import EmulatorHandle
 from tests.devhost.conftest import APPS, Records, send
 
 
-@pytest.fixture(scope="module")
-def shared_emulator(_shared_emulator: EmulatorThread) -> EmulatorHandle:
-    return EmulatorHandle(_shared_emulator)
-
-
-@pytest.fixture(scope="module")
-def entities(shared_emulator: EmulatorHandle) -> dict[str, str]:
+def _entities(shared_emulator: EmulatorHandle) -> dict[str, str]:
+    """Fresh queues for every trigger of the extension app (a host listening on them owns them)."""
     return {
         "INSPECT_QUEUE": shared_emulator.create_queue(lock_duration=timedelta(seconds=10)),
         "HOLD_QUEUE": shared_emulator.create_queue(lock_duration=timedelta(seconds=5), max_delivery_count=5),
@@ -40,8 +34,8 @@ def entities(shared_emulator: EmulatorHandle) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def module_records(tmp_path_factory: pytest.TempPathFactory) -> Records:
-    return Records(tmp_path_factory.mktemp("ext") / "records.jsonl")
+def entities(shared_emulator: EmulatorHandle) -> dict[str, str]:
+    return _entities(shared_emulator)
 
 
 @pytest.fixture(scope="module")
@@ -209,10 +203,12 @@ def test_session_operations_cross_grpc_to_the_receiver_holding_the_session(
 
 
 def test_with_the_worker_in_the_hosts_process_settlement_and_session_calls_cross_the_thread_pool_server(
-    shared_emulator: EmulatorHandle, entities: dict[str, str], records: Records
+    shared_emulator: EmulatorHandle, records: Records
 ) -> None:
     # --in-process-worker serves Settlement from the process-wide thread-pool server (the function's
-    # coroutines would block the host's loop); the same calls must work there.
+    # coroutines would block the host's loop); the same calls must work there. Queues of its own: the
+    # module's host may still be listening on its own.
+    entities = _entities(shared_emulator)
     settings = {
         "ServiceBusConnection": shared_emulator.connection_string,
         "DEVHOST_TEST_RECORD": str(records.path),

@@ -17,11 +17,6 @@ from tests.devhost.conftest import APPS, Records
 
 
 @pytest.fixture(scope="module")
-def module_records(tmp_path_factory: pytest.TempPathFactory) -> Records:
-    return Records(tmp_path_factory.mktemp("http") / "records.jsonl")
-
-
-@pytest.fixture(scope="module")
 def host(_shared_emulator: EmulatorThread, module_records: Records) -> Iterator[HostHandle]:
     emulator = EmulatorHandle(_shared_emulator)
     settings = {

@@ -13,16 +13,10 @@ import pytest
 from azure.servicebus import ServiceBusMessage
 
 from devhost.testing import HostHandle, running_host
-from emulator.server import EmulatorThread
 from emulator.testing import EmulatorHandle
 from tests.devhost.conftest import APPS, Records, send
 
 MINIMUM = 3
-
-
-@pytest.fixture(scope="module")
-def shared_emulator(_shared_emulator: EmulatorThread) -> EmulatorHandle:
-    return EmulatorHandle(_shared_emulator)
 
 
 @pytest.fixture(scope="module")
@@ -33,11 +27,6 @@ def entities(shared_emulator: EmulatorHandle) -> dict[str, str]:
             requires_session=True, lock_duration=timedelta(seconds=60)
         ),
     }
-
-
-@pytest.fixture(scope="module")
-def module_records(tmp_path_factory: pytest.TempPathFactory) -> Records:
-    return Records(tmp_path_factory.mktemp("minbatch") / "records.jsonl")
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,6 @@ from azure.servicebus import ServiceBusClient, ServiceBusMessage, ServiceBusSubQ
 from devhost.bindings import BindingError
 from devhost.testing import HostHandle, running_host
 from devhost.worker.app_loader import AppLoadError
-from emulator.server import EmulatorThread
 from emulator.testing import EmulatorHandle
 from tests.devhost.conftest import APPS, Records, send
 
@@ -25,19 +24,9 @@ MAX_DELIVERY = 3
 
 
 @pytest.fixture(scope="module")
-def shared_emulator(_shared_emulator: EmulatorThread) -> EmulatorHandle:
-    return EmulatorHandle(_shared_emulator)
-
-
-@pytest.fixture(scope="module")
 def work_queue(shared_emulator: EmulatorHandle) -> str:
     # Lock shorter than the slow handler below, so only renewal keeps the message locked.
     return shared_emulator.create_queue(lock_duration=timedelta(seconds=5), max_delivery_count=MAX_DELIVERY)
-
-
-@pytest.fixture(scope="module")
-def module_records(tmp_path_factory: pytest.TempPathFactory) -> Records:
-    return Records(tmp_path_factory.mktemp("sb") / "records.jsonl")
 
 
 @pytest.fixture(scope="module")

@@ -15,17 +15,11 @@ from azure.servicebus import ServiceBusClient, ServiceBusMessage, ServiceBusSubQ
 from devhost.testing import HostHandle, running_host
 from devhost.worker.message_conversion import HOST_BATCH_ARRAYS
 from emulator.broker.properties import SubscriptionProperties, TopicProperties
-from emulator.server import EmulatorThread
 from emulator.testing import EmulatorHandle
 from tests.devhost.conftest import APPS, Records, send
 
 SESSIONS = 3
 PER_SESSION = 5
-
-
-@pytest.fixture(scope="module")
-def shared_emulator(_shared_emulator: EmulatorThread) -> EmulatorHandle:
-    return EmulatorHandle(_shared_emulator)
 
 
 @pytest.fixture(scope="module")
@@ -48,11 +42,6 @@ def entities(shared_emulator: EmulatorHandle) -> dict[str, str]:
         "BATCH_TOPIC": topic,
         "BATCH_SUBSCRIPTION": subscription,
     }
-
-
-@pytest.fixture(scope="module")
-def module_records(tmp_path_factory: pytest.TempPathFactory) -> Records:
-    return Records(tmp_path_factory.mktemp("adv") / "records.jsonl")
 
 
 @pytest.fixture(scope="module")

@@ -38,7 +38,6 @@ from devhost.worker_protocol import (
     ServiceBusShape,
     TimerInput,
 )
-from emulator.server import EmulatorThread
 from emulator.testing import EmulatorHandle
 from tests.devhost.conftest import send
 
@@ -123,11 +122,6 @@ class Worker:
     def seen(self) -> dict[str, Any]:
         seen: dict[str, Any] = self.app.SEEN
         return seen
-
-
-@pytest.fixture(scope="module")
-def shared_emulator(_shared_emulator: EmulatorThread) -> EmulatorHandle:
-    return EmulatorHandle(_shared_emulator)
 
 
 @pytest.fixture(scope="module")

@@ -22,14 +22,8 @@ from devhost.in_process_worker import InProcessWorker
 from devhost.process_worker import ProcessWorker
 from devhost.testing import HostHandle, running_host
 from devhost.worker.app_loader import AppLoadError
-from emulator.server import EmulatorThread
 from emulator.testing import EmulatorHandle
 from tests.devhost.conftest import APPS, Records, send
-
-
-@pytest.fixture(scope="module")
-def shared_emulator(_shared_emulator: EmulatorThread) -> EmulatorHandle:
-    return EmulatorHandle(_shared_emulator)
 
 
 @pytest.fixture(scope="module")
@@ -40,11 +34,6 @@ def entities(shared_emulator: EmulatorHandle) -> dict[str, str]:
         "SETTLE_QUEUE": shared_emulator.create_queue(lock_duration=timedelta(minutes=5)),
         "LINGER_QUEUE": shared_emulator.create_queue(lock_duration=timedelta(minutes=5)),
     }
-
-
-@pytest.fixture(scope="module")
-def module_records(tmp_path_factory: pytest.TempPathFactory) -> Records:
-    return Records(tmp_path_factory.mktemp("process") / "records.jsonl")
 
 
 @pytest.fixture(scope="module")

@@ -1,21 +1,14 @@
 """Test app: session, batch and SDK-type (explicit settlement) Service Bus triggers."""
 
-import json
 import os
-import threading
 import time
 
 import azure.functions as func
 import azurefunctions.extensions.bindings.servicebus as servicebus
+from app_records import recorder
 
 app = func.FunctionApp()
-RECORD_FILE = os.environ.get("DEVHOST_TEST_RECORD", "")
-_lock = threading.Lock()
-
-
-def record(function: str, **fields: object) -> None:
-    with _lock, open(RECORD_FILE, "a", encoding="utf-8") as handle:
-        handle.write(json.dumps({"function": function, **fields}, default=str) + "\n")
+record = recorder(os.environ.get("DEVHOST_TEST_RECORD", ""))
 
 
 @app.service_bus_queue_trigger(

@@ -2,23 +2,15 @@
 
 import json
 import os
-import threading
 import time
 
 import azure.functions as func
+from app_records import recorder
 
 app = func.FunctionApp(http_auth_level=func.AuthLevel.FUNCTION)
 
 # Every invocation appends a JSON line here so tests can see exactly what each function received.
-RECORD_FILE = os.environ.get("DEVHOST_TEST_RECORD", "")
-
-
-_lock = threading.Lock()
-
-
-def record(function: str, **fields: object) -> None:
-    with _lock, open(RECORD_FILE, "a", encoding="utf-8") as handle:
-        handle.write(json.dumps({"function": function, **fields}, default=str) + "\n")
+record = recorder(os.environ.get("DEVHOST_TEST_RECORD", ""))
 
 
 @app.service_bus_queue_trigger(arg_name="msg", queue_name="%WORK_QUEUE%", connection="ServiceBusConnection")

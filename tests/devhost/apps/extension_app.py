@@ -1,22 +1,15 @@
 """Test app: SDK-type triggers bound by the binding extension, settling over its gRPC client."""
 
-import json
 import os
 import sys
-import threading
 import uuid
 
 import azure.functions as func
 import azurefunctions.extensions.bindings.servicebus as servicebus
+from app_records import recorder
 
 app = func.FunctionApp()
-RECORD_FILE = os.environ.get("DEVHOST_TEST_RECORD", "")
-_lock = threading.Lock()
-
-
-def record(function: str, **fields: object) -> None:
-    with _lock, open(RECORD_FILE, "a", encoding="utf-8") as handle:
-        handle.write(json.dumps({"function": function, **fields}, default=str) + "\n")
+record = recorder(os.environ.get("DEVHOST_TEST_RECORD", ""))
 
 
 class _Stranger:

@@ -1,19 +1,12 @@
 """Test app: batch functions under host.json minMessageBatchSize / maxBatchWaitTime."""
 
-import json
 import os
-import threading
 
 import azure.functions as func
+from app_records import recorder
 
 app = func.FunctionApp()
-RECORD_FILE = os.environ.get("DEVHOST_TEST_RECORD", "")
-_lock = threading.Lock()
-
-
-def record(function: str, **fields: object) -> None:
-    with _lock, open(RECORD_FILE, "a", encoding="utf-8") as handle:
-        handle.write(json.dumps({"function": function, **fields}, default=str) + "\n")
+record = recorder(os.environ.get("DEVHOST_TEST_RECORD", ""))
 
 
 @app.service_bus_queue_trigger(

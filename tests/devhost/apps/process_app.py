@@ -6,19 +6,13 @@ import json
 import logging
 import os
 import sys
-import threading
 
 import azure.functions as func
 import azurefunctions.extensions.bindings.servicebus as servicebus
+from app_records import recorder
 
 app = func.FunctionApp(http_auth_level=func.AuthLevel.ANONYMOUS)
-RECORD_FILE = os.environ.get("DEVHOST_TEST_RECORD", "")
-_lock = threading.Lock()
-
-
-def record(function: str, **fields: object) -> None:
-    with _lock, open(RECORD_FILE, "a", encoding="utf-8") as handle:
-        handle.write(json.dumps({"function": function, **fields}, default=str) + "\n")
+record = recorder(os.environ.get("DEVHOST_TEST_RECORD", ""))
 
 
 @app.route(route="whoami")
