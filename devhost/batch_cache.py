@@ -22,11 +22,12 @@ T = TypeVar("T")
 class BatchCache(Generic[T]):
     """Received messages waiting for a batch of at least ``min_size`` (the extension's message manager).
 
-    Pure: the listener decides when the wait time is up (:attr:`waiting_since`) and passes ``partial``."""
+    Pure: the listener passes the loop's clock (``now``)."""
 
-    def __init__(self, *, max_size: int, min_size: int) -> None:
+    def __init__(self, *, max_size: int, min_size: int, wait_seconds: float = 30.0) -> None:
         self.max_size = max_size
         self.min_size = min_size
+        self.wait_seconds = wait_seconds  # maxBatchWaitTime
         self._waiting: deque[T] = deque()
         self.waiting_since: float | None = None  # loop time of the receive that first left messages here
 
@@ -51,6 +52,23 @@ class BatchCache(Generic[T]):
         self.waiting_since = now if self._waiting else None
         return batch
 
-    def due(self, now: float, wait_seconds: float) -> bool:
+    def due(self, now: float) -> bool:
         """Whether waiting messages have waited ``wait_seconds`` and go out as a partial batch."""
-        return self.waiting_since is not None and now - self.waiting_since >= wait_seconds
+        return self.waiting_since is not None and now - self.waiting_since >= self.wait_seconds
+
+    def next_batch(self, received: Iterable[T], now: float) -> list[T]:
+        """What to invoke with after a receive: all of it without a minimum; else a batch of at least the
+        minimum, or what waited its time out, or ``[]``."""
+        if not self.enabled:
+            return list(received)
+        batch = self.take(received, now=now)
+        if not batch and self.due(now):
+            batch = self.take(partial=True, now=now)
+        return batch
+
+    def receive_wait(self, longest: float, now: float, *, shortest: float) -> float:
+        """How long the next receive may wait: ``longest``, or less (not under ``shortest``) when waiting
+        messages fall due before."""
+        if self.waiting_since is None:
+            return longest
+        return max(shortest, min(longest, self.waiting_since + self.wait_seconds - now))

@@ -25,7 +25,6 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
 from typing import Any
 
 from azure.servicebus import NEXT_AVAILABLE_SESSION, ServiceBusReceivedMessage, ServiceBusReceiveMode
@@ -36,6 +35,7 @@ from devhost.batch_cache import BatchCache
 from devhost.bindings import ServiceBusConnection
 from devhost.dispatcher import Dispatcher
 from devhost.host_config import ServiceBusOptions
+from devhost.lock_renewal import renew_while_invoked
 from devhost.message_reading import message_data
 from devhost.model_binding_data import model_binding_content
 from devhost.settlement import REGISTRY, InvocationSettlement, ensure_settlement_server
@@ -264,16 +264,16 @@ class ServiceBusListener:
                 await asyncio.gather(*(settle() for settle in pending))
 
     def _batch_cache(self) -> BatchCache[ServiceBusReceivedMessage]:
+        options = self.options
         return BatchCache(
-            max_size=self.options.max_message_batch_size, min_size=self.options.min_message_batch_size
+            max_size=options.max_message_batch_size,
+            min_size=options.min_message_batch_size,
+            wait_seconds=options.max_batch_wait_time.total_seconds(),
         )
 
     def _batch_wait(self, cache: BatchCache[ServiceBusReceivedMessage], longest: float) -> float:
-        """How long the next receive may wait: ``longest``, or less when waiting messages fall due."""
-        if cache.waiting_since is None:
-            return longest
-        due = cache.waiting_since + self.options.max_batch_wait_time.total_seconds()
-        return max(SHORT_POLL_SECONDS, min(longest, due - asyncio.get_running_loop().time()))
+        now = asyncio.get_running_loop().time()
+        return cache.receive_wait(longest, now, shortest=SHORT_POLL_SECONDS)
 
     async def _receive_batch(
         self, receiver: ServiceBusReceiver, cache: BatchCache[ServiceBusReceivedMessage]
@@ -296,14 +296,7 @@ class ServiceBusListener:
         messages: list[ServiceBusReceivedMessage],
     ) -> None:
         """Invoke with what was received -- through the minimum-batch cache when one is configured."""
-        if not cache.enabled:
-            if messages:
-                await self._process_batch(receiver, messages)
-            return
-        now = asyncio.get_running_loop().time()
-        batch = cache.take(messages, now=now)
-        if not batch and cache.due(now, self.options.max_batch_wait_time.total_seconds()):
-            batch = cache.take(partial=True, now=now)
+        batch = cache.next_batch(messages, now=asyncio.get_running_loop().time())
         if batch:
             await self._process_batch(receiver, batch)
 
@@ -490,36 +483,14 @@ class ServiceBusListener:
         on_listener: Callable[[Callable[[], Awaitable[Any]]], Awaitable[Any]] | None,
     ) -> asyncio.Task[None]:
         """Renew ``message``'s lock while its invocation runs (up to ``maxAutoLockRenewalDuration``)."""
-        return asyncio.create_task(self._renew_lock(receiver, message, via_listener=on_listener is not None))
-
-    async def _renew_lock(
-        self, receiver: ServiceBusReceiver, message: ServiceBusReceivedMessage, *, via_listener: bool
-    ) -> None:
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + self._renewal_seconds()
-        locked_until = message.locked_until_utc
-        if locked_until is None:
-            return
-        period = max((locked_until - datetime.now(UTC)).total_seconds(), 1.0)
-        while True:
-            remaining = (locked_until - datetime.now(UTC)).total_seconds()
-            # Renew with a third of the lock period left (at least 1 s), as the SDK's renewer margin.
-            await asyncio.sleep(max(0.1, remaining - max(1.0, period / 3)))
-            if loop.time() >= deadline:
-                return
-            try:
-                if via_listener:
-                    locked_until = await self._via_listener(lambda: receiver.renew_message_lock(message))
-                else:
-                    locked_until = await receiver.renew_message_lock(message)
-            except (ServiceBusError, ValueError) as exc:  # settled meanwhile, or the lock already gone
-                logger.warning(
-                    "Functions.%s: cannot renew the lock of %s: %s",
-                    self.function.name,
-                    message.message_id,
-                    exc,
-                )
-                return
+        renewal = renew_while_invoked(
+            receiver,
+            message,
+            max_seconds=self._renewal_seconds(),
+            function_name=self.function.name,
+            via=self._via_listener if on_listener is not None else None,
+        )
+        return asyncio.create_task(renewal)
 
     async def _process_batch(
         self, receiver: ServiceBusReceiver, messages: list[ServiceBusReceivedMessage]

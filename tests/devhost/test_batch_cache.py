@@ -16,17 +16,20 @@ def test_messages_wait_until_the_minimum_and_a_batch_takes_at_most_the_maximum_o
 
 
 def test_waiting_messages_fall_due_after_the_wait_and_go_out_as_a_partial_batch() -> None:
-    cache: BatchCache[str] = BatchCache(max_size=10, min_size=5)
-    cache.take(["a"], now=0.0)
-    cache.take(["b"], now=2.0)
-    assert not cache.due(2.9, 3.0)
-    assert cache.due(3.0, 3.0)
-    assert cache.take(partial=True, now=3.0) == ["a", "b"]
-    assert len(cache) == 0 and cache.waiting_since is None and not cache.due(100.0, 3.0)
+    cache: BatchCache[str] = BatchCache(max_size=10, min_size=5, wait_seconds=3.0)
+    assert cache.next_batch(["a"], now=0.0) == []
+    assert cache.receive_wait(1.0, now=0.5, shortest=0.05) == 1.0
+    assert cache.receive_wait(1.0, now=2.5, shortest=0.05) == 0.5  # the next receive ends when "a" is due
+    assert cache.next_batch(["b"], now=2.0) == []
+    assert not cache.due(2.9)
+    assert cache.due(3.0)
+    assert cache.next_batch([], now=3.0) == ["a", "b"]
+    assert len(cache) == 0 and cache.waiting_since is None and not cache.due(100.0)
+    assert cache.receive_wait(1.0, now=100.0, shortest=0.05) == 1.0
 
 
 def test_a_minimum_of_one_means_no_waiting() -> None:
     cache: BatchCache[int] = BatchCache(max_size=1000, min_size=1)
     assert not cache.enabled
-    assert cache.take([1], now=0.0) == [1]
-    assert cache.take(partial=True) == []
+    assert cache.next_batch([1, 2], now=0.0) == [1, 2]
+    assert len(cache) == 0 and cache.receive_wait(1.0, now=0.0, shortest=0.05) == 1.0
