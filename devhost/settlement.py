@@ -142,6 +142,23 @@ class SettlementRegistry:
         with self._lock:
             return session_id in self._released_sessions
 
+    def claim(self, call: MessageCall) -> tuple[InvocationSettlement, Callable[[], Awaitable[Any]]] | None:
+        """The invocation holding ``call``'s lock token and the receiver call to make, with the call
+        recorded (and the message counted as settled by the function, if the call settles); None for an
+        unknown token."""
+        invocation = self.invocation(call.token)
+        if invocation is None:
+            return None
+        message = invocation.messages[call.token]
+        invocation.calls.append(call.method)
+        if call.settles:
+            invocation.settled.add(call.token)
+
+        def act() -> Awaitable[Any]:
+            return call.action(invocation.receiver, message)
+
+        return invocation, act
+
     def invocation(self, token: str) -> InvocationSettlement | None:
         """The invocation holding ``token``."""
         with self._lock:
@@ -176,18 +193,11 @@ class SettlementService(settlement_pb2_grpc.SettlementServicer):  # type: ignore
         self._registry = registry
 
     def _settle(self, call: MessageCall, context: grpc.ServicerContext) -> Empty:
-        invocation = self._registry.invocation(call.token)
-        if invocation is None:
+        claimed = self._registry.claim(call)
+        if claimed is None:
             context.abort(grpc.StatusCode.FAILED_PRECONDITION, lock_token_not_found(call.token))
-        assert invocation is not None
-        message = invocation.messages[call.token]
-        invocation.calls.append(call.method)
-
-        def act() -> Awaitable[Any]:
-            return call.action(invocation.receiver, message)
-
-        if call.settles:
-            invocation.settled.add(call.token)
+        assert claimed is not None
+        invocation, act = claimed
         if invocation.deferred:
             invocation.pending.append(act)
             return Empty()

@@ -54,18 +54,11 @@ class AsyncSettlementService(settlement_pb2_grpc.SettlementServicer):  # type: i
         self._registry = registry
 
     async def _settle(self, call: MessageCall, context: grpc.aio.ServicerContext) -> Empty:
-        invocation = self._registry.invocation(call.token)
-        if invocation is None:
+        claimed = self._registry.claim(call)
+        if claimed is None:
             await context.abort(grpc.StatusCode.FAILED_PRECONDITION, lock_token_not_found(call.token))
-        assert invocation is not None
-        message = invocation.messages[call.token]
-        invocation.calls.append(call.method)
-
-        def act() -> Awaitable[Any]:
-            return call.action(invocation.receiver, message)
-
-        if call.settles:
-            invocation.settled.add(call.token)
+        assert claimed is not None
+        invocation, act = claimed
         if invocation.deferred:  # not with a worker process; kept for a host that shares its loop
             invocation.pending.append(act)
             return Empty()
