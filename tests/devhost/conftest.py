@@ -76,3 +76,12 @@ def shared_emulator(_shared_emulator: EmulatorThread) -> EmulatorHandle:
 def module_records(tmp_path_factory: pytest.TempPathFactory) -> Records:
     """The record file of a module's host."""
     return Records(tmp_path_factory.mktemp("records") / "records.jsonl")
+
+
+def app_settings(emulator: EmulatorHandle, record_file: Path, entities: dict[str, str]) -> dict[str, str]:
+    """A test app's settings: the emulator's connection, its record file and its entity names."""
+    return {
+        "ServiceBusConnection": emulator.connection_string,
+        "DEVHOST_TEST_RECORD": str(record_file),
+        **entities,
+    }

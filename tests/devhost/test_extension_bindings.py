@@ -16,7 +16,7 @@ from azure.servicebus.exceptions import SessionCannotBeLockedError
 
 from devhost.testing import HostHandle, running_host
 from emulator.testing import EmulatorHandle
-from tests.devhost.conftest import APPS, Records, send
+from tests.devhost.conftest import APPS, Records, app_settings, send
 
 
 def _entities(shared_emulator: EmulatorHandle) -> dict[str, str]:
@@ -42,11 +42,7 @@ def entities(shared_emulator: EmulatorHandle) -> dict[str, str]:
 def host(
     shared_emulator: EmulatorHandle, entities: dict[str, str], module_records: Records
 ) -> Iterator[HostHandle]:
-    settings = {
-        "ServiceBusConnection": shared_emulator.connection_string,
-        "DEVHOST_TEST_RECORD": str(module_records.path),
-        **entities,
-    }
+    settings = app_settings(shared_emulator, module_records.path, entities)
     host_json = {"version": "2.0", "extensions": {"serviceBus": {"sessionIdleTimeout": "00:00:02"}}}
     with running_host(APPS / "extension_app.py", settings=settings, host_json=host_json) as handle:
         yield handle
@@ -209,11 +205,7 @@ def test_with_the_worker_in_the_hosts_process_settlement_and_session_calls_cross
     # coroutines would block the host's loop); the same calls must work there. Queues of its own: the
     # module's host may still be listening on its own.
     entities = _entities(shared_emulator)
-    settings = {
-        "ServiceBusConnection": shared_emulator.connection_string,
-        "DEVHOST_TEST_RECORD": str(records.path),
-        **entities,
-    }
+    settings = app_settings(shared_emulator, records.path, entities)
     host_json = {"version": "2.0", "extensions": {"serviceBus": {"sessionIdleTimeout": "00:00:02"}}}
     run = uuid.uuid4().hex[:6]
     with running_host(

@@ -14,7 +14,7 @@ from azure.servicebus import ServiceBusMessage
 
 from devhost.testing import HostHandle, running_host
 from emulator.testing import EmulatorHandle
-from tests.devhost.conftest import APPS, Records, send
+from tests.devhost.conftest import APPS, Records, app_settings, send
 
 MINIMUM = 3
 
@@ -33,11 +33,7 @@ def entities(shared_emulator: EmulatorHandle) -> dict[str, str]:
 def host(
     shared_emulator: EmulatorHandle, entities: dict[str, str], module_records: Records
 ) -> Iterator[HostHandle]:
-    settings = {
-        "ServiceBusConnection": shared_emulator.connection_string,
-        "DEVHOST_TEST_RECORD": str(module_records.path),
-        **entities,
-    }
+    settings = app_settings(shared_emulator, module_records.path, entities)
     options = {
         "minMessageBatchSize": MINIMUM,
         "maxBatchWaitTime": "00:00:04",

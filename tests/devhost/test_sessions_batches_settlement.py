@@ -16,7 +16,7 @@ from devhost.testing import HostHandle, running_host
 from devhost.worker.message_conversion import HOST_BATCH_ARRAYS
 from emulator.broker.properties import SubscriptionProperties, TopicProperties
 from emulator.testing import EmulatorHandle
-from tests.devhost.conftest import APPS, Records, send
+from tests.devhost.conftest import APPS, Records, app_settings, send
 
 SESSIONS = 3
 PER_SESSION = 5
@@ -48,11 +48,7 @@ def entities(shared_emulator: EmulatorHandle) -> dict[str, str]:
 def host(
     shared_emulator: EmulatorHandle, entities: dict[str, str], module_records: Records
 ) -> Iterator[HostHandle]:
-    settings = {
-        "ServiceBusConnection": shared_emulator.connection_string,
-        "DEVHOST_TEST_RECORD": str(module_records.path),
-        **entities,
-    }
+    settings = app_settings(shared_emulator, module_records.path, entities)
     host_json = {
         "version": "2.0",
         "extensions": {"serviceBus": {"maxConcurrentSessions": SESSIONS, "sessionIdleTimeout": "00:00:02"}},

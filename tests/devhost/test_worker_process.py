@@ -23,7 +23,7 @@ from devhost.process_worker import ProcessWorker
 from devhost.testing import HostHandle, running_host
 from devhost.worker.app_loader import AppLoadError
 from emulator.testing import EmulatorHandle
-from tests.devhost.conftest import APPS, Records, send
+from tests.devhost.conftest import APPS, Records, app_settings, send
 
 
 @pytest.fixture(scope="module")
@@ -40,11 +40,7 @@ def entities(shared_emulator: EmulatorHandle) -> dict[str, str]:
 def host(
     shared_emulator: EmulatorHandle, entities: dict[str, str], module_records: Records
 ) -> Iterator[HostHandle]:
-    settings = {
-        "ServiceBusConnection": shared_emulator.connection_string,
-        "DEVHOST_TEST_RECORD": str(module_records.path),
-        **entities,
-    }
+    settings = app_settings(shared_emulator, module_records.path, entities)
     with running_host(APPS / "process_app.py", settings=settings) as handle:
         yield handle
 
@@ -150,11 +146,7 @@ def test_an_invocation_past_the_drain_time_is_cancelled_in_the_worker(
     records = Records(tmp_path / "records.jsonl")
     # Queues of its own: the module's host listens on the shared ones.
     queues = {name: shared_emulator.create_queue(lock_duration=timedelta(minutes=5)) for name in entities}
-    settings = {
-        "ServiceBusConnection": shared_emulator.connection_string,
-        "DEVHOST_TEST_RECORD": str(records.path),
-        **queues,
-    }
+    settings = app_settings(shared_emulator, records.path, queues)
     body = f"linger-{uuid.uuid4().hex[:6]}"
     with running_host(APPS / "process_app.py", settings=settings, drain_seconds=1) as host:
         send(shared_emulator.connection_string, queues["LINGER_QUEUE"], body)
@@ -196,11 +188,7 @@ def test_the_in_process_worker_remains_a_choice_for_debuggers(
     assert parse_args(["--in-process-worker"]).in_process_worker is True
     # Queues of its own: the module's host listens on the shared ones.
     queues = {name: shared_emulator.create_queue() for name in entities}
-    settings = {
-        "ServiceBusConnection": shared_emulator.connection_string,
-        "DEVHOST_TEST_RECORD": str(tmp_path / "records.jsonl"),
-        **queues,
-    }
+    settings = app_settings(shared_emulator, tmp_path / "records.jsonl", queues)
     with running_host(APPS / "process_app.py", settings=settings, worker_process=False) as host:
         assert isinstance(host.host.worker, InProcessWorker)
         assert host.host.settlement is None
