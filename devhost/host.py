@@ -219,7 +219,7 @@ class FunctionsHost:
             "version": f"devhost (azure-functions {getattr(func, '__version__', '?')})",
             "processUptime": int((time.monotonic() - self._started_at) * 1000),
             "functions": [spec.name for spec in self.functions],
-            "invocations": len(self.log.records),
+            "invocations": self.log.count,
             "utcNow": datetime.now(UTC).isoformat(),
         }
 

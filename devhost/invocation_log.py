@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -16,6 +17,9 @@ logger = logging.getLogger("devhost.Function")
 
 SUCCEEDED = "Succeeded"
 FAILED = "Failed"
+# Records kept for tests and the status page. A devhost left running (``make run``) finishes invocations
+# for days; keeping every record would grow without bound, so the oldest go (the count stays exact).
+RETAINED_RECORDS = 10_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,11 +51,18 @@ class InvocationRecord:
 
 
 class InvocationLog:
-    """Thread-safe record of finished invocations; other threads can wait for them."""
+    """Thread-safe record of finished invocations (the last ``retain`` kept); other threads can wait."""
 
-    def __init__(self) -> None:
-        self._records: list[InvocationRecord] = []
+    def __init__(self, retain: int = RETAINED_RECORDS) -> None:
+        if retain < 1:
+            raise ValueError(f"retain must be at least 1, got {retain}")
+        self._records: deque[InvocationRecord] = deque(maxlen=retain)
+        self._count = 0
         self._changed = threading.Condition()
+        # What blocked waiters wait for: each finished invocation wakes them only when a count target is
+        # reached or a predicate waits (a waiter woken per invocation contends with the host for the GIL).
+        self._count_targets: list[int] = []
+        self._predicate_waiters = 0
 
     def started(self, function_name: str, invocation_id: str, reason: str) -> float:
         """Log the start; returns the start time for :meth:`finished`."""
@@ -103,33 +114,52 @@ class InvocationLog:
             )
         with self._changed:
             self._records.append(record)
-            self._changed.notify_all()
+            self._count += 1
+            if self._predicate_waiters or any(self._count >= target for target in self._count_targets):
+                self._changed.notify_all()
         return record
 
     @property
     def records(self) -> list[InvocationRecord]:
-        """A snapshot of every finished invocation, oldest first."""
+        """A snapshot of the kept invocations (the last ``retain``), oldest first."""
         with self._changed:
             return list(self._records)
+
+    @property
+    def count(self) -> int:
+        """How many invocations have finished, kept or not."""
+        with self._changed:
+            return self._count
 
     def wait_for(
         self, condition: int | Callable[[list[InvocationRecord]], bool], timeout: float = 30.0
     ) -> list[InvocationRecord]:
-        """Block until ``condition`` (a count, or a predicate over the records) holds; TimeoutError if not."""
+        """Block until ``condition`` holds -- a count of finished invocations, or a predicate over the kept
+        records -- and return the kept records; TimeoutError if it does not within ``timeout``."""
         deadline = time.monotonic() + timeout
 
         def satisfied() -> bool:
-            if isinstance(condition, int):  # no copy: waiters must not slow the host down
-                return len(self._records) >= condition
+            if isinstance(condition, int):
+                return self._count >= condition
             return condition(list(self._records))
 
         with self._changed:
-            while not satisfied():
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise TimeoutError(
-                        f"invocations did not reach the expected state within {timeout} s; "
-                        f"have {len(self._records)}: {self._records[-5:]}"
-                    )
-                self._changed.wait(remaining)
+            if isinstance(condition, int):
+                self._count_targets.append(condition)
+            else:
+                self._predicate_waiters += 1
+            try:
+                while not satisfied():
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        raise TimeoutError(
+                            f"invocations did not reach the expected state within {timeout} s; "
+                            f"have {self._count}: {list(self._records)[-5:]}"
+                        )
+                    self._changed.wait(remaining)
+            finally:
+                if isinstance(condition, int):
+                    self._count_targets.remove(condition)
+                else:
+                    self._predicate_waiters -= 1
             return list(self._records)
