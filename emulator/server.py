@@ -248,10 +248,23 @@ class EmulatorThread:
 
     def stop(self) -> None:
         if self.emulator is not None and self.loop.is_running():
-            asyncio.run_coroutine_threadsafe(self.emulator.stop(), self.loop).result(30)
+            asyncio.run_coroutine_threadsafe(self._shutdown(self.emulator), self.loop).result(30)
             self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join(30)
         self.loop.close()
+
+    async def _shutdown(self, emulator: Emulator) -> None:
+        await emulator.stop()
+        # As asyncio.run does on exit: what is still pending (a connection accepted while stopping, a
+        # timer) is cancelled and run to its end here. Left pending, it would be destroyed by the garbage
+        # collector mid-await, in whichever test runs then, with its socket still open.
+        current = asyncio.current_task()
+        pending = [task for task in asyncio.all_tasks() if task is not current]
+        for task in pending:
+            task.cancel()
+        if pending:
+            await asyncio.wait(pending, timeout=5)
+        await self.loop.shutdown_asyncgens()
 
 
 async def _call(fn: Callable[[], T]) -> T:

@@ -28,6 +28,7 @@ MAX_HEADERS = 100
 MAX_BODY = 4 * 1024 * 1024
 IDLE_TIMEOUT = 120.0  # keep-alive connections without a request are closed after this long
 REQUEST_TIMEOUT = 30.0  # a started request must be complete (headers and body) within this
+CLOSE_WAIT_SECONDS = 2.0  # a closing connection's wait for the peer (TLS close_notify) before it is aborted
 
 
 @dataclass(slots=True)
@@ -145,6 +146,11 @@ class HttpServer:
             _done, pending = await asyncio.wait(tasks, timeout=5)
             for task in pending:
                 task.cancel()
+            if pending:
+                # Let the cancellations run (each handler's ``finally`` closes its transport): a handler
+                # still suspended when the loop closes is destroyed by the garbage collector instead,
+                # mid-``await``, which reports "coroutine ignored GeneratorExit" and leaks its socket.
+                await asyncio.wait(pending, timeout=CLOSE_WAIT_SECONDS + 1)
         if self._server is not None:
             await self._server.wait_closed()
             self._server = None
@@ -181,7 +187,7 @@ class HttpServer:
             writer.close()
             closed = False
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(writer.wait_closed(), 2)
+                await asyncio.wait_for(writer.wait_closed(), CLOSE_WAIT_SECONDS)
                 closed = True
             if not closed:
                 # A TLS close waits for the peer's close_notify; a peer that has gone never sends one, and
