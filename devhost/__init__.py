@@ -14,6 +14,7 @@ it dies) or ``in_process_worker`` (``--in-process-worker``: same process, every 
 Host-side modules: ``local_settings`` / ``host_config`` (the two files), ``bindings`` (``%Name%`` and
 connections), ``dispatcher`` + ``invocation_log`` (an invocation through the channel, logged),
 ``message_reading`` / ``model_binding_data`` (a received message as plain data for the worker),
-``servicebus_trigger``, ``settlement``, ``ncrontab`` + ``timer_trigger``, ``routes`` + ``keys`` +
+``servicebus_trigger`` + ``session_listener`` + ``batch_cache`` + ``lock_renewal``, ``settlement``,
+``ncrontab`` + ``timer_trigger``, ``routes`` + ``keys`` +
 ``http_server``, ``host`` (orchestration, graceful shutdown), ``__main__`` (CLI) and ``testing``.
 """

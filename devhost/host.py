@@ -31,6 +31,7 @@ from devhost.keys import HostKeys
 from devhost.local_settings import ConfiguredKeys
 from devhost.process_worker import ProcessWorker
 from devhost.servicebus_trigger import ServiceBusListener
+from devhost.session_listener import SessionListener
 from devhost.settlement import worker_arguments
 from devhost.settlement_aio import LoopSettlementServer
 from devhost.timer_trigger import TimerListener, schedule_zone
@@ -162,8 +163,10 @@ class FunctionsHost:
                         "Microsoft.Azure.WebJobs.Extensions.ServiceBus"
                     )
                     connection = resolve_connection(spec.trigger.get("connection"), settings, where=where)
+                    sessions = spec.service_bus is not None and spec.service_bus.sessions
+                    kind = SessionListener if sessions else ServiceBusListener
                     self._service_bus.append(
-                        ServiceBusListener(spec, options.host_config.service_bus, connection, self.dispatcher)
+                        kind(spec, options.host_config.service_bus, connection, self.dispatcher)
                     )
             check_route_conflicts(routes)
             self.http = HttpServer(

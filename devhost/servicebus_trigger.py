@@ -9,8 +9,7 @@ Semantics as the Functions host (extension 5.x) implements them:
   while its invocation runs (up to ``maxAutoLockRenewalDuration``) and no longer: a message the function
   leaves unsettled (``autoCompleteMessages`` false) is redelivered when its lock lapses, as in Azure;
 * SDK-type parameters get the binding extension's objects: see ``model_binding_data`` and ``settlement``;
-* session functions: up to ``maxConcurrentSessions`` sessions at once, one message at a time per session
-  (in order), a session released after ``sessionIdleTimeout`` without messages; session locks renewed;
+* session functions: see ``session_listener``;
 * batch functions (``cardinality="many"``): up to ``maxMessageBatchSize`` messages per invocation, one batch
   at a time, settled together; with ``minMessageBatchSize`` above 1 they wait for that many (or for
   ``maxBatchWaitTime``): see ``batch_cache``.
@@ -29,7 +28,7 @@ from typing import Any
 
 from azure.servicebus import NEXT_AVAILABLE_SESSION, ServiceBusReceivedMessage, ServiceBusReceiveMode
 from azure.servicebus.aio import AutoLockRenewer, ServiceBusClient, ServiceBusReceiver
-from azure.servicebus.exceptions import OperationTimeoutError, ServiceBusError, SessionCannotBeLockedError
+from azure.servicebus.exceptions import ServiceBusError
 
 from devhost.batch_cache import BatchCache
 from devhost.bindings import ServiceBusConnection
@@ -47,8 +46,6 @@ POLL_SECONDS = 1.0  # how long one receive call waits: bounds how quickly a stop
 RESTART_MIN_SECONDS = 1.0  # back-off before a failed listener starts again, doubling up to the max
 RESTART_MAX_SECONDS = 30.0
 SHORT_POLL_SECONDS = 0.05  # receive wait while invocations are in flight, so their settlements go out soon
-SESSION_ACCEPT_SECONDS = 5.0  # how long a session worker waits for a free session before asking again
-DEFAULT_SESSION_IDLE_SECONDS = 60.0  # clientRetryOptions.tryTimeout, the host's fallback
 INFINITE_RENEWAL_SECONDS = 10 * 365 * 86400.0
 
 
@@ -123,19 +120,7 @@ class ServiceBusListener:
             ensure_settlement_server()  # a worker process got the service's port in its arguments
         self._client = make_client(self.connection)
         self._renewer = AutoLockRenewer(max_lock_renewal_duration=self._renewal_seconds())
-        if self.shape.sessions:
-            for index in range(self.options.max_concurrent_sessions):
-                self._workers.append(
-                    asyncio.create_task(
-                        self._supervised(self._session_worker), name=f"{self.function.name}-s{index}"
-                    )
-                )
-        else:
-            self._workers.append(
-                asyncio.create_task(
-                    self._supervised(self._receive_loop), name=f"{self.function.name}-receive"
-                )
-            )
+        self._start_receiving()
         logger.info(
             "Listening for Functions.%s on %s (%s%s, maxConcurrentCalls=%d)",
             self.function.name,
@@ -143,6 +128,12 @@ class ServiceBusListener:
             "batch" if self.shape.batch else "single",
             ", sessions" if self.shape.sessions else "",
             self.options.max_concurrent_calls,
+        )
+
+    def _start_receiving(self) -> None:
+        """One receive loop for the entity (sessions: see ``session_listener``)."""
+        self._workers.append(
+            asyncio.create_task(self._supervised(self._receive_loop), name=f"{self.function.name}-receive")
         )
 
     async def stop(self, drain_seconds: float) -> None:
@@ -311,79 +302,6 @@ class ServiceBusListener:
         task: asyncio.Task[None] = asyncio.create_task(coroutine)
         self._in_flight.add(task)
         task.add_done_callback(self._in_flight.discard)
-
-    async def _session_worker(self) -> None:
-        idle_limit = (
-            DEFAULT_SESSION_IDLE_SECONDS
-            if self.options.session_idle_timeout is None
-            else self.options.session_idle_timeout.total_seconds()
-        )
-        while not self._stopping.is_set():
-            receiver = self._receiver(session=True, max_wait_time=SESSION_ACCEPT_SECONDS)
-            accept = asyncio.current_task()
-            assert accept is not None
-            self._accepting.add(accept)
-            try:
-                await receiver.__aenter__()
-            except (OperationTimeoutError, SessionCannotBeLockedError):
-                await receiver.close()
-                continue
-            except asyncio.CancelledError:
-                await asyncio.shield(receiver.close())
-                return
-            except ServiceBusError as exc:
-                logger.warning("Functions.%s: accepting a session failed (%s)", self.function.name, exc)
-                await receiver.close()
-                await asyncio.sleep(POLL_SECONDS)
-                continue
-            finally:
-                self._accepting.discard(accept)
-            try:
-                await self._serve_session(receiver, idle_limit)
-            finally:
-                await receiver.close()
-
-    async def _serve_session(self, receiver: ServiceBusReceiver, idle_limit: float) -> None:
-        session = receiver.session
-        assert self._renewer is not None
-        self._renewer.register(receiver, session, max_lock_renewal_duration=self._renewal_seconds())
-        REGISTRY.register_session(session.session_id, receiver, asyncio.get_running_loop())
-        try:
-            await self._session_loop(receiver, idle_limit)
-        finally:
-            REGISTRY.close_session(session.session_id, receiver)
-
-    async def _session_loop(self, receiver: ServiceBusReceiver, idle_limit: float) -> None:
-        session = receiver.session
-        idle = 0.0
-        cache = self._batch_cache()  # a session's own, as the extension makes one per accepted session
-        while not self._stopping.is_set() and idle < idle_limit:
-            if REGISTRY.release_requested(session.session_id):
-                break  # the function called release_session: close the session now
-            wait = self._batch_wait(cache, min(POLL_SECONDS, idle_limit - idle))
-            limit = self.options.max_message_batch_size if self.shape.batch else 1
-            try:
-                messages = await receiver.receive_messages(max_message_count=limit, max_wait_time=wait)
-            except ServiceBusError as exc:
-                # As the host: messages waiting for a minimum batch are dropped with the session (their
-                # locks lapse and the broker redelivers them).
-                logger.warning(
-                    "Functions.%s: session %s lost (%s)", self.function.name, session.session_id, exc
-                )
-                return
-            if not messages:
-                idle += wait
-                if self.shape.batch:
-                    await self._dispatch_batch(receiver, cache, [])
-                continue
-            idle = 0.0
-            if self.shape.batch:
-                await self._dispatch_batch(receiver, cache, messages)
-            else:
-                for message in messages:  # one at a time per session: order preserved
-                    await self._process_one(receiver, message, settle_inline=True)
-        # The session ran dry, was released or the host stops: what waits for a minimum batch goes out.
-        await self._dispatch_waiting(receiver, cache)
 
     # ------------------------------------------------------------------------------------ invoking
 

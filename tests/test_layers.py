@@ -54,7 +54,13 @@ RULES = (
     Rule(
         "devhost.worker",
         (
-            *("devhost.host", "devhost.servicebus_trigger", "devhost.http_server", "devhost.timer_trigger"),
+            *(
+                "devhost.host",
+                "devhost.servicebus_trigger",
+                "devhost.session_listener",
+                "devhost.http_server",
+            ),
+            "devhost.timer_trigger",
             *(
                 "devhost.settlement",
                 "devhost.dispatcher",
