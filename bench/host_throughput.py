@@ -18,7 +18,13 @@ sent to a fresh queue first; then
 
 Rate = N / (first message in hand -> last completion) for the bare loop and N / (first invocation start ->
 last invocation end) for devhost (the last completion follows within a round trip). Host start-up (link
-opening, ~1 s) is excluded from both. Each configuration runs ``--rounds`` times, interleaved, and the
+opening, ~1 s) is excluded from both.
+
+CPU per message is reported beside each rate, per process (Linux ``/proc``): ``client`` is this process
+(the bare loop, or devhost's host side: receivers, Settlement gRPC service, HTTP), ``worker`` devhost's
+worker process (the function code, the extension's decoding and gRPC client), ``emulator`` the broker.
+When their sum times the rate approaches the machine's cores, the run is CPU-bound rather than
+latency-bound, and more cores would raise it. Each configuration runs ``--rounds`` times, interleaved, and the
 medians are reported (the machine is shared, so single runs are noisy). Writes
 ``bench/results/host_throughput.json``. Usage::
 
@@ -29,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import platform
@@ -87,6 +94,52 @@ def start_emulator(work: Path, queues: list[str]) -> tuple[subprocess.Popen[str]
     raise RuntimeError("emulator did not become ready")
 
 
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU of process ``pid`` (all its threads) so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _worker_pids() -> list[int]:
+    """devhost worker processes started by this process."""
+    pids: list[int] = []
+    for task in Path(f"/proc/{os.getpid()}/task").iterdir():
+        with contextlib.suppress(OSError):
+            pids += [int(p) for p in (task / "children").read_text().split()]
+    found = []
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            if b"devhost.worker" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                found.append(pid)
+    return found
+
+
+class CpuMeter:
+    """CPU used by this process, devhost's worker processes and the emulator between two readings."""
+
+    def __init__(self, emulator_pid: int) -> None:
+        self.emulator_pid = emulator_pid
+
+    def reading(self) -> dict[str, float]:
+        """Cumulative CPU seconds now, per process kind."""
+        return {
+            "client": time.process_time(),
+            "worker": sum(_cpu_seconds(pid) for pid in _worker_pids()),
+            "emulator": _cpu_seconds(self.emulator_pid),
+        }
+
+    @staticmethod
+    def per_message(start: dict[str, float], end: dict[str, float], messages: int) -> dict[str, float]:
+        """Milliseconds of CPU per message between two readings, per kind and in total."""
+        used = {kind: (end[kind] - start[kind]) * 1000 / messages for kind in start}
+        used["total"] = sum(used.values())
+        return used
+
+
+def _median_parts(readings: list[dict[str, float]]) -> dict[str, float]:
+    return {part: round(statistics.median(r[part] for r in readings), 3) for part in readings[0]}
+
+
 def preload(conn: str, queue: str, total: int) -> None:
     body = b"x" * 1024
     with ServiceBusClient.from_connection_string(conn) as client, client.get_queue_sender(queue) as sender:
@@ -119,19 +172,33 @@ async def bare_loop(conn: str, queue: str, total: int, batch: int) -> float:
 FUNCTION_QUEUES = {"host": "BENCH_QUEUE", "host-async": "BENCH_ASYNC_QUEUE", "host-sdk": "BENCH_SDK_QUEUE"}
 
 
-def devhost_run(conn: str, queue: str, total: int, concurrency: int, *, kind: str) -> float:
+def bare_run(
+    conn: str, queue: str, total: int, batch: int, meter: CpuMeter
+) -> tuple[float, dict[str, float]]:
+    start = meter.reading()
+    rate = asyncio.run(bare_loop(conn, queue, total, batch))
+    return rate, CpuMeter.per_message(start, meter.reading(), total)
+
+
+def devhost_run(
+    conn: str, queue: str, total: int, concurrency: int, *, kind: str, meter: CpuMeter
+) -> tuple[float, dict[str, float]]:
     host_json = {"version": "2.0", "extensions": {"serviceBus": {"maxConcurrentCalls": concurrency}}}
     idle = f"idle-{concurrency}"  # the other functions' queue: nothing is sent there
     settings = {"ServiceBusConnection": conn}
     settings.update({setting: queue if k == kind else idle for k, setting in FUNCTION_QUEUES.items()})
     with running_host(APP, settings=settings, host_json=host_json) as host:
+        # The listeners start with the host: the few messages done before this reading are not counted.
+        already = len(host.invocations)
+        start = meter.reading()
         host.wait_for_invocations(total, timeout=600)
+        cpu = CpuMeter.per_message(start, meter.reading(), total - already)
         records = host.invocations
     if not all(r.succeeded for r in records):
         raise RuntimeError("an invocation failed")
     first = min(r.started_at for r in records)
     last = max(r.finished_at for r in records)
-    return total / (last - first)
+    return total / (last - first), cpu
 
 
 def main() -> int:
@@ -146,18 +213,26 @@ def main() -> int:
     queues = [f"{kind}-{c}" for c in LEVELS for kind in kinds]
     with tempfile.TemporaryDirectory() as tmp:
         proc, conn = start_emulator(Path(tmp), queues)
+        meter = CpuMeter(proc.pid)
         try:
             levels: dict[str, Any] = {}
             for concurrency in LEVELS:
                 runs: dict[str, list[float]] = {"bare": [], "host": [], "host-async": [], "host-sdk": []}
+                cpu: dict[str, list[dict[str, float]]] = {kind: [] for kind in runs}
                 for _ in range(args.rounds):  # interleaved rounds: load from other processes hits all alike
                     queue = f"bare-{concurrency}"
                     preload(conn, queue, args.messages)
-                    runs["bare"].append(asyncio.run(bare_loop(conn, queue, args.messages, concurrency)))
+                    rate, used = bare_run(conn, queue, args.messages, concurrency, meter)
+                    runs["bare"].append(rate)
+                    cpu["bare"].append(used)
                     for kind in FUNCTION_QUEUES:
                         queue = f"{kind}-{concurrency}"
                         preload(conn, queue, args.messages)
-                        runs[kind].append(devhost_run(conn, queue, args.messages, concurrency, kind=kind))
+                        rate, used = devhost_run(
+                            conn, queue, args.messages, concurrency, kind=kind, meter=meter
+                        )
+                        runs[kind].append(rate)
+                        cpu[kind].append(used)
                 bare, host, host_async, host_sdk = (
                     statistics.median(runs[k]) for k in ("bare", "host", "host-async", "host-sdk")
                 )
@@ -170,6 +245,13 @@ def main() -> int:
                     "devhost_sdk_types_msgs_per_s": round(host_sdk, 1),
                     "devhost_sdk_types_vs_bare": round(host_sdk / bare, 3),
                     "rounds": {k: [round(v, 1) for v in values] for k, values in runs.items()},
+                    "cpu_ms_per_msg": {
+                        k: {
+                            part: round(statistics.median(r[part] for r in readings), 3)
+                            for part in readings[0]
+                        }
+                        for k, readings in cpu.items()
+                    },
                 }
                 print(
                     f"maxConcurrentCalls={concurrency}: bare SDK {bare:.0f} msg/s, devhost {host:.0f} msg/s "
@@ -178,6 +260,11 @@ def main() -> int:
                     f"[medians of {args.rounds}]",
                     flush=True,
                 )
+                for k, parts in levels[str(concurrency)]["cpu_ms_per_msg"].items():
+                    print(
+                        f"  CPU ms/msg {k}: " + ", ".join(f"{part} {v:.2f}" for part, v in parts.items()),
+                        flush=True,
+                    )
         finally:
             proc.terminate()
             proc.wait(30)
