@@ -5,6 +5,7 @@ threshold; then it is given up, invocations fail with the host's message and the
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import time
@@ -14,6 +15,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from devhost.__main__ import serve
+from devhost.host import FunctionsHost, HostOptions
 from devhost.process_worker import ProcessWorker, WorkerStartTimeout
 from devhost.testing import HostHandle, running_host
 from devhost.worker_restarts import (
@@ -138,3 +141,22 @@ def test_a_worker_that_asks_for_a_restart_is_restarted_without_counting_an_error
         assert _get(host, "pid").status_code == 200
         assert worker.restarts == 2 and worker.errors == 1
         assert not host.host.recycle_requested.is_set()
+
+
+def test_devhost_stops_itself_when_the_worker_is_given_up(tmp_path: Path) -> None:
+    # As the Functions host calls StopApplication to be recycled; devhost's main then exits with 1.
+    options = HostOptions(
+        app_path=APPS / "flaky_start_app.py",
+        settings={"DEVHOST_TEST_FLAG": str(tmp_path / "never")},
+        http_port=0,
+        worker_limits=SHORT,
+    )
+    seen: list[FunctionsHost] = []
+
+    def banner(host: FunctionsHost) -> None:
+        seen.append(host)
+        host.recycle_requested.set()  # what the worker channel does when it gives up
+
+    assert asyncio.run(serve(options, banner)) is False
+    (host,) = seen
+    assert host.state == "Stopped"
