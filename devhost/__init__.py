@@ -9,7 +9,8 @@ The function code runs in a worker process, as the Python worker runs beside the
 ``worker`` package (import + index, binding, running; see its docstring; ``python -m devhost.worker``)
 answers ``worker_protocol`` requests through a ``worker_channel``: ``process_worker`` (the default: a
 child process started with the real worker arguments, ``worker_frames`` over a socket pair, restarted if
-it dies) or ``in_process_worker`` (``--in-process-worker``: same process, every value pickled across).
+it dies; its start-up and restarts bounded as the host's, ``worker_restarts``) or ``in_process_worker``
+(``--in-process-worker``: same process, every value pickled across).
 
 Host-side modules: ``local_settings`` / ``host_config`` (the two files), ``bindings`` (``%Name%`` and
 connections), ``dispatcher`` + ``invocation_log`` (an invocation through the channel, logged),

@@ -155,7 +155,9 @@ def start_emulator(args: argparse.Namespace, management_token: str | None) -> An
     return thread
 
 
-async def serve(options: HostOptions, banner: Callable[[FunctionsHost], None]) -> None:
+async def serve(options: HostOptions, banner: Callable[[FunctionsHost], None]) -> bool:
+    """Run until Ctrl-C (True) or until the worker failed too often (False): the Functions host then stops
+    itself to be recycled, and so does devhost."""
     host = FunctionsHost(options)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -163,9 +165,17 @@ async def serve(options: HostOptions, banner: Callable[[FunctionsHost], None]) -
         loop.add_signal_handler(sig, stop.set)
     await host.start()
     banner(host)
-    await stop.wait()
-    print("Stopping: draining in-flight invocations...", flush=True)
+    waits = {asyncio.ensure_future(stop.wait()), asyncio.ensure_future(host.recycle_requested.wait())}
+    _, pending = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+    for waiting in pending:
+        waiting.cancel()
+    recycled = host.recycle_requested.is_set()
+    if recycled:
+        print("Stopping: the worker process failed too often to be restarted again...", flush=True)
+    else:
+        print("Stopping: draining in-flight invocations...", flush=True)
     await host.stop()
+    return not recycled
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -220,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
         print("\n".join(lines), flush=True)
 
     try:
-        asyncio.run(serve(options, banner))
+        stopped = asyncio.run(serve(options, banner))
     except Exception as exc:
         print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
@@ -228,7 +238,7 @@ def main(argv: list[str] | None = None) -> int:
         if emulator_thread is not None:
             emulator_thread.stop()
     print("devhost stopped", flush=True)
-    return 0
+    return 0 if stopped else 1
 
 
 if __name__ == "__main__":

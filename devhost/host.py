@@ -37,6 +37,7 @@ from devhost.settlement_aio import LoopSettlementServer
 from devhost.timer_trigger import TimerListener, schedule_zone
 from devhost.worker_channel import WorkerChannel, WorkerOptions
 from devhost.worker_protocol import FunctionMetadata, ManualServiceBusInput
+from devhost.worker_restarts import WorkerLimits
 
 logger = logging.getLogger("devhost.Host")
 
@@ -81,6 +82,8 @@ class HostOptions:
     # The function code in its own process, as in Azure; False: in this process (debuggers, breakpoints,
     # tests that read the app's module state).
     worker_process: bool = True
+    # The worker process's start-up and restart bounds: the Functions host's, unless a test shortens them.
+    worker_limits: WorkerLimits = field(default_factory=WorkerLimits)
 
 
 class FunctionsHost:
@@ -102,6 +105,9 @@ class FunctionsHost:
         self._saved_environment: dict[str, str | None] = {}
         self._started_at = time.monotonic()
         self.state = "Default"
+        # Set when the worker failed as often as the Functions host tolerates: that host then stops itself
+        # (StopApplication) to be recycled; devhost's main stops on it.
+        self.recycle_requested = asyncio.Event()
 
     # ------------------------------------------------------------------------------- lifecycle
 
@@ -135,12 +141,13 @@ class FunctionsHost:
                 settings=dict(settings),
                 function_timeout=options.host_config.function_timeout,
                 thread_count=int(thread_count) if thread_count else None,
+                limits=options.worker_limits,
             )
             if options.worker_process:
                 # Started first, as the Functions host's gRPC server: its port is a worker argument.
                 self.settlement = await LoopSettlementServer.start()
                 self.worker = await ProcessWorker.start(
-                    worker_options, worker_arguments(self.settlement.port)
+                    worker_options, worker_arguments(self.settlement.port), self.recycle_requested.set
                 )
             else:
                 self.worker = await asyncio.to_thread(start_worker, worker_options)

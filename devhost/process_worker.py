@@ -7,6 +7,12 @@ and runs invocations concurrently; this side matches outcomes to invocations by 
 every invocation in flight fails with :class:`WorkerProcessExited` (so its messages are abandoned, as for
 any failure: nothing is lost) and a new worker is started, as the host restarts a language worker. The
 function code then shares no interpreter (nor GIL) with the receive loops, HTTP server and gRPC service.
+
+Both are bounded as the Functions host bounds them (``devhost.worker_restarts``): a worker that has not
+indexed the app in time is killed (:class:`WorkerStartTimeout`), restarts are one at a time and spaced, and
+at the host's error threshold the worker is no longer restarted: invocations fail with
+:class:`WorkerRestartsExhausted` and the host is asked to stop (``on_exhausted``), as the Functions host
+recycles itself.
 """
 
 from __future__ import annotations
@@ -18,6 +24,8 @@ import os
 import socket
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +43,13 @@ from devhost.worker_frames import (
     read_frame,
 )
 from devhost.worker_protocol import FunctionMetadata, InvocationOutcome, InvocationRequest
+from devhost.worker_restarts import (
+    EXCEEDED_MESSAGE,
+    INTENTIONAL_RESTART_EXIT_CODE,
+    WorkerErrors,
+    startup_timeout,
+    timeout_phase,
+)
 
 logger = logging.getLogger("devhost.Worker")
 
@@ -45,6 +60,14 @@ _SOURCE_ROOT = str(Path(__file__).resolve().parents[1])
 
 class WorkerProcessExited(RuntimeError):
     """The worker process ended while the invocation ran (crashed, killed, or exited)."""
+
+
+class WorkerRestartsExhausted(WorkerProcessExited):
+    """The worker failed as often as the Functions host tolerates: it is not restarted again."""
+
+
+class WorkerStartTimeout(TimeoutError):
+    """The worker process did not import and index the app within the host's bound (it was killed)."""
 
 
 class _Process:
@@ -79,25 +102,39 @@ def _environment(settings: dict[str, str]) -> dict[str, str]:
 
 
 class ProcessWorker:
-    """A :class:`~devhost.worker_channel.WorkerChannel` to a worker process (restarted if it dies)."""
+    """A :class:`~devhost.worker_channel.WorkerChannel` to a worker process (restarted if it dies, within
+    the host's bounds). ``on_exhausted`` is called once when the restarts are given up."""
 
     shares_loop = False  # the functions run on the worker's loop, not the host's
 
-    def __init__(self, options: WorkerOptions, worker_arguments: list[str]) -> None:
+    def __init__(
+        self,
+        options: WorkerOptions,
+        worker_arguments: list[str],
+        on_exhausted: Callable[[], None] | None = None,
+    ) -> None:
         self._options = options
         self._arguments = worker_arguments
+        self._on_exhausted = on_exhausted
         self._functions: list[FunctionMetadata] = []
-        self._current: asyncio.Task[_Process] | None = None
+        self._current: asyncio.Future[_Process] | None = None
         self._readers: set[asyncio.Task[None]] = set()
         self._closing = False
+        self._errors = WorkerErrors(options.limits)
+        self._last_restart: float | None = None  # monotonic time the last restart finished starting
         self.restarts = 0
 
     @classmethod
-    async def start(cls, options: WorkerOptions, worker_arguments: list[str]) -> ProcessWorker:
+    async def start(
+        cls,
+        options: WorkerOptions,
+        worker_arguments: list[str],
+        on_exhausted: Callable[[], None] | None = None,
+    ) -> ProcessWorker:
         """Start the worker process and wait until it has indexed the app; raises its start-up error
-        (AppLoadError, BindingError, ValueError) as the worker raised it."""
-        channel = cls(options, worker_arguments)
-        channel._current = asyncio.ensure_future(channel._spawn())
+        (AppLoadError, BindingError, ValueError) as the worker raised it, or :class:`WorkerStartTimeout`."""
+        channel = cls(options, worker_arguments, on_exhausted)
+        channel._current = asyncio.ensure_future(channel._spawn(restart=False))
         await channel._current
         return channel
 
@@ -113,8 +150,12 @@ class ProcessWorker:
             return None
         return current.result().popen.pid
 
-    async def _spawn(self) -> _Process:
-        options = self._options
+    @property
+    def errors(self) -> int:
+        """Worker errors counted towards the restart threshold."""
+        return self._errors.count
+
+    def _launch(self) -> tuple[subprocess.Popen[bytes], socket.socket]:
         host_end, worker_end = socket.socketpair()
         try:
             popen = subprocess.Popen(
@@ -127,24 +168,61 @@ class ProcessWorker:
                     str(worker_end.fileno()),
                 ],
                 pass_fds=(worker_end.fileno(),),
-                env=_environment(options.settings),
+                env=_environment(self._options.settings),
             )
         except BaseException:
             host_end.close()
             raise
         finally:
             worker_end.close()
+        return popen, host_end
+
+    async def _spawn(self, *, restart: bool) -> _Process:
+        options = self._options
+        popen, host_end = self._launch()
         try:
-            return await self._handshake(popen, host_end)
+            reader, writer = await asyncio.open_connection(sock=host_end)
         except BaseException:
+            host_end.close()
+            popen.kill()
+            raise
+        process = _Process(popen, reader, writer)
+        bound = startup_timeout(options.limits, options.settings, options.function_timeout, restart=restart)
+        deadline = asyncio.timeout(None if bound is None else bound.total_seconds())
+        try:
+            async with deadline:
+                self._functions = await self._handshake(process)
+        except TimeoutError:
+            if not deadline.expired():  # the app's own TimeoutError, raised at import
+                writer.close()
+                raise
+            # As the host disposes of a channel whose worker did not answer in time: the process is killed
+            # (and reaped, so no zombie keeps its pid).
+            writer.close()
+            popen.kill()
+            await process.exit_code(EXIT_WAIT_SECONDS)
+            assert bound is not None
+            phase = timeout_phase(options.settings, restart=restart)
+            logger.error("%s. The operation has timed out.", phase)
+            raise WorkerStartTimeout(
+                f"{phase}: the operation has timed out. The worker process {popen.pid} did not import and "
+                f"index {options.app_path} within {bound.total_seconds():g} seconds, the Functions host's "
+                "bound, and was killed. Check the app's module-level code for a call that blocks: a network "
+                "call without a timeout, input(), a lock, an endless loop."
+            ) from None
+        except BaseException:
+            writer.close()
             if popen.poll() is None:  # cancelled or failed half-way: no orphan worker
                 popen.kill()
             raise
+        reading = asyncio.create_task(self._read(process), name=f"devhost-worker-{popen.pid}")
+        self._readers.add(reading)
+        reading.add_done_callback(self._readers.discard)
+        logger.info("Worker process %d started", popen.pid)
+        return process
 
-    async def _handshake(self, popen: subprocess.Popen[bytes], host_end: socket.socket) -> _Process:
+    async def _handshake(self, process: _Process) -> list[FunctionMetadata]:
         options = self._options
-        reader, writer = await asyncio.open_connection(sock=host_end)
-        process = _Process(popen, reader, writer)
         timeout = options.function_timeout
         process.send(
             StartWorker(
@@ -157,19 +235,14 @@ class ProcessWorker:
             )
         )
         while True:
-            frame = await read_frame(reader)
+            frame = await read_frame(process.reader)
             if isinstance(frame, WorkerLog):
                 _relog(frame)
                 continue
             break
         if isinstance(frame, WorkerReady):
-            self._functions = frame.functions
-            reading = asyncio.create_task(self._read(process), name=f"devhost-worker-{popen.pid}")
-            self._readers.add(reading)
-            reading.add_done_callback(self._readers.discard)
-            logger.info("Worker process %d started", popen.pid)
-            return process
-        writer.close()
+            return frame.functions
+        process.writer.close()
         code = await process.exit_code(EXIT_WAIT_SECONDS)
         if isinstance(frame, WorkerStartFailed):
             raise frame.error
@@ -190,36 +263,78 @@ class ProcessWorker:
         process.alive = False
         process.writer.close()
         restarting = not self._closing
-        if restarting:  # at once: invocations arriving meanwhile wait for the new worker
-            self.restarts += 1
-            self._current = asyncio.ensure_future(self._spawn())
-            self._current.add_done_callback(_log_restart_failure)
+        if restarting:  # invocations arriving from now on wait for the restart (or its giving up)
+            self._current = asyncio.ensure_future(self._restart_after(process))
+            self._current.add_done_callback(_retrieve)
         code = await process.exit_code(EXIT_WAIT_SECONDS)
         lost = list(process.pending.values())
         process.pending.clear()
         if restarting:
             reason = f"the worker process exited with code {code} while the invocation ran"
-            # As the Functions host restarts a language worker that died.
-            logger.error(
-                "Worker process %d exited with code %s; %d invocation(s) in flight failed; "
-                "starting a new one",
-                process.popen.pid,
-                code,
-                len(lost),
-            )
+            if code == INTENTIONAL_RESTART_EXIT_CODE:
+                logger.info("Language Worker Process exited and needs to be restarted.")
+            else:  # worded as the host's RpcWorkerProcess logs it
+                logger.error(
+                    "Language Worker Process exited. Pid=%d. python exited with code %s; "
+                    "%d invocation(s) in flight failed",
+                    process.popen.pid,
+                    code,
+                    len(lost),
+                )
         else:
             reason = f"the worker process stopped (exit code {code}) while the invocation ran"
         for future in lost:
             if not future.done():
                 future.set_exception(WorkerProcessExited(reason))
 
+    async def _restart_after(self, process: _Process) -> _Process:
+        code = await process.exit_code(EXIT_WAIT_SECONDS)
+        if code is None:  # it closed the channel but lingers: it is replaced all the same
+            process.popen.kill()
+            code = await process.exit_code(EXIT_WAIT_SECONDS)
+        # Exit code 200 asks for a restart: a WorkerRestartEvent, not counted as an error.
+        return await self._restart(counted=code != INTENTIONAL_RESTART_EXIT_CODE)
+
+    async def _restart(self, *, counted: bool) -> _Process:
+        """Start a new worker as the host's dispatcher does: each error counted, one restart at a time,
+        the next no sooner than the restart interval after the last, until the threshold."""
+        while True:
+            if counted:
+                self._errors.record(time.monotonic())
+            if not self._errors.may_restart():
+                raise self._give_up()
+            if self._last_restart is not None:
+                wait = self._last_restart + self._options.limits.restart_interval.total_seconds()
+                await asyncio.sleep(max(0.0, wait - time.monotonic()))
+            self.restarts += 1
+            logger.info(
+                "Starting a new worker process (restart %d, %d worker error(s) counted)",
+                self.restarts,
+                self._errors.count,
+            )
+            try:
+                return await self._spawn(restart=True)
+            except Exception as exc:  # a start-up failure or timeout is a worker error too
+                logger.error("Restarting the worker process failed: %s: %s", type(exc).__name__, exc)
+                counted = True
+            finally:
+                self._last_restart = time.monotonic()
+
+    def _give_up(self) -> WorkerRestartsExhausted:
+        logger.error(EXCEEDED_MESSAGE)
+        if self._on_exhausted is not None:
+            self._on_exhausted()
+        return WorkerRestartsExhausted(
+            f"{EXCEEDED_MESSAGE}: the worker process failed {self._errors.count} times (each within "
+            f"{self._options.limits.error_window.total_seconds() / 60:g} minutes of the last) and is not "
+            "restarted again; see the errors logged before"
+        )
+
     async def _process(self) -> _Process:
         current = self._current
         if current is None or self._closing:
             raise WorkerProcessExited("the worker is closed")
-        if current.done() and (current.cancelled() or current.exception() is not None):
-            # The last restart failed: try again for this invocation.
-            current = self._current = asyncio.ensure_future(self._spawn())
+        # A restart that gave up fails every invocation with its error (never restarted per invocation).
         return await asyncio.shield(current)
 
     async def invoke(self, request: InvocationRequest) -> InvocationOutcome:
@@ -271,6 +386,7 @@ def _relog(frame: WorkerLog) -> None:
     logging.getLogger(frame.logger).log(frame.level, "%s", frame.message)
 
 
-def _log_restart_failure(task: asyncio.Task[Any]) -> None:
-    if not task.cancelled() and task.exception() is not None:
-        logger.error("Restarting the worker process failed: %s", task.exception())
+def _retrieve(future: asyncio.Future[Any]) -> None:
+    # A restart that gave up is logged there and raised to each invocation; none may be waiting.
+    if not future.cancelled():
+        future.exception()

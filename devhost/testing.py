@@ -18,6 +18,7 @@ from devhost.host import FunctionsHost, HostOptions, StartupHook
 from devhost.host_config import load_host_config
 from devhost.invocation_log import InvocationLog, InvocationRecord
 from devhost.local_settings import ConfiguredKeys
+from devhost.worker_restarts import WorkerLimits
 
 
 class HostHandle:
@@ -98,9 +99,11 @@ def start_host(
     drain_seconds: float = 30.0,
     startup_hook: StartupHook | None = None,
     worker_process: bool = True,
+    worker_limits: WorkerLimits | None = None,
 ) -> HostHandle:
     """Start a host on a new loop thread and wait until it runs; raise its start-up error if any.
-    ``worker_process=False`` runs the function code in this process (to read the app's module state)."""
+    ``worker_process=False`` runs the function code in this process (to read the app's module state);
+    ``worker_limits`` shortens the worker process's start-up and restart bounds (the host's by default)."""
     options = HostOptions(
         app_path=Path(app),
         settings=dict(settings),
@@ -110,6 +113,7 @@ def start_host(
         drain_seconds=drain_seconds,
         startup_hook=startup_hook,
         worker_process=worker_process,
+        worker_limits=worker_limits or WorkerLimits(),
     )
     host = FunctionsHost(options)
     loop = asyncio.new_event_loop()
@@ -136,6 +140,7 @@ def running_host(
     drain_seconds: float = 30.0,
     startup_hook: StartupHook | None = None,
     worker_process: bool = True,
+    worker_limits: WorkerLimits | None = None,
 ) -> Iterator[HostHandle]:
     """A running host for the ``with`` block; stopped (gracefully) on exit."""
     handle = start_host(
@@ -147,6 +152,7 @@ def running_host(
         drain_seconds=drain_seconds,
         startup_hook=startup_hook,
         worker_process=worker_process,
+        worker_limits=worker_limits,
     )
     try:
         yield handle

@@ -8,23 +8,26 @@ process, every value pickled on the way).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 from typing import Protocol
 
 from devhost.worker_protocol import FunctionMetadata, InvocationOutcome, InvocationRequest
+from devhost.worker_restarts import WorkerLimits
 
 
 @dataclass(frozen=True, slots=True)
 class WorkerOptions:
     """What a worker needs to start: the app, the settings its ``%expr%`` bindings resolve against,
-    host.json's functionTimeout and ``PYTHON_THREADPOOL_THREAD_COUNT``."""
+    host.json's functionTimeout, ``PYTHON_THREADPOOL_THREAD_COUNT`` and the bounds on a worker process's
+    start-up and restarts (the Functions host's unless a test shortens them)."""
 
     app_path: Path
     settings: dict[str, str]
     function_timeout: timedelta | None = None
     thread_count: int | None = None
+    limits: WorkerLimits = field(default_factory=WorkerLimits)
 
 
 class WorkerChannel(Protocol):
