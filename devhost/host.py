@@ -24,6 +24,7 @@ import azure.functions as func
 from devhost.bindings import resolve_connection
 from devhost.dispatcher import Dispatcher
 from devhost.host_config import HostConfig
+from devhost.host_loop import loop_kind
 from devhost.http_server import HttpRoute, HttpServer, check_route_conflicts, http_route
 from devhost.in_process_worker import start_worker
 from devhost.invocation_log import InvocationLog
@@ -194,7 +195,12 @@ class FunctionsHost:
             await self.stop()
             raise
         self.state = "Running"
-        logger.info("Host started: %d functions, HTTP on %s", len(self.functions), self.http.base_url)
+        logger.info(
+            "Host started: %d functions, HTTP on %s, %s event loop",
+            len(self.functions),
+            self.http.base_url,
+            loop_kind(asyncio.get_running_loop()),
+        )
 
     async def stop(self) -> None:
         """Drain and close everything; safe to call twice."""
