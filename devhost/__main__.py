@@ -23,7 +23,6 @@ from typing import Any
 
 from devhost.host import FunctionsHost, HostOptions, StartupHook
 from devhost.host_config import HostConfigError, load_host_config
-from devhost.host_loop import host_loop_factory
 from devhost.local_settings import LocalSettingsError, load_local_settings
 
 READY_LINE = "devhost ready"
@@ -231,8 +230,7 @@ def main(argv: list[str] | None = None) -> int:
         print("\n".join(lines), flush=True)
 
     try:
-        with asyncio.Runner(loop_factory=host_loop_factory(worker_process=options.worker_process)) as runner:
-            stopped = runner.run(serve(options, banner))
+        stopped = asyncio.run(serve(options, banner))
     except Exception as exc:
         print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1

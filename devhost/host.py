@@ -24,7 +24,6 @@ import azure.functions as func
 from devhost.bindings import resolve_connection
 from devhost.dispatcher import Dispatcher
 from devhost.host_config import HostConfig
-from devhost.host_loop import loop_kind
 from devhost.http_server import HttpRoute, HttpServer, check_route_conflicts, http_route
 from devhost.in_process_worker import start_worker
 from devhost.invocation_log import InvocationLog
@@ -195,12 +194,7 @@ class FunctionsHost:
             await self.stop()
             raise
         self.state = "Running"
-        logger.info(
-            "Host started: %d functions, HTTP on %s, %s event loop",
-            len(self.functions),
-            self.http.base_url,
-            loop_kind(asyncio.get_running_loop()),
-        )
+        logger.info("Host started: %d functions, HTTP on %s", len(self.functions), self.http.base_url)
 
     async def stop(self) -> None:
         """Drain and close everything; safe to call twice."""

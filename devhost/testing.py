@@ -16,7 +16,6 @@ from typing import Any
 
 from devhost.host import FunctionsHost, HostOptions, StartupHook
 from devhost.host_config import load_host_config
-from devhost.host_loop import host_loop_factory
 from devhost.invocation_log import InvocationLog, InvocationRecord
 from devhost.local_settings import ConfiguredKeys
 from devhost.worker_restarts import WorkerLimits
@@ -77,11 +76,6 @@ class HostHandle:
         """Block until ``condition`` (a count or a predicate over all records) holds."""
         return self._host.log.wait_for(condition, timeout)
 
-    @property
-    def loop(self) -> asyncio.AbstractEventLoop:
-        """The event loop the host side runs on (its own thread)."""
-        return self._loop
-
     def stop(self) -> None:
         """Shut down gracefully (idempotent)."""
         if self._stopped:
@@ -122,7 +116,7 @@ def start_host(
         worker_limits=worker_limits or WorkerLimits(),
     )
     host = FunctionsHost(options)
-    loop = host_loop_factory(worker_process=worker_process)()
+    loop = asyncio.new_event_loop()
     thread = threading.Thread(target=loop.run_forever, name="devhost", daemon=True)
     thread.start()
     try:

@@ -4,7 +4,6 @@ coroutine function's settlement is applied at once, so its failure reaches the f
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 import textwrap
@@ -16,20 +15,15 @@ from pathlib import Path
 
 import httpx
 import pytest
-import uvloop
 from azure.servicebus import ServiceBusClient
 
 from devhost.__main__ import parse_args
-from devhost.host_loop import LOOP_SETTING, host_loop_factory, loop_kind
 from devhost.in_process_worker import InProcessWorker
 from devhost.process_worker import ProcessWorker
 from devhost.testing import HostHandle, running_host
 from devhost.worker.app_loader import AppLoadError
 from emulator.testing import EmulatorHandle
 from tests.devhost.conftest import APPS, Records, app_settings, send
-
-# The loop class asyncio gives a coroutine on this platform (what the Python worker runs them on).
-STANDARD_LOOP = f"{asyncio.SelectorEventLoop.__module__}.{asyncio.SelectorEventLoop.__qualname__}"
 
 
 @pytest.fixture(scope="module")
@@ -199,28 +193,3 @@ def test_the_in_process_worker_remains_a_choice_for_debuggers(
         assert isinstance(host.host.worker, InProcessWorker)
         assert host.host.settlement is None
         assert _whoami(host)["pid"] == os.getpid()
-        # Coroutine functions run on the host's loop here, so it stays the standard one the Python worker
-        # gives them.
-        assert _event_loop(host) == STANDARD_LOOP
-        assert loop_kind(host.loop) == "asyncio"
-
-
-def _event_loop(host: HostHandle) -> str:
-    response = httpx.get(f"{host.base_url}/api/event_loop", timeout=30)
-    assert response.status_code == 200, response.text
-    loop: str = response.json()["loop"]
-    return loop
-
-
-def test_the_host_side_runs_on_uvloop_and_coroutine_functions_on_the_standard_loop(host: HostHandle) -> None:
-    # devhost's own loop (receivers, Settlement gRPC, HTTP) is uvloop's; nothing of it reaches the function
-    # code, which runs on the worker process's asyncio loop as in the Python worker.
-    assert loop_kind(host.loop) == "uvloop"
-    assert _event_loop(host) == STANDARD_LOOP
-
-
-def test_devhost_event_loop_asyncio_keeps_the_standard_loop(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert host_loop_factory(worker_process=True) is uvloop.new_event_loop
-    assert host_loop_factory(worker_process=False) is asyncio.new_event_loop
-    monkeypatch.setenv(LOOP_SETTING, " AsyncIO ")
-    assert host_loop_factory(worker_process=True) is asyncio.new_event_loop

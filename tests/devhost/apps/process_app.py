@@ -1,5 +1,5 @@
-"""Test app for the worker process: who runs the code, which event loop runs a coroutine function, a crash
-on a first delivery, and a coroutine function whose settlement fails."""
+"""Test app for the worker process: who runs the code, a crash on a first delivery, and a coroutine
+function whose settlement fails."""
 
 import asyncio
 import json
@@ -19,12 +19,6 @@ record = recorder(os.environ.get("DEVHOST_TEST_RECORD", ""))
 def whoami(req: func.HttpRequest) -> func.HttpResponse:
     logging.getLogger("process_app").warning("whoami answered by %d", os.getpid())
     return func.HttpResponse(json.dumps({"pid": os.getpid(), "argv": sys.argv}), mimetype="application/json")
-
-
-@app.route(route="event_loop")
-async def event_loop(req: func.HttpRequest) -> func.HttpResponse:
-    running = type(asyncio.get_running_loop())
-    return func.HttpResponse(json.dumps({"loop": f"{running.__module__}.{running.__qualname__}"}))
 
 
 @app.service_bus_queue_trigger(arg_name="msg", queue_name="%CRASH_QUEUE%", connection="ServiceBusConnection")
