@@ -206,9 +206,9 @@ class ProcessWorker:
             logger.error("%s. The operation has timed out.", phase)
             raise WorkerStartTimeout(
                 f"{phase}: the operation has timed out. The worker process {popen.pid} did not import and "
-                f"index {options.app_path} within {bound.total_seconds():g} seconds, the Functions host's "
-                "bound, and was killed. Check the app's module-level code for a call that blocks: a network "
-                "call without a timeout, input(), a lock, an endless loop."
+                f"index {options.app_path} within {bound.total_seconds():g} seconds and was killed. "
+                "Check the app's module-level code for a call that blocks: a network call without a timeout, "
+                "input(), a lock, an endless loop."
             ) from None
         except BaseException:
             writer.close()

@@ -73,9 +73,9 @@ def test_an_app_whose_import_hangs_fails_start_up_within_the_bound(tmp_path: Pat
     pid = int(pid_file.read_text(encoding="utf-8"))
     assert str(refused.value) == (
         f"Requesting metadata from worker failed: the operation has timed out. The worker process {pid} "
-        f"did not import and index {APPS / 'hanging_app.py'} within 3 seconds, the Functions host's bound, "
-        "and was killed. Check the app's module-level code for a call that blocks: a network call without "
-        "a timeout, input(), a lock, an endless loop."
+        f"did not import and index {APPS / 'hanging_app.py'} within 3 seconds and was killed. "
+        "Check the app's module-level code for a call that blocks: a network call without a timeout, "
+        "input(), a lock, an endless loop."
     )
     with pytest.raises(ProcessLookupError):  # killed and reaped: no worker is left running
         os.kill(pid, 0)
