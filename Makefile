@@ -16,6 +16,8 @@ AMQP_PORT ?= 5672
 MANAGEMENT_PORT ?= 5300
 HTTP_PORT ?= 7071
 DATA_DIR ?= .data
+# The settings file `make run` reads (created from local.settings.sample.json when missing).
+SETTINGS ?= local.settings.json
 # Entity-path prefix for `make run` (BUSBAR_HIERARCHY_NAMESPACE, overriding local.settings.json): queues
 # and topics are provisioned, published to and listened on as <prefix>/<name>. Empty: the settings file's.
 HIERARCHY_NAMESPACE ?=
@@ -85,7 +87,7 @@ DEPLOY_STAMP := $(DEPLOY_SITE)/.installed
 help: ## List the targets
 	@echo "Busbar targets:"
 	@awk 'BEGIN { FS = ":.*## " } /^[a-zA-Z_-]+:.*## / { printf "  %-13s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
-	@echo "Variables: PYTHON=$(PYTHON) AMQP_PORT=$(AMQP_PORT) MANAGEMENT_PORT=$(MANAGEMENT_PORT) HTTP_PORT=$(HTTP_PORT) DATA_DIR=$(DATA_DIR) HIERARCHY_NAMESPACE=$(HIERARCHY_NAMESPACE) PYTEST_ARGS=..."
+	@echo "Variables: PYTHON=$(PYTHON) AMQP_PORT=$(AMQP_PORT) MANAGEMENT_PORT=$(MANAGEMENT_PORT) HTTP_PORT=$(HTTP_PORT) DATA_DIR=$(DATA_DIR) SETTINGS=$(SETTINGS) HIERARCHY_NAMESPACE=$(HIERARCHY_NAMESPACE) PYTEST_ARGS=..."
 
 check-python: ## Fail unless the interpreter (PYTHON=...) is Python 3.11.x
 	@$(call require_py311,$(PYTHON),$(PY_HINT))
@@ -151,12 +153,12 @@ format: $(STAMP) ## Reformat and apply safe lint fixes
 
 # Emulator (data under $(DATA_DIR)/emulator) + Busbar's topology (startup hook, when app/bootstrap.py
 # exists) + devhost running function_app.py. Ctrl-C drains in-flight invocations and stops both.
-run: $(STAMP) ## Start emulator + devhost with function_app.py (HTTP_PORT, AMQP_PORT, MANAGEMENT_PORT, DATA_DIR, HIERARCHY_NAMESPACE)
+run: $(STAMP) ## Start emulator + devhost with function_app.py (HTTP_PORT, AMQP_PORT, MANAGEMENT_PORT, DATA_DIR, SETTINGS, HIERARCHY_NAMESPACE)
 	@mkdir -p $(DATA_DIR)/emulator
-	@[ -f local.settings.json ] || { cp local.settings.sample.json local.settings.json; \
-	  echo "created local.settings.json from local.settings.sample.json"; }
+	@[ -f "$(SETTINGS)" ] || { cp local.settings.sample.json "$(SETTINGS)"; \
+	  echo "created $(SETTINGS) from local.settings.sample.json"; }
 	exec $(if $(HIERARCHY_NAMESPACE),env BUSBAR_HIERARCHY_NAMESPACE=$(HIERARCHY_NAMESPACE)) \
-	  $(VPY) -m devhost --app function_app.py --settings local.settings.json --host-json host.json \
+	  $(VPY) -m devhost --app function_app.py --settings "$(SETTINGS)" --host-json host.json \
 	  --port $(HTTP_PORT) --with-emulator --emulator-data-dir $(DATA_DIR)/emulator \
 	  --emulator-config emulator/sample-config.json --amqp-port $(AMQP_PORT) \
 	  --management-port $(MANAGEMENT_PORT) --startup-hook app.bootstrap:provision

@@ -3,6 +3,7 @@ function_app.py, prints a ready line with URLs and keys, serves HTTP, and stops 
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -64,9 +65,14 @@ def test_python_m_devhost_help_documents_pointing_at_a_real_namespace() -> None:
 
 
 class MakeRun:
-    """``make run`` in its own process group with free ports and ``DATA_DIR``."""
+    """``make run`` in its own process group with free ports, ``DATA_DIR`` and ``SETTINGS``.
+
+    The settings file lives beside the data, never in the checkout: tests run in parallel, and one
+    deleting the repository's ``local.settings.json`` while another's devhost reads it starts that
+    devhost with no settings at all."""
 
     def __init__(self, data_dir: Path, *variables: str) -> None:
+        self.settings = data_dir.parent / "local.settings.json"
         self.http_port = free_port()
         environment = {
             k: v for k, v in os.environ.items() if not k.startswith(("BUSBAR_", "ServiceBusConnection"))
@@ -74,7 +80,12 @@ class MakeRun:
         self.process = subprocess.Popen(
             [
                 *("make", "--no-print-directory", "run", f"HTTP_PORT={self.http_port}"),
-                *(f"AMQP_PORT={free_port()}", f"MANAGEMENT_PORT={free_port()}", f"DATA_DIR={data_dir}"),
+                *(
+                    f"AMQP_PORT={free_port()}",
+                    f"MANAGEMENT_PORT={free_port()}",
+                    f"DATA_DIR={data_dir}",
+                    f"SETTINGS={self.settings}",
+                ),
                 *variables,
             ],
             cwd=REPO,
@@ -121,14 +132,17 @@ class MakeRun:
 def test_make_run_starts_everything_serves_http_stops_on_ctrl_c_and_reuses_its_data(tmp_path: Path) -> None:
     if shutil.which("make") is None:
         pytest.fail("GNU make is required for the newcomer path")
-    settings_file = REPO / "local.settings.json"
-    had_settings = settings_file.exists()
     marker = f"kept-{uuid.uuid4().hex}"
     runs: list[MakeRun] = []
     try:
         first = MakeRun(tmp_path / "data")
         runs.append(first)
         text = first.reader.wait_ready(timeout=90)
+        # A fresh checkout has no settings file: the first run makes one from the sample, later runs keep it.
+        assert f"created {first.settings} from local.settings.sample.json" in text
+        assert json.loads(first.settings.read_text()) == json.loads(
+            (REPO / "local.settings.sample.json").read_text()
+        )
         master_key = first.banner("Master key")
         connection_string = first.banner("Service Bus connection string")
         with httpx.Client(base_url=first.base_url, timeout=30) as client:
@@ -159,7 +173,7 @@ def test_make_run_starts_everything_serves_http_stops_on_ctrl_c_and_reuses_its_d
         # ... is still there when `make run` starts again on the same data.
         second = MakeRun(tmp_path / "data")
         runs.append(second)
-        second.reader.wait_ready(timeout=90)
+        assert "from local.settings.sample.json" not in second.reader.wait_ready(timeout=90)
         with (
             ServiceBusClient.from_connection_string(second.banner("Service Bus connection string")) as sb,
             sb.get_queue_receiver("orders") as rx,
@@ -169,8 +183,6 @@ def test_make_run_starts_everything_serves_http_stops_on_ctrl_c_and_reuses_its_d
     finally:
         for run in runs:
             run.kill()
-        if not had_settings:
-            settings_file.unlink(missing_ok=True)
 
 
 @pytest.mark.slow
@@ -180,8 +192,6 @@ def test_make_run_under_a_hierarchy_namespace_provisions_and_listens_on_prefixed
 ) -> None:
     if shutil.which("make") is None:
         pytest.fail("GNU make is required for the newcomer path")
-    settings_file = REPO / "local.settings.json"
-    had_settings = settings_file.exists()
     prefix = f"team-{uuid.uuid4().hex[:6]}"
     run = MakeRun(tmp_path / "data", f"HIERARCHY_NAMESPACE={prefix}")
     try:
@@ -194,8 +204,6 @@ def test_make_run_under_a_hierarchy_namespace_provisions_and_listens_on_prefixed
         output = run.interrupt()
     finally:
         run.kill()
-        if not had_settings:
-            settings_file.unlink(missing_ok=True)
 
     for queue in ("billing", "crm", "shipping"):
         assert f"Functions.{queue}_subscriber on {prefix}/{queue}" in text + output, text

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Browser, Page, Route, expect, sync_playwright
 
 from tests.functions.ops_scene import TRANSIENT, provision, scene
 
@@ -83,6 +83,43 @@ def test_operator_opens_a_group_and_a_message_and_retries_it(
     expect(billing.locator('td[data-count="deadLetter"]')).to_have_text("3", timeout=30_000)
     expect(billing.locator('td[data-count="active"]')).to_have_text("2")
     expect(page.locator("#groups tbody tr", has_text=TRANSIENT)).to_have_count(0)
+    page.close()
+
+
+def test_a_slow_answer_obtained_with_the_old_key_does_not_paint_over_the_refusal(
+    browser: Browser, scene: dict[str, Any]
+) -> None:
+    host = scene["host"]
+    page = browser.new_page()
+    held: list[Route] = []
+
+    def hold_the_first(route: Route) -> None:
+        # The page's first refresh (right key) waits here until the test lets it go.
+        if not held:
+            held.append(route)
+        else:
+            route.continue_()
+
+    page.route("**/api/ops/failures", hold_the_first)
+    page.goto(f"{host.base_url}/api/ops?code={host.master_key}")
+    expect(page.locator("#app")).to_be_visible()
+    for _ in range(500):  # the route handler runs while Playwright waits; 10 s at most
+        if held:
+            break
+        page.wait_for_timeout(20)
+    assert held, "the page never asked for /failures"
+    page.evaluate("sessionStorage.setItem('busbar-ops-key', 'wrong')")
+    page.evaluate("refresh()")
+    expect(page.locator("#status")).to_have_text("The key was refused.")
+
+    # The old refresh now gets its 200 (it was sent with the right key) after the newer one was refused.
+    with page.expect_response(lambda response: response.request == held[0].request) as answered:
+        held[0].continue_()
+    assert answered.value.status == 200
+    page.wait_for_load_state("networkidle")
+    expect(page.locator("#status")).to_have_text("The key was refused.")
+    expect(page.locator("#keyform")).to_be_visible()
+    expect(page.locator("#app")).to_be_hidden()
     page.close()
 
 
