@@ -138,3 +138,42 @@ def test_without_a_key_the_page_asks_for_one_and_a_wrong_key_is_refused(
     page.keyboard.press("Enter")
     expect(page.locator("#groups tbody tr")).to_have_count(3)
     page.close()
+
+
+def test_the_message_of_the_later_click_is_shown_and_a_missing_one_says_why(
+    browser: Browser, scene: dict[str, Any]
+) -> None:
+    host = scene["host"]
+    page = browser.new_page()
+    held: list[Route] = []
+
+    def hold_the_first_message(route: Route) -> None:
+        if not held:
+            held.append(route)
+        else:
+            route.continue_()
+
+    page.route(lambda url: url.rsplit("/", 1)[-1].isdigit(), hold_the_first_message)
+    page.goto(f"{host.base_url}/api/ops?code={host.master_key}")
+    transient_row = page.locator("#groups tbody tr", has_text=TRANSIENT)
+    transient_row.get_by_role("button", name="Open").click()
+    rows = page.locator("#messages tbody tr")
+    expect(rows).to_have_count(2)
+    first, second = (rows.nth(i).locator("td").nth(1).inner_text() for i in range(2))
+    rows.nth(0).get_by_role("button", name="View").click()  # held
+    rows.nth(1).get_by_role("button", name="View").click()
+    expect(page.locator("#message-title")).to_have_text(f"Message {second} of {scene['billing']}")
+    assert held, "the first message request was not held"
+    with page.expect_response(lambda response: response.request == held[0].request) as answered:
+        held[0].continue_()
+    assert answered.value.status == 200
+    page.wait_for_load_state("networkidle")
+    expect(page.locator("#message-title")).to_have_text(f"Message {second} of {scene['billing']}")
+    assert first != second
+
+    # A message that is no longer there (another operator retried it, say) is reported, not ignored.
+    page.evaluate(f"openMessage({scene['billing']!r}, 987654321)")
+    expect(page.locator("#message [role=alert]")).to_have_text(
+        f"Could not open it: no dead-lettered message 987654321 in {scene['billing']}"
+    )
+    page.close()
