@@ -8,6 +8,7 @@ same time share ``os.environ`` (see :mod:`devhost.host`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -36,6 +37,11 @@ class HostHandle:
     def host(self) -> FunctionsHost:
         """The host object itself (for introspection)."""
         return self._host
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        """The host's event loop (tests schedule work on it with ``call_soon_threadsafe``)."""
+        return self._loop
 
     @property
     def base_url(self) -> str:
@@ -84,9 +90,7 @@ class HostHandle:
         try:
             asyncio.run_coroutine_threadsafe(self._host.stop(), self._loop).result(120)
         finally:
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            self._thread.join(30)
-            self._loop.close()
+            _close_loop(self._loop, self._thread)
 
 
 def start_host(
@@ -122,11 +126,35 @@ def start_host(
     try:
         asyncio.run_coroutine_threadsafe(host.start(), loop).result(120)
     except BaseException:
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(30)
-        loop.close()
+        _close_loop(loop, thread)
         raise
     return HostHandle(host, loop, thread)
+
+
+PENDING_WAIT_SECONDS = 10.0
+
+
+async def _cancel_pending() -> None:
+    """As ``asyncio.run`` does on exit: cancel what is still pending and run it to its end."""
+    current = asyncio.current_task()
+    pending = [task for task in asyncio.all_tasks() if task is not current]
+    for task in pending:
+        task.cancel()
+    if pending:
+        await asyncio.wait(pending, timeout=PENDING_WAIT_SECONDS)
+    await asyncio.get_running_loop().shutdown_asyncgens()
+
+
+def _close_loop(loop: asyncio.AbstractEventLoop, thread: threading.Thread) -> None:
+    """Stop and close the host's loop. A task left pending (a worker's reader past its wait on a busy
+    machine, an SDK link task) would otherwise be destroyed by the garbage collector mid-``await``, in
+    whichever test runs then, with its socket still open."""
+    if loop.is_running():
+        with contextlib.suppress(Exception):
+            asyncio.run_coroutine_threadsafe(_cancel_pending(), loop).result(PENDING_WAIT_SECONDS + 5)
+    loop.call_soon_threadsafe(loop.stop)
+    thread.join(30)
+    loop.close()
 
 
 @contextmanager

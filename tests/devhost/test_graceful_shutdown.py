@@ -3,6 +3,8 @@ nothing is processed twice when a new host picks up the rest."""
 
 from __future__ import annotations
 
+import asyncio
+import socket
 import uuid
 from datetime import timedelta
 from pathlib import Path
@@ -83,3 +85,36 @@ def test_an_invocation_exceeding_function_timeout_fails_and_its_message_is_aband
             (dead,) = receiver.receive_messages(max_message_count=1, max_wait_time=10)
             assert dead.dead_letter_reason == "MaxDeliveryCountExceeded"
             receiver.complete_message(dead)
+
+
+def test_stopping_the_host_ends_what_is_still_pending_on_its_loop_and_closes_its_connections(
+    emulator: EmulatorHandle, tmp_path: Path
+) -> None:
+    # As asyncio.run does on exit. Left pending, a task would be destroyed by the garbage collector later,
+    # in whichever test runs then, with its connection still open.
+    settings = {
+        "ServiceBusConnection": emulator.connection_string,
+        "WORK_QUEUE": emulator.create_queue(),
+        "TICK_SCHEDULE": "0 0 0 1 1 *",
+        "DEVHOST_TEST_RECORD": str(tmp_path / "records.jsonl"),
+    }
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        listener.settimeout(10)
+        port = listener.getsockname()[1]
+        handle = start_host(APPS / "basic_app.py", settings=settings, worker_process=False)
+        held: list[asyncio.Task[None]] = []
+
+        async def hold_a_connection() -> None:
+            _, writer = await asyncio.open_connection("127.0.0.1", port)
+            try:
+                await asyncio.Event().wait()
+            finally:
+                writer.close()
+
+        handle.loop.call_soon_threadsafe(lambda: held.append(asyncio.ensure_future(hold_a_connection())))
+        connection, _ = listener.accept()
+        with connection:
+            handle.stop()
+            connection.settimeout(10)
+            assert connection.recv(1) == b""  # closed by the task's own clean-up, not left open
+        assert held[0].cancelled()
