@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -86,37 +86,53 @@ def test_operator_opens_a_group_and_a_message_and_retries_it(
     page.close()
 
 
+class HeldRequest:
+    """Routes ``url`` so that its first request waits until :meth:`release`; later ones go through."""
+
+    def __init__(self, page: Page, url: str | Callable[[str], bool]) -> None:
+        self.page = page
+        self.routes: list[Route] = []
+        page.route(url, self._route)
+
+    def _route(self, route: Route) -> None:
+        if self.routes:
+            route.continue_()
+        else:
+            self.routes.append(route)
+
+    def wait(self) -> None:
+        """Until the page has made the request (route handlers run while Playwright waits)."""
+        for _ in range(500):
+            if self.routes:
+                return
+            self.page.wait_for_timeout(20)
+        raise AssertionError("the page never made the request")
+
+    def release(self) -> int:
+        """Let the held request go; returns its status once the page has had it (network idle)."""
+        self.wait()
+        route = self.routes[0]
+        with self.page.expect_response(lambda response: response.request == route.request) as answered:
+            route.continue_()
+        self.page.wait_for_load_state("networkidle")
+        return answered.value.status
+
+
 def test_a_slow_answer_obtained_with_the_old_key_does_not_paint_over_the_refusal(
     browser: Browser, scene: dict[str, Any]
 ) -> None:
     host = scene["host"]
     page = browser.new_page()
-    held: list[Route] = []
-
-    def hold_the_first(route: Route) -> None:
-        # The page's first refresh (right key) waits here until the test lets it go.
-        if not held:
-            held.append(route)
-        else:
-            route.continue_()
-
-    page.route("**/api/ops/failures", hold_the_first)
+    first_refresh = HeldRequest(page, "**/api/ops/failures")  # the page's own, with the right key
     page.goto(f"{host.base_url}/api/ops?code={host.master_key}")
     expect(page.locator("#app")).to_be_visible()
-    for _ in range(500):  # the route handler runs while Playwright waits; 10 s at most
-        if held:
-            break
-        page.wait_for_timeout(20)
-    assert held, "the page never asked for /failures"
+    first_refresh.wait()
     page.evaluate("sessionStorage.setItem('busbar-ops-key', 'wrong')")
     page.evaluate("refresh()")
     expect(page.locator("#status")).to_have_text("The key was refused.")
 
     # The old refresh now gets its 200 (it was sent with the right key) after the newer one was refused.
-    with page.expect_response(lambda response: response.request == held[0].request) as answered:
-        held[0].continue_()
-    assert answered.value.status == 200
-    page.wait_for_load_state("networkidle")
+    assert first_refresh.release() == 200
     expect(page.locator("#status")).to_have_text("The key was refused.")
     expect(page.locator("#keyform")).to_be_visible()
     expect(page.locator("#app")).to_be_hidden()
@@ -145,15 +161,7 @@ def test_the_message_of_the_later_click_is_shown_and_a_missing_one_says_why(
 ) -> None:
     host = scene["host"]
     page = browser.new_page()
-    held: list[Route] = []
-
-    def hold_the_first_message(route: Route) -> None:
-        if not held:
-            held.append(route)
-        else:
-            route.continue_()
-
-    page.route(lambda url: url.rsplit("/", 1)[-1].isdigit(), hold_the_first_message)
+    first_message = HeldRequest(page, lambda url: url.rsplit("/", 1)[-1].isdigit())
     page.goto(f"{host.base_url}/api/ops?code={host.master_key}")
     transient_row = page.locator("#groups tbody tr", has_text=TRANSIENT)
     transient_row.get_by_role("button", name="Open").click()
@@ -163,11 +171,7 @@ def test_the_message_of_the_later_click_is_shown_and_a_missing_one_says_why(
     rows.nth(0).get_by_role("button", name="View").click()  # held
     rows.nth(1).get_by_role("button", name="View").click()
     expect(page.locator("#message-title")).to_have_text(f"Message {second} of {scene['billing']}")
-    assert held, "the first message request was not held"
-    with page.expect_response(lambda response: response.request == held[0].request) as answered:
-        held[0].continue_()
-    assert answered.value.status == 200
-    page.wait_for_load_state("networkidle")
+    assert first_message.release() == 200
     expect(page.locator("#message-title")).to_have_text(f"Message {second} of {scene['billing']}")
     assert first != second
 
