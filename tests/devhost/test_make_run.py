@@ -8,7 +8,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -20,12 +19,6 @@ import pytest
 from azure.servicebus import ServiceBusClient, ServiceBusMessage
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class OutputReader:
@@ -65,7 +58,7 @@ def test_python_m_devhost_help_documents_pointing_at_a_real_namespace() -> None:
 
 
 class MakeRun:
-    """``make run`` in its own process group with free ports, ``DATA_DIR`` and ``SETTINGS``.
+    """``make run`` in its own process group with ports picked by the OS, ``DATA_DIR`` and ``SETTINGS``.
 
     The settings file lives beside the data, never in the checkout: tests run in parallel, and one
     deleting the repository's ``local.settings.json`` while another's devhost reads it starts that
@@ -73,16 +66,15 @@ class MakeRun:
 
     def __init__(self, data_dir: Path, *variables: str) -> None:
         self.settings = data_dir.parent / "local.settings.json"
-        self.http_port = free_port()
         environment = {
             k: v for k, v in os.environ.items() if not k.startswith(("BUSBAR_", "ServiceBusConnection"))
         }
         self.process = subprocess.Popen(
             [
-                *("make", "--no-print-directory", "run", f"HTTP_PORT={self.http_port}"),
+                *("make", "--no-print-directory", "run", "HTTP_PORT=0"),
                 *(
-                    f"AMQP_PORT={free_port()}",
-                    f"MANAGEMENT_PORT={free_port()}",
+                    "AMQP_PORT=0",
+                    "MANAGEMENT_PORT=0",
                     f"DATA_DIR={data_dir}",
                     f"SETTINGS={self.settings}",
                 ),
@@ -99,7 +91,11 @@ class MakeRun:
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.http_port}"
+        """The address in the ready line: every port is 0 (picked by the OS, printed by devhost), so
+        parallel runs never race for a port that was free a moment before."""
+        match = re.search(r"^devhost ready: (\S+)", "\n".join(self.reader.lines), re.MULTILINE)
+        assert match, "\n".join(self.reader.lines)
+        return match.group(1)
 
     def banner(self, name: str) -> str:
         """A value printed as ``<name>: value`` (or ``<name> = value``) in the start-up banner."""
