@@ -85,3 +85,8 @@ def app_settings(emulator: EmulatorHandle, record_file: Path, entities: dict[str
         "DEVHOST_TEST_RECORD": str(record_file),
         **entities,
     }
+
+
+def basic_app_settings(emulator: EmulatorHandle, record_file: Path, queue: str) -> dict[str, str]:
+    """basic_app.py's settings: its work queue, and a timer that never fires during a test."""
+    return app_settings(emulator, record_file, {"WORK_QUEUE": queue, "TICK_SCHEDULE": "0 0 0 1 1 *"})

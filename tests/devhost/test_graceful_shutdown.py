@@ -13,7 +13,7 @@ from azure.servicebus import ServiceBusClient, ServiceBusMessage, ServiceBusSubQ
 
 from devhost.testing import running_host, start_host
 from emulator.testing import EmulatorHandle
-from tests.devhost.conftest import APPS, Records, send
+from tests.devhost.conftest import APPS, Records, basic_app_settings, send
 
 MESSAGES = 12
 
@@ -22,12 +22,7 @@ def test_stopping_drains_in_flight_messages_and_a_restart_processes_each_remaini
     emulator: EmulatorHandle, records: Records, tmp_path: Path
 ) -> None:
     queue = emulator.create_queue(lock_duration=timedelta(seconds=5))
-    settings = {
-        "ServiceBusConnection": emulator.connection_string,
-        "WORK_QUEUE": queue,
-        "TICK_SCHEDULE": "0 0 0 1 1 *",
-        "DEVHOST_TEST_RECORD": str(records.path),
-    }
+    settings = basic_app_settings(emulator, records.path, queue)
     host_json = {"version": "2.0", "extensions": {"serviceBus": {"maxConcurrentCalls": 4}}}
     ids = [f"m{n}-{uuid.uuid4().hex[:8]}" for n in range(MESSAGES)]
     first = start_host(APPS / "basic_app.py", settings=settings, host_json=host_json)
@@ -65,12 +60,7 @@ def test_an_invocation_exceeding_function_timeout_fails_and_its_message_is_aband
     emulator: EmulatorHandle, records: Records
 ) -> None:
     queue = emulator.create_queue(lock_duration=timedelta(seconds=30), max_delivery_count=1)
-    settings = {
-        "ServiceBusConnection": emulator.connection_string,
-        "WORK_QUEUE": queue,
-        "TICK_SCHEDULE": "0 0 0 1 1 *",
-        "DEVHOST_TEST_RECORD": str(records.path),
-    }
+    settings = basic_app_settings(emulator, records.path, queue)
     host_json = {"version": "2.0", "functionTimeout": "00:00:01"}
     with running_host(APPS / "basic_app.py", settings=settings, host_json=host_json) as host:
         send(emulator.connection_string, queue, "slow:3")
@@ -92,12 +82,7 @@ def test_stopping_the_host_ends_what_is_still_pending_on_its_loop_and_closes_its
 ) -> None:
     # As asyncio.run does on exit. Left pending, a task would be destroyed by the garbage collector later,
     # in whichever test runs then, with its connection still open.
-    settings = {
-        "ServiceBusConnection": emulator.connection_string,
-        "WORK_QUEUE": emulator.create_queue(),
-        "TICK_SCHEDULE": "0 0 0 1 1 *",
-        "DEVHOST_TEST_RECORD": str(tmp_path / "records.jsonl"),
-    }
+    settings = basic_app_settings(emulator, tmp_path / "records.jsonl", emulator.create_queue())
     with socket.create_server(("127.0.0.1", 0)) as listener:
         listener.settimeout(10)
         port = listener.getsockname()[1]

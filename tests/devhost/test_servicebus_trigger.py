@@ -18,7 +18,7 @@ from devhost.bindings import BindingError
 from devhost.testing import HostHandle, running_host
 from devhost.worker.app_loader import AppLoadError
 from emulator.testing import EmulatorHandle
-from tests.devhost.conftest import APPS, Records, send
+from tests.devhost.conftest import APPS, Records, basic_app_settings, send
 
 MAX_DELIVERY = 3
 
@@ -31,12 +31,7 @@ def work_queue(shared_emulator: EmulatorHandle) -> str:
 
 @pytest.fixture(scope="module")
 def host(shared_emulator: EmulatorHandle, work_queue: str, module_records: Records) -> Iterator[HostHandle]:
-    settings = {
-        "ServiceBusConnection": shared_emulator.connection_string,
-        "WORK_QUEUE": work_queue,
-        "TICK_SCHEDULE": "0 0 0 1 1 *",
-        "DEVHOST_TEST_RECORD": str(module_records.path),
-    }
+    settings = basic_app_settings(shared_emulator, module_records.path, work_queue)
     with running_host(APPS / "basic_app.py", settings=settings) as handle:
         yield handle
 
@@ -171,12 +166,7 @@ def test_a_listener_whose_queue_is_missing_logs_why_and_starts_once_the_queue_ex
     shared_emulator: EmulatorHandle, records: Records, caplog: pytest.LogCaptureFixture
 ) -> None:
     queue = f"late-{uuid.uuid4().hex[:10]}"
-    settings = {
-        "ServiceBusConnection": shared_emulator.connection_string,
-        "WORK_QUEUE": queue,
-        "TICK_SCHEDULE": "0 0 0 1 1 *",
-        "DEVHOST_TEST_RECORD": str(records.path),
-    }
+    settings = basic_app_settings(shared_emulator, records.path, queue)
     with (
         caplog.at_level(logging.ERROR, logger="devhost.ServiceBus"),
         running_host(APPS / "basic_app.py", settings=settings) as host,
