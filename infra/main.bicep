@@ -82,6 +82,20 @@ param maximumInstanceCount int = 40
 ])
 param instanceMemoryMB int = 2048
 
+@description('Zone redundancy: the Flex Consumption plan spreads instances over availability zones (the platform then keeps at least two always-ready instances per function group, billed) and the host storage becomes ZRS. Only in regions that offer it: az functionapp list-flexconsumption-locations --zone-redundant=true.')
+param zoneRedundant bool = false
+
+@description('Replication of the failure archive account (ADLS Gen2); geo-redundant by default.')
+@allowed([
+  'Standard_GRS'
+  'Standard_GZRS'
+  'Standard_RAGRS'
+  'Standard_RAGZRS'
+  'Standard_LRS'
+  'Standard_ZRS'
+])
+param archiveStorageSku string = 'Standard_GRS'
+
 @description('Dead-letter alert threshold per entity.')
 param deadLetterAlertThreshold int = 0
 
@@ -128,6 +142,8 @@ module storage 'modules/storage.bicep' = {
     archiveAccountName: archiveStorageAccountName
     deploymentContainerName: deploymentContainerName
     archiveContainerName: archiveContainerName
+    zoneRedundant: zoneRedundant
+    archiveSku: archiveStorageSku
     tags: tags
   }
 }
@@ -170,6 +186,7 @@ module functionApp 'modules/functionapp.bicep' = {
     appInsightsConnectionString: monitoring.outputs.connectionString
     maximumInstanceCount: maximumInstanceCount
     instanceMemoryMB: instanceMemoryMB
+    zoneRedundant: zoneRedundant
   }
 }
 

@@ -66,6 +66,9 @@ param archiveContainerName string
 @description('Upper bound of instances the plan scales out to.')
 param maximumInstanceCount int
 
+@description('Spread the plan\'s instances over availability zones (regions that offer it for Flex Consumption only).')
+param zoneRedundant bool
+
 @description('Memory per instance in MB (2048 or 4096).')
 @allowed([
   2048
@@ -74,6 +77,7 @@ param maximumInstanceCount int
 param instanceMemoryMB int
 
 resource plan 'Microsoft.Web/serverfarms@2024-04-01' = {
+  // checkov:skip=CKV_AZURE_225: zone redundancy is the zoneRedundant parameter, off by default: only some regions offer it for Flex Consumption, and it keeps at least two always-ready instances per function group, billed
   name: planName
   location: location
   tags: tags
@@ -84,6 +88,7 @@ resource plan 'Microsoft.Web/serverfarms@2024-04-01' = {
   }
   properties: {
     reserved: true
+    zoneRedundant: zoneRedundant
   }
 }
 
@@ -95,11 +100,17 @@ resource app 'Microsoft.Web/sites@2024-04-01' = {
   identity: {
     type: 'SystemAssigned'
   }
+  // checkov:skip=CKV_AZURE_222: the HTTP API (docs/deployment.md) is called over the internet with function keys; closing public access needs a private endpoint and a virtual network this template does not build
+  // checkov:skip=CKV_AZURE_17: callers authenticate with function keys; requiring client certificates would reject every documented caller (and Flex Consumption does not support platform certificate features)
+  // checkov:skip=CKV_AZURE_212: numberOfWorkers is a Dedicated-plan setting; Flex Consumption scales each function group from zero (scaleAndConcurrency), and with zoneRedundant keeps at least two always-ready instances per group
+  // checkov:skip=CKV_AZURE_213: Flex Consumption does not offer the App Service platform health check (healthCheckPath)
   properties: {
     serverFarmId: plan.id
     httpsOnly: true
     siteConfig: {
       minTlsVersion: '1.2'
+      ftpsState: 'Disabled'
+      http20Enabled: true
       appSettings: [
         {
           name: 'AzureWebJobsStorage__accountName'
