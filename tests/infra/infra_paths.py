@@ -8,7 +8,14 @@ from pathlib import Path
 
 from app.settings import all_settings
 from shared.app_settings import AppSetting
-from tests.infra.bicep_text import AppSettingEntry, BicepResource, app_settings, read_templates, resources
+from tests.infra.bicep_tree import (
+    AppSettingEntry,
+    BicepResource,
+    Tree,
+    app_settings,
+    read_templates,
+    resources,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 INFRA = REPO / "infra"
@@ -29,8 +36,8 @@ LOCAL_HOST_SETTINGS = frozenset(
 
 
 @functools.cache
-def templates() -> dict[str, str]:
-    """Every Bicep file under infra/ by relative path."""
+def templates() -> dict[str, Tree]:
+    """Every Bicep file under infra/ by relative path, parsed by pycep."""
     return read_templates(INFRA)
 
 

@@ -6,9 +6,7 @@ published role list and Microsoft's own Flex Consumption sample templates.
 
 from __future__ import annotations
 
-import re
-
-from tests.infra.bicep_text import BicepResource, nested_block, string_variables
+from tests.infra.bicep_tree import BicepResource, accessor_path, is_reference, modules, string_variables
 from tests.infra.infra_paths import bicep_resources, templates
 
 SERVICE_BUS_DATA_SENDER = "69a216fc-b8fb-44d8-bc22-1f3c2cd27a39"
@@ -44,21 +42,25 @@ def assignments() -> list[BicepResource]:
 
 def role_of(assignment: BicepResource) -> str:
     """The role definition id, resolved through the file's ``var`` declarations."""
-    raw = nested_block(assignment.body, "properties")
-    match = re.search(
-        r"roleDefinitionId:\s*subscriptionResourceId\('Microsoft\.Authorization/roleDefinitions',\s*(\w+)\)",
-        raw,
-    )
-    assert match, f"{assignment.symbol}: roleDefinitionId must be subscriptionResourceId(..., <var>)"
+    definition = assignment.at("properties", "roleDefinitionId")
+    function = definition.get("function", {}) if isinstance(definition, dict) else {}
+    arguments = function.get("parameters", {})
+    assert function.get("type") == "subscription_resource_id" and arguments["resource_type"] == (
+        "Microsoft.Authorization/roleDefinitions"
+    ), f"{assignment.symbol}: roleDefinitionId must be subscriptionResourceId('...roleDefinitions', <var>)"
+    variable = arguments["resource_name_1"]
     variables = string_variables(templates()[assignment.file])
-    assert match.group(1) in variables, f"{assignment.symbol}: {match.group(1)} is not a string var"
-    return variables[match.group(1)]
+    assert is_reference(variable) and variable in variables, (
+        f"{assignment.symbol}: {variable} is not a string var"
+    )
+    return variables[variable]
 
 
 def scope_of(assignment: BicepResource) -> BicepResource:
     """The resource the assignment is scoped to (a declared resource of the same file)."""
-    scope = assignment.properties.get("scope")
+    scope = assignment.config.get("scope")
     assert scope, f"{assignment.symbol} has no scope: it would apply to the whole resource group"
+    assert is_reference(scope), f"{assignment.symbol}: scope must name a resource of the file"
     (resource,) = [r for r in bicep_resources() if r.file == assignment.file and r.symbol == scope]
     return resource
 
@@ -77,36 +79,41 @@ def test_no_assignment_grants_ownership_or_the_right_to_grant_roles() -> None:
 def test_contributor_is_scoped_to_the_service_bus_namespace_only() -> None:
     scopes = [scope_of(a) for a in assignments() if role_of(a) == CONTRIBUTOR]
     assert [s.type for s in scopes] == [NAMESPACE]
-    assert scopes[0].properties["name"] == "serviceBusNamespaceName"
+    assert accessor_path(scopes[0].at("name")) == ["serviceBusNamespaceName"]
 
 
 def test_the_archive_role_is_scoped_to_the_archive_container_of_the_archive_account() -> None:
     (assignment,) = [a for a in assignments() if role_of(a) == STORAGE_BLOB_DATA_CONTRIBUTOR]
     container = scope_of(assignment)
-    assert container.properties["name"] == "archiveContainerName"
+    assert accessor_path(container.at("name")) == ["archiveContainerName"]
     by_symbol = {r.symbol: r for r in bicep_resources() if r.file == assignment.file}
-    account = by_symbol[by_symbol[container.properties["parent"]].properties["parent"]]
-    assert account.properties["name"] == "archiveAccountName"
+    account = by_symbol[by_symbol[container.at("parent")].at("parent")]
+    assert accessor_path(account.at("name")) == ["archiveAccountName"]
 
 
 def test_the_host_storage_role_is_scoped_to_the_host_account_not_the_archive() -> None:
     (assignment,) = [a for a in assignments() if role_of(a) == STORAGE_BLOB_DATA_OWNER]
-    assert scope_of(assignment).properties["name"] == "hostStorageAccountName"
+    assert accessor_path(scope_of(assignment).at("name")) == ["hostStorageAccountName"]
 
 
 def test_every_assignment_is_for_the_function_apps_identity() -> None:
     for assignment in assignments():
-        properties = nested_block(assignment.body, "properties")
-        assert re.search(r"(?m)^\s*principalId:\s*principalId\s*$", properties), assignment.symbol
-        assert "principalType: 'ServicePrincipal'" in properties, assignment.symbol
-    main = templates()["main.bicep"]
-    roles_module = nested_block(main[main.index("module roles ") :], "params")
-    assert re.search(r"(?m)^\s*principalId:\s*functionApp\.outputs\.principalId\s*$", roles_module)
-    assert "output principalId string = app.identity.principalId" in templates()["modules/functionapp.bicep"]
+        assert accessor_path(assignment.at("properties", "principalId")) == ["principalId"], assignment.symbol
+        assert assignment.at("properties", "principalType") == "ServicePrincipal", assignment.symbol
+    roles_module = modules(templates()["main.bicep"])["roles"]
+    assert accessor_path(roles_module.params["principalId"]) == ["functionApp", "outputs", "principalId"]
+    outputs = templates()["modules/functionapp.bicep"]["outputs"]
+    assert accessor_path(outputs["principalId"]["value"]) == ["app", "identity", "principalId"]
 
 
 def test_assignment_names_are_deterministic_so_redeploys_are_idempotent() -> None:
     for assignment in assignments():
-        assert re.fullmatch(r"guid\(\w+\.id, principalId, \w+\)", assignment.properties["name"]), (
-            assignment.symbol
-        )
+        name = assignment.at("name")
+        function = name.get("function", {}) if isinstance(name, dict) else {}
+        assert function.get("type") == "guid", assignment.symbol
+        arguments = function["parameters"]
+        scope = assignment.at("scope")
+        assert accessor_path(arguments["base_string"]) == [scope, "id"], assignment.symbol
+        assert accessor_path(arguments["extra_string_1"]) == ["principalId"], assignment.symbol
+        assert is_reference(arguments["extra_string_2"]), assignment.symbol
+        assert sorted(arguments) == ["base_string", "extra_string_1", "extra_string_2"], assignment.symbol

@@ -2,7 +2,7 @@
 template reaches Service Bus and storage through the managed identity, never through keys.
 
 Everything is read at test time: the settings the code reads (an AST scan of function_app.py, functions/
-and shared/), the declared ones (app.settings.all_settings()) and the template text.
+and shared/), the declared ones (app.settings.all_settings()) and the templates as pycep parses them.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from tests.infra.app_settings_scan import scan_app
-from tests.infra.bicep_text import nested_block
+from tests.infra.bicep_tree import accessor_path, is_literal_string, is_reference, lookup, modules
 from tests.infra.infra_paths import (
     AZURE_HOST_SETTINGS,
     LOCAL_HOST_SETTINGS,
@@ -40,8 +40,15 @@ FORBIDDEN_IN_AZURE = frozenset(
 )
 
 
-def _without_comments(text: str) -> str:
-    return "\n".join(re.sub(r"//(?=(?:[^']*'[^']*')*[^']*$).*", "", line) for line in text.splitlines())
+def _strings(value: object) -> list[str]:
+    """Every string (literal, interpolation, reference or function name) anywhere in a parsed template."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for key, item in value.items() for s in [str(key), *_strings(item)]]
+    if isinstance(value, list):
+        return [s for item in value for s in _strings(item)]
+    return []
 
 
 def bicep_names() -> set[str]:
@@ -97,10 +104,11 @@ def test_the_template_sets_no_setting_flex_consumption_rejects_or_that_needs_a_k
 
 def test_no_template_holds_a_key_or_connection_string() -> None:
     for entry in bicep_app_settings():
-        assert not KEY_MATERIAL.search(entry.value), f"{entry.name} = {entry.value}"
-    for file, text in templates().items():
-        match = KEY_MATERIAL.search(_without_comments(text))
-        assert match is None, f"{file} uses {match.group(0) if match else ''}"
+        assert not any(KEY_MATERIAL.search(s) for s in _strings(entry.value)), f"{entry.name} = {entry.value}"
+    for file, tree in templates().items():
+        # pycep parses listKeys(...), listSecrets(...) and the like as {"function": {"type": "list_func"}}.
+        found = [s for s in _strings(tree) if KEY_MATERIAL.search(s) or s == "list_func"]
+        assert found == [], f"{file} uses {found}"
 
 
 def test_service_bus_is_reached_through_the_identity_with_local_auth_off() -> None:
@@ -109,7 +117,7 @@ def test_service_bus_is_reached_through_the_identity_with_local_auth_off() -> No
         r for r in bicep_resources() if r.type == "Microsoft.ServiceBus/namespaces" and not r.existing
     ]
     assert len(namespaces) == 1
-    assert nested_block(namespaces[0].body, "properties").count("disableLocalAuth: true") == 1
+    assert namespaces[0].at("properties", "disableLocalAuth") is True
 
 
 def test_storage_is_reached_through_the_identity_with_shared_keys_off() -> None:
@@ -119,56 +127,96 @@ def test_storage_is_reached_through_the_identity_with_shared_keys_off() -> None:
     ]
     assert len(accounts) == 2  # Functions host storage and the archive
     for account in accounts:
-        assert "allowSharedKeyAccess: false" in nested_block(account.body, "properties"), account.symbol
+        assert account.at("properties", "allowSharedKeyAccess") is False, account.symbol
 
 
 def test_the_function_app_runs_python_3_11_on_flex_consumption_with_a_system_assigned_identity() -> None:
     (plan,) = [r for r in bicep_resources() if r.type == "Microsoft.Web/serverfarms"]
-    sku = nested_block(plan.body, "sku")
-    assert "name: 'FC1'" in sku and "tier: 'FlexConsumption'" in sku
+    assert plan.at("sku") == {"name": "FC1", "tier": "FlexConsumption"}
     (app,) = [r for r in bicep_resources() if r.type == "Microsoft.Web/sites"]
-    assert app.properties["kind"] == "'functionapp,linux'"
-    assert "type: 'SystemAssigned'" in nested_block(app.body, "identity")
-    config = nested_block(app.body, "functionAppConfig")
-    runtime = nested_block(config, "runtime")
-    assert "name: 'python'" in runtime and "version: '3.11'" in runtime
-    storage = nested_block(nested_block(config, "deployment"), "storage")
-    assert "type: 'blobContainer'" in storage
-    assert "type: 'SystemAssignedIdentity'" in nested_block(storage, "authentication")
-    assert "maximumInstanceCount" in nested_block(config, "scaleAndConcurrency")
+    assert app.at("kind") == "functionapp,linux"
+    assert app.at("identity", "type") == "SystemAssigned"
+    assert accessor_path(app.at("properties", "serverFarmId")) == ["plan", "id"]
+    config = app.at("properties", "functionAppConfig")
+    assert lookup(config, "runtime") == {"name": "python", "version": "3.11"}
+    storage = lookup(config, "deployment", "storage")
+    assert storage["type"] == "blobContainer"
+    assert lookup(storage, "authentication", "type") == "SystemAssignedIdentity"
+    assert is_reference(lookup(config, "scaleAndConcurrency", "maximumInstanceCount"))
+
+
+def test_the_function_app_serves_https_only_over_tls_1_2_with_http_2_and_without_ftp() -> None:
+    (app,) = [r for r in bicep_resources() if r.type == "Microsoft.Web/sites"]
+    assert app.at("properties", "httpsOnly") is True
+    site = app.at("properties", "siteConfig")
+    assert (site["minTlsVersion"], site["http20Enabled"], site["ftpsState"]) == ("1.2", True, "Disabled")
+
+
+def test_zone_redundancy_is_one_parameter_for_the_plan_and_the_host_storage() -> None:
+    main = templates()["main.bicep"]
+    assert main["parameters"]["zoneRedundant"]["default"] is False
+    calls = modules(main)
+    assert accessor_path(calls["functionApp"].params["zoneRedundant"]) == ["zoneRedundant"]
+    assert accessor_path(calls["storage"].params["zoneRedundant"]) == ["zoneRedundant"]
+    (plan,) = [r for r in bicep_resources() if r.type == "Microsoft.Web/serverfarms"]
+    assert accessor_path(plan.at("properties", "zoneRedundant")) == ["zoneRedundant"]
+    created = {r.symbol: r for r in bicep_resources() if r.file == "modules/storage.bicep" and not r.existing}
+    sku = created["hostAccount"].at("sku", "name")["operator"]
+    assert sku["type"] == "conditional"
+    assert accessor_path(sku["operands"]["condition"]) == ["zoneRedundant"]
+    assert (sku["operands"]["true_value"], sku["operands"]["false_value"]) == ("Standard_ZRS", "Standard_LRS")
+
+
+def test_the_archive_is_geo_redundant_unless_a_deployment_chooses_otherwise() -> None:
+    main = templates()["main.bicep"]
+    assert main["parameters"]["archiveStorageSku"]["default"] == "Standard_GRS"
+    assert accessor_path(modules(main)["storage"].params["archiveSku"]) == ["archiveStorageSku"]
+    storage = templates()["modules/storage.bicep"]
+    assert storage["parameters"]["archiveSku"]["default"] == "Standard_GRS"  # what checkov evaluates
+    created = {r.symbol: r for r in bicep_resources() if r.file == "modules/storage.bicep" and not r.existing}
+    assert accessor_path(created["archiveAccount"].at("sku", "name")) == ["archiveSku"]
 
 
 def test_the_archive_lives_in_a_container_of_an_account_with_the_hierarchical_namespace() -> None:
     created = {r.symbol: r for r in bicep_resources() if not r.existing and r.file == "modules/storage.bicep"}
     archive = created["archiveContainer"]
-    blobs = created[archive.properties["parent"]]
-    account = created[blobs.properties["parent"]]
-    assert archive.properties["name"] == "archiveContainerName"
-    assert "isHnsEnabled: true" in nested_block(account.body, "properties")
+    blobs = created[archive.at("parent")]
+    account = created[blobs.at("parent")]
+    assert accessor_path(archive.at("name")) == ["archiveContainerName"]
+    assert account.at("properties", "isHnsEnabled") is True
 
 
 def test_the_fallback_topic_is_declared_in_the_namespace() -> None:
     topics = [r for r in bicep_resources() if r.type == "Microsoft.ServiceBus/namespaces/topics"]
     # Under the hierarchy prefix (issue 17, point 6): see the test below.
-    assert [t.properties["name"] for t in topics] == ["'${armPrefix}${fallbackTopicName}'"]
+    assert [t.at("name") for t in topics] == ["${armPrefix}${fallbackTopicName}"]
 
 
 def test_under_a_hierarchy_namespace_the_template_declares_the_prefixed_entities_the_app_listens_on() -> None:
     servicebus = templates()["modules/servicebus.bicep"]
     # ARM reserves '/' in resource names: the <ns>/<name> path is spelled <ns>~<name>.
-    assert "var armPrefix = empty(hierarchyNamespace) ? '' : '${replace(hierarchyNamespace, '/', '~')}~'" in (
-        servicebus
+    prefix = servicebus["variables"]["armPrefix"]["value"]["operator"]
+    assert prefix["type"] == "conditional"
+    assert prefix["operands"]["condition"] == {
+        "function": {"type": "empty", "parameters": {"item_to_test": "hierarchyNamespace"}}
+    }
+    assert (prefix["operands"]["true_value"], prefix["operands"]["false_value"]) == (
+        "",
+        "${replace(hierarchyNamespace, '/', '~')}~",
     )
     created = [r for r in bicep_resources() if r.file == "modules/servicebus.bicep" and not r.existing]
     queues = {r.symbol: r for r in created if r.type == "Microsoft.ServiceBus/namespaces/queues"}
-    # The endpoint queues are a `for` resource, which the text reader does not parse: read the line.
-    assert "name: '${armPrefix}${queueName}'" in servicebus
+    endpoint_queues = queues["endpointQueues"]
+    assert endpoint_queues.loop == {
+        "type": "array",
+        "detail": {"item_name": "queueName", "array_name": "endpointQueueNames"},
+    }
+    assert endpoint_queues.at("name") == "${armPrefix}${queueName}"
     lock = queues["provisioningLockQueue"]
-    assert lock.properties["name"] == "'${armPrefix}${provisioningLockQueueName}'"
-    assert "requiresSession: true" in nested_block(lock.body, "properties")
-    main = templates()["main.bicep"]
-    service_bus_module = main[main.index("module serviceBus") :]
-    assert "hierarchyNamespace: hierarchyNamespace" in nested_block(service_bus_module, "params")
+    assert lock.at("name") == "${armPrefix}${provisioningLockQueueName}"
+    assert lock.at("properties", "requiresSession") is True
+    params = modules(templates()["main.bicep"])["serviceBus"].params
+    assert accessor_path(params["hierarchyNamespace"]) == ["hierarchyNamespace"]
 
 
 def test_every_declared_setting_is_in_the_sample_local_settings() -> None:
@@ -203,14 +251,13 @@ def test_plain_values_in_the_template_restate_the_code_defaults() -> None:
     drifted = []
     for entry in bicep_app_settings():
         setting = declared.get(entry.name)
-        literal = re.fullmatch(r"'([^'$]*)'", entry.value)
         if (
             setting is not None
             and setting.default is not None
-            and literal
-            and literal.group(1) != setting.default
+            and is_literal_string(entry.value)
+            and entry.value != setting.default
         ):
-            drifted.append(f"{entry.name}: template {literal.group(1)!r}, code default {setting.default!r}")
+            drifted.append(f"{entry.name}: template {entry.value!r}, code default {setting.default!r}")
     assert drifted == []
 
 
@@ -221,4 +268,4 @@ def test_every_binding_expression_has_a_value_locally_and_in_azure() -> None:
     values = sample_values()
     azure = {entry.name: entry.value for entry in bicep_app_settings()}
     assert [n for n in bound if not values.get(n, "").strip()] == [], "unset in local.settings.sample.json"
-    assert [n for n in bound if azure.get(n, "''") == "''"] == [], "unset or empty in the Bicep appSettings"
+    assert [n for n in bound if azure.get(n, "") == ""] == [], "unset or empty in the Bicep appSettings"
