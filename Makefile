@@ -79,6 +79,8 @@ fi
 endef
 
 AZURITE_STAMP := tools/azurite/node_modules/.installed
+CHECKOV_VENV := tools/checkov/.venv
+CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
 DEPLOY_SITE := $(VENV)/deploy-site
 DEPLOY_STAMP := $(DEPLOY_SITE)/.installed
 
@@ -125,6 +127,14 @@ $(AZURITE_STAMP): tools/azurite/package.json tools/azurite/package-lock.json
 	npm ci --prefix tools/azurite --no-audit --no-fund --loglevel=error
 	@touch $@
 
+# checkov in a virtualenv of its own (its dependencies would move packages .venv pins; see
+# tools/checkov/requirements.txt): tests/infra/test_checkov.py runs it over infra/.
+$(CHECKOV_STAMP): tools/checkov/requirements.txt $(STAMP)
+	rm -rf $(CHECKOV_VENV)
+	$(VPY) -m venv $(CHECKOV_VENV)
+	$(CHECKOV_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r tools/checkov/requirements.txt
+	@touch $@
+
 # requirements.txt alone, installed apart from .venv: the deployment-package test imports function_app.py
 # with only this on sys.path, as the Functions host does after `func azure functionapp publish`.
 $(DEPLOY_STAMP): requirements.txt $(STAMP)
@@ -132,7 +142,7 @@ $(DEPLOY_STAMP): requirements.txt $(STAMP)
 	$(VPY) -m pip install --quiet --disable-pip-version-check --target $(DEPLOY_SITE) -r requirements.txt
 	@touch $@
 
-test: $(STAMP) $(AZURITE_STAMP) $(DEPLOY_STAMP) ## Lint, format-check, type-check, then pytest (PYTEST_ARGS=... passes through)
+test: $(STAMP) $(AZURITE_STAMP) $(DEPLOY_STAMP) $(CHECKOV_STAMP) ## Lint, format-check, type-check, then pytest (PYTEST_ARGS=... passes through)
 	@$(require_java17)
 	@$(require_chromium)
 	$(VENV)/bin/ruff check .
@@ -186,5 +196,5 @@ clean: ## Remove .data/ and tool caches (keeps .venv)
 	rm -f bench/results/*.tmp
 	find . -path ./$(VENV) -prune -o -type d -name __pycache__ -exec rm -rf {} +
 
-distclean: clean ## clean, and remove .venv and tools/azurite/node_modules too
-	rm -rf $(VENV) tools/azurite/node_modules
+distclean: clean ## clean, and remove .venv, tools/azurite/node_modules and tools/checkov/.venv too
+	rm -rf $(VENV) tools/azurite/node_modules $(CHECKOV_VENV)
