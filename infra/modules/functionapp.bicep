@@ -1,7 +1,7 @@
 // The Function App on the Flex Consumption plan (Python 3.11), with a system-assigned identity.
 //
 // Every app setting is in the one `appSettings` array below, one `{ name: '...' value: ... }` entry each,
-// so tests/infra can read the template text: each setting the code declares (shared.app_settings) must be
+// so tests/infra can read it from the parsed template: each setting the code declares (shared.app_settings) must be
 // here unless it is local-only, and none may carry a key or connection string where the identity will do.
 // Flex Consumption takes the runtime from functionAppConfig; FUNCTIONS_WORKER_RUNTIME and
 // FUNCTIONS_EXTENSION_VERSION are not allowed as app settings on this plan.
