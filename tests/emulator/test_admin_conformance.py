@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+from azure.core.exceptions import HttpResponseError
 from azure.servicebus import ServiceBusMessage, ServiceBusSubQueue
+from azure.servicebus.management import ApiVersion
 
 from tests.emulator.admin_fixtures import AdminEmulator, admin_emulator, fresh
 from tests.emulator.arm_client import receive_queue, receive_subscription, send
@@ -94,3 +97,57 @@ def test_a_session_queue_may_forward_to_a_topic_async(admin_emulator: AdminEmula
 
     assert requires_session is True
     assert forward_to is not None and forward_to.endswith(f"/{topic}")
+
+
+# ------------------------------------------------------------- MaxMessageSizeInKilobytes: Premium only
+
+
+def test_max_message_size_is_refused_on_a_standard_namespace_and_not_reported(
+    admin_emulator: AdminEmulator,
+) -> None:
+    """Azure refuses the Premium-only property on Standard, whatever the value (test_mgmt_queue_create_with_
+    queue_description, test_mgmt_topic_create_with_topic_description), creating nothing; it does not report
+    it either, so a description read and sent back is accepted."""
+    queue, topic, plain = fresh("q"), fresh("t"), fresh("q")
+    with admin_emulator.admin() as admin:
+        assert admin.get_namespace_properties().messaging_sku == "Standard"
+        with pytest.raises(HttpResponseError) as on_queue:
+            admin.create_queue(queue, max_message_size_in_kilobytes=1024)
+        with pytest.raises(HttpResponseError) as on_topic:
+            admin.create_topic(topic, max_message_size_in_kilobytes=256)
+        description = admin.create_queue(plain)
+        description.max_delivery_count = 3
+        admin.update_queue(description)
+        updated = admin.get_queue(plain)
+        names = [q.name for q in admin.list_queues()] + [t.name for t in admin.list_topics()]
+
+    assert on_queue.value.status_code == 400 and "Premium" in str(on_queue.value)
+    assert on_topic.value.status_code == 400 and "Premium" in str(on_topic.value)
+    assert queue not in names and topic not in names
+    assert updated.max_message_size_in_kilobytes is None and updated.max_delivery_count == 3
+
+
+def test_max_message_size_is_refused_under_api_version_2017_04_which_has_no_such_property(
+    admin_emulator: AdminEmulator,
+) -> None:
+    """The client's ``api_version`` is honoured (test_mgmt_queue_basic_v2017_04, ..._topic_basic_v2017_04)."""
+    queue, topic = fresh("q"), fresh("t")
+    with admin_emulator.admin(api_version=ApiVersion.V2017_04) as admin:
+        admin.create_queue(queue)
+        assert admin.get_queue(queue).name == queue
+        with pytest.raises(HttpResponseError) as refused:
+            admin.create_topic(topic, max_message_size_in_kilobytes=1024)
+
+    assert refused.value.status_code == 400 and "2017-04" in str(refused.value)
+
+
+def test_max_message_size_is_refused_on_a_standard_namespace_async(admin_emulator: AdminEmulator) -> None:
+    queue = fresh("q")
+
+    async def create() -> int:
+        async with admin_emulator.async_admin() as admin:
+            with pytest.raises(HttpResponseError) as refused:
+                await admin.create_queue(queue, max_message_size_in_kilobytes=1024)
+            return refused.value.status_code or 0
+
+    assert asyncio.run(create()) == 400
