@@ -427,12 +427,12 @@ def _sql_problems(label: str, rule: RuleConfig) -> list[str]:
     problems: list[str] = []
     if rule.filter_type == "Sql" and rule.sql_expression:
         try:
-            compile_filter(rule.sql_expression)
+            compile_filter(rule.sql_expression, rule.sql_parameters)
         except SqlSyntaxError as exc:
             problems.append(f"{label}: the SQL filter (SqlFilter.SqlExpression) is not valid: {exc}")
     if rule.action_sql:
         try:
-            compile_action(rule.action_sql)
+            compile_action(rule.action_sql, rule.action_parameters)
         except SqlSyntaxError as exc:
             problems.append(f"{label}: the SQL action (Action.SqlExpression) is not valid: {exc}")
     return problems

@@ -5,14 +5,17 @@ emulator answering differently; each checked on the data plane where the propert
 from __future__ import annotations
 
 import asyncio
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 from azure.core.exceptions import HttpResponseError
 from azure.servicebus import ServiceBusMessage, ServiceBusSubQueue
-from azure.servicebus.management import ApiVersion
+from azure.servicebus.management import ApiVersion, CorrelationRuleFilter, SqlRuleAction, SqlRuleFilter
 
 from tests.emulator.admin_fixtures import AdminEmulator, admin_emulator, fresh
 from tests.emulator.arm_client import receive_queue, receive_subscription, send
+from tests.emulator.sdk_helpers import app_properties
 
 __all__ = ["admin_emulator"]  # fixture used by name below
 
@@ -151,3 +154,73 @@ def test_max_message_size_is_refused_on_a_standard_namespace_async(admin_emulato
             return refused.value.status_code or 0
 
     assert asyncio.run(create()) == 400
+
+
+# ----------------------------------- rule property types and SQL parameters (test_mgmt_rule_create)
+
+WHEN = datetime(2020, 7, 5, 11, 12, 13)
+SPAN = timedelta(days=1, hours=2, minutes=3)
+
+
+def test_rules_keep_datetime_and_duration_values_and_sql_parameters_with_their_types(
+    admin_emulator: AdminEmulator,
+) -> None:
+    topic = fresh("t")
+    correlation = CorrelationRuleFilter(
+        correlation_id="cid", properties={"when": WHEN, "span": SPAN, "big": 2**31 + 2, "flag": False}
+    )
+    with admin_emulator.admin() as admin:
+        admin.create_topic(topic)
+        admin.create_subscription(topic, "s")
+        admin.create_rule(
+            topic,
+            "s",
+            "corr",
+            filter=correlation,
+            action=SqlRuleAction("SET at = @at", parameters={"@at": WHEN}),
+        )
+        admin.create_rule(
+            topic,
+            "s",
+            "sql",
+            filter=SqlRuleFilter("level = @level AND tier = @tier", {"@level": 1, "@tier": "a"}),
+        )
+        corr, sql = admin.get_rule(topic, "s", "corr"), admin.get_rule(topic, "s", "sql")
+
+    assert isinstance(corr.filter, CorrelationRuleFilter)
+    assert corr.filter.properties == {"when": WHEN, "span": SPAN, "big": 2**31 + 2, "flag": False}
+    assert isinstance(corr.action, SqlRuleAction) and corr.action.parameters == {"@at": WHEN}
+    assert isinstance(sql.filter, SqlRuleFilter)
+    assert sql.filter.parameters == {"@level": 1, "@tier": "a"}
+
+
+def test_sql_parameters_and_datetime_correlation_properties_route_messages(
+    admin_emulator: AdminEmulator,
+) -> None:
+    topic = fresh("t")
+    when = datetime(2020, 7, 5, 11, 12, 13, tzinfo=UTC)
+    with admin_emulator.admin() as admin:
+        admin.create_topic(topic)
+        admin.create_subscription(topic, "by-sql")
+        admin.delete_rule(topic, "by-sql", "$Default")
+        admin.create_rule(
+            topic,
+            "by-sql",
+            "level",
+            filter=SqlRuleFilter("level = @level", {"@level": 2}),
+            action=SqlRuleAction("SET tier = @tier", {"@tier": "gold"}),
+        )
+        admin.create_subscription(topic, "by-date")
+        admin.delete_rule(topic, "by-date", "$Default")
+        admin.create_rule(topic, "by-date", "when", filter=CorrelationRuleFilter(properties={"when": WHEN}))
+
+    cs = admin_emulator.connection_string
+    send(cs, topic, ServiceBusMessage("low", application_properties={"level": 1}))
+    send(cs, topic, ServiceBusMessage("high", application_properties={"level": 2}))
+    dated: Any = {"when": when}  # the SDK sends a datetime as an AMQP timestamp (not in its type hints)
+    send(cs, topic, ServiceBusMessage("dated", application_properties=dated))
+    by_sql = receive_subscription(cs, topic, "by-sql", 1)
+    by_date = receive_subscription(cs, topic, "by-date", 1)
+
+    assert [(str(m), app_properties(m).get("tier")) for m in by_sql] == [("high", "gold")]
+    assert [str(m) for m in by_date] == ["dated"]
