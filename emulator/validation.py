@@ -204,33 +204,17 @@ class _Integer:
 
 @dataclass(frozen=True, slots=True)
 class _Forward:
+    """A forwarding target's form. The entity itself is a legal target: Azure accepts a queue that
+    forwards (or forwards its dead letters) to itself, a cycle of one that hop counting ends."""
+
     key: str
     attribute: str
-    refuse_self: bool  # whether the target must not be the entity's own name
 
     def problems(self, label: str, name: str, props: _Properties) -> list[str]:
         target: str | None = getattr(props, self.attribute)
         if target is None:
             return []
-        if self.refuse_self and target.lower() == name.lower():
-            return [f"{label}: {self.key} must not name the entity itself ('{target}')"]
         return [f"{label}: {problem}" for problem in _path_problems(f"{self.key} target '{target}'", target)]
-
-
-@dataclass(frozen=True, slots=True)
-class _SessionForward:
-    """ForwardTo together with RequiresSession."""
-
-    def problems(self, label: str, name: str, props: _Properties) -> list[str]:
-        if isinstance(props, TopicProperties):  # a topic has no receiving side
-            return []
-        forward_to = props.forward_to
-        if props.requires_session and forward_to is not None:
-            return [
-                f"{label}: ForwardTo '{forward_to}' is not supported on a session-enabled entity "
-                "(RequiresSession is true); Azure refuses auto-forwarding from session-enabled sources"
-            ]
-        return []
 
 
 @dataclass(frozen=True, slots=True)
@@ -264,7 +248,6 @@ _RECEIVER_SIDE: tuple[_Check, ...] = (
     _Integer(
         "MaxDeliveryCount", "max_delivery_count", limits.MAX_DELIVERY_COUNT_MIN, limits.MAX_DELIVERY_COUNT_MAX
     ),
-    _SessionForward(),
 )
 _DEFAULT_TTL = _Duration(
     "DefaultMessageTimeToLive", "default_message_time_to_live", limits.DEFAULT_TTL_MIN, None
@@ -295,8 +278,8 @@ _QUEUE_CHECKS: tuple[_Check, ...] = (
     *_RECEIVER_SIDE,
     _DEFAULT_TTL,
     _DUPLICATE_WINDOW,
-    _Forward("ForwardTo", "forward_to", refuse_self=True),
-    _Forward("ForwardDeadLetteredMessagesTo", "forward_dead_lettered_messages_to", refuse_self=True),
+    _Forward("ForwardTo", "forward_to"),
+    _Forward("ForwardDeadLetteredMessagesTo", "forward_dead_lettered_messages_to"),
     *_SIZES,
     _Status(
         "queue",
@@ -322,10 +305,9 @@ _TOPIC_CHECKS: tuple[_Check, ...] = (
 _SUBSCRIPTION_CHECKS: tuple[_Check, ...] = (
     *_RECEIVER_SIDE,
     _DEFAULT_TTL,
-    # A subscription is not an entity anything can be forwarded to, so there is no "itself" to refuse here;
-    # forwarding back into the subscription's own topic is legal (hop counting stops loops).
-    _Forward("ForwardTo", "forward_to", refuse_self=False),
-    _Forward("ForwardDeadLetteredMessagesTo", "forward_dead_lettered_messages_to", refuse_self=False),
+    # Forwarding back into the subscription's own topic is legal (hop counting stops loops).
+    _Forward("ForwardTo", "forward_to"),
+    _Forward("ForwardDeadLetteredMessagesTo", "forward_dead_lettered_messages_to"),
     _Status("subscription", (EntityStatus.ACTIVE, EntityStatus.DISABLED, EntityStatus.RECEIVE_DISABLED)),
     _AUTO_DELETE,
     _UserMetadata(),
@@ -445,12 +427,12 @@ def _sql_problems(label: str, rule: RuleConfig) -> list[str]:
     problems: list[str] = []
     if rule.filter_type == "Sql" and rule.sql_expression:
         try:
-            compile_filter(rule.sql_expression)
+            compile_filter(rule.sql_expression, rule.sql_parameters)
         except SqlSyntaxError as exc:
             problems.append(f"{label}: the SQL filter (SqlFilter.SqlExpression) is not valid: {exc}")
     if rule.action_sql:
         try:
-            compile_action(rule.action_sql)
+            compile_action(rule.action_sql, rule.action_parameters)
         except SqlSyntaxError as exc:
             problems.append(f"{label}: the SQL action (Action.SqlExpression) is not valid: {exc}")
     return problems

@@ -30,9 +30,11 @@ from urllib.parse import unquote
 
 from emulator.admin import atom
 from emulator.admin.descriptions import (
+    MESSAGING_SKU,
     InvalidDescription,
     Runtime,
     entity_path,
+    premium_only_problems,
     queue_from_xml,
     queue_xml,
     subscription_from_xml,
@@ -266,7 +268,7 @@ class AdminApi:
         inner = atom.elements(
             [
                 ("CreatedTime", started),
-                ("MessagingSKU", "Standard"),
+                ("MessagingSKU", MESSAGING_SKU),
                 ("ModifiedTime", started),
                 ("Name", self.namespace.name),
                 ("NamespaceType", "Messaging"),
@@ -306,6 +308,7 @@ class AdminApi:
     def _put_queue(self, call: _Call, description: ET.Element) -> Response:
         (name,) = call.names
         _check_path("Queue", name)
+        _check_tier(call.request, description)
         props, extras = queue_from_xml(description)
         return self._put_top_level(
             call,
@@ -321,6 +324,7 @@ class AdminApi:
     def _put_topic(self, call: _Call, description: ET.Element) -> Response:
         (name,) = call.names
         _check_path("Topic", name)
+        _check_tier(call.request, description)
         props, extras = topic_from_xml(description)
         return self._put_top_level(
             call,
@@ -509,6 +513,12 @@ def _status(exc: BrokerError) -> int:
 
 def _check_path(kind: str, name: str) -> None:
     problems = validate_entity_path(kind, name)
+    if problems:
+        raise bad_request(_join(problems))
+
+
+def _check_tier(request: Request, description: ET.Element) -> None:
+    problems = premium_only_problems(description, request.param("api-version"))
     if problems:
         raise bad_request(_join(problems))
 

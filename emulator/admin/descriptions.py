@@ -6,7 +6,9 @@ validation. A PUT replaces the whole definition: an element left out takes its d
 Read-only elements (counts, times, ``EntityAvailabilityStatus``) in a request are ignored.
 
 Responses list the elements in the order the SDK's models declare them, with ``ForwardTo`` as a full
-``sb://`` address, as Azure reports it.
+``sb://`` address, as Azure reports it. ``MaxMessageSizeInKilobytes`` is a Premium property: this Standard
+namespace neither reports it nor accepts it (:func:`premium_only_problems`), so a description read and
+sent back (the SDK's ``update_queue``) round-trips.
 """
 
 from __future__ import annotations
@@ -85,6 +87,26 @@ def _document(description: ET.Element) -> dict[str, Any]:
     return {"properties": properties}
 
 
+MESSAGING_SKU = "Standard"  # what $namespaceinfo reports; Azure's Standard tier decides what follows
+# MaxMessageSizeInKilobytes came with api-version 2021-05 and is a Premium-only property: on a Standard
+# namespace the message size is fixed (256 KB) and Azure refuses the element, as ARM does (SubCode 40000).
+_FIRST_VERSION_WITH_MAX_MESSAGE_SIZE = "2021-05"
+
+
+def premium_only_problems(description: ET.Element, api_version: str | None) -> list[str]:
+    """Elements of a queue or topic description this namespace refuses: ``MaxMessageSizeInKilobytes``
+    under an api-version that has no such property, and on a Standard namespace under any."""
+    field = atom.fields(description).get("maxmessagesizeinkilobytes")
+    if field is None:
+        return []
+    if api_version is not None and api_version < _FIRST_VERSION_WITH_MAX_MESSAGE_SIZE:
+        return [f"<{field.name}> is not a property of api-version {api_version}"]
+    return [
+        f"<{field.name}> can be set only on a Premium namespace; this namespace is {MESSAGING_SKU}, "
+        "where the maximum message size is fixed at 256 KB"
+    ]
+
+
 def entity_path(address: str) -> str:
     """An entity named by name or by address (``sb://host/queue``) → its path in the namespace."""
     parts = urlsplit(address)
@@ -155,7 +177,6 @@ def queue_xml(
         ("EntityAvailabilityStatus", "Available"),
         ("ForwardDeadLetteredMessagesTo", _address(endpoint, props.forward_dead_lettered_messages_to)),
         ("EnableExpress", extras.enable_express),
-        ("MaxMessageSizeInKilobytes", props.max_message_size_in_kilobytes),
     ]
     return atom.description("QueueDescription", atom.elements(values))
 
@@ -193,7 +214,6 @@ def topic_xml(
         ("EnableSubscriptionPartitioning", False),
         ("EnableExpress", extras.enable_express),
         ("UserMetadata", props.user_metadata),
-        ("MaxMessageSizeInKilobytes", props.max_message_size_in_kilobytes),
     ]
     return atom.description("TopicDescription", atom.elements(values))
 

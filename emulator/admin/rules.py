@@ -3,23 +3,24 @@
 A filter is ``<Filter i:type="SqlFilter|TrueFilter|FalseFilter|CorrelationFilter">`` and an action
 ``<Action i:type="SqlRuleAction|EmptyRuleAction">``; correlation user properties travel as
 ``KeyValueOfstringanyType`` pairs whose ``Value`` carries an ``xsi:type`` (``d6p1:int``, ``d6p1:string``,
-...), which decides the property's type, as on Azure.
-
-SQL filter and action *parameters* (``@name`` placeholders with values) are not supported by the emulator's
-SQL engine; a rule that has any is refused with a message saying so rather than stored half-understood.
+``d6p1:dateTime``, ``d6p1:duration``, ...), which decides the property's type, as on Azure. SQL filter and
+action ``<Parameters>`` (values of ``@name`` placeholders) are the same pairs; they are stored, reported
+back with their types and bound when the broker compiles the rule.
 """
 
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping
-from datetime import datetime
+from dataclasses import replace
+from datetime import datetime, timedelta
 from xml.sax.saxutils import escape
 
 from emulator.admin import atom
 from emulator.admin.descriptions import InvalidDescription
 from emulator.arm.models import COMPATIBILITY_LEVEL, CORRELATION_FIELDS
 from emulator.broker.properties import CorrelationFilterConfig, FrozenProperties, PropertyValue, RuleConfig
+from emulator.durations import format_duration, parse_duration
 
 _XSD_TYPES: dict[type, str] = {bool: "boolean", int: "int", float: "double", str: "string"}
 _CORRELATION_XML = {key.lower(): field for key, field in CORRELATION_FIELDS}
@@ -49,12 +50,19 @@ def _value(element: ET.Element, key: str) -> PropertyValue:
             if text.strip().lower() not in ("true", "false"):
                 raise ValueError(text)
             return text.strip().lower() == "true"
+        if kind == "datetime":
+            return datetime.fromisoformat(text.strip())
+        if kind == "duration":
+            duration = parse_duration(text.strip())
+            if duration is None:  # TimeSpan.MaxValue: a limit, not a value a message can carry
+                raise ValueError(text)
+            return duration
     except ValueError:
-        raise InvalidDescription(f"the value {text!r} of property '{key}' is not a valid {kind}.") from None
+        raise InvalidDescription(f"the value {text!r} of '{key}' is not a valid {kind}.") from None
     if kind != "string":
         raise InvalidDescription(
-            f"property '{key}' has type '{kind}'; the emulator supports string, int, long, double and "
-            "boolean correlation filter properties."
+            f"'{key}' has type '{kind}'; the supported types are string, int, long, double, boolean, "
+            "dateTime and duration."
         )
     return text
 
@@ -72,32 +80,30 @@ def _pairs(parent: ET.Element | None, where: str) -> dict[str, PropertyValue]:
     return out
 
 
-def _refuse_parameters(element: ET.Element, what: str) -> None:
-    if _pairs(_child(element, "Parameters"), "Parameters"):
-        raise InvalidDescription(
-            f"{what} parameters are not supported by the emulator; write the values into the expression."
-        )
+def _parameters(element: ET.Element) -> FrozenProperties:
+    return FrozenProperties(_pairs(_child(element, "Parameters"), "Parameters"))
 
 
 def rule_from_xml(name: str, description: ET.Element) -> RuleConfig:
     """The rule a ``RuleDescription`` asks for (no filter: the true filter, as Azure defaults it)."""
-    action_sql: str | None = None
-    action = _child(description, "Action")
-    if action is not None and (atom.xsi_type(action) or "").lower() == "sqlruleaction":
-        _refuse_parameters(action, "SQL action")
-        action_sql = _text(action, "SqlExpression") or None
+    action = RuleConfig(name=name, filter_type="True")
+    element = _child(description, "Action")
+    if element is not None and (atom.xsi_type(element) or "").lower() == "sqlruleaction":
+        action_sql = _text(element, "SqlExpression") or None
+        action = replace(action, action_sql=action_sql, action_parameters=_parameters(element))
     filter_ = _child(description, "Filter")
     kind = "truefilter" if filter_ is None else (atom.xsi_type(filter_) or "").lower()
     if filter_ is None or kind == "truefilter":
-        return RuleConfig(name=name, filter_type="True", action_sql=action_sql)
+        return action
     if kind == "falsefilter":
-        return RuleConfig(name=name, filter_type="False", action_sql=action_sql)
+        return replace(action, filter_type="False")
     if kind == "sqlfilter":
-        _refuse_parameters(filter_, "SQL filter")
         expression = _text(filter_, "SqlExpression")
         if expression is None:
             raise InvalidDescription("a SqlFilter needs a <SqlExpression>.")
-        return RuleConfig(name=name, filter_type="Sql", sql_expression=expression, action_sql=action_sql)
+        return replace(
+            action, filter_type="Sql", sql_expression=expression, sql_parameters=_parameters(filter_)
+        )
     if kind == "correlationfilter":
         system: dict[str, str | None] = {field: None for field in _CORRELATION_XML.values()}
         for child in filter_:
@@ -106,9 +112,7 @@ def rule_from_xml(name: str, description: ET.Element) -> RuleConfig:
                 system[field] = child.text
         properties = _pairs(_child(filter_, "Properties"), "Properties")
         correlation = CorrelationFilterConfig(**system, properties=FrozenProperties(properties))
-        return RuleConfig(
-            name=name, filter_type="Correlation", correlation=correlation, action_sql=action_sql
-        )
+        return replace(action, filter_type="Correlation", correlation=correlation)
     raise InvalidDescription(
         f"the filter type {atom.xsi_type(filter_)!r} is not supported "
         "(SqlFilter, TrueFilter, FalseFilter, CorrelationFilter)."
@@ -118,13 +122,22 @@ def rule_from_xml(name: str, description: ET.Element) -> RuleConfig:
 # ------------------------------------------------------------------------------------------ rendering
 
 
+def _typed_text(value: PropertyValue) -> tuple[str, str]:
+    """The ``xsi:type`` and text of a value, as the SDK's ``serialize_value_type`` writes them."""
+    if isinstance(value, datetime):
+        return "dateTime", value.isoformat()
+    if isinstance(value, timedelta):
+        return "duration", format_duration(value)
+    kind = _XSD_TYPES[type(value)]
+    if isinstance(value, int) and kind == "int" and not -(2**31) <= value < 2**31:
+        kind = "long"
+    return kind, atom.text_of(value)
+
+
 def _properties_xml(properties: Mapping[str, PropertyValue]) -> str:
     parts = []
     for key, value in properties.items():
-        kind = _XSD_TYPES[type(value)]
-        if kind == "int" and not -(2**31) <= int(value) < 2**31:
-            kind = "long"
-        text = atom.text_of(value)
+        kind, text = _typed_text(value)
         parts.append(
             "<KeyValueOfstringanyType>"
             f"{atom.elements([('Key', key)])}"
@@ -134,9 +147,15 @@ def _properties_xml(properties: Mapping[str, PropertyValue]) -> str:
     return "".join(parts)
 
 
-def _sql(kind: str, expression: str) -> str:
+def _sql_inner(expression: str, parameters: Mapping[str, PropertyValue]) -> str:
     inner = atom.elements([("SqlExpression", expression), ("CompatibilityLevel", COMPATIBILITY_LEVEL)])
-    return f'<Filter i:type="{kind}">{inner}</Filter>'
+    if parameters:
+        inner += f"<Parameters>{_properties_xml(parameters)}</Parameters>"
+    return inner
+
+
+def _sql(kind: str, expression: str, parameters: Mapping[str, PropertyValue] | None = None) -> str:
+    return f'<Filter i:type="{kind}">{_sql_inner(expression, parameters or {})}</Filter>'
 
 
 def rule_xml(rule: RuleConfig, created_at: datetime) -> str:
@@ -145,7 +164,7 @@ def rule_xml(rule: RuleConfig, created_at: datetime) -> str:
     elif rule.filter_type == "False":
         filter_ = _sql("FalseFilter", "1=0")
     elif rule.filter_type == "Sql":
-        filter_ = _sql("SqlFilter", rule.sql_expression or "")
+        filter_ = _sql("SqlFilter", rule.sql_expression or "", rule.sql_parameters)
     else:
         correlation = rule.correlation or CorrelationFilterConfig()
         values = [
@@ -154,9 +173,7 @@ def rule_xml(rule: RuleConfig, created_at: datetime) -> str:
         inner = atom.elements(values) + f"<Properties>{_properties_xml(correlation.properties)}</Properties>"
         filter_ = f'<Filter i:type="CorrelationFilter">{inner}</Filter>'
     if rule.action_sql:
-        inner = atom.elements(
-            [("SqlExpression", rule.action_sql), ("CompatibilityLevel", COMPATIBILITY_LEVEL)]
-        )
+        inner = _sql_inner(rule.action_sql, rule.action_parameters)
         action = f'<Action i:type="SqlRuleAction">{inner}</Action>'
     else:
         action = '<Action i:type="EmptyRuleAction"/>'

@@ -21,6 +21,7 @@ from emulator.broker.properties import (
     CorrelationFilterConfig,
     EntityStatus,
     FrozenProperties,
+    PropertyValue,
     QueueProperties,
     RuleConfig,
     SubscriptionProperties,
@@ -357,6 +358,14 @@ def subscription_properties(props: SubscriptionProperties) -> dict[str, Any]:
     return out
 
 
+def _arm_text(value: PropertyValue) -> str | int | float | bool:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, timedelta):
+        return format_duration(value)
+    return value
+
+
 def rule_properties(rule: RuleConfig) -> dict[str, Any]:
     out: dict[str, Any]
     if rule.filter_type == "Correlation":
@@ -364,7 +373,9 @@ def rule_properties(rule: RuleConfig) -> dict[str, Any]:
         filter_: dict[str, Any] = {}
         for key, field in CORRELATION_FIELDS:
             _optional(filter_, key, getattr(correlation, field))
-        filter_["properties"] = dict(correlation.properties)
+        # ARM's correlation properties are strings: a dateTime or duration set over the ATOM API is shown
+        # in its ISO 8601 form.
+        filter_["properties"] = {key: _arm_text(value) for key, value in correlation.properties.items()}
         out = {"filterType": "CorrelationFilter", "correlationFilter": filter_}
     else:
         expression = {"True": "1=1", "False": "1=0"}.get(rule.filter_type, rule.sql_expression or "")

@@ -10,16 +10,37 @@ import json
 import types
 import typing
 from collections.abc import Mapping
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
-from emulator.broker.properties import CorrelationFilterConfig
+from emulator.broker.properties import CorrelationFilterConfig, FrozenProperties
 from emulator.durations import format_duration, parse_duration
 
 T = TypeVar("T")
 
 
+def _property(value: Any) -> Any:
+    """A property value (correlation property, SQL parameter) with its type kept: a bare duration string
+    would come back as a string."""
+    if isinstance(value, datetime):
+        return {"dateTime": value.isoformat()}
+    if isinstance(value, timedelta):
+        return {"duration": format_duration(value)}
+    return value
+
+
+def _from_property(value: Any) -> Any:
+    if isinstance(value, dict) and len(value) == 1:
+        if "dateTime" in value:
+            return datetime.fromisoformat(value["dateTime"])
+        if "duration" in value:
+            return parse_duration(value["duration"])
+    return value
+
+
 def _plain(value: Any) -> Any:
+    if isinstance(value, FrozenProperties):
+        return {str(k): _property(v) for k, v in value.items()}
     if isinstance(value, timedelta):
         return format_duration(value)
     if isinstance(value, enum.Enum):
@@ -51,6 +72,8 @@ def _build(kind: Any, value: Any) -> Any:
         return kind(value)
     if kind is CorrelationFilterConfig:
         return loads(CorrelationFilterConfig, json.dumps(value))
+    if origin is Mapping and isinstance(value, dict):
+        return FrozenProperties({k: _from_property(v) for k, v in value.items()})
     if origin is tuple and isinstance(value, list):
         (item,) = typing.get_args(kind)[:1]
         return tuple(_build(item, v) for v in value)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Literal, TypeAlias
 
 from emulator import limits
@@ -37,7 +37,9 @@ __all__ = [
 DEFAULT_NAMESPACE_NAME = "sbemulatorns"
 
 FilterType: TypeAlias = Literal["Sql", "Correlation", "True", "False"]
-PropertyValue: TypeAlias = str | int | float | bool
+# datetime and timedelta: the dateTime and duration values of rule descriptions (correlation properties,
+# SQL parameters), as the ATOM API carries them.
+PropertyValue: TypeAlias = str | int | float | bool | datetime | timedelta
 
 # The filter types in the order problem messages list them.
 FILTER_TYPES: tuple[FilterType, ...] = ("Sql", "Correlation", "True", "False")
@@ -169,6 +171,15 @@ class RuleConfig:
     sql_expression: str | None = None
     correlation: CorrelationFilterConfig | None = None
     action_sql: str | None = None
+    # Values of the ``@name`` placeholders of the SQL filter and of the action (names as given, with '@').
+    sql_parameters: Mapping[str, PropertyValue] = field(default_factory=FrozenProperties)
+    action_parameters: Mapping[str, PropertyValue] = field(default_factory=FrozenProperties)
+
+    def __post_init__(self) -> None:
+        for name in ("sql_parameters", "action_parameters"):
+            value = getattr(self, name)
+            if not isinstance(value, FrozenProperties):
+                object.__setattr__(self, name, FrozenProperties(value))
 
 
 @dataclass(frozen=True, slots=True)

@@ -222,7 +222,7 @@ class Router:
         if entity.props.requires_session and isinstance(entity, SubscriptionEntity):
             orphans = [p for p in messages if p.prop(PropertiesField.GROUP_ID) is None]
             if orphans:
-                self._dead_letter_new(entity, orphans, SESSION_ID_NULL, SESSION_ID_NULL_DESCRIPTION)
+                self._dead_letter_new(entity, orphans, SESSION_ID_NULL, SESSION_ID_NULL_DESCRIPTION, hops)
                 messages = [p for p in messages if p.prop(PropertiesField.GROUP_ID) is not None]
         if entity.props.forward_to:
             self._forward(entity, entity.props.forward_to, messages, hops, dead_letter_source)
@@ -254,7 +254,7 @@ class Router:
         if not messages:
             return
         if hops >= MAX_TRANSFER_HOPS:
-            self._dead_letter_new(source, messages, HOPS_EXCEEDED, HOPS_EXCEEDED_DESCRIPTION)
+            self._dead_letter_new(source, messages, HOPS_EXCEEDED, HOPS_EXCEEDED_DESCRIPTION, hops)
             return
         target = self.host.send_target(target_name)
         try:
@@ -263,14 +263,20 @@ class Router:
             self.check_send(target, messages)
         except BrokerError as exc:
             reason = TRANSFER_FAILURE_REASONS.get(exc.condition, exc.condition)
-            self._dead_letter_new(source, messages, reason, exc.description)
+            self._dead_letter_new(source, messages, reason, exc.description, hops)
             return
         self._deliver(target, messages, hops + 1, dead_letter_source)
 
     def _dead_letter_new(
-        self, entity: MessageEntity, messages: list[ParsedMessage], reason: str, description: str
+        self,
+        entity: MessageEntity,
+        messages: list[ParsedMessage],
+        reason: str,
+        description: str,
+        hops: int = 0,
     ) -> None:
-        """Dead-letter messages the broker could not place (they have no lock or sequence number yet)."""
+        """Dead-letter messages the broker could not place (they have no lock or sequence number yet);
+        ``hops``: the transfers the messages have made so far."""
         now = self.host.now_ms()
         for parsed in messages:
             msg = StoredMessage(parsed=parsed)
@@ -278,16 +284,20 @@ class Router:
             msg.set_application_properties(
                 {"DeadLetterReason": reason, "DeadLetterErrorDescription": description}
             )
-            self._place_dead_letter(entity, msg)
+            self._place_dead_letter(entity, msg, hops)
 
     def dead_lettered(self, source: MessageQueue, msg: StoredMessage) -> None:
         """Place a message that ``source`` dead-lettered (inside the caller's store transaction)."""
         assert isinstance(source.owner, MessageEntity)
         self._place_dead_letter(source.owner, msg)
 
-    def _place_dead_letter(self, entity: MessageEntity, msg: StoredMessage) -> None:
-        """Into the entity's dead-letter queue, or where its dead letters are forwarded."""
-        target_name = entity.props.forward_dead_lettered_messages_to
+    def _place_dead_letter(self, entity: MessageEntity, msg: StoredMessage, hops: int = 0) -> None:
+        """Into the entity's dead-letter queue, or where its dead letters are forwarded.
+
+        Forwarding a dead letter is a transfer like any other and counts as a hop: a message that has
+        used up its hops stays in this dead-letter queue. That ends every loop a forwarding graph can
+        hold, even a queue that forwards its messages and its dead letters to itself."""
+        target_name = entity.props.forward_dead_lettered_messages_to if hops < MAX_TRANSFER_HOPS else None
         target = self.host.send_target(target_name) if target_name else None
         if target is not None:
             try:
@@ -296,7 +306,7 @@ class Router:
                 target = None  # the destination cannot take it: it stays in the dead-letter queue
         if target is not None:
             # DeadLetterSource names where a message was dead-lettered, on messages forwarded out of it.
-            self._deliver(target, [msg.parsed], hops=1, dead_letter_source=entity.path)
+            self._deliver(target, [msg.parsed], hops=hops + 1, dead_letter_source=entity.path)
             return
         # Dead-letter queues observe neither TTL nor scheduling.
         msg.expires_ms = None

@@ -89,7 +89,7 @@ def compile_rule(config: RuleConfig) -> Rule:
     if config.filter_type == "Sql":
         from emulator.filters.sql import compile_filter
 
-        rule.sql = compile_filter(config.sql_expression or "")
+        rule.sql = compile_filter(config.sql_expression or "", config.sql_parameters)
     elif config.filter_type == "True":
         rule.constant = True
     elif config.filter_type == "False":
@@ -99,7 +99,7 @@ def compile_rule(config: RuleConfig) -> Rule:
     if config.action_sql:
         from emulator.filters.sql import compile_action
 
-        rule.action = compile_action(config.action_sql)
+        rule.action = compile_action(config.action_sql, config.action_parameters)
     return rule
 
 
@@ -116,6 +116,8 @@ def correlation_conditions(
         if value is not None:
             conditions.append(("sys", name, _typed_key(str(value))))
     for key, value in correlation.properties.items():
+        if isinstance(value, datetime) and value.tzinfo is None:
+            value = value.replace(tzinfo=UTC)  # message date/times arrive as UTC instants
         conditions.append(("user", key, _typed_key(value)))
     return tuple(conditions)
 

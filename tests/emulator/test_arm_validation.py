@@ -406,17 +406,33 @@ def test_update_to_forward_to_a_missing_destination_changes_nothing(
     assert [str(m) for m in receive_queue(emulator.connection_string, queue, 1)] == ["still here"]
 
 
-def test_forward_to_itself_is_refused(api: Arm) -> None:
+def test_forward_to_itself_is_accepted_as_azure_accepts_it(api: Arm) -> None:
+    """The same update the ATOM API takes (SDK test_mgmt_queue_update_success): a cycle of one."""
     queue = unique("q")
     api.queues.create_or_update(*api.scope, queue, SBQueue())
 
-    _refused(
-        lambda: api.queues.create_or_update(
-            *api.scope, queue, SBQueue(properties=SBQueueProperties(forward_to=queue))
-        )
+    api.queues.create_or_update(
+        *api.scope,
+        queue,
+        SBQueue(properties=SBQueueProperties(forward_to=queue, forward_dead_lettered_messages_to=queue)),
     )
 
-    assert api.queues.get(*api.scope, queue).forward_to is None
+    updated = api.queues.get(*api.scope, queue)
+    assert (updated.forward_to, updated.forward_dead_lettered_messages_to) == (queue, queue)
+
+
+def test_a_session_enabled_queue_may_forward(api: Arm) -> None:
+    source, destination = unique("q"), unique("q")
+    api.queues.create_or_update(*api.scope, destination, SBQueue())
+
+    api.queues.create_or_update(
+        *api.scope,
+        source,
+        SBQueue(properties=SBQueueProperties(requires_session=True, forward_to=destination)),
+    )
+
+    created = api.queues.get(*api.scope, source)
+    assert created.requires_session is True and created.forward_to == destination
 
 
 def test_deleting_a_forwarding_destination_is_allowed_and_forwarding_then_dead_letters(

@@ -919,19 +919,25 @@ def test_forward_dead_lettered_messages_to_must_exist_too() -> None:
     )
 
 
-def test_forward_to_the_entity_itself_is_refused() -> None:
-    problem = single_problem(config_text([queue("orders", ForwardTo="ORDERS")]))
-    assert problem == "Queue 'orders': ForwardTo must not name the entity itself ('ORDERS')"
+def test_forward_to_the_entity_itself_is_accepted_as_azure_accepts_it() -> None:
+    """Azure accepts a queue that forwards (and forwards its dead letters) to itself; hop counting ends it."""
+    config = parse_config(
+        config_text([queue("orders", ForwardTo="ORDERS", ForwardDeadLetteredMessagesTo="orders")])
+    )
+    props = config.namespace.queues[0].properties
+    assert (props.forward_to, props.forward_dead_lettered_messages_to) == ("orders", "orders")
 
 
-def test_forward_to_from_a_session_enabled_entity_is_refused() -> None:
-    problem = single_problem(config_text([queue("a", RequiresSession=True, ForwardTo="b"), queue("b")]))
-    assert problem.startswith("Queue 'a': ForwardTo 'b' is not supported on a session-enabled entity")
+def test_forward_to_from_a_session_enabled_queue_is_accepted_as_azure_accepts_it() -> None:
+    config = parse_config(config_text([queue("a", RequiresSession=True, ForwardTo="b"), queue("b")]))
+    props = config.namespace.queues[0].properties
+    assert props.requires_session and props.forward_to == "b"
 
 
-def test_forward_to_from_a_session_enabled_subscription_is_refused() -> None:
+def test_forward_to_from_a_session_enabled_subscription_is_accepted_too() -> None:
     text = config_text([queue("b")], [topic("t", [subscription("s", RequiresSession=True, ForwardTo="b")])])
-    assert "is not supported on a session-enabled entity" in single_problem(text)
+    props = parse_config(text).namespace.topics[0].subscriptions[0].properties
+    assert props.requires_session and props.forward_to == "b"
 
 
 def test_dead_letter_forwarding_from_a_session_enabled_queue_is_allowed() -> None:
