@@ -103,7 +103,9 @@ def local_app_settings(
     the process's."""
     path = settings if settings is not None else DEFAULT_SETTINGS
     if settings is not None and not path.is_file():
-        raise LocalSettingsError(f"{path}: no such settings file")
+        raise LocalSettingsError(
+            f"{path}: no such settings file (`make run` creates it from local.settings.sample.json)"
+        )
     file_values = read_settings_file(path) if path.is_file() else {}
     recorded = read_endpoints_record((data_dir or DEFAULT_DATA_DIR) / ENDPOINTS_RECORD)
     return merge_settings(file_values, recorded, os.environ if environment is None else environment)
