@@ -72,6 +72,11 @@ def _default_of(keys: Any, path: Path) -> str | None:
     return None
 
 
+def _others(keys: Any) -> list[Any]:
+    """The named keys besides ``default`` (kept as they are when the default one is added)."""
+    return [k for k in keys or [] if not (isinstance(k, dict) and k.get("name") == DEFAULT_NAME)]
+
+
 def _entry(name: str, value: str) -> dict[str, Any]:
     return {"name": name, "value": value, "encrypted": False}
 
@@ -95,7 +100,7 @@ class KeyStore:
             master = master or generate()
             host = host or generate()
             host_document["masterKey"] = _entry(MASTER_NAME, master)
-            others = [k for k in host_document.get("functionKeys") or [] if k.get("name") != DEFAULT_NAME]
+            others = _others(host_document.get("functionKeys"))
             host_document["functionKeys"] = [_entry(DEFAULT_NAME, host), *others]
             _write(host_path, host_document)
         functions: dict[str, str] = {}
@@ -108,7 +113,7 @@ class KeyStore:
             key = _default_of(document.get("keys"), path)
             if key is None:
                 key = generate()
-                others = [k for k in document.get("keys") or [] if k.get("name") != DEFAULT_NAME]
+                others = _others(document.get("keys"))
                 document["keys"] = [_entry(DEFAULT_NAME, key), *others]
                 _write(path, document)
             functions[name] = key
