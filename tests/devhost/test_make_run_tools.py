@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 from pathlib import Path
@@ -26,13 +27,27 @@ def tool_environment() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith(("BUSBAR_", "ServiceBusConnection"))}
 
 
-def run_tool(command: list[str]) -> subprocess.CompletedProcess[str]:
-    """A command line as the docs show it, run from the checkout."""
+def run_tool(command: list[str], cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    """A command line as the docs (or the console) show it, run in ``cwd``."""
     result = subprocess.run(
-        command, cwd=REPO, env=tool_environment(), capture_output=True, text=True, timeout=400, check=False
+        command,
+        cwd=cwd,
+        env={**tool_environment(), **env},
+        capture_output=True,
+        text=True,
+        timeout=400,
+        check=False,
     )
     assert result.returncode == 0, f"{command}:\n{result.stdout}\n{result.stderr}"
     return result
+
+
+def app_directory(root: Path) -> Path:
+    """A directory laid out like the checkout the docs run in -- ``.venv``, ``local.settings.json``, the data
+    in ``.data`` -- but the test's own: the checkout's settings and data are a developer's."""
+    root.mkdir()
+    (root / ".venv").symlink_to(REPO / ".venv")
+    return root
 
 
 def write_settings(path: Path, archive: Path, keys: dict[str, str] | None = None) -> None:
@@ -66,10 +81,12 @@ def test_the_documented_command_lines_reach_the_app_make_run_serves_on_os_picked
 ) -> None:
     if shutil.which("make") is None or shutil.which("java") is None:
         pytest.fail("GNU make and Java 17+ are required (make check-prereqs)")
-    data = tmp_path / "data"
+    app_dir = app_directory(tmp_path / "app")
+    data = app_dir / ".data"
     archive = tmp_path / "archive"
-    paths = [f"SETTINGS={tmp_path / 'local.settings.json'}", f"DATA_DIR={data}"]
-    write_settings(tmp_path / "local.settings.json", archive)  # where MakeRun points SETTINGS
+    write_settings(app_dir / "local.settings.json", archive)  # where MakeRun points SETTINGS
+    make_paths = [f"SETTINGS={app_dir / 'local.settings.json'}", f"DATA_DIR={data}"]
+    busbar_code = {"PYTHONPATH": str(REPO)}  # importable from the app directory, as from the checkout
     app = MakeRun(data)
     try:
         app.reader.wait_ready(timeout=90)
@@ -77,24 +94,33 @@ def test_the_documented_command_lines_reach_the_app_make_run_serves_on_os_picked
         assert record["http"] == app.base_url
         connection_string = app.banner("Service Bus connection string")
         assert record["settings"]["ServiceBusConnection"] == connection_string
-        assert ":5672" not in connection_string  # the sample's port: the tools must not use it
+        assert ":5672" not in connection_string  # not the sample's port: the tools cannot just assume it
         dead_letter_one(connection_string, "broken-1")
 
-        plan = json.loads(run_tool(["make", "--no-print-directory", "-s", "redrive-plan", *paths]).stdout)
-        assert plan["dry_run"] is True and plan["totals"]["archived"] == 1, plan
-        settings = ["--settings", str(app.settings), "--data-dir", str(data)]
-        done = json.loads(run_tool([".venv/bin/python", "-m", "shared.redrive", "run", *settings]).stdout)
-        assert done["totals"]["archived"] == 1 and done["errors"] == [], done
-
+        # docs/operations.md, verbatim, in the app directory
+        plan = run_tool([".venv/bin/python", "-m", "shared.redrive", "plan"], app_dir, **busbar_code)
+        assert json.loads(plan.stdout)["totals"]["archived"] == 1, plan.stdout
+        # docs/topology-guide.md: the app's own options, and the recorded management port
         topology = [".venv/bin/python", "-m", "shared.topology", "plan", "--endpoint", "billing"]
-        planned = json.loads(run_tool([*topology, "--events", "Shipping.OrderAccepted", *settings]).stdout)
-        assert "plan" in planned, planned  # the app's options, read through the recorded management port
+        planned = run_tool([*topology, "--events", "Shipping.OrderAccepted"], app_dir, **busbar_code)
+        assert "plan" in json.loads(planned.stdout), planned.stdout
+        # the make targets, from the checkout
+        done = run_tool(["make", "--no-print-directory", "-s", "redrive-run", *make_paths], REPO)
+        assert json.loads(done.stdout)["totals"]["archived"] == 1, done.stdout
+        run_tool(["make", "--no-print-directory", "replay-dry-run", f"ARCHIVE={archive}", *make_paths], REPO)
+        # the console's printed dry run, verbatim, in the app directory
+        with httpx.Client(base_url=app.base_url, timeout=30) as client:
+            view = client.get("/api/ops/archive", headers={"x-functions-key": app.banner("Master key")})
+        printed = view.json()["replayAll"]["dryRun"]
+        assert (
+            printed.startswith(".venv/bin/python -m spark.replay ") and "--namespace sbemulatorns" in printed
+        )
+        run_tool(shlex.split(printed), app_dir, **busbar_code)
 
-        run_tool(["make", "--no-print-directory", "replay-dry-run", f"ARCHIVE={archive}", *paths])
-        (summary_path,) = (data / "replay" / "reports").glob("*/summary.json")
-        summary = json.loads(summary_path.read_text())
-        assert summary["dry_run"] is True and summary["outcomes"] == {"planned": 1}, summary
-        assert summary["params"]["management"]["namespace"] == "sbemulatorns"
+        summaries = [json.loads(p.read_text()) for p in (data / "replay" / "reports").glob("*/summary.json")]
+        assert len(summaries) == 2
+        for summary in summaries:
+            assert summary["dry_run"] is True and summary["outcomes"] == {"planned": 1}, summary
 
         app.interrupt()
         assert not (data / "devhost" / "endpoints.json").exists()  # nothing left pointing at a stopped app
