@@ -1,7 +1,8 @@
 """Command line: run ``function_app.py`` locally the way the Azure Functions host runs it.
 
     python -m devhost [--app function_app.py] [--settings local.settings.json] [--host-json host.json]
-                      [--port 7071] [--with-emulator ...] [--startup-hook module:function]
+                      [--port 7071] [--data-dir .data/devhost] [--with-emulator ...]
+                      [--startup-hook module:function]
 
 Against a real namespace: leave out ``--with-emulator`` and set ``ServiceBusConnection`` (connection
 string) or ``ServiceBusConnection__fullyQualifiedNamespace`` (DefaultAzureCredential) in

@@ -1,15 +1,18 @@
 """HTTP keys persist across restarts in the app's data, as the Functions host keeps them in storage, unless
-local.settings.json fixes them (devhost.key_store)."""
+local.settings.json fixes them (devhost.key_store); the endpoints record of a running devhost
+(devhost.endpoints_record)."""
 
 from __future__ import annotations
 
 import itertools
 import json
+import os
 import stat
 from pathlib import Path
 
 import pytest
 
+from devhost.endpoints_record import remove_record, write_record
 from devhost.key_store import KeyStore, KeyStoreError
 from devhost.local_settings import ConfiguredKeys
 
@@ -81,3 +84,19 @@ def test_a_damaged_secrets_file_is_refused_with_its_path_and_left_as_it_was(
     with pytest.raises(KeyStoreError, match=r"host\.json"):
         KeyStore(tmp_path).resolve(ConfiguredKeys(), [], lambda: "k")
     assert (tmp_path / "host.json").read_text() == document
+
+
+def test_the_endpoints_record_is_removed_only_by_the_devhost_that_wrote_it(tmp_path: Path) -> None:
+    path = write_record(tmp_path, "http://127.0.0.1:40999", {"ServiceBusConnection": "Endpoint=sb://x"})
+    assert json.loads(path.read_text()) == {
+        "pid": os.getpid(),
+        "http": "http://127.0.0.1:40999",
+        "settings": {"ServiceBusConnection": "Endpoint=sb://x"},
+    }
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600  # it holds the emulator's management token
+    remove_record(tmp_path)
+    assert not path.exists()
+
+    path.write_text(json.dumps({"pid": os.getpid() + 1, "http": "http://127.0.0.1:1", "settings": {}}))
+    remove_record(tmp_path)  # another devhost started on the same data since: its record stays
+    assert path.exists()
