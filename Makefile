@@ -1,6 +1,7 @@
 # Busbar developer entry points. GNU make; recipes are POSIX sh.
 #   make run    start the Service Bus emulator (data under .data/) and devhost with function_app.py
 #   make test   bootstrap .venv, lint, type-check and run every test
+#   make redrive-plan / replay-dry-run ARCHIVE=...   the runbooks' command lines against the running app
 
 SHELL := /bin/sh
 .DEFAULT_GOAL := help
@@ -22,6 +23,10 @@ SETTINGS ?= local.settings.json
 # and topics are provisioned, published to and listened on as <prefix>/<name>. Empty: the settings file's.
 HIERARCHY_NAMESPACE ?=
 PYTEST_ARGS ?= -n 4
+# Replay runbook: the archive to read (a directory or abfs:// URL, the app's BUSBAR_ARCHIVE_URL) and extra
+# job parameters, e.g. REPLAY_ARGS="--reasons MaxDeliveryCountExceeded".
+ARCHIVE ?=
+REPLAY_ARGS ?=
 
 # $(call require_py311,<interpreter>,<hint>): fail with a clear message unless the
 # interpreter runs and is Python 3.11.x.
@@ -84,12 +89,13 @@ CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
 DEPLOY_SITE := $(VENV)/deploy-site
 DEPLOY_STAMP := $(DEPLOY_SITE)/.installed
 
-.PHONY: help check-python check-java check-node check-chromium check-prereqs install test lint typecheck format run bench bench-all clean distclean
+.PHONY: help check-python check-java check-node check-chromium check-prereqs install test lint typecheck format run \
+	redrive-plan redrive-run replay-dry-run replay bench bench-all clean distclean
 
 help: ## List the targets
 	@echo "Busbar targets:"
-	@awk 'BEGIN { FS = ":.*## " } /^[a-zA-Z_-]+:.*## / { printf "  %-13s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
-	@echo "Variables: PYTHON=$(PYTHON) AMQP_PORT=$(AMQP_PORT) MANAGEMENT_PORT=$(MANAGEMENT_PORT) HTTP_PORT=$(HTTP_PORT) DATA_DIR=$(DATA_DIR) SETTINGS=$(SETTINGS) HIERARCHY_NAMESPACE=$(HIERARCHY_NAMESPACE) PYTEST_ARGS=..."
+	@awk 'BEGIN { FS = ":.*## " } /^[a-zA-Z_-]+:.*## / { printf "  %-15s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
+	@echo "Variables: PYTHON=$(PYTHON) AMQP_PORT=$(AMQP_PORT) MANAGEMENT_PORT=$(MANAGEMENT_PORT) HTTP_PORT=$(HTTP_PORT) DATA_DIR=$(DATA_DIR) SETTINGS=$(SETTINGS) HIERARCHY_NAMESPACE=$(HIERARCHY_NAMESPACE) ARCHIVE=$(ARCHIVE) REPLAY_ARGS=... PYTEST_ARGS=..."
 
 check-python: ## Fail unless the interpreter (PYTHON=...) is Python 3.11.x
 	@$(call require_py311,$(PYTHON),$(PY_HINT))
@@ -162,16 +168,45 @@ format: $(STAMP) ## Reformat and apply safe lint fixes
 	$(VENV)/bin/ruff check --fix .
 
 # Emulator (data under $(DATA_DIR)/emulator) + Busbar's topology (startup hook, when app/bootstrap.py
-# exists) + devhost running function_app.py. Ctrl-C drains in-flight invocations and stops both.
+# exists) + devhost running function_app.py. Ctrl-C drains in-flight invocations and stops both. devhost
+# keeps the HTTP keys under $(DATA_DIR)/devhost/secrets and, while it runs, records the URLs and ports it
+# listens on in $(DATA_DIR)/devhost/endpoints.json, where the command lines below read them.
 run: $(STAMP) ## Start emulator + devhost with function_app.py (HTTP_PORT, AMQP_PORT, MANAGEMENT_PORT, DATA_DIR, SETTINGS, HIERARCHY_NAMESPACE)
 	@mkdir -p $(DATA_DIR)/emulator
 	@[ -f "$(SETTINGS)" ] || { cp local.settings.sample.json "$(SETTINGS)"; \
 	  echo "created $(SETTINGS) from local.settings.sample.json"; }
-	exec $(if $(HIERARCHY_NAMESPACE),env BUSBAR_HIERARCHY_NAMESPACE=$(HIERARCHY_NAMESPACE)) \
+	exec $(APP_ENV) \
 	  $(VPY) -m devhost --app function_app.py --settings "$(SETTINGS)" --host-json host.json \
-	  --port $(HTTP_PORT) --with-emulator --emulator-data-dir $(DATA_DIR)/emulator \
+	  --port $(HTTP_PORT) --data-dir $(DATA_DIR)/devhost --with-emulator --emulator-data-dir $(DATA_DIR)/emulator \
 	  --emulator-config emulator/sample-config.json --amqp-port $(AMQP_PORT) \
 	  --management-port $(MANAGEMENT_PORT) --startup-hook app.bootstrap:provision
+
+# The runbooks' command lines with the app's own settings: $(SETTINGS), the endpoints the running `make run`
+# recorded under $(DATA_DIR) (its actual ports), and HIERARCHY_NAMESPACE as make run takes it.
+APP_ENV = $(if $(HIERARCHY_NAMESPACE),env BUSBAR_HIERARCHY_NAMESPACE=$(HIERARCHY_NAMESPACE))
+APP_SETTINGS = --settings "$(SETTINGS)" --data-dir "$(DATA_DIR)"
+REPLAY_PATHS = --archive_path "$(ARCHIVE)" --ledger_path "$(DATA_DIR)/replay/ledger" \
+  --report_path "$(DATA_DIR)/replay/reports"
+define require_archive
+[ -n "$(ARCHIVE)" ] || { echo "error: name the archive to replay: make $@ ARCHIVE=<directory or abfs:// URL>" >&2; \
+  echo "  (the app's BUSBAR_ARCHIVE_URL; the sample's is .data/archive)" >&2; exit 2; }
+endef
+
+redrive-plan: $(STAMP) ## Dead-letter re-drive dry run against the running app: what a run would do (SETTINGS, DATA_DIR)
+	$(APP_ENV) $(VPY) -m shared.redrive plan $(APP_SETTINGS)
+
+redrive-run: $(STAMP) ## One dead-letter re-drive run against the running app (re-drives and archives)
+	$(APP_ENV) $(VPY) -m shared.redrive run $(APP_SETTINGS)
+
+replay-dry-run: $(STAMP) ## Replay plan for ARCHIVE=... (REPLAY_ARGS="--reasons ..." selects); sends nothing
+	@$(require_archive)
+	@$(require_java17)
+	$(APP_ENV) $(VPY) -m spark.replay $(REPLAY_PATHS) $(REPLAY_ARGS) --dry_run $(APP_SETTINGS)
+
+replay: $(STAMP) ## Replay ARCHIVE=... (REPLAY_ARGS as replay-dry-run) to the running app's Service Bus
+	@$(require_archive)
+	@$(require_java17)
+	$(APP_ENV) $(VPY) -m spark.replay $(REPLAY_PATHS) $(REPLAY_ARGS) $(APP_SETTINGS)
 
 bench: $(STAMP) ## Run the emulator throughput benchmark
 	$(VPY) bench/emulator_throughput.py

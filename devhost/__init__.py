@@ -16,6 +16,7 @@ Host-side modules: ``local_settings`` / ``host_config`` (the two files), ``bindi
 connections), ``dispatcher`` + ``invocation_log`` (an invocation through the channel, logged),
 ``message_reading`` / ``model_binding_data`` (a received message as plain data for the worker),
 ``servicebus_trigger`` + ``session_listener`` + ``batch_cache`` + ``lock_renewal``, ``settlement``,
-``ncrontab`` + ``timer_trigger``, ``routes`` + ``keys`` +
-``http_server``, ``host`` (orchestration, graceful shutdown), ``__main__`` (CLI) and ``testing``.
+``ncrontab`` + ``timer_trigger``, ``routes`` + ``keys`` + ``key_store`` (keys kept across restarts) +
+``http_server``, ``host`` (orchestration, graceful shutdown), ``__main__`` (CLI; ``endpoints_record``: what
+it listens on, for command-line tools) and ``testing``.
 """

@@ -1,7 +1,8 @@
 """Command line: run ``function_app.py`` locally the way the Azure Functions host runs it.
 
     python -m devhost [--app function_app.py] [--settings local.settings.json] [--host-json host.json]
-                      [--port 7071] [--with-emulator ...] [--startup-hook module:function]
+                      [--port 7071] [--data-dir .data/devhost] [--with-emulator ...]
+                      [--startup-hook module:function]
 
 Against a real namespace: leave out ``--with-emulator`` and set ``ServiceBusConnection`` (connection
 string) or ``ServiceBusConnection__fullyQualifiedNamespace`` (DefaultAzureCredential) in
@@ -21,6 +22,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from devhost.endpoints_record import remove_record, write_record
 from devhost.host import FunctionsHost, HostOptions, StartupHook
 from devhost.host_config import HostConfigError, load_host_config
 from devhost.local_settings import LocalSettingsError, load_local_settings
@@ -58,6 +60,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--with-emulator",
         action="store_true",
         help="start the embedded Service Bus emulator and point ServiceBusConnection and BUSBAR_* at it",
+    )
+    parser.add_argument(
+        "--data-dir",
+        type=Path,
+        default=None,
+        help="devhost's own data (make run: .data/devhost): HTTP keys kept across restarts under secrets/, "
+        "as the Functions host keeps them in storage, and endpoints.json naming the URLs and ports it "
+        "listens on while it runs (for command-line tools). Default: none (new keys each start)",
     )
     parser.add_argument("--emulator-data-dir", type=Path, default=Path(".data/emulator"))
     parser.add_argument("--emulator-config", type=Path, default=None, help="emulator Config.json")
@@ -207,6 +217,7 @@ def main(argv: list[str] | None = None) -> int:
         settings=settings,
         host_config=host_config,
         keys=local.keys,
+        secrets_dir=None if args.data_dir is None else args.data_dir / "secrets",
         http_host=args.host,
         http_port=port,
         drain_seconds=args.drain_seconds,
@@ -226,6 +237,9 @@ def main(argv: list[str] | None = None) -> int:
             emulator = emulator_thread.emulator
             lines.append(f"Service Bus connection string: {emulator.connection_string}")
             lines.append(f"Emulator management (ARM): http://127.0.0.1:{emulator.management_port}")
+        if args.data_dir is not None:
+            record = write_record(args.data_dir, host.http.base_url, extra)
+            lines.append(f"Keys kept in {args.data_dir / 'secrets'}; endpoints recorded in {record}")
         lines.append(f"{READY_LINE}: {host.http.base_url} (Ctrl-C to stop)")
         print("\n".join(lines), flush=True)
 
@@ -235,6 +249,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
     finally:
+        if args.data_dir is not None:
+            remove_record(args.data_dir)
         if emulator_thread is not None:
             emulator_thread.stop()
     print("devhost stopped", flush=True)

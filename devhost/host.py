@@ -27,7 +27,8 @@ from devhost.host_config import HostConfig
 from devhost.http_server import HttpRoute, HttpServer, check_route_conflicts, http_route
 from devhost.in_process_worker import start_worker
 from devhost.invocation_log import InvocationLog
-from devhost.keys import HostKeys
+from devhost.key_store import KeyStore
+from devhost.keys import HostKeys, generate_key
 from devhost.local_settings import ConfiguredKeys
 from devhost.process_worker import ProcessWorker
 from devhost.servicebus_trigger import ServiceBusListener
@@ -75,6 +76,8 @@ class HostOptions:
     settings: Mapping[str, str]
     host_config: HostConfig = field(default_factory=HostConfig)
     keys: ConfiguredKeys = field(default_factory=ConfiguredKeys)
+    # Where keys not fixed in ``keys`` are kept across restarts (devhost.key_store); None: new each start.
+    secrets_dir: Path | None = None
     http_host: str = "127.0.0.1"
     http_port: int = 7071
     drain_seconds: float = 30.0
@@ -154,7 +157,11 @@ class FunctionsHost:
             self.dispatcher = Dispatcher(self.worker, self.log)
             self.functions = self.worker.functions()
             self._by_name = {spec.name.lower(): spec for spec in self.functions}
-            self.keys = HostKeys(options.keys, [spec.name for spec in self.functions])
+            names = [spec.name for spec in self.functions]
+            configured = options.keys
+            if options.secrets_dir is not None:
+                configured = KeyStore(options.secrets_dir).resolve(configured, names, generate_key)
+            self.keys = HostKeys(configured, names)
             routes: list[HttpRoute] = []
             zone = schedule_zone(settings)
             for spec in self.functions:

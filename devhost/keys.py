@@ -5,7 +5,8 @@
 * ``admin``: only the master key (also required by the ``/admin`` endpoints).
 
 A key comes in the ``x-functions-key`` header or the ``code`` query parameter. Keys not fixed in
-local.settings.json (``Keys``) are generated at start.
+local.settings.json (``Keys``) are read from the secrets folder (``--data-dir``, see
+:mod:`devhost.key_store`), where they are created on first start, or without one generated at each start.
 """
 
 from __future__ import annotations

@@ -9,7 +9,9 @@ Format as Core Tools reads it, plus one devhost addition, ``Keys``::
         "Keys": {"master": "...", "host": "...", "functions": {"subscribe": "..."}},
     }
 
-Keys not given are generated at start (and printed), so HTTP auth is always enforced.
+Keys not given come from the secrets folder of ``--data-dir`` (created there on first start, kept across
+restarts, see :mod:`devhost.key_store`), or without one are generated at start; either way they are printed,
+and HTTP auth is always enforced.
 """
 
 from __future__ import annotations

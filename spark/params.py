@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from shared.app_settings import CONNECTION_SETTINGS, AppSetting, read
+from shared.local_settings import LocalSettingsError, add_settings_arguments, local_app_settings
 
 if TYPE_CHECKING:  # azure-mgmt-servicebus is needed on the driver only, when the check runs
     from shared.management import ManagementSettings
@@ -172,6 +173,8 @@ def build_parser() -> argparse.ArgumentParser:
     _option(parser, "connection_string", help="Service Bus connection string (local)")
     _option(parser, "fully_qualified_namespace", help="<ns>.servicebus.windows.net (managed identity)")
     _option(parser, "spark_master", help="local runs: Spark master (default local[*])")
+    # Read by main() before the other parameters (local_app_env); declared here for --help and validation.
+    add_settings_arguments(parser, underscore=True)
     return parser
 
 
@@ -215,15 +218,18 @@ def _positive(value: float | int, option: str) -> None:
         raise ParameterError(f"--{option}: must be positive, got {value}")
 
 
+def _given(argv: Sequence[str]) -> list[str]:
+    """A Databricks job parameter left empty arrives as ``--name=``: treat it as not given."""
+    return [arg for arg in argv if not (arg.startswith("--") and arg.endswith("=") and arg.count("=") == 1)]
+
+
 def parse_params(argv: Sequence[str], env: Mapping[str, str] | None = None) -> ReplayParams:
     """Parse keyword arguments (``--name value`` / ``--name=value``) into :class:`ReplayParams`.
 
     Raises :class:`ParameterError` for values argparse accepts but the job cannot use."""
     parser = build_parser()
-    # A Databricks job parameter left empty arrives as "--name=": treat it as not given.
-    given = [arg for arg in argv if not (arg.startswith("--") and arg.endswith("=") and arg.count("=") == 1)]
     try:
-        args = parser.parse_args(given)
+        args = parser.parse_args(_given(argv))
     except SystemExit as error:  # argparse already printed the usage and the problem
         if error.code == 0:  # --help
             raise
@@ -305,6 +311,19 @@ def _management(args: argparse.Namespace, env: Mapping[str, str] | None) -> Mana
         return ManagementSettings.from_env(values)
     except SettingsError as error:
         raise ParameterError(f"the management settings are incomplete: {error}") from None
+
+
+def local_app_env(argv: Sequence[str], environment: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The app settings a local run reads: the ``--settings`` file (default ./local.settings.json when it
+    exists), the endpoints a running ``make run`` recorded under ``--data_dir`` and the environment over both
+    (see :mod:`shared.local_settings`). On Databricks neither file exists: the environment alone."""
+    parser = argparse.ArgumentParser(add_help=False)
+    add_settings_arguments(parser, underscore=True)
+    known, _ = parser.parse_known_args(_given(argv))
+    try:
+        return local_app_settings(known.settings, known.data_dir, environment)
+    except LocalSettingsError as error:
+        raise ParameterError(str(error)) from None
 
 
 def resolve_connection(

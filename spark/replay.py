@@ -1,8 +1,9 @@
 """Orchestration of a replay run: read the archive, plan, (dry run: report and stop), send, report.
 
-Run it as ``python -m spark.replay --archive_path … --ledger_path … --report_path … [--dry_run]`` locally
-(``local[*]`` Spark, ``--connection_string`` or ``ServiceBusConnection``) or as the Databricks wheel task in
-``infra/databricks/databricks.yml`` (same keyword parameters).
+Run it as ``.venv/bin/python -m spark.replay --archive_path … --ledger_path … --report_path … [--dry_run]``
+locally (``local[*]`` Spark; ``--connection_string``, or ``ServiceBusConnection`` and the ``BUSBAR_*``
+management settings of local.settings.json, the running ``make run`` and the environment) or as the
+Databricks wheel task in ``infra/databricks/databricks.yml`` (same keyword parameters).
 
 Exactly-once as receivers see it -- the guarantee, precisely:
 
@@ -41,7 +42,14 @@ from pyspark.sql import functions as F
 from spark import ledger, report
 from spark.archive import read_archive
 from spark.columns import SEND
-from spark.params import Connection, ParameterError, ReplayParams, parse_params, resolve_connection
+from spark.params import (
+    Connection,
+    ParameterError,
+    ReplayParams,
+    local_app_env,
+    parse_params,
+    resolve_connection,
+)
 from spark.sender import SenderConfig, send_partition
 from spark.targets import fetch_targets, held_reason, hold_inside_window, targets_frame
 from spark.transforms import dedupe_latest, order_for_sending, plan_summary, resolve_targets, select_rows
@@ -313,15 +321,19 @@ def _finish(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``python -m spark.replay`` and of the Databricks wheel task."""
+    """Entry point of ``python -m spark.replay`` and of the Databricks wheel task. App settings (connection,
+    management plane) are the local app's, as :func:`spark.params.local_app_env` finds them."""
+    arguments = sys.argv[1:] if argv is None else list(argv)
     try:
-        params = parse_params(sys.argv[1:] if argv is None else argv)
+        env = local_app_env(arguments)
+        params = parse_params(arguments, env)
     except ParameterError as error:
         print(f"replay: {error}", file=sys.stderr)
         return 2
     spark = build_session(params)
     try:
-        summary = run(params, spark)
+        connection = None if params.dry_run else resolve_connection(params, _secret_reader(spark), env)
+        summary = run(params, spark, connection)
     except (ParameterError, FileNotFoundError) as error:
         print(f"replay: {error}", file=sys.stderr)
         return 2

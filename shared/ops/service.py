@@ -168,7 +168,7 @@ class OpsService:
     def archive(self, request: ApiRequest) -> ApiResponse:
         """What the archive holds, by day, endpoint and reason, with the replay command lines."""
         return ApiResponse(
-            200, archive_view(self.settings.archive_url, self.settings.archive_storage_options)
+            200, archive_view(self.settings.archive_url, self.settings.archive_storage_options, self.env)
         )
 
     # ------------------------------------------------------------------------------------------ actions

@@ -1,8 +1,11 @@
 """``python -m shared.redrive run|plan``: one re-drive run (or a dry run) from app settings.
 
-Settings come from the environment (see :mod:`shared.redrive.settings`, ``ServiceBusConnection`` and the
-``BUSBAR_*`` management settings). The summary is printed as JSON. Exit status: 0 all handled, 1 some
-messages or entities failed (they stay in their dead-letter queue), 2 invalid settings.
+Settings are the local app's, found as ``func`` finds them (:mod:`shared.local_settings`):
+``local.settings.json`` (``--settings`` names another), the endpoints a running ``make run`` recorded
+under ``--data-dir``, and environment variables over both -- see :mod:`shared.redrive.settings`,
+``ServiceBusConnection`` and the ``BUSBAR_*`` management settings. The summary is printed as JSON. Exit
+status: 0 all handled, 1 some messages or entities failed (they stay in their dead-letter queue), 2 invalid
+settings.
 """
 
 from __future__ import annotations
@@ -11,8 +14,9 @@ import argparse
 import json
 import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
+from shared.local_settings import LocalSettingsError, add_settings_arguments, local_app_settings
 from shared.management import SettingsError
 from shared.redrive.job import run_redrive
 from shared.redrive.runner import RunHooks
@@ -29,18 +33,28 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--receive-wait", type=float, default=1.0, help="seconds a receive waits on an empty DLQ"
     )
+    add_settings_arguments(parser)
     return parser
 
 
-def main(argv: Sequence[str] | None = None, hooks: RunHooks | None = None) -> int:
-    """Run the command; returns the exit status."""
+def main(
+    argv: Sequence[str] | None = None,
+    hooks: RunHooks | None = None,
+    environment: Mapping[str, str] | None = None,
+) -> int:
+    """Run the command; returns the exit status. ``environment``: default the process's."""
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
+        env = local_app_settings(args.settings, args.data_dir, environment)
         summary = run_redrive(
-            run_id=args.run_id, dry_run=args.command == "plan", hooks=hooks, receive_wait=args.receive_wait
+            run_id=args.run_id,
+            dry_run=args.command == "plan",
+            hooks=hooks,
+            receive_wait=args.receive_wait,
+            env=env,
         )
-    except (SettingsError, RedriveSettingsError) as exc:
+    except (SettingsError, RedriveSettingsError, LocalSettingsError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     result = summary.to_dict()

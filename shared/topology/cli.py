@@ -1,8 +1,11 @@
 """``python -m shared.topology plan|apply|validate|unsubscribe``: provisioning from the command line.
 
-``--options FILE`` is NServiceBus TopologyOptions JSON (default: the ``AzureServiceBus__TopologyOptions``
-app setting); events are contract names or JSON objects ``{"type": ..., "topic": ..., "routingMode": ...}``.
-The management plane comes from the ``BUSBAR_*`` settings (see :mod:`shared.management`). Output is JSON
+``--options FILE`` is NServiceBus TopologyOptions JSON (default: the app's own, from the
+``AzureServiceBus__TopologyOptions`` app setting and its overrides); events are contract names or JSON
+objects ``{"type": ..., "topic": ..., "routingMode": ...}``. The management plane comes from the
+``BUSBAR_*`` settings (see :mod:`shared.management`). Settings are the local app's, found as ``func`` finds
+them (:mod:`shared.local_settings`): ``local.settings.json`` (``--settings``), the endpoints a running
+``make run`` recorded (``--data-dir``), environment variables over both. Output is JSON
 on stdout; ``apply`` prints the plan before changing anything. Exit codes: 0 done, 2 invalid options or
 request, 3 quota exceeded, 4 refused by the management plane.
 """
@@ -11,12 +14,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from shared.local_settings import LocalSettingsError, add_settings_arguments, local_app_settings
 from shared.management import ManagementClient, ManagementSettings, SettingsError
 from shared.topology.desired import desired_state, parse_subscribed_events
 from shared.topology.errors import ProvisioningError, QuotaExceededError, TopologyValidationError
@@ -35,7 +38,11 @@ def _parser() -> argparse.ArgumentParser:
         ("unsubscribe", "remove the endpoint's subscription or rule for each event"),
     ):
         sub = commands.add_parser(name, help=text)
-        sub.add_argument("--options", type=Path, help="TopologyOptions JSON file (default: app settings)")
+        sub.add_argument(
+            "--options",
+            type=Path,
+            help="TopologyOptions JSON file (default: the app's, AzureServiceBus__TopologyOptions)",
+        )
         sub.add_argument("--hierarchy", help="hierarchy namespace (prefix of queue and topic paths)")
         sub.add_argument("--endpoint", required=name != "validate", help="the endpoint's input queue")
         sub.add_argument("--events", nargs="*", default=[], help="contract names or JSON objects")
@@ -46,6 +53,7 @@ def _parser() -> argparse.ArgumentParser:
             help="filtered subscriptions get only their event rules, not NServiceBus's $default 1=0 "
             "(one SQL filter less per subscription against the topic's 2,000)",
         )
+        add_settings_arguments(sub)
     return parser
 
 
@@ -53,23 +61,25 @@ def _event_items(raw: Sequence[str]) -> list[Any]:
     return [json.loads(item) if item.lstrip().startswith("{") else item for item in raw]
 
 
-def _options(args: argparse.Namespace) -> TopologyOptions:
-    options = parse_topology_options(args.options.read_text()) if args.options else load_topology_options()
+def _options(args: argparse.Namespace, env: Mapping[str, str]) -> TopologyOptions:
+    options = parse_topology_options(args.options.read_text()) if args.options else load_topology_options(env)
     if args.hierarchy:
         options = options.model_copy(update={"hierarchy_namespace": args.hierarchy})
     return validate(options)
 
 
 def run(
-    argv: Sequence[str] | None = None, out: TextIO = sys.stdout, env: dict[str, str] | None = None
+    argv: Sequence[str] | None = None, out: TextIO = sys.stdout, environment: Mapping[str, str] | None = None
 ) -> int:
+    """Run the command; returns the exit status. ``environment``: default the process's."""
     args = _parser().parse_args(argv)
 
     def emit(document: object) -> None:
         out.write(json.dumps(document, indent=2) + "\n")
 
     try:
-        options = _options(args)
+        env = local_app_settings(args.settings, args.data_dir, environment)
+        options = _options(args, env)
         events = parse_subscribed_events(_event_items(args.events))
         if args.command == "validate":
             document: dict[str, Any] = {"valid": True, "options": options.to_json_dict()}
@@ -79,7 +89,7 @@ def run(
                 ).to_dict()
             emit(document)
             return 0
-        settings = ManagementSettings.from_env(os.environ if env is None else env)
+        settings = ManagementSettings.from_env(env)
         with ManagementClient(settings) as management:
             provisioner = Provisioner(management)
             if args.command == "unsubscribe":
@@ -94,7 +104,7 @@ def run(
             if args.command == "apply":
                 emit({"applied": provisioner.apply(plan).to_dict()})
             return 0
-    except (TopologyValidationError, SettingsError, json.JSONDecodeError, OSError) as exc:
+    except (TopologyValidationError, SettingsError, LocalSettingsError, json.JSONDecodeError, OSError) as exc:
         errors = exc.errors if isinstance(exc, TopologyValidationError) else [str(exc)]
         emit({"error": "invalid", "errors": errors})
         return 2

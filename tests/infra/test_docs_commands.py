@@ -75,6 +75,7 @@ WITNESSES: tuple[Witness, ...] = (
         (
             "tests/shared/redrive/test_redrive_settings.py::test_the_cli_exits_2_with_the_problem_when_settings_are_missing",
             "tests/shared/redrive/test_redrive_runs.py::test_a_plan_counts_what_a_run_would_do_and_settles_nothing",
+            "tests/devhost/test_make_run_tools.py::test_the_documented_command_lines_reach_the_app_make_run_serves_on_os_picked_ports",
         ),
         ("plan",),
     ),

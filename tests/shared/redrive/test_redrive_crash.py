@@ -29,10 +29,11 @@ DLQ = ServiceBusSubQueue.DEAD_LETTER
 
 
 def kill_at(point: str, env: dict[str, str], marker: Path) -> None:
-    """Run the CLI in a subprocess and SIGKILL it once it reached ``point`` (send | archive)."""
+    """Run the CLI in a subprocess and SIGKILL it once it reached ``point`` (send | archive). It runs in the
+    test's directory: the CLI reads ./local.settings.json, and the checkout's is a developer's."""
     process = subprocess.Popen(
         [sys.executable, str(HELPER), str(marker), point],
-        cwd=ROOT,
+        cwd=marker.parent,
         env={**os.environ, **env, "PYTHONPATH": str(ROOT)},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

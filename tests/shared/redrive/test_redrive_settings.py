@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from shared import app_settings
@@ -70,8 +72,9 @@ def test_every_setting_is_declared_for_the_configuration_reference() -> None:
 
 
 def test_the_cli_exits_2_with_the_problem_when_settings_are_missing(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
+    monkeypatch.chdir(tmp_path)  # no local.settings.json here (the checkout's is a developer's)
     for name in ("BUSBAR_SUBSCRIPTION_ID", "BUSBAR_RESOURCE_GROUP", "BUSBAR_NAMESPACE"):
         monkeypatch.delenv(name, raising=False)
 

@@ -6,9 +6,17 @@ import io
 import json
 from pathlib import Path
 
+import pytest
+
 from emulator.testing import EmulatorHandle
 from shared.management import ManagementClient
 from shared.topology.cli import run
+
+
+@pytest.fixture(autouse=True)
+def _outside_the_checkout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CLI reads ./local.settings.json (and ./.data): the checkout's are a developer's, not the test's."""
+    monkeypatch.chdir(tmp_path)
 
 
 def _env(emulator: EmulatorHandle) -> dict[str, str]:

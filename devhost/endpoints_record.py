@@ -1,0 +1,49 @@
+"""The endpoints a running devhost listens on, recorded in its data directory for command-line tools.
+
+``python -m devhost --data-dir DIR`` (``make run``: ``.data/devhost``) writes ``DIR/endpoints.json`` once
+the host runs and removes it when the host stops::
+
+    {
+        "pid": 4242,
+        "http": "http://127.0.0.1:7071",
+        "settings": {"ServiceBusConnection": "Endpoint=sb://127.0.0.1:5672;...", ...}
+    }
+
+``http`` is the base URL of the HTTP triggers and admin endpoints; ``settings`` are the app settings that
+point at the embedded emulator (connection string with its AMQP port, management endpoint with its port,
+token, namespace). Tools started beside the app (``shared.local_settings``) take these over the
+local.settings.json values meant for a local emulator, so they reach the app whatever ports it uses.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+RECORD_NAME = "endpoints.json"
+
+
+def write_record(data_dir: Path, http_base_url: str, settings: Mapping[str, str]) -> Path:
+    """Write the record (whole or not at all; owner-readable only: it holds the emulator's token)."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    path = data_dir / RECORD_NAME
+    partial = data_dir / f".{RECORD_NAME}.tmp"
+    document = {"pid": os.getpid(), "http": http_base_url, "settings": dict(settings)}
+    descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "w", encoding="utf-8") as file:
+        json.dump(document, file, indent=2)
+    partial.replace(path)
+    return path
+
+
+def remove_record(data_dir: Path) -> None:
+    """Remove the record if this process wrote it (another devhost may have started on the same data)."""
+    path = data_dir / RECORD_NAME
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return
+    if isinstance(document, dict) and document.get("pid") == os.getpid():
+        path.unlink(missing_ok=True)
