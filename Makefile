@@ -2,6 +2,7 @@
 #   make run    start the Service Bus emulator (data under .data/) and devhost with function_app.py
 #   make test   bootstrap .venv, lint, type-check and run every test
 #   make redrive-plan / replay-dry-run ARCHIVE=...   the runbooks' command lines against the running app
+#   make host-key / master-key   print the running app's keys (KEY=$$(make host-key))
 
 SHELL := /bin/sh
 .DEFAULT_GOAL := help
@@ -90,7 +91,7 @@ DEPLOY_SITE := $(VENV)/deploy-site
 DEPLOY_STAMP := $(DEPLOY_SITE)/.installed
 
 .PHONY: help check-python check-java check-node check-chromium check-prereqs install test lint typecheck format run \
-	redrive-plan redrive-run replay-dry-run replay bench bench-all clean distclean
+	host-key master-key redrive-plan redrive-run replay-dry-run replay bench bench-all clean distclean
 
 help: ## List the targets
 	@echo "Busbar targets:"
@@ -191,6 +192,14 @@ define require_archive
 [ -n "$(ARCHIVE)" ] || { echo "error: name the archive to replay: make $@ ARCHIVE=<directory or abfs:// URL>" >&2; \
   echo "  (the app's BUSBAR_ARCHIVE_URL; the sample's is .data/archive)" >&2; exit 2; }
 endef
+
+# The keys make run serves with (fixed in $(SETTINGS), else kept under $(DATA_DIR)/devhost/secrets), printed
+# alone so a shell can take them: KEY=$$(make host-key). No prerequisite: nothing else may print first.
+host-key: ## Print the host key of the app make run serves (function-level HTTP calls)
+	@$(VPY) -m devhost.show_key host --settings "$(SETTINGS)" --data-dir "$(DATA_DIR)/devhost"
+
+master-key: ## Print the master key (the console, admin endpoints) of the app make run serves
+	@$(VPY) -m devhost.show_key master --settings "$(SETTINGS)" --data-dir "$(DATA_DIR)/devhost"
 
 redrive-plan: $(STAMP) ## Dead-letter re-drive dry run against the running app: what a run would do (SETTINGS, DATA_DIR)
 	$(APP_ENV) $(VPY) -m shared.redrive plan $(APP_SETTINGS)

@@ -87,6 +87,14 @@ class KeyStore:
     def __init__(self, directory: Path) -> None:
         self.directory = directory
 
+    def host_keys(self) -> tuple[str | None, str | None]:
+        """The kept master and host keys (``None`` for one not created yet); reads, never writes."""
+        host_path = self.directory / HOST_FILE
+        document = _read(host_path)
+        return _key_value(document.get("masterKey"), host_path), _default_of(
+            document.get("functionKeys"), host_path
+        )
+
     def resolve(
         self, configured: ConfiguredKeys, function_names: Iterable[str], generate: Callable[[], str]
     ) -> ConfiguredKeys:
