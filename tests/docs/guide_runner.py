@@ -2,10 +2,11 @@
 repository, with the machine's environment minus Busbar's, against the app the guide's ``make run`` starts.
 
 - **Session.** One ``bash --noprofile --norc`` per guide, so what a line sets (``KEY=$(make host-key)``) is
-  there for the lines after it. Each command's text goes to bash as written, its output to a scratch file,
-  its stdin from ``/dev/null``. The session defines one shell function, ``curl``, which runs the real curl
-  with the same arguments plus ``--dump-header <scratch file>``: the response status is read from there
-  (curl itself exits 0 on a 4xx). Nothing is exported; no variable is added.
+  there for the lines after it. Each command's text is written, as the guide has it, to a scratch file the
+  session sources (``.``), with its output to another file and its stdin from ``/dev/null``. The session
+  defines one shell function, ``curl``, which runs the real curl with the same arguments plus
+  ``--dump-header <scratch file>``: the response status is read from there (curl itself exits 0 on a
+  4xx). Nothing is exported; no variable is added.
 - **make run** runs in the background, as in another terminal: the walkthrough waits for devhost's ready
   line before the next command, and stops it with SIGINT (Ctrl-C) at the end of the walkthrough.
 - **Outcome.** A command must exit as its guide says (0 unless a ``# exit N`` comment says otherwise) and
@@ -173,33 +174,39 @@ class GuideSession:
         self.process.stdin.write(text)
         self.process.stdin.flush()
 
-    def _wait_done(self, deadline: float) -> int | None:
-        """The exit status the session reports after a command; ``None`` on timeout or a dead session."""
+    def _wait_done(self, deadline: float) -> tuple[int | None, str]:
+        """The exit status the session reports after a command (``None`` on timeout or a dead session), and
+        what bash itself printed meanwhile (a syntax error in the command, say)."""
         assert self.process.stdout is not None
         descriptor = self.process.stdout.fileno()
         pending = ""
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                return None
+                return None, pending
             readable, _, _ = select.select([descriptor], [], [], remaining)
             if not readable:
                 continue
             chunk = os.read(descriptor, 4096).decode(errors="replace")
             if not chunk:
-                return None
+                return None, pending
             pending += chunk
             match = re.search(rf"{DONE} (\d+)\n", pending)
             if match:
-                return int(match.group(1))
+                return int(match.group(1)), pending[: match.start()].strip("\n")
 
     def run(self, command: DocCommand, timeout: float = COMMAND_TIMEOUT) -> CommandResult:
         """The command as written, in this session; its exit status, output and curl statuses."""
         for old in self.scratch.glob("curl-headers.*"):
             old.unlink()
-        self._send(f"{{\n{command.text}\n}} >'{self._output}' 2>&1 </dev/null\nprintf '\\n{DONE} %s\\n' $?\n")
-        status = self._wait_done(time.monotonic() + timeout)
+        # Sourced from a file: the session's own state (variables) is the command's, and a command bash
+        # cannot parse fails alone (status 2, bash's message in its output) instead of derailing the session.
+        script = self.scratch / "command.sh"
+        script.write_text(command.text + "\n")
+        self._send(f". '{script}' >'{self._output}' 2>&1 </dev/null\nprintf '\\n{DONE} %s\\n' $?\n")
+        status, shell_output = self._wait_done(time.monotonic() + timeout)
         output = self._output.read_text(errors="replace") if self._output.exists() else ""
+        output = f"{output}\n(bash) {shell_output}" if shell_output else output
         if status is None:
             alive = self.process.poll() is None
             self.close()

@@ -160,6 +160,11 @@ def test_a_here_document_is_one_command_with_its_body(tmp_path: Path) -> None:
     assert (tmp_path / "note.json").read_text() == '{"a": 1}\n'
 
 
+def test_a_command_bash_cannot_parse_fails_with_bashs_message(tmp_path: Path) -> None:
+    with pytest.raises(GuideFailure, match=r"(?s)guide.md:2: exited 2.*syntax error"):
+        follow(tmp_path, "```sh\nif then fi (\n```\n")
+
+
 def test_a_hanging_command_fails_with_the_time_it_was_given(tmp_path: Path) -> None:
     with pytest.raises(GuideFailure, match=r"guide.md:2: did not finish within 1 s"):
         follow(tmp_path, "```sh\nsleep 30\n```\n", timeout=1.0)
