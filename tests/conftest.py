@@ -67,6 +67,9 @@ def make_emulator() -> Iterator[Callable[..., EmulatorHandle]]:
 # collect() that opened it).
 SPARK_TEST_TIMEOUT_SECONDS = 480
 SPARK_TESTS = "tests/spark/"  # every test that starts Spark lives here (checked at collection)
+# The guides' walkthroughs (tests/docs/test_guides.py) all need the default ports: one worker runs them in
+# turn (a machine-wide lock serializes them anyway; this keeps a second worker from waiting on it).
+GUIDE_WALKTHROUGHS = "tests/docs/test_guides.py::test_the_guides_local_commands_run_verbatim"
 _PYSPARK_RESULT_SOCKET = pytest.mark.filterwarnings("ignore:unclosed <socket.socket:ResourceWarning")
 
 
@@ -78,13 +81,16 @@ def _uses_spark(item: pytest.Item) -> bool:
 
 
 class _SparkTestsTogether(LoadScopeScheduling):  # type: ignore[misc]
-    """xdist's load scheduling, except that every test under ``tests/spark/`` goes to one worker.
+    """xdist's load scheduling, except that every test under ``tests/spark/`` goes to one worker (and the
+    guides' walkthroughs to one worker).
 
     One JVM on this 2-core machine instead of one per worker: four of them starved each other past their
     timeouts. (``--dist loadgroup`` would do it by marker, but with pytest 9 it no longer tags the node ids it
     schedules by, so the group is silently ignored.)"""
 
     def _split_scope(self, nodeid: str) -> str:
+        if nodeid.startswith(GUIDE_WALKTHROUGHS):
+            return GUIDE_WALKTHROUGHS
         return SPARK_TESTS if nodeid.startswith(SPARK_TESTS) else nodeid
 
 

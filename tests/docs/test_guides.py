@@ -5,8 +5,9 @@ as written, in the order of its guide, against the app the guide's own ``make ru
 checkout's ``.venv`` and tools linked in), never in the checkout, whose ``local.settings.json`` and
 ``.data/`` are a developer's. The guides name ``http://127.0.0.1:7071`` and ``make run`` with its default
 ports, so the walkthroughs need ports 7071, 5672 and 5300: they take a machine-wide lock (one walkthrough at
-a time, across test sessions too) and fail at once, naming the port, when something else listens there (a
-developer's own ``make run``: stop it and run again).
+a time, across test sessions too; tests/conftest.py's scheduler gives them all to one xdist worker) and
+fail at once, naming the port, when something else listens there (a developer's own ``make run``: stop it
+and run again).
 
 **How.** One bash session per guide, working directory the copy's root, environment the machine's minus
 anything Busbar-specific (``BUSBAR_*``, ``ServiceBus*``, ``AzureWebJobs*``, ...); no variable added, so
@@ -76,7 +77,6 @@ def test_every_guide_with_local_commands_is_followed_by_one_walkthrough() -> Non
 
 @pytest.mark.slow
 @pytest.mark.subprocess
-@pytest.mark.xdist_group("default-ports")
 @pytest.mark.timeout(1200)
 @pytest.mark.parametrize("name", list(WALKTHROUGHS))
 def test_the_guides_local_commands_run_verbatim_in_order_against_make_run(name: str, tmp_path: Path) -> None:
