@@ -122,19 +122,24 @@ class LocalApp:
             os.killpg(self.process.pid, signal.SIGINT)
         try:
             self.process.wait(timeout=60)
-        finally:
+        except subprocess.TimeoutExpired:
             self.kill()
+            problem = f"`{self.command.text}` still ran 60 s after Ctrl-C"
+            raise GuideFailure(_describe(self.command, problem, self.output(), None)) from None
         self._reader.join(timeout=10)
         output = self.output()
+        self.kill()
         if self.process.returncode not in (0, -signal.SIGINT, 130) or "devhost stopped" not in output:
             problem = f"`{self.command.text}` did not stop cleanly on Ctrl-C (exit {self.process.returncode})"
             raise GuideFailure(_describe(self.command, problem, output, None))
         return output
 
     def kill(self) -> None:
+        """SIGKILL to the whole group, if it still runs (a failed walkthrough); then release the pipe."""
         if self.process.poll() is None:
             os.killpg(self.process.pid, signal.SIGKILL)
             self.process.wait(timeout=10)
+        self._reader.join(timeout=10)  # the pipe is at its end: the group is gone
         if self.process.stdout is not None:
             self.process.stdout.close()
 
