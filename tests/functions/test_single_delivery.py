@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 import pytest
 from azure.core.exceptions import ResourceNotFoundError
-from azure.mgmt.servicebus.models import SBQueue, SBSubscription, SBTopic
+from azure.mgmt.servicebus.models import SBQueue, SBSubscription, SBSubscriptionProperties, SBTopic
 
 from app.sample_endpoints import JOURNAL
 from devhost.testing import running_host
@@ -182,7 +182,11 @@ def test_the_router_sends_no_copy_to_a_subscriber_that_got_the_event_on_the_fall
         management.topics.create_or_update(group, namespace, topic, SBTopic())
         for target in (crm, watcher):
             management.subscriptions.create_or_update(
-                group, namespace, topic, target, SBSubscription(forward_to=target)
+                group,
+                namespace,
+                topic,
+                target,
+                SBSubscription(properties=SBSubscriptionProperties(forward_to=target)),
             )
     try:
         order = f"declined-{uuid.uuid4().hex[:10]}"
