@@ -7,7 +7,9 @@ published there. For each one it decides, purely:
     named after the contract) that exists in the namespace, re-publish an exact copy there (same MessageId,
     SessionId, properties and body) marked with :data:`BRIDGED_FROM`. This is the bridge while publishers
     migrate to topic-per-event. It never loops: a copy that already carries the marker is never bridged
-    again, and the fallback topic itself is never a bridge target.
+    again, and the fallback topic itself is never a bridge target. It never delivers twice: subscribers of
+    the dedicated topic whose queue a fallback subscription already forwarded the event to get no copy
+    (the others get theirs straight in their queues; see :func:`_bridge`).
 (b) **Unrouted.** Service Bus silently drops a message no subscription matches. The router evaluates the
     rules of every *other* subscription on the fallback topic against the event; when none matches and the
     event was not bridged either, the event would be lost without a trace, so the router records it with

@@ -6,7 +6,10 @@ Request bodies are pydantic models with camelCase JSON names; every validation p
 
 ``PUT /endpoints/{endpoint}/subscriptions`` is declarative: the endpoint ends up subscribed to exactly the
 listed events. The plan (topology library) creates what is missing, and the endpoint's subscriptions and
-rules that no listed event needs any more are deleted. Repeating a PUT reports ``unchanged``.
+rules that no listed event needs any more are deleted. Repeating a PUT reports ``unchanged``. A PUT that
+would leave the endpoint two paths for one event is refused with 409 ``DuplicateDelivery`` (see
+:mod:`shared.topology.single_delivery`); one that moves an event to another topic deletes the old path only
+after the new one exists.
 """
 
 from __future__ import annotations
