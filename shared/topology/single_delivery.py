@@ -20,7 +20,7 @@ from shared.topology.delivery_paths import (
 from shared.topology.desired import DesiredState, SubscribedEvent
 from shared.topology.names import HierarchyNamespace
 from shared.topology.options import TopologyOptions
-from shared.topology.plan import ExistingSubscription, Plan, PlanItem
+from shared.topology.plan import ExistingSubscription, Plan, PlanItem, subscription_path
 from shared.topology.provisioner import Provisioner
 
 CLI_HINT = (
@@ -54,7 +54,11 @@ def plan_single_delivery(
     # The old paths of the events the plan moves: deleted only after the creates, whether the caller
     # deletes them already (a declarative PUT) or the migration adds them here.
     moves = migration_deletes(options, queue, checked, found, desired, strict=migrate)
-    late = {i.path.lower() for i in moves}
+    late = {i.path.lower() for i in moves} | {
+        subscription_path(i.topic, i.subscription).lower()
+        for i in moves
+        if i.topic is not None and i.subscription is not None
+    }  # the caller may delete the whole subscription an old rule is on
     removed = [replace(d, after_creates=True) if d.path.lower() in late else d for d in deletes]
     if migrate:
         taken = {i.path.lower() for i in removed}

@@ -210,6 +210,26 @@ def test_the_router_sends_no_copy_to_a_subscriber_that_got_the_event_on_the_fall
             management.topics.delete(*management.scope, topic)
 
 
+def test_a_put_that_moves_an_event_to_its_topic_deletes_the_old_path_after_the_new_one_exists(
+    app: App,
+) -> None:
+    fallback, shipping = app.settings["BUSBAR_FALLBACK_TOPIC"], app.settings["BUSBAR_SHIPPING_QUEUE"]
+    invoices = "Billing.InvoiceIssued"
+
+    response = app.put("shipping", [{"type": invoices, "topic": invoices}])
+
+    assert response.status_code == 201, response.text
+    body = response.json()
+    # shipping's fallback subscription served only invoices: the PUT deletes all of it.
+    old_path = f"{fallback}/Subscriptions/{shipping}"
+    [delete] = [i for i in body["plan"]["items"] if i["action"] == "delete"]
+    assert delete["path"] == old_path
+    assert body["result"]["deleted"] == [old_path]
+    assert f"{invoices}/Subscriptions/{shipping}" in body["result"]["created"]
+    # shipping now gets the invoices billing publishes through the router's bridge, once each.
+    assert all(h == ["billing", "crm", "shipping"] for h in orders_handled_once(app, 3).values())
+
+
 def test_after_a_declared_migration_every_order_is_handled_once_per_subscriber(
     app: App, tmp_path: Path
 ) -> None:
