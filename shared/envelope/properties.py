@@ -28,6 +28,7 @@ an ``int`` of epoch milliseconds, and :func:`with_known_types` makes it a timest
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -249,8 +250,7 @@ def with_known_types(properties: Mapping[str, Any]) -> dict[str, Any]:
         value = result.get(name)
         if not isinstance(value, int) or isinstance(value, bool | TypedInt):
             continue
-        try:
+        # Out of range: not the stamp Busbar wrote, so the value is kept as it came.
+        with contextlib.suppress(PropertyTypeError, ValueError, OverflowError):
             result[name] = timestamp_from_ms(value) if kind is AmqpType.TIMESTAMP else TYPED_INTS[kind](value)
-        except (PropertyTypeError, ValueError, OverflowError):
-            pass  # not the stamp Busbar wrote: keep the value as it came
     return result
