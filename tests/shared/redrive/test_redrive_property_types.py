@@ -42,7 +42,8 @@ def test_a_dotnet_shaped_message_is_redriven_twice_and_archived_with_every_type_
     queue = provision.queue()
     cs = emulator.connection_string
     original = to_message(
-        Envelope(body=b"{}", message_id="typed-1", application_properties=DEAD_LETTERED), PartitionKeyPolicy.REFUSE
+        Envelope(body=b"{}", message_id="typed-1", application_properties=DEAD_LETTERED),
+        PartitionKeyPolicy.REFUSE,
     )
     dead_letter_queue_messages(cs, queue, [original], "MaxDeliveryCountExceeded")
 
@@ -62,7 +63,9 @@ def test_a_dotnet_shaped_message_is_redriven_twice_and_archived_with_every_type_
             client.get_queue_receiver(queue) as receiver,
         ):
             for item in receiver.receive_messages(max_message_count=1, max_wait_time=1):
-                receiver.dead_letter_message(item, reason="MaxDeliveryCountExceeded", error_description="again")
+                receiver.dead_letter_message(
+                    item, reason="MaxDeliveryCountExceeded", error_description="again"
+                )
 
     assert [t["redriven"] for t in totals] == [1, 1, 0] and totals[2]["archived"] == 1
     (row,) = read_archive(str(tmp_path)).to_pylist()
