@@ -48,6 +48,11 @@ def _encoded(message: ServiceBusMessage) -> bytes:
     return bytes(encode_payload(bytearray(), outgoing))
 
 
+def _typed(properties: dict[str, Any]) -> Any:
+    """``properties`` as the SDK is given them (its annotation does not know the typed form)."""
+    return sdk_application_properties(properties)
+
+
 def _as_binding_delivers(encoded: bytes) -> SdkReceivedMessage:
     """The message an SDK-type trigger gets for ``encoded``: the extension's decoding of the model-binding
     content (lock token, ``x-opt-lock-token``, the AMQP bytes), wrapped as its converter wraps it."""
@@ -116,7 +121,7 @@ def test_an_sdk_type_binding_hands_over_the_types_a_receiver_can_know_and_no_mor
     # The extension decodes the model-binding content with uamqp and passes on only the SDK message built
     # from uamqp's Python values (get_sdk_type): the AMQP bytes are not kept, and the types are lost as a
     # pyamqp receiver loses them.
-    encoded = _encoded(ServiceBusMessage(b"{}", application_properties=sdk_application_properties(SENT)))
+    encoded = _encoded(ServiceBusMessage(b"{}", application_properties=_typed(SENT)))
     incoming = incoming_from_received(_as_binding_delivers(encoded))
     assert {name: amqp_type(value).value for name, value in incoming.application_properties.items()} == (
         AFTER_A_RECEIVER
@@ -127,7 +132,7 @@ def test_an_sdk_type_binding_hands_over_the_types_a_receiver_can_know_and_no_mor
 
 def test_the_router_bridges_a_copy_with_every_property_type_of_the_original(emulator: EmulatorHandle) -> None:
     queue = emulator.create_queue()
-    encoded = _encoded(ServiceBusMessage(b"{}", application_properties=sdk_application_properties(SENT)))
+    encoded = _encoded(ServiceBusMessage(b"{}", application_properties=_typed(SENT)))
     incoming = incoming_from_received(_as_binding_delivers(encoded))
     _send(emulator, queue, bridged_copy(incoming, "fallback"))
     [stored] = stored_properties(emulator, queue)

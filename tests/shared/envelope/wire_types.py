@@ -123,6 +123,7 @@ def decode_section(raw: bytes) -> dict[str, Any]:
     data.rewind()
     data.next()
     described = data.get_object()
+    assert described is not None
     return {str(key): value for key, value in described.value.items()}
 
 
