@@ -102,6 +102,7 @@ PURE_MODULES = (
     "shared.redrive.policy",
     "shared.router.decision",
     "shared.archive.rows",
+    "shared.topology.delivery_paths",
     "shared.topology.desired",
     "shared.topology.names",
     "shared.topology.plan",

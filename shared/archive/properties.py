@@ -1,8 +1,9 @@
 """Typed JSON for application properties: the archive's ``application_properties`` column.
 
-A Service Bus application property is an AMQP scalar. JSON holds strings, booleans, integers, floats and
-null as they are; the other AMQP types get a one-key tagged object, so :func:`decode_properties` rebuilds
-exactly the values :func:`encode_properties` was given:
+A Service Bus application property is an AMQP scalar with an AMQP type
+(:mod:`shared.envelope.properties`). JSON holds strings, booleans, integers, doubles and null as they are;
+every other type gets a one-key tagged object, so :func:`decode_properties` rebuilds exactly the values,
+AMQP types included, :func:`encode_properties` was given:
 
 ``{"$bytes": "<base64>"}``
     binary
@@ -11,11 +12,24 @@ exactly the values :func:`encode_properties` was given:
 ``{"$uuid": "<canonical string>"}``
     uuid
 ``{"$float": "nan" | "inf" | "-inf"}``
-    a float JSON cannot spell
+    a double JSON cannot spell
+``{"$byte" | "$short" | "$int" | "$long" | "$ubyte" | "$ushort" | "$uint" | "$ulong": "<decimal digits>"}``
+    an integer of that AMQP type (a plain JSON integer is an integer whose type is not known: what a
+    receiver hands back; it is sent as an int, or a long when it does not fit 32 bits)
+``{"$float32": "<repr>"}``
+    an AMQP float (binary32), nan and infinities spelled ``nan``, ``inf``, ``-inf``
+``{"$decimal": "<decimal text>"}``
+    decimal128
+``{"$char": "<one character>"}`` and ``{"$symbol": "<ASCII text>"}``
+    char and symbol
+
+Rows written before the typed tags existed hold plain integers; they decode as before, and Busbar's own
+stamps (``busbar.redrive.at``, ...) get their type back by name
+(:func:`shared.envelope.properties.with_known_types`).
 
 Received messages need normalising first (:func:`normalise_received`): azure-servicebus 7.x hands back
-application property keys and *string values* as ``bytes`` (and AMQP timestamps as epoch milliseconds,
-an ``int`` -- a loss the SDK makes before we see the value). Bytes that are valid UTF-8 are therefore
+application property keys and *string values* as ``bytes``, and every integer type and timestamp as a
+plain ``int`` -- losses the SDK makes before we see the value. Bytes that are valid UTF-8 are therefore
 taken as the strings they almost always were; only bytes that are not UTF-8 stay binary.
 """
 
@@ -28,12 +42,34 @@ import math
 import uuid
 from collections.abc import Mapping
 from datetime import UTC, datetime
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
-PropertyValue = str | bool | int | float | bytes | datetime | uuid.UUID | None
-"""A value an application property can hold."""
+from shared.envelope.properties import (
+    TYPED_INTS,
+    AmqpType,
+    Char,
+    Float32,
+    PropertyTypeError,
+    PropertyValue,
+    Symbol,
+    TypedInt,
+    amqp_type,
+    with_known_types,
+)
 
-_TAGS = ("$bytes", "$datetime", "$uuid", "$float")
+__all__ = [
+    "PropertyCodecError",
+    "PropertyValue",
+    "decode_properties",
+    "decode_value",
+    "encode_properties",
+    "encode_value",
+    "normalise_received",
+]
+
+_INT_TAGS = {f"${kind}": cls for kind, cls in TYPED_INTS.items()}
+_TAGS = ("$bytes", "$datetime", "$uuid", "$float", "$float32", "$decimal", "$char", "$symbol", *_INT_TAGS)
 
 
 class PropertyCodecError(ValueError):
@@ -41,7 +77,8 @@ class PropertyCodecError(ValueError):
 
 
 def normalise_received(raw: Mapping[Any, Any] | None) -> dict[str, PropertyValue]:
-    """Application properties as received from the SDK, with ``str`` keys and UTF-8 bytes as ``str``."""
+    """Application properties as received from the SDK, with ``str`` keys, UTF-8 bytes as ``str``, and
+    Busbar's own stamps with their AMQP types."""
     result: dict[str, PropertyValue] = {}
     for key, value in (raw or {}).items():
         name = key.decode("utf-8", errors="replace") if isinstance(key, bytes) else str(key)
@@ -49,30 +86,39 @@ def normalise_received(raw: Mapping[Any, Any] | None) -> dict[str, PropertyValue
             with contextlib.suppress(UnicodeDecodeError):  # not UTF-8: genuinely binary, keep the bytes
                 value = value.decode("utf-8")
         result[name] = value
-    return result
+    return with_known_types(result)
+
+
+def _float_text(value: float) -> str:
+    return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
 
 
 def encode_value(value: Any) -> Any:
     """One property value as a JSON-ready value (scalar or tagged object)."""
-    # bool before int: bool is a subclass of int.
-    if value is None or isinstance(value, (str, bool)):
+    try:
+        kind = amqp_type(value)
+    except PropertyTypeError as error:
+        raise PropertyCodecError(f"application property value {error}") from None
+    if isinstance(value, TypedInt):
+        return {f"${kind}": str(int(value))}
+    if kind in (AmqpType.NULL, AmqpType.BOOLEAN, AmqpType.STRING):
         return value
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float):
-        if math.isfinite(value):
-            return value
-        return {"$float": "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")}
-    if isinstance(value, (bytes, bytearray, memoryview)):
+    if kind in (AmqpType.INT, AmqpType.LONG, AmqpType.ULONG):  # a plain int: its type is not known
+        return int(value)
+    if kind is AmqpType.FLOAT:
+        return {"$float32": repr(float(value)) if math.isfinite(value) else _float_text(value)}
+    if kind is AmqpType.DOUBLE:
+        return float(value) if math.isfinite(value) else {"$float": _float_text(value)}
+    if kind in (AmqpType.CHAR, AmqpType.SYMBOL):
+        return {f"${kind}": str(value)}
+    if kind is AmqpType.BINARY:
         return {"$bytes": base64.b64encode(bytes(value)).decode("ascii")}
-    if isinstance(value, datetime):
+    if kind is AmqpType.TIMESTAMP:
         moment = value if value.tzinfo is not None else value.replace(tzinfo=UTC)
         return {"$datetime": moment.isoformat()}
-    if isinstance(value, uuid.UUID):
+    if kind is AmqpType.UUID:
         return {"$uuid": str(value)}
-    raise PropertyCodecError(
-        f"application property value of type {type(value).__name__} is not an AMQP scalar: {value!r}"
-    )
+    return {"$decimal": str(value)}  # decimal128
 
 
 def decode_value(value: Any) -> PropertyValue:
@@ -84,12 +130,14 @@ def decode_value(value: Any) -> PropertyValue:
         if tag in _TAGS and isinstance(text, str):
             try:
                 return _decode_tagged(tag, text)
-            except ValueError as exc:
+            except (ValueError, InvalidOperation) as exc:
                 raise PropertyCodecError(f"invalid {tag} value {text!r}: {exc}") from exc
     raise PropertyCodecError(f"not a typed property value: {value!r}")
 
 
 def _decode_tagged(tag: str, text: str) -> PropertyValue:
+    if tag in _INT_TAGS:
+        return _INT_TAGS[tag](int(text))
     if tag == "$bytes":
         return base64.b64decode(text.encode("ascii"), validate=True)
     if tag == "$datetime":
@@ -97,6 +145,14 @@ def _decode_tagged(tag: str, text: str) -> PropertyValue:
         return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
     if tag == "$uuid":
         return uuid.UUID(text)
+    if tag == "$float32":
+        return Float32(float(text))
+    if tag == "$decimal":
+        return Decimal(text)
+    if tag == "$char":
+        return Char(text)
+    if tag == "$symbol":
+        return Symbol(text)
     if text not in ("nan", "inf", "-inf"):
         raise ValueError("expected nan, inf or -inf")
     return float(text)
@@ -118,4 +174,4 @@ def decode_properties(text: str | None) -> dict[str, PropertyValue]:
         raise PropertyCodecError(f"application properties are not JSON: {exc}") from exc
     if not isinstance(loaded, dict):
         raise PropertyCodecError(f"application properties must be a JSON object, got {type(loaded).__name__}")
-    return {str(name): decode_value(value) for name, value in loaded.items()}
+    return with_known_types({str(name): decode_value(value) for name, value in loaded.items()})

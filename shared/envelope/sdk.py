@@ -15,10 +15,17 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from azure.servicebus import ServiceBusMessage, ServiceBusReceivedMessage
+from azure.servicebus._pyamqp.types import TYPE, VALUE, AMQPTypes
 from azure.servicebus.amqp import AmqpMessageBodyType
 
 from shared.archive.properties import normalise_received
 from shared.envelope import Envelope, PartitionKeyPolicy, as_text, copy_partition_key
+from shared.envelope.properties import (
+    AmqpType,
+    PropertyTypeError,
+    amqp_type,
+    check_decimal128,
+)
 
 E = TypeVar("E", bound=Envelope)
 
@@ -63,10 +70,19 @@ def _jsonable(value: Any) -> Any:
 
 
 def from_received(
-    message: ServiceBusReceivedMessage, into: Callable[..., E], *, body: bytes | None, **extra: Any
+    message: ServiceBusReceivedMessage,
+    into: Callable[..., E],
+    *,
+    body: bytes | None,
+    application_properties: Mapping[str, Any] | None = None,
+    **extra: Any,
 ) -> E:
     """``message`` as an envelope of type ``into`` (an :class:`Envelope` subclass, given ``extra``), with
-    ``body`` (:func:`data_body` or :func:`readable_body` of it)."""
+    ``body`` (:func:`data_body` or :func:`readable_body` of it). ``application_properties`` are the typed
+    properties when the caller read them from the message's AMQP bytes; otherwise the SDK's decoded ones
+    are taken (:func:`~shared.archive.properties.normalise_received`: what a receiver can know)."""
+    if application_properties is None:
+        application_properties = normalise_received(message.application_properties)
     return into(
         body=body,
         message_id=as_text(message.message_id),
@@ -79,7 +95,7 @@ def from_received(
         to=as_text(message.to),
         partition_key=as_text(message.partition_key),
         time_to_live=message.time_to_live,
-        application_properties=normalise_received(message.application_properties),
+        application_properties=application_properties,
         sequence_number=message.sequence_number,
         enqueued_time=message.enqueued_time_utc,
         delivery_count=message.delivery_count,
@@ -94,10 +110,10 @@ def to_message(envelope: Envelope, partition_key: PartitionKeyPolicy) -> Service
     """A message to send carrying ``envelope``'s body and properties (the broker's stamps are not sent).
 
     ``partition_key`` decides a PartitionKey that conflicts with the SessionId (:func:`copy_partition_key`).
-    A missing body is sent empty; a zero TimeToLive is left to the entity's default."""
-    # The SDK's annotation omits datetime, which it does send (as an AMQP timestamp), and its dict is
-    # invariant in the key type.
-    properties: Any = dict(envelope.application_properties)
+    A missing body is sent empty; a zero TimeToLive is left to the entity's default. Every application
+    property keeps its AMQP type (:func:`sdk_application_properties`, which raises
+    :class:`~shared.envelope.properties.PropertyTypeError` naming a property that cannot be sent)."""
+    properties: Any = sdk_application_properties(envelope.application_properties)
     return ServiceBusMessage(
         envelope.body if envelope.body is not None else b"",
         application_properties=properties,
@@ -114,4 +130,74 @@ def to_message(envelope: Envelope, partition_key: PartitionKeyPolicy) -> Service
     )
 
 
-__all__ = ["body_type", "data_body", "from_received", "readable_body", "to_message"]
+# azure-servicebus (pyamqp) encodes an application property given as {TYPE: <AMQPTypes.x>, VALUE: v} with
+# that AMQP type (_pyamqp/_encode.py: encode_value), the way the SDK itself sends longs and uints. A plain
+# value goes through encode_unknown instead: every int as a 32-bit int (raising outside it) and every
+# bytes value decoded as UTF-8 text first (_transport/_pyamqp_transport.py), so Busbar never sends plain
+# ints or bytes. The SDK has no encoder for char, decimal32 and decimal64.
+_SDK_TYPES: dict[AmqpType, str] = {
+    AmqpType.BYTE: AMQPTypes.byte,
+    AmqpType.SHORT: AMQPTypes.short,
+    AmqpType.LONG: AMQPTypes.long,
+    AmqpType.UBYTE: AMQPTypes.ubyte,
+    AmqpType.USHORT: AMQPTypes.ushort,
+    AmqpType.UINT: AMQPTypes.uint,
+    AmqpType.ULONG: AMQPTypes.ulong,
+    AmqpType.FLOAT: AMQPTypes.float,
+    AmqpType.DECIMAL128: AMQPTypes.decimal128,
+    AmqpType.BINARY: AMQPTypes.binary,
+    AmqpType.SYMBOL: AMQPTypes.symbol,
+}
+_PLAIN = (AmqpType.NULL, AmqpType.BOOLEAN, AmqpType.STRING, AmqpType.UUID, AmqpType.TIMESTAMP)
+"""Types the SDK sends right as plain values (None, bool, str, UUID, datetime; a 32-bit int and a double
+are given as plain int and float)."""
+
+
+def sdk_value(value: Any) -> Any:
+    """One property value as azure-servicebus must be given it to send it with its AMQP type
+    (:func:`~shared.envelope.properties.amqp_type`). Raises :class:`PropertyTypeError` for a value the SDK
+    cannot send (a char, a decimal128 out of range, a value that is not an AMQP scalar)."""
+    kind = amqp_type(value)
+    if kind in _PLAIN:
+        return str(value) if kind is AmqpType.STRING else value
+    if kind is AmqpType.INT:
+        return int(value)
+    if kind is AmqpType.DOUBLE:
+        return float(value)
+    sdk_type = _SDK_TYPES.get(kind)
+    if sdk_type is None:
+        raise PropertyTypeError(f"azure-servicebus has no encoding for an AMQP {kind} (value {value!r})")
+    if kind is AmqpType.BINARY:
+        value = bytes(value)
+    elif kind is AmqpType.DECIMAL128:
+        value = check_decimal128(value)
+    elif kind is AmqpType.SYMBOL:
+        value = str(value).encode("ascii")
+    elif kind is AmqpType.FLOAT:
+        value = float(value)
+    else:
+        value = int(value)  # an integer type: the plain int behind its wrapper
+    return {TYPE: sdk_type, VALUE: value}
+
+
+def sdk_application_properties(properties: Mapping[str, Any]) -> dict[str, Any]:
+    """``properties`` ready for ``ServiceBusMessage(application_properties=...)``, each with its AMQP type.
+    Raises :class:`PropertyTypeError` naming the first property that cannot be sent, and why."""
+    result: dict[str, Any] = {}
+    for name, value in properties.items():
+        try:
+            result[str(name)] = sdk_value(value)
+        except PropertyTypeError as error:
+            raise PropertyTypeError(f"application property {name!r} cannot be sent: {error}") from None
+    return result
+
+
+__all__ = [
+    "body_type",
+    "data_body",
+    "from_received",
+    "readable_body",
+    "sdk_application_properties",
+    "sdk_value",
+    "to_message",
+]

@@ -14,6 +14,11 @@ properties instead of confusing the next handler (ServiceBusExplorer #344, #79):
     busbar.redrive.sequence_number       its sequence number in that dead-letter queue
     busbar.redrive.run_id                the run that re-drove it
     busbar.redrive.at                    when (a timestamp)
+
+Every property keeps the AMQP type the re-drive knows it has (:mod:`shared.envelope.properties`: a
+receiver decodes every integer type and timestamp to ``int`` and strings and binaries to ``bytes``; see
+docs/operations.md for what that costs). A property no AMQP type the SDK can send fits makes the message
+uncopyable, with the property's name and the reason.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from azure.servicebus import ServiceBusMessage, ServiceBusMessageBatch
 from azure.servicebus.exceptions import MessageSizeExceededError
 
 from shared.envelope import PartitionKeyPolicy
+from shared.envelope.properties import Int, Long, PropertyTypeError
 from shared.envelope.sdk import to_message
 from shared.redrive.message import DEAD_LETTER_PROPERTIES, REDRIVE_COUNT, REDRIVE_PREFIX, DeadLetter
 
@@ -43,16 +49,13 @@ def redrive_properties(dead_letter: DeadLetter, run_id: str, now: datetime) -> d
     for name, value in dead_letter.application_properties.items():
         if name in DEAD_LETTER_PROPERTIES or name.startswith(REDRIVE_PREFIX):
             continue
-        if isinstance(value, bytes):
-            # azure-servicebus decodes every bytes property as UTF-8 on send (#28999): binary cannot travel.
-            raise CopyError(f"application property {name!r} holds binary data the Python SDK cannot send")
         properties[name] = value
     history: dict[str, Any] = {
-        REDRIVE_COUNT: dead_letter.redrive_count + 1,
+        REDRIVE_COUNT: Int(dead_letter.redrive_count + 1),
         f"{REDRIVE_PREFIX}reason": dead_letter.dead_letter_reason or "",
         f"{REDRIVE_PREFIX}description": (dead_letter.dead_letter_description or "")[:DESCRIPTION_LIMIT],
         f"{REDRIVE_PREFIX}source": dead_letter.source.path,
-        f"{REDRIVE_PREFIX}sequence_number": dead_letter.sequence_number,
+        f"{REDRIVE_PREFIX}sequence_number": Long(dead_letter.sequence_number),
         f"{REDRIVE_PREFIX}run_id": run_id,
         f"{REDRIVE_PREFIX}at": now,
     }
@@ -68,7 +71,10 @@ def build_redrive_message(dead_letter: DeadLetter, run_id: str, now: datetime) -
         raise CopyError(f"{dead_letter.body_type} bodies are not re-driven (only AMQP data bodies)")
     # The copy goes where the original went: a PartitionKey that conflicts with the SessionId yields to it.
     copy = replace(dead_letter, application_properties=redrive_properties(dead_letter, run_id, now))
-    return to_message(copy, PartitionKeyPolicy.SESSION_WINS)
+    try:
+        return to_message(copy, PartitionKeyPolicy.SESSION_WINS)
+    except PropertyTypeError as error:
+        raise CopyError(str(error)) from None
 
 
 def oversize(message: ServiceBusMessage, max_message_size_bytes: int) -> bool:

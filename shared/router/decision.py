@@ -7,7 +7,9 @@ published there. For each one it decides, purely:
     named after the contract) that exists in the namespace, re-publish an exact copy there (same MessageId,
     SessionId, properties and body) marked with :data:`BRIDGED_FROM`. This is the bridge while publishers
     migrate to topic-per-event. It never loops: a copy that already carries the marker is never bridged
-    again, and the fallback topic itself is never a bridge target.
+    again, and the fallback topic itself is never a bridge target. It never delivers twice: subscribers of
+    the dedicated topic whose queue a fallback subscription already forwarded the event to get no copy
+    (the others get theirs straight in their queues; see :func:`_bridge`).
 (b) **Unrouted.** Service Bus silently drops a message no subscription matches. The router evaluates the
     rules of every *other* subscription on the fallback topic against the event; when none matches and the
     event was not bridged either, the event would be lost without a trace, so the router records it with
@@ -74,20 +76,25 @@ Rule = CorrelationRule | SqlRule
 
 @dataclass(frozen=True, slots=True)
 class SubscriptionRules:
-    """One subscription of the fallback topic and its rules (OR-ed by the broker)."""
+    """One subscription and its rules (OR-ed by the broker); ``forward_to`` is the entity it forwards to
+    (the endpoint's queue), ``None`` when a receiver reads the subscription itself."""
 
     name: str
     rules: tuple[Rule, ...]
+    forward_to: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class RoutingSnapshot:
-    """What the router knows about the namespace: the fallback topic's subscriptions and existing topics."""
+    """What the router knows about the namespace: the fallback topic's subscriptions, existing topics, and
+    the subscriptions of every other topic that has a subscriber the fallback topic forwards to as well
+    (``topic_subscriptions``, keyed by lower-cased topic: only there can a bridge deliver twice)."""
 
     fallback_topic: str
     router_subscription: str
     subscriptions: tuple[SubscriptionRules, ...]
     existing_topics: frozenset[str]
+    topic_subscriptions: Mapping[str, tuple[SubscriptionRules, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +106,9 @@ class RouterDecision:
     unrouted: bool = False
     matched_subscriptions: tuple[str, ...] = ()
     note: str = ""
+    bridge_to_entities: tuple[str, ...] = ()
+    """Set instead of ``bridge_to`` when some subscribers of the dedicated topic already received the event
+    on the fallback topic: the copy goes straight to the others' forwarding targets (their queues)."""
 
     @property
     def description(self) -> str:
@@ -202,6 +212,8 @@ def decide(
             uncertain.append(subscription.name)
 
     bridge_to: str | None = None
+    bridge_to_entities: tuple[str, ...] = ()
+    notes: list[str] = []
     if contract is not None:
         target = dedicated_topic(contract)
         if (
@@ -209,16 +221,18 @@ def decide(
             and target.lower() != snapshot.fallback_topic.lower()
             and target.lower() in {t.lower() for t in snapshot.existing_topics}
         ):
-            bridge_to = target
+            bridge_to, bridge_to_entities, note = _bridge(message, snapshot, target, matched)
+            notes.extend([note] if note else [])
 
-    notes: list[str] = []
     if bridge_to is not None:
         notes.append(f"bridged to dedicated topic {bridge_to!r}")
+    if bridge_to_entities:
+        notes.append(f"bridged straight to {list(bridge_to_entities)} (their subscriptions on {target!r})")
     if matched:
         notes.append(f"matched subscriptions {matched}")
     if uncertain:
         notes.append(f"assumed matched by {uncertain} (filters the router cannot evaluate)")
-    unrouted = bridge_to is None and not matched and not uncertain
+    unrouted = bridge_to is None and not bridge_to_entities and not matched and not uncertain
     if unrouted:
         others = [
             s.name for s in snapshot.subscriptions if s.name.lower() != snapshot.router_subscription.lower()
@@ -229,4 +243,53 @@ def decide(
             f"(enclosed types {message.enclosed_types}; subscriptions checked: {others}) and it has no "
             "dedicated topic: Service Bus would drop it silently"
         )
-    return RouterDecision(contract, bridge_to, unrouted, tuple(matched + uncertain), "; ".join(notes))
+    return RouterDecision(
+        contract,
+        bridge_to,
+        unrouted,
+        tuple(matched + uncertain),
+        "; ".join(notes),
+        bridge_to_entities=bridge_to_entities,
+    )
+
+
+def _bridge(
+    message: IncomingMessage, snapshot: RoutingSnapshot, target: str, matched: list[str]
+) -> tuple[str | None, tuple[str, ...], str]:
+    """Where the bridged copy goes: the dedicated topic, unless some of its subscribers already received
+    the event on the fallback topic (a subscription there forwarding to the same entity matched it).
+
+    Only certain matches count as received: when in doubt the copy is sent (a duplicate), never withheld
+    (a loss). Every subscriber already served: no copy. Some: the copy goes straight to the others'
+    forwarding targets, which is where their subscriptions would have forwarded it; when one of them has
+    no forwarding target it can only be reached through the topic, and the note names the duplicate."""
+    by_name = {s.name.lower(): s for s in snapshot.subscriptions}
+    served = {
+        (by_name[name.lower()].forward_to or "").lower()
+        for name in matched
+        if by_name[name.lower()].forward_to
+    }
+    receivers = [
+        s
+        for s in snapshot.topic_subscriptions.get(target.lower(), ())
+        if subscription_matches(s, message) is not Match.NO
+    ]
+    already = [s for s in receivers if s.forward_to and s.forward_to.lower() in served]
+    if not already:
+        return target, (), ""
+    names = sorted({s.forward_to or "" for s in already})
+    others = [s for s in receivers if s not in already]
+    if not others:
+        return (
+            None,
+            (),
+            f"not bridged to {target!r}: its subscribers {names} received it on the fallback topic",
+        )
+    if all(s.forward_to for s in others):
+        entities = tuple(dict.fromkeys(s.forward_to or "" for s in others))
+        return None, entities, f"{names} received it on the fallback topic"
+    return (
+        target,
+        (),
+        f"{names} receive it twice: a subscriber of {target!r} without forwarding needs the topic",
+    )

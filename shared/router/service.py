@@ -76,14 +76,40 @@ class UnroutedRecorder(Protocol):
 def load_snapshot(
     management: ManagementClient, fallback_topic: str, router_subscription: str
 ) -> RoutingSnapshot:
-    """Read the fallback topic's subscriptions and rules, and every topic name, from the namespace."""
+    """Read the fallback topic's subscriptions (rules, forwarding targets), every topic name, and the
+    subscriptions of each other topic that forwards to an entity a fallback subscription forwards to too
+    (where a bridged copy would be a second delivery). One list call per topic, plus the rules of those
+    topics' subscriptions: the cost grows with the namespace."""
     group, namespace = management.scope
     topics = frozenset(t.name for t in management.topics.list_by_namespace(group, namespace))
-    subscriptions: list[SubscriptionRules] = []
-    for subscription in management.subscriptions.list_by_topic(group, namespace, fallback_topic):
-        rules = management.rules.list_by_subscriptions(group, namespace, fallback_topic, subscription.name)
-        subscriptions.append(SubscriptionRules(subscription.name, tuple(_rule(r) for r in rules)))
-    return RoutingSnapshot(fallback_topic, router_subscription, tuple(subscriptions), topics)
+
+    def subscriptions_of(topic: str, listed: list[Any]) -> tuple[SubscriptionRules, ...]:
+        return tuple(
+            SubscriptionRules(
+                s.name,
+                tuple(
+                    _rule(r) for r in management.rules.list_by_subscriptions(group, namespace, topic, s.name)
+                ),
+                s.forward_to or None,
+            )
+            for s in listed
+        )
+
+    fallback = list(management.subscriptions.list_by_topic(group, namespace, fallback_topic))
+    subscriptions = subscriptions_of(fallback_topic, fallback)
+    served = {
+        s.forward_to.lower()
+        for s in subscriptions
+        if s.forward_to and s.name.lower() != router_subscription.lower()
+    }
+    shared_subscribers: dict[str, tuple[SubscriptionRules, ...]] = {}
+    for topic in topics:
+        if topic.lower() == fallback_topic.lower() or not served:
+            continue
+        listed = list(management.subscriptions.list_by_topic(group, namespace, topic))
+        if any((s.forward_to or "").lower() in served for s in listed):
+            shared_subscribers[topic.lower()] = subscriptions_of(topic, listed)
+    return RoutingSnapshot(fallback_topic, router_subscription, subscriptions, topics, shared_subscribers)
 
 
 def _rule(rule: Any) -> CorrelationRule | SqlRule:
@@ -220,6 +246,12 @@ class FallbackRouter:
             log.info(
                 "bridged %s (message %s) to %s", decision.contract, message.message_id, decision.bridge_to
             )
+        for entity in decision.bridge_to_entities:
+            # Subscribers of the dedicated topic that did not get the event on the fallback topic, straight
+            # to where their subscriptions forward (the others must not receive it twice).
+            with self.client.get_queue_sender(entity) as sender:
+                sender.send_messages(bridged_copy(message, self.fallback_topic))
+            log.info("bridged %s (message %s) to %s", decision.contract, message.message_id, entity)
         if decision.unrouted:
             self.recorder.record(message, decision, self.fallback_topic, self.router_subscription)
         return decision

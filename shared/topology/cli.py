@@ -5,9 +5,11 @@
 objects ``{"type": ..., "topic": ..., "routingMode": ...}``. The management plane comes from the
 ``BUSBAR_*`` settings (see :mod:`shared.management`). Settings are the local app's, found as ``func`` finds
 them (:mod:`shared.local_settings`): ``local.settings.json`` (``--settings``), the endpoints a running
-``make run`` recorded (``--data-dir``), environment variables over both. Output is JSON
-on stdout; ``apply`` prints the plan before changing anything. Exit codes: 0 done, 2 invalid options or
-request, 3 quota exceeded, 4 refused by the management plane.
+``make run`` recorded (``--data-dir``), environment variables over both. Output is JSON on stdout;
+``apply`` prints the plan before changing anything. ``plan``/``apply`` refuse to give the endpoint a second
+path for an event (``"error": "duplicate-delivery"``, naming both paths) unless ``--migrate`` declares a
+migration that deletes the old path. Exit codes: 0 done, 2 invalid options or request (a second path
+included), 3 quota exceeded, 4 refused by the management plane.
 """
 
 from __future__ import annotations
@@ -21,10 +23,12 @@ from typing import Any, TextIO
 
 from shared.local_settings import LocalSettingsError, add_settings_arguments, local_app_settings
 from shared.management import ManagementClient, ManagementSettings, SettingsError
+from shared.topology.delivery_paths import DuplicateDeliveryError
 from shared.topology.desired import desired_state, parse_subscribed_events
 from shared.topology.errors import ProvisioningError, QuotaExceededError, TopologyValidationError
 from shared.topology.options import TopologyOptions, load_topology_options, parse_topology_options
 from shared.topology.provisioner import Provisioner
+from shared.topology.single_delivery import plan_single_delivery
 from shared.topology.validation import validate
 
 
@@ -46,6 +50,13 @@ def _parser() -> argparse.ArgumentParser:
         sub.add_argument("--hierarchy", help="hierarchy namespace (prefix of queue and topic paths)")
         sub.add_argument("--endpoint", required=name != "validate", help="the endpoint's input queue")
         sub.add_argument("--events", nargs="*", default=[], help="contract names or JSON objects")
+        if name in ("plan", "apply"):
+            sub.add_argument(
+                "--migrate",
+                action="store_true",
+                help="a declared migration: also delete the endpoint's other paths for these events (after "
+                "the new ones exist), so each event is delivered once",
+            )
         sub.add_argument(
             "--no-false-default-rule",
             dest="false_default_rule",
@@ -99,11 +110,22 @@ def run(
             desired = desired_state(
                 options, args.endpoint, events, false_default_rule=args.false_default_rule
             )
-            plan = provisioner.plan(desired)
+            plan = plan_single_delivery(
+                provisioner, options, args.endpoint, events, desired, migrate=args.migrate
+            )
             emit({"plan": plan.to_dict()})
             if args.command == "apply":
                 emit({"applied": provisioner.apply(plan).to_dict()})
             return 0
+    except DuplicateDeliveryError as exc:
+        emit(
+            {
+                "error": "duplicate-delivery",
+                "errors": exc.errors,
+                "duplicates": [d.to_dict() for d in exc.duplicates],
+            }
+        )
+        return 2
     except (TopologyValidationError, SettingsError, LocalSettingsError, json.JSONDecodeError, OSError) as exc:
         errors = exc.errors if isinstance(exc, TopologyValidationError) else [str(exc)]
         emit({"error": "invalid", "errors": errors})

@@ -39,6 +39,8 @@ class PlanItem:
     name: str = ""
     spec: SubscriptionSpec | RuleSpec | None = None
     implicit: bool = False  # the $Default 1=1 rule ARM creates with every subscription
+    after_creates: bool = False
+    """A delete that waits for the plan's creates: a migration's old path goes once the new one is there."""
 
     def to_dict(self) -> dict[str, Any]:
         return {"action": self.action, "kind": self.kind, "path": self.path, "details": self.details}

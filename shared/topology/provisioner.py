@@ -261,12 +261,7 @@ class Provisioner:
             elif item.action == "would-update":
                 result.would_update.append(item.path)
         deletes = [i for i in plan.items if i.action == "delete"]
-        # Rules before their subscriptions, subscriptions before anything else.
-        for kind in ("rule", "subscription", "topic", "queue"):
-            batch = [i for i in deletes if i.kind == kind]
-            # A 404 counts as deleted too: the entity is gone either way (a concurrent run, or never there).
-            self._parallel(lambda i: self._delete(i, done), batch)
-            result.deleted.extend(i.path for i in batch)
+        self._delete_all([i for i in deletes if not i.after_creates], result, done)
         creates = [i for i in plan.items if i.action == "create"]
         for kind in ("queue", "topic"):
             batch = [i for i in creates if i.kind == kind]
@@ -286,7 +281,17 @@ class Provisioner:
         for outcomes in self._parallel(lambda g: self._create_group(g, done), list(groups.values())):
             for path, created in outcomes:
                 (result.created if created else result.unchanged).append(path)
+        # A migration's old paths go last: until the new path is there, the old one keeps delivering.
+        self._delete_all([i for i in deletes if i.after_creates], result, done)
         return result
+
+    def _delete_all(self, deletes: list[PlanItem], result: ApplyResult, done: list[str]) -> None:
+        # Rules before their subscriptions, subscriptions before anything else.
+        for kind in ("rule", "subscription", "topic", "queue"):
+            batch = [i for i in deletes if i.kind == kind]
+            # A 404 counts as deleted too: the entity is gone either way (a concurrent run, or never there).
+            self._parallel(lambda i: self._delete(i, done), batch)
+            result.deleted.extend(i.path for i in batch)
 
     def _create_group(self, items: list[PlanItem], done: list[str]) -> list[tuple[str, bool]]:
         """One subscription's creates, in order. When this run created the subscription and one of its

@@ -6,7 +6,10 @@ Request bodies are pydantic models with camelCase JSON names; every validation p
 
 ``PUT /endpoints/{endpoint}/subscriptions`` is declarative: the endpoint ends up subscribed to exactly the
 listed events. The plan (topology library) creates what is missing, and the endpoint's subscriptions and
-rules that no listed event needs any more are deleted. Repeating a PUT reports ``unchanged``.
+rules that no listed event needs any more are deleted. Repeating a PUT reports ``unchanged``. A PUT that
+would leave the endpoint two paths for one event is refused with 409 ``DuplicateDelivery`` (see
+:mod:`shared.topology.single_delivery`); one that moves an event to another topic deletes the old path only
+after the new one exists.
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ from shared.api.provisioning.lock import (
 from shared.api.provisioning.requests import QueueSettings, SubscriptionsRequest
 from shared.api.publishing import require_known
 from shared.app_settings import AppSetting, read
-from shared.contracts import ContractRegistry
+from shared.contracts import ContractRegistry, enclosed_types
 from shared.handlers.endpoints import Endpoint, EndpointCatalog
 from shared.management import ManagementClient, SettingsError
 from shared.topology import (
@@ -57,9 +60,13 @@ from shared.topology import (
     TopologyValidationError,
     UnmappedEventError,
     desired_state,
+    parse_subscribed_events,
 )
+from shared.topology.delivery_paths import DuplicateDeliveryError
 from shared.topology.errors import is_quota_refusal
+from shared.topology.plan import ExistingSubscription
 from shared.topology.provisioner import rule_path, subscription_path
+from shared.topology.single_delivery import plan_single_delivery
 
 LOCK_DURATION = AppSetting(
     "BUSBAR_ENTITY_LOCK_DURATION_SECONDS",
@@ -78,6 +85,19 @@ MAX_SIZE_MB = AppSetting(
 )
 
 SETTINGS: tuple[AppSetting, ...] = (LOCK_DURATION, MAX_DELIVERY_COUNT, MAX_SIZE_MB)
+
+HTTP_HINT = (
+    "list the event on one topic only: a PUT replaces the endpoint's subscriptions, so an event listed "
+    "only on its new topic is migrated there (the old path is removed once the new one exists)"
+)
+
+
+class DuplicateDelivery(ApiError):
+    """The plan would give the endpoint a second path for an event (the details name both paths)."""
+
+    status = 409
+    code = "DuplicateDelivery"
+
 
 RETRY_AFTER_SECONDS = 5
 """The retry hint of a request that waited too long for another one on the same endpoint or topic."""
@@ -235,11 +255,45 @@ class ProvisioningService:
         except UnmappedEventError as error:
             raise ValidationFailed("an event has no topic in this topology", [str(error)]) from None
 
-    def _stale_items(self, queue: str, desired: DesiredState) -> list[PlanItem]:
+    def _enclosed_of(self, name: str) -> list[list[str]]:
+        """For each concrete contract a subscription to ``name`` receives, its enclosed types."""
+        return [enclosed_types(c) for c in self.contracts.implementers(name)]
+
+    def _plan(
+        self,
+        provisioner: Provisioner,
+        queue: str,
+        entries: list[str | dict[str, Any]],
+        desired: DesiredState,
+        existing: list[ExistingSubscription],
+    ) -> Plan:
+        """The plan of a PUT: creates, then the stale deletes, refused (409) when the endpoint would then
+        receive an event through two paths. A stale delete that removes an event's old path while the plan
+        creates its new one waits for the creates (the PUT is the declared migration)."""
+        try:
+            return plan_single_delivery(
+                provisioner,
+                self.options,
+                queue,
+                parse_subscribed_events(entries),
+                desired,
+                enclosed_of=self._enclosed_of,
+                existing=existing,
+                deletes=self._stale_items(existing, desired),
+                hint=HTTP_HINT,
+            )
+        except DuplicateDeliveryError as error:
+            raise DuplicateDelivery(
+                "the endpoint would receive an event twice",
+                error.errors,
+                duplicates=[d.to_dict() for d in error.duplicates],
+            ) from None
+
+    def _stale_items(self, found: list[ExistingSubscription], desired: DesiredState) -> list[PlanItem]:
         """Deletes of the endpoint's subscriptions and rules that ``desired`` no longer contains."""
         wanted = {(s.topic.lower(), s.name.lower()): s for s in desired.subscriptions}
         items: list[PlanItem] = []
-        for existing in self.provisioner.describe(queue, self.options):
+        for existing in found:
             spec = wanted.get((existing.topic.lower(), existing.name.lower()))
             if spec is None:
                 path = subscription_path(existing.topic, existing.name)
@@ -275,13 +329,13 @@ class ProvisioningService:
             with contextlib.ExitStack() as held:
                 if not body.dry_run:
                     held.enter_context(self._serialised(endpoint_lock))
-                plan = provisioner.plan(desired)
+                existing = self.provisioner.describe(queue, self.options)
+                plan = self._plan(provisioner, queue, body.entries(), desired, existing)
                 if plan.near_quota and not body.dry_run:
                     # Two plans that each fit a nearly full topic may not fit together: take the topics'
                     # locks (after the endpoint's: never in a cycle) and plan again under them.
                     held.enter_context(self._serialised([topic_key(t) for t in plan.near_quota]))
-                    plan = provisioner.plan(desired)
-                plan = Plan(plan.items + tuple(self._stale_items(queue, desired)), plan.near_quota)
+                    plan = self._plan(provisioner, queue, body.entries(), desired, existing)
                 result = ApplyResult() if body.dry_run else provisioner.apply(plan)
         except QuotaExceededError as error:
             raise QuotaExceeded("the plan would exceed a Service Bus quota", error.violations) from None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import uuid
 from datetime import UTC, datetime, timedelta, timezone
+from decimal import Decimal
 
 import pytest
 from hypothesis import given
@@ -15,6 +16,17 @@ from shared.archive.properties import (
     decode_properties,
     encode_properties,
     normalise_received,
+)
+from shared.envelope.properties import (
+    Byte,
+    Char,
+    Float32,
+    Long,
+    Symbol,
+    UInt,
+    ULong,
+    UShort,
+    amqp_type,
 )
 
 scalars = st.one_of(
@@ -93,3 +105,41 @@ def test_stored_json_that_is_not_typed_property_json_is_refused_precisely(text: 
 
 def test_no_text_means_no_properties() -> None:
     assert decode_properties(None) == {} and decode_properties("") == {}
+
+
+def test_every_amqp_type_busbar_knows_round_trips_through_typed_tags() -> None:
+    properties = {
+        "byte": Byte(-7),
+        "ushort": UShort(65000),
+        "uint": UInt(4_000_000_000),
+        "long": Long(5),
+        "ulong": ULong(2**64 - 1),
+        "float": Float32(1.5),
+        "nan32": Float32(math.nan),
+        "decimal": Decimal("-12.345"),
+        "char": Char("A"),
+        "symbol": Symbol("sym"),
+        "unknown_int": 1_795_749_929_335,
+    }
+    decoded = decode_properties(encode_properties(properties))
+    assert {name: (type(value), amqp_type(value)) for name, value in decoded.items() if name != "nan32"} == {
+        name: (type(value), amqp_type(value)) for name, value in properties.items() if name != "nan32"
+    }
+    assert {k: v for k, v in decoded.items() if k != "nan32"} == {
+        k: v for k, v in properties.items() if k != "nan32"
+    }
+    assert isinstance(decoded["nan32"], Float32) and math.isnan(decoded["nan32"])
+    assert '"long": {"$long": "5"}' in encode_properties(properties)
+
+
+def test_a_row_written_before_types_were_recorded_decodes_with_busbar_stamps_typed() -> None:
+    old = '{"busbar.redrive.at": 1795749929335, "busbar.redrive.sequence_number": 12, "n": 7}'
+    decoded = decode_properties(old)
+    assert decoded["busbar.redrive.at"] == datetime(2026, 11, 27, 3, 25, 29, 335000, tzinfo=UTC)
+    assert type(decoded["busbar.redrive.sequence_number"]) is Long
+    assert type(decoded["n"]) is int
+
+
+def test_a_tagged_integer_out_of_its_range_is_refused() -> None:
+    with pytest.raises(PropertyCodecError, match=r"invalid \$ubyte value '300'"):
+        decode_properties('{"x": {"$ubyte": "300"}}')

@@ -7,6 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from shared.envelope.properties import Char
 from shared.redrive.copy import CopyError, build_redrive_message, oversize
 from shared.redrive.entities import EntityRef, Target
 from shared.redrive.message import DeadLetter
@@ -51,15 +52,24 @@ def test_the_copy_replaces_dead_letter_properties_with_a_bounded_namespaced_hist
     assert properties["busbar.redrive.description"] == "x" * 1024
     assert properties["busbar.redrive.source"] == "events/Subscriptions/billing"
     assert properties["busbar.redrive.dead_letter_source"] == "events/Subscriptions/billing"
-    assert properties["busbar.redrive.sequence_number"] == 12
+    # A long, given to the SDK typed (a plain int would go as a 32-bit int).
+    assert properties["busbar.redrive.sequence_number"] == {"TYPE": "LONG", "VALUE": 12}
     assert properties["busbar.redrive.at"] == NOW
     assert (copy.message_id, copy.session_id, copy.partition_key) == ("m-1", "s-1", "s-1")
     assert copy.time_to_live == timedelta(minutes=5)
 
 
-def test_a_binary_property_the_sdk_cannot_send_makes_the_message_uncopyable() -> None:
-    with pytest.raises(CopyError, match="'blob' holds binary data"):
-        build_redrive_message(dead_letter(application_properties={"blob": b"\xff\x00"}), "run-1", NOW)
+def test_a_binary_property_is_copied_as_binary() -> None:
+    copy = build_redrive_message(dead_letter(application_properties={"blob": b"\xff\x00"}), "run-1", NOW)
+    assert (copy.application_properties or {})["blob"] == {"TYPE": "BINARY", "VALUE": b"\xff\x00"}
+
+
+def test_a_property_the_sdk_cannot_send_makes_the_message_uncopyable_naming_it() -> None:
+    properties = {"tenant": "acme", "grade": Char("A")}
+    with pytest.raises(
+        CopyError, match="'grade' cannot be sent: azure-servicebus has no encoding for an AMQP char"
+    ):
+        build_redrive_message(dead_letter(application_properties=properties), "run-1", NOW)
 
 
 def test_a_copy_larger_than_the_target_allows_is_oversize() -> None:

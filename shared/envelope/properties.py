@@ -1,0 +1,256 @@
+"""Application property values with their AMQP types: what Busbar reads, archives and sends again.
+
+An application property is an AMQP scalar. Python has one ``int`` for AMQP's eight integer types, one
+``float`` for ``float`` and ``double``, one ``str`` for ``string``, ``symbol`` and ``char``, so a value
+whose AMQP type is not the default for its Python type is held as one of the subclasses below
+(:class:`Long`, :class:`UInt`, :class:`Float32`, :class:`Char`, ...). They *are* ints, floats and strings,
+so code that only reads a property's value (dispatch, routing, the console) does not care; the copy
+Busbar sends (:mod:`shared.envelope.sdk`) and the archive (:mod:`shared.archive.properties`) read the type.
+
+The default AMQP type of each plain Python value (:func:`amqp_type`):
+
+=================  ===========================================================================
+``None``           null
+``bool``           boolean
+``int``            int when it fits 32 bits, else long, else ulong (a receiver decodes every
+                   integer type *and* timestamp to a plain ``int``: see docs/operations.md)
+``float``          double
+``str``            string
+``bytes``          binary
+``datetime``       timestamp (milliseconds; a naive value is taken as UTC)
+``uuid.UUID``      uuid
+``Decimal``        decimal128
+=================  ===========================================================================
+
+Busbar's own stamps have a fixed type (:data:`KNOWN_TYPES`): a receiver hands ``busbar.redrive.at`` back as
+an ``int`` of epoch milliseconds, and :func:`with_known_types` makes it a timestamp again. Pure.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from decimal import Decimal
+from enum import StrEnum
+from typing import Any
+
+
+class AmqpType(StrEnum):
+    """The AMQP 1.0 primitive types an application property can have (AMQP 1.0 part 1, 1.6)."""
+
+    NULL = "null"
+    BOOLEAN = "boolean"
+    UBYTE = "ubyte"
+    USHORT = "ushort"
+    UINT = "uint"
+    ULONG = "ulong"
+    BYTE = "byte"
+    SHORT = "short"
+    INT = "int"
+    LONG = "long"
+    FLOAT = "float"
+    DOUBLE = "double"
+    DECIMAL32 = "decimal32"
+    DECIMAL64 = "decimal64"
+    DECIMAL128 = "decimal128"
+    CHAR = "char"
+    TIMESTAMP = "timestamp"
+    UUID = "uuid"
+    BINARY = "binary"
+    STRING = "string"
+    SYMBOL = "symbol"
+
+
+class PropertyTypeError(ValueError):
+    """A property value cannot be held by, or sent as, the AMQP type it is given."""
+
+
+class TypedInt(int):
+    """An integer whose AMQP type is not the default one (:attr:`amqp` says which)."""
+
+    __slots__ = ()
+    amqp: AmqpType = AmqpType.INT
+    low: int = -(2**31)
+    high: int = 2**31 - 1
+
+    def __new__(cls, value: int) -> TypedInt:
+        number = int(value)
+        if not cls.low <= number <= cls.high:
+            raise PropertyTypeError(
+                f"{number} is outside the range of an AMQP {cls.amqp} ({cls.low}..{cls.high})"
+            )
+        return super().__new__(cls, number)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({int(self)})"
+
+
+class Byte(TypedInt):
+    __slots__ = ()
+    amqp, low, high = AmqpType.BYTE, -(2**7), 2**7 - 1
+
+
+class Short(TypedInt):
+    __slots__ = ()
+    amqp, low, high = AmqpType.SHORT, -(2**15), 2**15 - 1
+
+
+class Int(TypedInt):
+    __slots__ = ()
+    amqp, low, high = AmqpType.INT, -(2**31), 2**31 - 1
+
+
+class Long(TypedInt):
+    __slots__ = ()
+    amqp, low, high = AmqpType.LONG, -(2**63), 2**63 - 1
+
+
+class UByte(TypedInt):
+    __slots__ = ()
+    amqp, low, high = AmqpType.UBYTE, 0, 2**8 - 1
+
+
+class UShort(TypedInt):
+    __slots__ = ()
+    amqp, low, high = AmqpType.USHORT, 0, 2**16 - 1
+
+
+class UInt(TypedInt):
+    __slots__ = ()
+    amqp, low, high = AmqpType.UINT, 0, 2**32 - 1
+
+
+class ULong(TypedInt):
+    __slots__ = ()
+    amqp, low, high = AmqpType.ULONG, 0, 2**64 - 1
+
+
+class Float32(float):
+    """An AMQP ``float`` (IEEE 754 binary32); a plain ``float`` is a ``double``."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return f"Float32({float(self)!r})"
+
+
+class Char(str):
+    """An AMQP ``char``: one Unicode code point (.NET ``char``)."""
+
+    __slots__ = ()
+
+    def __new__(cls, value: str) -> Char:
+        if len(value) != 1:
+            raise PropertyTypeError(f"an AMQP char is one character, got {value!r}")
+        return super().__new__(cls, value)
+
+
+class Symbol(str):
+    """An AMQP ``symbol`` (ASCII)."""
+
+    __slots__ = ()
+
+    def __new__(cls, value: str) -> Symbol:
+        if not value.isascii():
+            raise PropertyTypeError(f"an AMQP symbol is ASCII, got {value!r}")
+        return super().__new__(cls, value)
+
+
+TYPED_INTS: dict[AmqpType, type[TypedInt]] = {
+    cls.amqp: cls for cls in (Byte, Short, Int, Long, UByte, UShort, UInt, ULong)
+}
+"""The integer wrapper of each AMQP integer type."""
+
+PropertyValue = str | bool | int | float | bytes | datetime | uuid.UUID | Decimal | None
+"""A value an application property can hold (the subclasses above included)."""
+
+
+def default_int_type(value: int) -> AmqpType:
+    """The AMQP type a plain ``int`` of unknown type is sent as: int, else long, else ulong."""
+    if Int.low <= value <= Int.high:
+        return AmqpType.INT
+    if Long.low <= value <= Long.high:
+        return AmqpType.LONG
+    if 0 <= value <= ULong.high:
+        return AmqpType.ULONG
+    raise PropertyTypeError(f"{value} does not fit any AMQP integer type (at most 64 bits)")
+
+
+def amqp_type(value: object) -> AmqpType:
+    """The AMQP type ``value`` is sent and archived as; raises :class:`PropertyTypeError` for a value no
+    application property can hold."""
+    # Order matters: bool is an int, the wrappers are ints, floats and strings.
+    if value is None:
+        return AmqpType.NULL
+    if isinstance(value, bool):
+        return AmqpType.BOOLEAN
+    if isinstance(value, TypedInt):
+        return value.amqp
+    if isinstance(value, int):
+        return default_int_type(value)
+    if isinstance(value, Float32):
+        return AmqpType.FLOAT
+    if isinstance(value, float):
+        return AmqpType.DOUBLE
+    if isinstance(value, Char):
+        return AmqpType.CHAR
+    if isinstance(value, Symbol):
+        return AmqpType.SYMBOL
+    if isinstance(value, str):
+        return AmqpType.STRING
+    if isinstance(value, bytes | bytearray | memoryview):
+        return AmqpType.BINARY
+    if isinstance(value, datetime):
+        return AmqpType.TIMESTAMP
+    if isinstance(value, uuid.UUID):
+        return AmqpType.UUID
+    if isinstance(value, Decimal):
+        return AmqpType.DECIMAL128
+    raise PropertyTypeError(f"a value of type {type(value).__name__} is not an AMQP scalar: {value!r}")
+
+
+def check_decimal128(value: Decimal) -> Decimal:
+    """``value`` if IEEE 754 decimal128 can hold it exactly (finite, at most 34 digits, exponent in range)."""
+    if not value.is_finite():
+        raise PropertyTypeError(f"{value} is not a finite decimal (Busbar sends only finite decimal128)")
+    _, digits, exponent = value.as_tuple()
+    assert isinstance(exponent, int)
+    if len(digits) > 34 or not -6176 <= exponent <= 6111:
+        raise PropertyTypeError(f"{value} does not fit an AMQP decimal128 (34 digits, exponent -6176..6111)")
+    return value
+
+
+def timestamp_from_ms(milliseconds: int) -> datetime:
+    """An AMQP timestamp (epoch milliseconds) as a timezone-aware ``datetime``."""
+    return datetime.fromtimestamp(milliseconds / 1000, UTC).replace(microsecond=(milliseconds % 1000) * 1000)
+
+
+def timestamp_ms(moment: datetime) -> int:
+    """A ``datetime`` as AMQP timestamp milliseconds (a naive value is taken as UTC)."""
+    aware = moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+    delta = aware - datetime(1970, 1, 1, tzinfo=UTC)
+    return delta.days * 86_400_000 + delta.seconds * 1000 + delta.microseconds // 1000
+
+
+KNOWN_TYPES: dict[str, AmqpType] = {
+    "busbar.redrive.at": AmqpType.TIMESTAMP,
+    "busbar.redrive.count": AmqpType.INT,
+    "busbar.redrive.sequence_number": AmqpType.LONG,
+}
+"""Busbar's own stamps and their AMQP types: a receiver decodes them to plain ints, Busbar re-types them."""
+
+
+def with_known_types(properties: Mapping[str, Any]) -> dict[str, Any]:
+    """``properties`` with Busbar's own stamps (:data:`KNOWN_TYPES`) given back their AMQP type when they
+    arrive as plain ints (from a receiver, or from an archive row written before types were recorded)."""
+    result = dict(properties)
+    for name, kind in KNOWN_TYPES.items():
+        value = result.get(name)
+        if not isinstance(value, int) or isinstance(value, bool | TypedInt):
+            continue
+        # Out of range: not the stamp Busbar wrote, so the value is kept as it came.
+        with contextlib.suppress(PropertyTypeError, ValueError, OverflowError):
+            result[name] = timestamp_from_ms(value) if kind is AmqpType.TIMESTAMP else TYPED_INTS[kind](value)
+    return result

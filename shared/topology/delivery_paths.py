@@ -1,0 +1,310 @@
+"""Delivery paths: the subscriptions that carry an event into an endpoint's queue, and the rule that an
+endpoint receives each event through one of them only.
+
+A **path** of event ``E`` into queue ``Q`` is a subscription forwarding to ``Q`` that takes ``E``:
+
+- one of its rules serves ``E``: a correlation filter on ``E``'s stamp (or an interface's stamp ``E``
+  carries), or ``[NServiceBus.EnclosedMessageTypes] LIKE`` matching ``E``'s enclosed types (the path is
+  ``topic/subscription/rule``);
+- or it takes everything (``1=1``) on a topic ``E`` travels on: the topic ``E`` is published to, the topic
+  named after ``E`` or mapped to it (where the fallback router bridges it), the fallback topic, the topics
+  ``E`` itself is subscribed on (the path is ``topic/subscription``).
+
+Two paths of one event into one queue deliver it twice: directly on two topics, or once on the fallback
+topic and once more through the router's bridge to the dedicated topic. :func:`duplicate_paths` finds the
+events a plan would leave with two paths; :func:`migration_deletes` removes an event's old paths when the
+plan is a declared migration. Pure functions: the existing subscriptions are read by the caller
+(:meth:`shared.topology.Provisioner.describe`). SQL filters other than the ``LIKE`` shape never count as a
+path: the planner does not guess what they take.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from shared.contracts import ENCLOSED_MESSAGE_TYPES
+from shared.topology.desired import DesiredState, RuleFilter, RuleSpec, SubscribedEvent
+from shared.topology.errors import TopologyValidationError, UnmappedEventError
+from shared.topology.names import HierarchyNamespace
+from shared.topology.options import MigrationTopologyOptions, TopologyOptions
+from shared.topology.plan import PlanItem, rule_path, subscription_path
+from shared.topology.routing import publish_route
+
+_ENCLOSED_LIKE = re.compile(
+    r"^\s*(?:user\.)?\[?(?P<name>[\w.]+)\]?\s+LIKE\s+'(?P<pattern>(?:[^']|'')*)'\s*$", re.IGNORECASE
+)
+
+
+class Forwarding(Protocol):
+    """A subscription as found in the namespace or as desired (both shapes carry these)."""
+
+    @property
+    def topic(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def forward_to(self) -> str | None: ...
+    @property
+    def rules(self) -> tuple[RuleSpec, ...]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class DeliveryPath:
+    """One way ``event`` reaches the queue: a subscription, and the rule that takes it (``None``: the
+    subscription takes everything on its topic)."""
+
+    event: str
+    topic: str
+    subscription: str
+    rule: str | None = None
+
+    @property
+    def label(self) -> str:
+        """``topic/subscription[/rule]``, as the refusal names it."""
+        return f"{self.topic}/{self.subscription}" + (f"/{self.rule}" if self.rule else "")
+
+    @property
+    def subscription_key(self) -> tuple[str, str]:
+        return (self.topic.lower(), self.subscription.lower())
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (*self.subscription_key, (self.rule or "").lower())
+
+
+@dataclass(frozen=True, slots=True)
+class DuplicateDelivery:
+    """An event that would reach the queue through more than one path after a plan."""
+
+    event: str
+    queue: str
+    kept: tuple[DeliveryPath, ...]
+    added: tuple[DeliveryPath, ...]
+
+    @property
+    def message(self) -> str:
+        paths = [f"{p.label} (existing)" for p in self.kept] + [f"{p.label} (added)" for p in self.added]
+        return f"{self.queue} would receive {self.event} {len(paths)} times, through {' and '.join(paths)}"
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "event": self.event,
+            "queue": self.queue,
+            "existing": [p.label for p in self.kept],
+            "added": [p.label for p in self.added],
+        }
+
+
+class DuplicateDeliveryError(TopologyValidationError):
+    """A plan would make an endpoint receive an event twice; ``duplicates`` names the paths."""
+
+    def __init__(self, duplicates: Sequence[DuplicateDelivery], hint: str = "") -> None:
+        self.duplicates = list(duplicates)
+        self.hint = hint
+        super().__init__([d.message + (f"; {hint}" if hint else "") for d in self.duplicates])
+
+
+@dataclass(frozen=True, slots=True)
+class CheckedEvent:
+    """An event to check: its contract name, the types a message of it encloses (itself first, then its
+    interfaces, when known) and the explicit topics the request names for it."""
+
+    event: str
+    enclosed: tuple[str, ...]
+    explicit_topics: tuple[str, ...] = field(default=())
+
+
+def checked_events(
+    events: Iterable[SubscribedEvent], enclosed_of: Callable[[str], Sequence[Sequence[str]]] | None = None
+) -> list[CheckedEvent]:
+    """The events a request's paths are checked for. ``enclosed_of(name)`` lists, for each concrete event a
+    subscription to ``name`` receives, its enclosed types (a contract registry knows them: an interface
+    stands for its implementers); without it each event stands for itself."""
+    out: dict[str, CheckedEvent] = {}
+    for item in events:
+        concrete = list(enclosed_of(item.event)) if enclosed_of else []
+        for types in concrete or [(item.event,)]:
+            name = types[0]
+            known = out.get(name)
+            explicit = tuple(t for t in [item.topic] if t is not None and name == item.event)
+            if known is None:
+                out[name] = CheckedEvent(name, tuple(types), explicit)
+            else:
+                out[name] = CheckedEvent(name, known.enclosed, known.explicit_topics + explicit)
+    return list(out.values())
+
+
+def carrier_topics(options: TopologyOptions, event: CheckedEvent) -> frozenset[str]:
+    """The (prefixed, lower-cased) topics a message of ``event`` travels on, where a catch-all
+    subscription takes it."""
+    hierarchy = HierarchyNamespace(options.hierarchy_namespace)
+    topics = {hierarchy.apply(event.event)}
+    topics.update(hierarchy.apply(t) for t in event.explicit_topics)
+    own_entries = options.subscribed_event_to_topics_map.get(event.event, ())
+    topics.update(hierarchy.apply(e.topic) for e in own_entries)
+    mapped = options.published_event_to_topics_map.get(event.event)
+    if mapped is not None:
+        topics.add(hierarchy.apply(mapped.topic))
+    if options.fallback_topic is not None and options.fallback_topic.topic_name:
+        topics.add(hierarchy.apply(options.fallback_topic.topic_name))
+    if isinstance(options, MigrationTopologyOptions):
+        bundles = (options.topic_to_publish_to, options.topic_to_subscribe_on)
+        topics.update(hierarchy.apply(t) for t in bundles)
+    with contextlib.suppress(UnmappedEventError):  # published nowhere under these options
+        topics.add(publish_route(options, event.event).topic)
+    return frozenset(t.lower() for t in topics)
+
+
+def rule_takes(rule: RuleFilter, enclosed: Sequence[str]) -> bool:
+    """Whether a (non catch-all) rule certainly takes a message enclosing ``enclosed``."""
+    if rule.kind == "correlation":
+        stamps = {t.lower() for t in enclosed}
+        return bool(rule.properties) and all(
+            value is True and key.lower() in stamps for key, value in rule.properties
+        )
+    if rule.kind != "sql" or rule.sql is None:
+        return False
+    like = _ENCLOSED_LIKE.match(rule.sql)
+    if like is None or like.group("name").lower() != ENCLOSED_MESSAGE_TYPES.lower():
+        return False
+    pattern = like.group("pattern").replace("''", "'")
+    regex = "".join(".*" if c == "%" else "." if c == "_" else re.escape(c) for c in pattern)
+    return re.fullmatch(regex, ";".join(enclosed), re.DOTALL) is not None
+
+
+def paths_of(
+    subscriptions: Iterable[Forwarding], queue: str, event: CheckedEvent, carriers: frozenset[str]
+) -> list[DeliveryPath]:
+    """Every path of ``event`` into ``queue`` among ``subscriptions``."""
+    paths: list[DeliveryPath] = []
+    for sub in subscriptions:
+        if (sub.forward_to or "").lower() != queue.lower():
+            continue
+        if any(r.filter.kind == "true" for r in sub.rules) and sub.topic.lower() in carriers:
+            paths.append(DeliveryPath(event.event, sub.topic, sub.name))
+            continue
+        paths.extend(
+            DeliveryPath(event.event, sub.topic, sub.name, r.name)
+            for r in sub.rules
+            if r.filter.kind != "true" and rule_takes(r.filter, event.enclosed)
+        )
+    return paths
+
+
+def _deleted(path: DeliveryPath, deletes: Iterable[PlanItem]) -> bool:
+    for item in deletes:
+        if item.topic is None:
+            continue
+        if item.kind == "subscription" and (item.topic.lower(), item.name.lower()) == path.subscription_key:
+            return True
+        if (
+            item.kind == "rule"
+            and item.subscription is not None
+            and (item.topic.lower(), item.subscription.lower(), item.name.lower()) == path.key
+        ):
+            return True
+    return False
+
+
+def duplicate_paths(
+    options: TopologyOptions,
+    queue: str,
+    events: Iterable[CheckedEvent],
+    existing: Sequence[Forwarding],
+    desired: DesiredState,
+    deletes: Sequence[PlanItem] = (),
+) -> list[DuplicateDelivery]:
+    """The events that, once the plan (``desired`` created, ``deletes`` removed) is applied, would reach
+    ``queue`` through two or more paths, at least one of them added by the plan. Paths that were doubled
+    before and that the plan does not touch are not its doing and are not reported."""
+    found: list[DuplicateDelivery] = []
+    for event in events:
+        carriers = carrier_topics(options, event)
+        before = paths_of(existing, queue, event, carriers)
+        known = {p.key for p in before}
+        kept = [p for p in before if not _deleted(p, deletes)]
+        wanted = paths_of(desired.subscriptions, queue, event, carriers)
+        added = [p for p in wanted if p.key not in known]
+        end = {p.key for p in kept} | {p.key for p in wanted}
+        if added and len(end) > 1:
+            found.append(DuplicateDelivery(event.event, queue, tuple(kept), tuple(added)))
+    return found
+
+
+def migration_deletes(
+    options: TopologyOptions,
+    queue: str,
+    events: Iterable[CheckedEvent],
+    existing: Sequence[Forwarding],
+    desired: DesiredState,
+    *,
+    strict: bool = True,
+) -> list[PlanItem]:
+    """The deletes of a declared migration: for each event the desired state delivers, every other existing
+    path into ``queue`` (its rule, or its catch-all subscription). They are marked ``after_creates``, so
+    apply removes the old path only once the new one is in place. Moving an event off a catch-all
+    subscription of the fallback topic is refused (``strict``) or left out: that subscription carries every
+    other event too."""
+    fallback = options.fallback_topic
+    hierarchy = HierarchyNamespace(options.hierarchy_namespace)
+    fallback_topic = (
+        hierarchy.apply(fallback.topic_name).lower() if fallback and fallback.topic_name else None
+    )
+    items: dict[str, PlanItem] = {}
+    errors: list[str] = []
+    for event in events:
+        carriers = carrier_topics(options, event)
+        wanted = paths_of(desired.subscriptions, queue, event, carriers)
+        if not wanted:
+            continue  # nothing to migrate to: the old path stays
+        keep = {p.key for p in wanted}
+        details = {"migration": f"old path of {event.event}", "migratedTo": [p.label for p in wanted]}
+        for path in paths_of(existing, queue, event, carriers):
+            if path.key in keep:
+                continue
+            if path.rule is not None:
+                where = rule_path(path.topic, path.subscription, path.rule)
+                items.setdefault(
+                    where.lower(),
+                    PlanItem(
+                        "delete", "rule", where, details, path.topic, path.subscription, path.rule,
+                        after_creates=True,
+                    ),
+                )  # fmt: skip
+            elif path.topic.lower() == fallback_topic:
+                if not strict:
+                    continue
+                errors.append(
+                    f"cannot migrate {event.event} off {path.label}: it takes every event on the fallback "
+                    "topic; unsubscribe it explicitly"
+                )
+            else:
+                where = subscription_path(path.topic, path.subscription)
+                items.setdefault(
+                    where.lower(),
+                    PlanItem(
+                        "delete", "subscription", where, details, path.topic, path.subscription,
+                        path.subscription, after_creates=True,
+                    ),
+                )  # fmt: skip
+    if errors:
+        raise TopologyValidationError(errors)
+    return list(items.values())
+
+
+__all__ = [
+    "CheckedEvent",
+    "DeliveryPath",
+    "DuplicateDelivery",
+    "DuplicateDeliveryError",
+    "carrier_topics",
+    "checked_events",
+    "duplicate_paths",
+    "migration_deletes",
+    "paths_of",
+    "rule_takes",
+]

@@ -1,0 +1,153 @@
+"""Application properties keep the AMQP types Busbar knows: sent with them, never failing on an int past
+32 bits, a property that cannot be sent named with the reason; what the SDK-type binding hands over, and
+what the router's bridge therefore sends. Wire types are read with qpid-proton from the bytes
+the emulator stored (tests/shared/envelope/wire_types.py)."""
+
+from __future__ import annotations
+
+import uuid
+from decimal import Decimal
+from typing import Any
+
+import proton
+import pytest
+from azure.servicebus import ServiceBusClient, ServiceBusMessage
+from azure.servicebus import ServiceBusReceivedMessage as SdkReceivedMessage
+from azure.servicebus._pyamqp._encode import encode_payload
+from azure.servicebus._transport._pyamqp_transport import PyamqpTransport
+from azurefunctions.extensions.bindings.servicebus.utils import get_decoded_message
+
+from emulator.testing import EmulatorHandle
+from functions.convert import incoming_from_received
+from shared.envelope import Envelope, PartitionKeyPolicy
+from shared.envelope.properties import (
+    Char,
+    Long,
+    PropertyTypeError,
+    amqp_type,
+    timestamp_from_ms,
+    timestamp_ms,
+    with_known_types,
+)
+from shared.envelope.sdk import sdk_application_properties, to_message
+from shared.router.decision import BRIDGED_FROM
+from shared.router.service import bridged_copy
+from tests.shared.envelope.wire_types import (
+    AFTER_A_RECEIVER,
+    EXACT,
+    MOMENT,
+    SENT,
+    stored_properties,
+    types_of,
+)
+
+
+def _encoded(message: ServiceBusMessage) -> bytes:
+    """The AMQP bytes azure-servicebus sends for ``message``."""
+    outgoing = PyamqpTransport.to_outgoing_amqp_message(message.raw_amqp_message)
+    return bytes(encode_payload(bytearray(), outgoing))
+
+
+def _typed(properties: dict[str, Any]) -> Any:
+    """``properties`` as the SDK is given them (its annotation does not know the typed form)."""
+    return sdk_application_properties(properties)
+
+
+def _as_binding_delivers(encoded: bytes) -> SdkReceivedMessage:
+    """The message an SDK-type trigger gets for ``encoded``: the extension's decoding of the model-binding
+    content (lock token, ``x-opt-lock-token``, the AMQP bytes), wrapped as its converter wraps it."""
+    content = uuid.uuid4().bytes_le + b"x-opt-lock-token" + encoded
+    return SdkReceivedMessage(get_decoded_message(content), receiver=None)
+
+
+def _send(emulator: EmulatorHandle, queue: str, message: ServiceBusMessage) -> None:
+    with (
+        ServiceBusClient.from_connection_string(emulator.connection_string) as client,
+        client.get_queue_sender(queue) as sender,
+    ):
+        sender.send_messages(message)
+
+
+def test_every_property_goes_out_with_its_amqp_type(emulator: EmulatorHandle) -> None:
+    queue = emulator.create_queue()
+    _send(
+        emulator,
+        queue,
+        to_message(Envelope(body=b"x", application_properties=SENT), PartitionKeyPolicy.REFUSE),
+    )
+    [stored] = stored_properties(emulator, queue)
+    assert types_of(stored) == EXACT
+    assert stored["long"] == 1_795_749_929_335 and bytes(stored["binary"]) == b"\x00\xff\x10"
+    assert stored["timestamp"] == proton.timestamp(timestamp_ms(MOMENT))
+
+
+@pytest.mark.parametrize(
+    ("value", "sent_as"),
+    [
+        (2**31 - 1, "int"),
+        (-(2**31), "int"),
+        (2**31, "long"),
+        (1_795_749_929_335, "long"),
+        (2**64 - 1, "ulong"),
+    ],
+)
+def test_an_int_of_unknown_type_is_an_int_or_a_long_never_an_error(
+    emulator: EmulatorHandle, value: int, sent_as: str
+) -> None:
+    queue = emulator.create_queue()
+    _send(
+        emulator, queue, to_message(Envelope(application_properties={"n": value}), PartitionKeyPolicy.REFUSE)
+    )
+    [stored] = stored_properties(emulator, queue)
+    assert types_of(stored) == {"n": sent_as}
+    assert int(stored["n"]) == value
+
+
+@pytest.mark.parametrize(
+    ("value", "reason"),
+    [
+        (Char("A"), "azure-servicebus has no encoding for an AMQP char"),
+        (2**64, "does not fit any AMQP integer type"),
+        (Decimal("NaN"), "not a finite decimal"),
+        (["a", "list"], "not an AMQP scalar"),
+    ],
+)
+def test_a_property_that_cannot_be_sent_is_named_with_the_reason(value: Any, reason: str) -> None:
+    with pytest.raises(PropertyTypeError, match=f"application property 'bad' cannot be sent: .*{reason}"):
+        sdk_application_properties({"fine": 1, "bad": value})
+
+
+def test_an_sdk_type_binding_hands_over_the_types_a_receiver_can_know_and_no_more() -> None:
+    # The extension decodes the model-binding content with uamqp and passes on only the SDK message built
+    # from uamqp's Python values (get_sdk_type): the AMQP bytes are not kept, and the types are lost as a
+    # pyamqp receiver loses them.
+    encoded = _encoded(ServiceBusMessage(b"{}", application_properties=_typed(SENT)))
+    incoming = incoming_from_received(_as_binding_delivers(encoded))
+    assert {name: amqp_type(value).value for name, value in incoming.application_properties.items()} == (
+        AFTER_A_RECEIVER
+    )
+    assert incoming.application_properties["binary"] == b"\x00\xff\x10"
+    assert incoming.application_properties["timestamp"] == timestamp_ms(MOMENT)
+
+
+def test_the_router_bridges_a_copy_with_every_property_type_of_the_original(emulator: EmulatorHandle) -> None:
+    queue = emulator.create_queue()
+    encoded = _encoded(ServiceBusMessage(b"{}", application_properties=_typed(SENT)))
+    incoming = incoming_from_received(_as_binding_delivers(encoded))
+    _send(emulator, queue, bridged_copy(incoming, "fallback"))
+    [stored] = stored_properties(emulator, queue)
+    assert types_of(stored) == {**AFTER_A_RECEIVER, BRIDGED_FROM: "string"}
+    assert bytes(stored["binary"]) == b"\x00\xff\x10" and int(stored["timestamp"]) == timestamp_ms(MOMENT)
+
+
+def test_busbar_stamps_a_receiver_hands_back_as_ints_get_their_types_back() -> None:
+    typed = with_known_types(
+        {
+            "busbar.redrive.at": 1_795_749_929_335,
+            "busbar.redrive.sequence_number": 12,
+            "other": 1_795_749_929_335,
+        }
+    )
+    assert typed["busbar.redrive.at"] == timestamp_from_ms(1_795_749_929_335)
+    assert type(typed["busbar.redrive.sequence_number"]) is Long
+    assert type(typed["other"]) is int

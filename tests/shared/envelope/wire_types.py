@@ -1,0 +1,143 @@
+"""Reading application properties as they are on the wire, AMQP types included, for the typed-property tests.
+
+The emulator keeps each message's application-properties section as the bytes the sender sent; they are
+decoded here with qpid-proton, an AMQP client independent of azure-servicebus and of Busbar's own reader
+(:mod:`shared.envelope.amqp_properties`), whose Python types name every AMQP type. ``SENT`` is the
+".NET-shaped" message these tests start from: a property of every type azure-servicebus receivers can
+decode (char, decimal32/64 and decimal128 they cannot: docs/operations.md).
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+import proton
+
+from shared.envelope.properties import Byte, Float32, Int, Long, Short, Symbol, UByte, UInt, ULong, UShort
+
+MOMENT = datetime(2026, 11, 26, 9, 30, 15, 123000, tzinfo=UTC)
+
+SENT: dict[str, Any] = {
+    "text": "hello",
+    "flag": True,
+    "byte": Byte(-7),
+    "short": Short(-30000),
+    "int": Int(2_000_000_000),
+    "long": Long(1_795_749_929_335),
+    "small_long": Long(5),
+    "ubyte": UByte(250),
+    "ushort": UShort(65000),
+    "uint": UInt(4_000_000_000),
+    "ulong": ULong(2**64 - 1),
+    "float": Float32(1.5),
+    "double": 2.25,
+    "timestamp": MOMENT,
+    "uuid": uuid.UUID("6f1c8e52-8a2f-4c55-9d0e-7a3f0c1b2a10"),
+    "binary": b"\x00\xff\x10",
+    "utf8_binary": b"abc",
+    "symbol": Symbol("sym"),
+    "null": None,
+}
+"""Properties of every type a Python receiver can read, as a .NET sender would send them."""
+
+EXACT = {
+    "text": "string",
+    "flag": "boolean",
+    "byte": "byte",
+    "short": "short",
+    "int": "int",
+    "long": "long",
+    "small_long": "long",
+    "ubyte": "ubyte",
+    "ushort": "ushort",
+    "uint": "uint",
+    "ulong": "ulong",
+    "float": "float",
+    "double": "double",
+    "timestamp": "timestamp",
+    "uuid": "uuid",
+    "binary": "binary",
+    "utf8_binary": "binary",
+    "symbol": "symbol",
+    "null": "null",
+}
+"""The AMQP type of each of :data:`SENT` on the wire."""
+
+AFTER_A_RECEIVER = {
+    **EXACT,
+    # A receiver decodes every integer type and a timestamp to int: the copy says int, or long past 32 bits.
+    "byte": "int",
+    "short": "int",
+    "small_long": "int",
+    "ubyte": "int",
+    "ushort": "int",
+    "uint": "long",
+    "timestamp": "long",
+    # ... every float to a Python float (a double), and strings, symbols and binaries to bytes: UTF-8 text
+    # is taken as the string it almost always is.
+    "float": "double",
+    "utf8_binary": "string",
+    "symbol": "string",
+}
+"""The AMQP type of each of :data:`SENT` on a copy Busbar made from what a receiver decoded (documented in
+docs/operations.md, "Application property types on every hop")."""
+
+_PROTON_TYPES: tuple[tuple[type, str], ...] = (
+    (bool, "boolean"),
+    (proton.byte, "byte"),
+    (proton.short, "short"),
+    (proton.int32, "int"),
+    (proton.ubyte, "ubyte"),
+    (proton.ushort, "ushort"),
+    (proton.uint, "uint"),
+    (proton.ulong, "ulong"),
+    (proton.timestamp, "timestamp"),
+    (int, "long"),  # proton's plain int is an AMQP long
+    (proton.float32, "float"),
+    (float, "double"),
+    (proton.decimal128, "decimal128"),
+    (proton.char, "char"),
+    (proton.symbol, "symbol"),
+    (str, "string"),
+    (bytes, "binary"),
+    (memoryview, "binary"),
+    (uuid.UUID, "uuid"),
+    (type(None), "null"),
+)
+
+
+def wire_type(value: Any) -> str:
+    """The AMQP type of a value proton decoded."""
+    for python_type, name in _PROTON_TYPES:
+        if isinstance(value, python_type):
+            return name
+    raise AssertionError(f"no AMQP type known for {value!r}")
+
+
+def decode_section(raw: bytes) -> dict[str, Any]:
+    """An encoded application-properties section, decoded by proton (values keep proton's typed classes)."""
+    data = proton.Data()
+    data.decode(raw)
+    data.rewind()
+    data.next()
+    described = data.get_object()
+    assert described is not None
+    return {str(key): value for key, value in described.value.items()}
+
+
+def stored_properties(emulator: Any, queue: str) -> list[dict[str, Any]]:
+    """The application properties of every message in the emulator's ``queue``, decoded by proton."""
+
+    def read() -> list[bytes]:
+        entity = emulator.emulator.namespace.queues[queue.lower()]
+        return [stored.parsed.application_properties_raw for stored in entity.main.peek(0, 1000)]
+
+    raws: Any = emulator.call(read)
+    return [decode_section(raw) for raw in raws]
+
+
+def types_of(properties: dict[str, Any], names: Any = None) -> dict[str, str]:
+    """The wire type of each property (of ``names`` only, when given)."""
+    return {name: wire_type(value) for name, value in properties.items() if names is None or name in names}
