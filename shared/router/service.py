@@ -14,14 +14,14 @@ import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from azure.servicebus import ServiceBusClient, ServiceBusMessage
 
-from shared.app_settings import AppSetting, read
+from shared.app_settings import AppSetting
 from shared.archive.rows import archive_row
 from shared.archive.writer import ArchiveWriter
 from shared.envelope import PartitionKeyPolicy
@@ -32,6 +32,7 @@ from shared.router.decision import (
     BRIDGED_FROM,
     NO_MATCHING_SUBSCRIPTION,
     CorrelationRule,
+    Retirement,
     RouterDecision,
     RoutingSnapshot,
     SqlRule,
@@ -39,6 +40,9 @@ from shared.router.decision import (
     decide,
 )
 from shared.topology.arm import correlation_properties
+from shared.topology.desired import RuleFilter
+from shared.topology.handover import SNAPSHOT_SECONDS, Handover
+from shared.topology.handover import snapshot_seconds as snapshot_seconds  # the app reads it from here
 from shared.topology.names import HierarchyNamespace
 from shared.topology.options import TopologyOptions
 
@@ -49,11 +53,6 @@ ROUTER_SUBSCRIPTION = AppSetting(
     "Name of the fallback router's catch-all subscription on the fallback topic (BUSBAR_FALLBACK_TOPIC). "
     "The router trigger binds to it, so it must be set explicitly.",
     default="busbar-router",
-)
-SNAPSHOT_SECONDS = AppSetting(
-    "BUSBAR_ROUTER_SNAPSHOT_SECONDS",
-    "How long the router reuses its snapshot of the fallback topic's subscriptions and rules, in seconds.",
-    default="30",
 )
 
 SETTINGS: tuple[AppSetting, ...] = (ROUTER_SUBSCRIPTION, SNAPSHOT_SECONDS)
@@ -103,13 +102,40 @@ def load_snapshot(
         if s.forward_to and s.name.lower() != router_subscription.lower()
     }
     shared_subscribers: dict[str, tuple[SubscriptionRules, ...]] = {}
+    retirements: list[Retirement] = []
     for topic in topics:
         if topic.lower() == fallback_topic.lower() or not served:
             continue
         listed = list(management.subscriptions.list_by_topic(group, namespace, topic))
         if any((s.forward_to or "").lower() in served for s in listed):
             shared_subscribers[topic.lower()] = subscriptions_of(topic, listed)
-    return RoutingSnapshot(fallback_topic, router_subscription, subscriptions, topics, shared_subscribers)
+            retirements.extend(r for s in listed for r in _retirements(s, fallback_topic))
+    return RoutingSnapshot(
+        fallback_topic, router_subscription, subscriptions, topics, shared_subscribers, tuple(retirements)
+    )
+
+
+def _retirements(subscription: Any, fallback_topic: str) -> list[Retirement]:
+    """The fallback rules a migration's new subscription took over, with their cutoff (its creation time
+    on the management plane's clock plus the handover); nothing when it records no handover."""
+    handover = Handover.parse(subscription.user_metadata)
+    created_at = subscription.created_at
+    if handover is None or not isinstance(created_at, datetime):
+        return []
+    created = created_at if created_at.tzinfo else created_at.replace(tzinfo=UTC)
+    return [
+        Retirement(
+            r.subscription, _rule_of_filter(r.rule, r.filter), handover.cutoff(created), handover.endpoint
+        )
+        for r in handover.retires
+        if r.topic.lower() == fallback_topic.lower()
+    ]
+
+
+def _rule_of_filter(name: str, spec: RuleFilter) -> CorrelationRule | SqlRule:
+    if spec.kind == "correlation":
+        return CorrelationRule(name, properties=dict(spec.properties))
+    return SqlRule(name, spec.expression)
 
 
 def _rule(rule: Any) -> CorrelationRule | SqlRule:
@@ -230,8 +256,11 @@ class FallbackRouter:
             # must not turn into a burst of management-plane listings (ARM throttles reads).
             limit = min(self.snapshot_seconds, FRESH_READ_INTERVAL) if fresh else self.snapshot_seconds
             if self._snapshot is None or age > limit:
+                # Its age counts from the start of the read: what it shows may be that old (a migration's
+                # handover lasts the interval from then, see shared.topology.handover).
+                started = time.monotonic()
                 self._snapshot = load_snapshot(self.management, self.fallback_topic, self.router_subscription)
-                self._loaded_at = time.monotonic()
+                self._loaded_at = started
             return self._snapshot
 
     def route(self, message: IncomingMessage) -> RouterDecision:
@@ -255,15 +284,3 @@ class FallbackRouter:
         if decision.unrouted:
             self.recorder.record(message, decision, self.fallback_topic, self.router_subscription)
         return decision
-
-
-def snapshot_seconds(env: Mapping[str, str]) -> float:
-    """``BUSBAR_ROUTER_SNAPSHOT_SECONDS`` as a number (a bad value is an error, not a silent default)."""
-    raw = read(SNAPSHOT_SECONDS, env) or "30"
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ValueError(f"{SNAPSHOT_SECONDS.name} must be a number of seconds, got {raw!r}") from None
-    if value < 0:
-        raise ValueError(f"{SNAPSHOT_SECONDS.name} must not be negative, got {raw!r}")
-    return value

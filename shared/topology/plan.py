@@ -53,6 +53,8 @@ class Plan:
 
     items: tuple[PlanItem, ...]
     near_quota: tuple[str, ...] = ()
+    handover_seconds: float = 0.0
+    """Seconds apply keeps a migration's old paths after the creates (:mod:`shared.topology.handover`)."""
 
     def of(self, action: Action) -> list[PlanItem]:
         return [i for i in self.items if i.action == action]
@@ -68,7 +70,10 @@ class Plan:
         return out
 
     def to_dict(self) -> dict[str, Any]:
-        return {"summary": self.summary(), "items": [i.to_dict() for i in self.items]}
+        out: dict[str, Any] = {"summary": self.summary(), "items": [i.to_dict() for i in self.items]}
+        if self.handover_seconds:
+            out["handoverSeconds"] = self.handover_seconds
+        return out
 
 
 @dataclass(slots=True)

@@ -17,6 +17,7 @@ ARM error; the SDK's ``HttpResponseError`` is its ``__cause__``).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -83,8 +84,10 @@ class Provisioner:
         *,
         concurrency: int = 4,
         queue_defaults: EntityDefaults | None = None,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.management = management
+        self.sleep = sleep
         self.defaults = defaults or EntityDefaults()
         self.queue_defaults = queue_defaults or self.defaults
         self.concurrency = max(1, concurrency)
@@ -281,8 +284,13 @@ class Provisioner:
         for outcomes in self._parallel(lambda g: self._create_group(g, done), list(groups.values())):
             for path, created in outcomes:
                 (result.created if created else result.unchanged).append(path)
-        # A migration's old paths go last: until the new path is there, the old one keeps delivering.
-        self._delete_all([i for i in deletes if i.after_creates], result, done)
+        # A migration's old paths go last: until the new path is there, the old one keeps delivering. Off
+        # the fallback topic they stay for the handover too, so every router has seen the new path (and
+        # the cutoff written on it) before they go: see shared.topology.handover.
+        late = [i for i in deletes if i.after_creates]
+        if late and plan.handover_seconds > 0:
+            self.sleep(plan.handover_seconds)
+        self._delete_all(late, result, done)
         return result
 
     def _delete_all(self, deletes: list[PlanItem], result: ApplyResult, done: list[str]) -> None:
