@@ -1,12 +1,32 @@
 """The fallback router's I/O: the namespace snapshot it decides on, the bridge, and unrouted records.
 
 :func:`shared.router.decision.decide` is pure; this module feeds it a :class:`RoutingSnapshot` read through
-``azure-mgmt-servicebus`` (cached for ``BUSBAR_ROUTER_SNAPSHOT_SECONDS``; re-read before an event is
-declared unrouted, so a subscription created a moment ago is never missed), re-publishes bridged copies
-with ``azure-servicebus``, and records unrouted events: logged, counted, and archived as Parquet
-(:mod:`shared.archive`) with decision ``NoMatchingSubscription``.
-"""
+``azure-mgmt-servicebus`` (cached for ``BUSBAR_ROUTER_SNAPSHOT_SECONDS``, counted from the start of the
+read; re-read before an event is declared unrouted, so a subscription created a moment ago is never
+missed), re-publishes bridged copies with ``azure-servicebus``, and records unrouted events: logged,
+counted, and archived as Parquet (:mod:`shared.archive`) with decision ``NoMatchingSubscription``.
 
+**Migrations and a cached snapshot.** Whether an endpoint got an event through a fallback rule was decided
+by the broker when the event was enqueued; the router decides later, on a snapshot up to the interval old.
+A migration that deletes the rule makes that snapshot wrong for events enqueued after the delete (the
+router would withhold their copy: a loss). Re-reading whenever the snapshot is older than the event would
+fix it, but in a steady flow nearly every event is enqueued after the last read, so the router would list
+the namespace once per event (ARM throttles reads, and a throttled router fails the message). Instead the
+migration hands over (:mod:`shared.topology.handover`): the new subscription records the rules it retires,
+the old ones stay for the interval (plus 2 s) after it is created, and the snapshot carries each retired
+rule with its cutoff (:class:`~shared.router.decision.Retirement`). A snapshot read before the handover
+existed is therefore used only for events the old rule did deliver, and one read after decides each event
+by its ``EnqueuedTimeUtc`` against the cutoff (:func:`~shared.router.decision.as_enqueued`).
+
+Why not a sequence-number boundary (a marker scheduled and cancelled on the fallback topic just before the
+delete)? The number ``schedule_messages`` returns is the topic's, but the router reads copies numbered by
+its subscription: "for topics and subscriptions, the sequence number for every subscription starts at 1"
+(``BrokeredMessage.SequenceNumber`` reference), and the emulator's subscriptions number their copies
+themselves too (``emulator/broker/routing.py``, ``_enqueue``); a scheduled message is renumbered when it
+activates, and a partitioned topic numbers per partition. The two numbers cannot be compared, so the
+boundary is a time on the service's clocks, and :data:`~shared.topology.handover.CLOCK_SKEW_SECONDS`
+around it resolves toward a duplicate, never a loss.
+"""
 from __future__ import annotations
 
 import logging

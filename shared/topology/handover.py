@@ -20,8 +20,8 @@ snapshot interval plus :data:`MARGIN_SECONDS`) after the create before it delete
 What stays ambiguous resolves toward delivery: a message enqueued between ``cutoff - CLOCK_SKEW_SECONDS``
 and the moment the delete took effect reached the endpoint through the old rule *and* is bridged (a
 duplicate, never a loss). That window is the skew allowance plus the delete call (and how late ``apply``
-wakes). Sequence numbers would be exact, but a subscription's copies carry numbers of their own in the
-emulator and a scheduled marker gets a new number when it activates, so nothing here relies on them.
+wakes). Sequence numbers would be exact, but the router's copies are numbered by its subscription, not by
+the topic a marker could be scheduled on (see :mod:`shared.router.service`), so nothing here relies on them.
 """
 
 from __future__ import annotations
@@ -36,10 +36,10 @@ from shared.app_settings import AppSetting, read
 from shared.topology.desired import FALSE_FILTER, TRUE_FILTER, RuleFilter
 from shared.topology.errors import TopologyValidationError
 
+# Declared here, read by the router (shared.router.service) and by migrations, which last this long (+2 s).
 SNAPSHOT_SECONDS = AppSetting(
     "BUSBAR_ROUTER_SNAPSHOT_SECONDS",
-    "How long the router reuses its snapshot of the fallback topic's subscriptions and rules, in seconds. "
-    "A declared migration off the fallback topic waits this long (plus 2 s) before deleting the old path.",
+    "How long the router reuses its snapshot of the fallback topic's subscriptions and rules, in seconds.",
     default="30",
 )
 
