@@ -27,6 +27,7 @@ activates, and a partitioned topic numbers per partition. The two numbers cannot
 boundary is a time on the service's clocks, and :data:`~shared.topology.handover.CLOCK_SKEW_SECONDS`
 around it resolves toward a duplicate, never a loss.
 """
+
 from __future__ import annotations
 
 import logging
