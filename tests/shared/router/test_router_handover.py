@@ -35,7 +35,8 @@ def order(enqueued: datetime | None) -> IncomingMessage:
 
 def view(*, old_rule_shown: bool, billing_subscription_shown: bool = True) -> RoutingSnapshot:
     router = SubscriptionRules("busbar-router", CATCH_ALL)
-    rules = (SqlRule("$default", "1=0"), *([OLD_RULE] if old_rule_shown else []))
+    shown: list[CorrelationRule | SqlRule] = [OLD_RULE] if old_rule_shown else []
+    rules = (SqlRule("$default", "1=0"), *shown)
     fallback = [SubscriptionRules("billing", rules, "billing")] if billing_subscription_shown else []
     return RoutingSnapshot(
         "fallback",
