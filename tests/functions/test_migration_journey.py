@@ -103,16 +103,18 @@ def quiet(lines: list[str]) -> bool:
 
 
 def guide_commands() -> tuple[str, list[str], list[str]]:
-    """From docs/topology-guide.md: the shell lines writing topology.json, and the migration's plan and
+    """From docs/topology-guide.md: the options it saves as topology.json, and the migration's plan and
     apply command lines, as the guide shows them."""
     text = GUIDE.read_text()
-    blocks = re.findall(r"```sh\n(.*?)```", text, re.DOTALL)
-    [writes] = [b for b in blocks if "cat > topology.json" in b]
-    heredoc = writes[: writes.index("JSON\n", writes.index("<<'JSON'") + 8) + 5]
-    lines = [line for b in blocks for line in b.splitlines()]
+    [options] = [
+        b
+        for b in re.findall(r"```json\n(.*?)```", text, re.DOTALL)
+        if '"busbar-fallback"' in b and ORDER in b
+    ]
+    lines = [line for b in re.findall(r"```sh\n(.*?)```", text, re.DOTALL) for line in b.splitlines()]
     [plan] = [line for line in lines if " plan --migrate " in line]
     [apply] = [line for line in lines if " apply --migrate " in line]
-    return heredoc, shlex.split(plan), shlex.split(apply)
+    return options, shlex.split(plan), shlex.split(apply)
 
 
 def run_documented(command: list[str], cwd: Path) -> tuple[list[dict[str, Any]], float, float]:
@@ -167,7 +169,7 @@ def test_moving_an_event_to_its_own_topic_while_events_flow_loses_none_and_doubl
     app_dir = tmp_path / "app"
     app_dir.mkdir()
     (app_dir / ".venv").symlink_to(REPO / ".venv")
-    heredoc, plan_command, apply_command = guide_commands()
+    options, plan_command, apply_command = guide_commands()
     app = MakeRun(app_dir / ".data")  # settings beside the data: app_dir/local.settings.json
     publisher: Publisher | None = None
     try:
@@ -179,7 +181,7 @@ def test_moving_an_event_to_its_own_topic_while_events_flow_loses_none_and_doubl
         # Before: billing gets orders through its rule on the fallback topic.
         wait_for(lambda: publisher.count(ORDER) >= 20, "orders before the migration", 120, app.reader.lines)
 
-        subprocess.run(["bash", "-c", heredoc], cwd=app_dir, check=True)
+        (app_dir / "topology.json").write_text(options)
         (planned,), _, _ = run_documented(plan_command, app_dir)
         old_rule = f"busbar-fallback/Subscriptions/billing/Rules/{ORDER}"
         assert [i["path"] for i in planned["plan"]["items"] if i["action"] == "delete"] == [old_rule]

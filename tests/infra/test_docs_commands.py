@@ -71,6 +71,14 @@ WITNESSES: tuple[Witness, ...] = (
         ("validate", "plan", "apply", "--options", "--endpoint", "--events"),
     ),
     Witness(
+        r"^\.venv/bin/python -m shared\.topology (plan|apply) --migrate"
+        r" --options \S+ --endpoint \w+ --events [\w. ]+$",
+        (
+            "tests/functions/test_migration_journey.py::test_moving_an_event_to_its_own_topic_while_events_flow_loses_none_and_doubles_none_outside_the_handover",
+        ),
+        ("plan --migrate", "apply --migrate"),
+    ),
+    Witness(
         r"^\.venv/bin/python -m shared\.redrive plan$",
         (
             "tests/shared/redrive/test_redrive_settings.py::test_the_cli_exits_2_with_the_problem_when_settings_are_missing",
