@@ -5,11 +5,14 @@ the emulator's ARM endpoint)."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import pytest
 
 from shared.management import ManagementClient
+from shared.router.decision import CorrelationRule, Retirement
+from shared.router.service import load_snapshot
 from shared.topology import (
     FallbackTopicOptions,
     Provisioner,
@@ -137,6 +140,17 @@ def test_apply_deletes_the_old_fallback_rule_only_after_the_creates_and_the_hand
     assert OA in seen_during_handover["old"]
     after = {r.name for r in management.rules.list_by_subscriptions(*management.scope, old_topic, "billing")}
     assert OA not in after and V2 in after
+    # The router's snapshot carries the retired rule with its cutoff: the new subscription's createdAt
+    # (the management plane's clock) plus the handover.
+    view = load_snapshot(management, old_topic, "busbar-router")
+    assert view.retirements == (
+        Retirement(
+            "billing",
+            CorrelationRule(OA, properties={OA: True}),
+            new.created_at + timedelta(seconds=MARGIN_SECONDS),
+            queue,
+        ),
+    )
 
 
 def test_a_migration_between_two_topics_without_the_fallback_topic_is_no_handover(
