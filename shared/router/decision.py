@@ -281,7 +281,8 @@ def as_enqueued(snapshot: RoutingSnapshot, message: IncomingMessage) -> RoutingS
     skew = timedelta(seconds=CLOCK_SKEW_SECONDS)
     enqueued = message.enqueued_time
     subscriptions = list(snapshot.subscriptions)
-    for retired in snapshot.retirements:
+    # In cutoff order: a rule recorded twice (an interrupted migration run again) was there until the later.
+    for retired in sorted(snapshot.retirements, key=lambda r: r.cutoff):
         delivered = enqueued is not None and _aware(enqueued) < retired.cutoff - skew
         found = False
         for index, subscription in enumerate(subscriptions):

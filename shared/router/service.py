@@ -140,17 +140,25 @@ def _retirements(subscription: Any, fallback_topic: str) -> list[Retirement]:
     """The fallback rules a migration's new subscription took over, with their cutoff (its creation time
     on the management plane's clock plus the handover); nothing when it records no handover."""
     handover = Handover.parse(subscription.user_metadata)
-    created_at = subscription.created_at
-    if handover is None or not isinstance(created_at, datetime):
+    created, updated = _utc(subscription.created_at), _utc(subscription.updated_at)
+    if handover is None or created is None:
         return []
-    created = created_at if created_at.tzinfo else created_at.replace(tzinfo=UTC)
     return [
         Retirement(
-            r.subscription, _rule_of_filter(r.rule, r.filter), handover.cutoff(created), handover.endpoint
+            r.subscription,
+            _rule_of_filter(r.rule, r.filter),
+            handover.cutoff_of(r, created, updated),
+            handover.endpoint,
         )
         for r in handover.retires
         if r.topic.lower() == fallback_topic.lower()
     ]
+
+
+def _utc(moment: Any) -> datetime | None:
+    if not isinstance(moment, datetime):
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def _rule_of_filter(name: str, spec: RuleFilter) -> CorrelationRule | SqlRule:

@@ -8,7 +8,9 @@ enqueued*. A migration that creates a subscription for the event's new path writ
 ``userMetadata``, a :class:`Handover`): the fallback rules it retires, and that they retire
 ``after_seconds`` after the subscription's creation. That instant, the **cutoff**, is read on the
 management plane's clock (the subscription's ``createdAt``) and compared with the broker's
-``EnqueuedTimeUtc``; no client clock takes part. ``apply`` then waits ``after_seconds`` (the router's
+``EnqueuedTimeUtc``; no client clock takes part. (When the new path is a rule on a subscription the
+endpoint already has, apply writes the record there: counted from that update's ``updatedAt``, then
+written out as each rule's own cutoff, see ``Provisioner._record_handover``.) ``apply`` then waits ``after_seconds`` (the router's
 snapshot interval plus :data:`MARGIN_SECONDS`) after the create before it deletes the old rules, so:
 
 - a router snapshot read before the new subscription existed is used only for messages enqueued before
@@ -28,9 +30,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
-from datetime import datetime, timedelta
-from typing import Any
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
+from typing import Any, Literal
 
 from shared.app_settings import AppSetting, read
 from shared.topology.desired import FALSE_FILTER, TRUE_FILTER, RuleFilter
@@ -81,14 +83,20 @@ class RetiredRule:
     subscription: str
     rule: str
     filter: RuleFilter
+    cutoff: datetime | None = None
+    """Its own cutoff, fixed once known (a record written on an existing subscription, see
+    :meth:`Handover.cutoff_of`); None: the handover's anchor plus ``after_seconds``."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "topic": self.topic,
             "subscription": self.subscription,
             "rule": self.rule,
             **self.filter.to_dict(),
         }
+        if self.cutoff is not None:
+            out["cutoff"] = self.cutoff.isoformat()
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,10 +107,25 @@ class Handover:
     endpoint: str
     retires: tuple[RetiredRule, ...]
     after_seconds: float
+    anchor: Literal["createdAt", "updatedAt"] = "createdAt"
+    """What ``after_seconds`` counts from: the subscription's creation (a subscription the migration
+    created), or its last update (only while a record on an existing subscription has no cutoffs yet)."""
 
     def cutoff(self, created_at: datetime) -> datetime:
         """When the retired rules stop counting, on the management plane's clock."""
         return created_at + timedelta(seconds=self.after_seconds)
+
+    def cutoff_of(self, rule: RetiredRule, created_at: datetime, updated_at: datetime | None) -> datetime:
+        """``rule``'s cutoff, given the subscription's ``createdAt`` and ``updatedAt``."""
+        if rule.cutoff is not None:
+            return rule.cutoff
+        anchor = updated_at if self.anchor == "updatedAt" and updated_at is not None else created_at
+        return anchor + timedelta(seconds=self.after_seconds)
+
+    def fixed(self, created_at: datetime, updated_at: datetime | None) -> Handover:
+        """The same handover with every rule's cutoff written out (so later updates cannot move it)."""
+        retires = tuple(replace(r, cutoff=self.cutoff_of(r, created_at, updated_at)) for r in self.retires)
+        return replace(self, retires=retires, anchor="createdAt")
 
     def to_metadata(self) -> str:
         """The ``userMetadata`` text; refused when it would not fit Azure's 1,024 characters."""
@@ -111,6 +134,7 @@ class Handover:
                 _KEY: {
                     "endpoint": self.endpoint,
                     "afterSeconds": self.after_seconds,
+                    "anchor": self.anchor,
                     "retires": [r.to_dict() for r in self.retires],
                 }
             },
@@ -134,12 +158,26 @@ class Handover:
         try:
             record = json.loads(metadata)[_KEY]
             retires = tuple(
-                RetiredRule(str(r["topic"]), str(r["subscription"]), str(r["rule"]), _filter(r))
+                RetiredRule(
+                    str(r["topic"]),
+                    str(r["subscription"]),
+                    str(r["rule"]),
+                    _filter(r),
+                    _moment(r["cutoff"]) if r.get("cutoff") else None,
+                )
                 for r in record["retires"]
             )
-            return cls(str(record["endpoint"]), retires, float(record["afterSeconds"]))
+            anchor: Literal["createdAt", "updatedAt"] = (
+                "updatedAt" if record.get("anchor") == "updatedAt" else "createdAt"
+            )
+            return cls(str(record["endpoint"]), retires, float(record["afterSeconds"]), anchor)
         except (ValueError, KeyError, TypeError, AttributeError):
             return None
+
+
+def _moment(text: Any) -> datetime:
+    moment = datetime.fromisoformat(str(text))
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 def _filter(raw: Mapping[str, Any]) -> RuleFilter:

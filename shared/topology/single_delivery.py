@@ -77,7 +77,24 @@ def plan_single_delivery(
         return Plan(plan.items + tuple(removed), plan.near_quota)
     handover = Handover(queue, tuple(retired), handover_seconds(router_snapshot_seconds))
     items = tuple(_recording(item, handover) for item in plan.items)
-    return Plan(items + tuple(removed), plan.near_quota, handover.after_seconds)
+    if items != plan.items:
+        return Plan(items + tuple(removed), plan.near_quota, handover.after_seconds, handover)
+    # No subscription of the endpoint is created: the new path is a rule on one it has. Apply writes the
+    # record on those subscriptions (with the cutoffs fixed, see Provisioner.apply).
+    retired_topics = {r.topic.lower() for r in retired}
+    recorded_on: tuple[tuple[str, str], ...] = tuple(
+        dict.fromkeys(
+            (item.topic, item.name)
+            for item in plan.items
+            if item.kind == "subscription"
+            and item.action == "unchanged"
+            and item.topic is not None
+            and item.topic.lower() not in retired_topics  # the router reads records off the fallback topic
+            and isinstance(item.spec, SubscriptionSpec)
+            and item.spec.forward_to.lower() == queue.lower()
+        )
+    )
+    return Plan(items + tuple(removed), plan.near_quota, handover.after_seconds, handover, recorded_on)
 
 
 def _retired_fallback_rules(

@@ -27,7 +27,7 @@ from shared.topology.desired import correlation_filter, sql_like_filter
 from shared.topology.handover import MARGIN_SECONDS, Handover, RetiredRule, handover_seconds
 from shared.topology.single_delivery import plan_single_delivery
 
-OA, V2 = "Shipping.OrderAccepted", "Shipping.OrderAcceptedV2"
+OA, V2, OD = "Shipping.OrderAccepted", "Shipping.OrderAcceptedV2", "Shipping.OrderDeclined"
 
 
 def test_a_handover_round_trips_through_user_metadata_and_anything_else_is_no_handover() -> None:
@@ -175,3 +175,52 @@ def test_a_migration_between_two_topics_without_the_fallback_topic_is_no_handove
     assert [i.path for i in plan.of("delete")] == [f"{ns}/{OA}/Subscriptions/billing"]
     assert plan.handover_seconds == 0 and "handoverSeconds" not in plan.to_dict()
     assert waits == []
+
+
+def test_moving_an_event_onto_a_rule_of_an_existing_subscription_records_a_fixed_cutoff_on_it(
+    management: ManagementClient, ns: str
+) -> None:
+    cf = TopicRoutingMode.CorrelationFilter
+    fallback = TopologyOptions(
+        hierarchy_namespace=ns,
+        fallback_topic=FallbackTopicOptions(topic_name="fallback", routing_mode=cf),
+        subscribed_event_to_topics_map={OD: (SubscriptionEntry(topic="orders", routing_mode=cf),)},
+    )
+    before = Provisioner(management)
+    before.apply(before.plan(desired_state(fallback, "billing", [OA, OD])))
+    moved_map = {e: (SubscriptionEntry(topic="orders", routing_mode=cf),) for e in (OA, OD)}
+    moved = fallback.model_copy(update={"subscribed_event_to_topics_map": moved_map})
+    orders, old_topic = f"{ns}/orders", f"{ns}/fallback"
+    calls: list[tuple[str, ...]] = []
+    provisioner = Provisioner(
+        Recording(management, calls),  # type: ignore[arg-type]
+        sleep=lambda seconds: calls.append(("wait", str(seconds))),
+    )
+    events = [SubscribedEvent(OA)]
+
+    plan = plan_single_delivery(
+        provisioner, moved, "billing", events, desired_state(moved, "billing", [OA]), migrate=True,
+        router_snapshot_seconds=0,
+    )  # fmt: skip
+    assert plan.handover_updates == ((orders, "billing"),)
+    assert plan.to_dict()["handoverRecordedOn"] == [f"{orders}/Subscriptions/billing"]
+    provisioner.apply(plan)
+
+    rule_create = calls.index(("create_or_update", "rule", f"{orders}/billing/{OA}"))
+    updates = [
+        i for i, c in enumerate(calls) if c == ("create_or_update", "subscription", f"{orders}/billing")
+    ]
+    wait = calls.index(("wait", str(MARGIN_SECONDS)))
+    delete = calls.index(("delete", "rule", f"{old_topic}/billing/{OA}"))
+    assert rule_create < updates[0] < updates[1] < wait < delete, calls
+    subscription = management.subscriptions.get(*management.scope, orders, "billing")
+    handover = Handover.parse(subscription.user_metadata)
+    assert handover is not None
+    [retired] = handover.retires
+    # Fixed: the first update's updatedAt plus the handover, whatever updates the subscription sees later.
+    assert retired.rule == OA and retired.cutoff is not None
+    assert subscription.created_at + timedelta(seconds=MARGIN_SECONDS) <= retired.cutoff
+    assert retired.cutoff <= subscription.updated_at + timedelta(seconds=MARGIN_SECONDS)
+    assert subscription.forward_to == f"{ns}/billing"
+    [view] = load_snapshot(management, old_topic, "busbar-router").retirements
+    assert (view.subscription, view.rule.name, view.cutoff) == ("billing", OA, retired.cutoff)
