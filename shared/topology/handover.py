@@ -10,8 +10,9 @@ enqueued*. A migration that creates a subscription for the event's new path writ
 management plane's clock (the subscription's ``createdAt``) and compared with the broker's
 ``EnqueuedTimeUtc``; no client clock takes part. (When the new path is a rule on a subscription the
 endpoint already has, apply writes the record there: counted from that update's ``updatedAt``, then
-written out as each rule's own cutoff, see ``Provisioner._record_handover``.) ``apply`` then waits ``after_seconds`` (the router's
-snapshot interval plus :data:`MARGIN_SECONDS`) after the create before it deletes the old rules, so:
+written out as each rule's own cutoff, see ``Provisioner._record_handover``.) ``apply`` then waits
+``after_seconds`` (the router's snapshot interval plus :data:`MARGIN_SECONDS`) after the create before it
+deletes the old rules, so:
 
 - a router snapshot read before the new subscription existed is used only for messages enqueued before
   the delete (its age never exceeds the interval), and for them the old rule did deliver: no copy is right;
