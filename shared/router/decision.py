@@ -25,12 +25,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
 from enum import Enum
 from typing import Any
 
 from shared.contracts import ENCLOSED_MESSAGE_TYPES
 from shared.messages import IncomingMessage
+from shared.topology.handover import CLOCK_SKEW_SECONDS
 
 BRIDGED_FROM = "busbar.bridged-from"
 """Application property on a bridged copy: the fallback topic it was copied from."""
@@ -95,6 +97,19 @@ class RoutingSnapshot:
     subscriptions: tuple[SubscriptionRules, ...]
     existing_topics: frozenset[str]
     topic_subscriptions: Mapping[str, tuple[SubscriptionRules, ...]] = field(default_factory=dict)
+    retirements: tuple[Retirement, ...] = ()
+    """Fallback rules a declared migration retires (recorded on the new path's subscription)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Retirement:
+    """A rule of fallback subscription ``subscription`` that delivers messages enqueued before ``cutoff``
+    and none after, whether or not a snapshot still shows it (see :mod:`shared.topology.handover`)."""
+
+    subscription: str
+    rule: Rule
+    cutoff: datetime
+    forward_to: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,6 +214,7 @@ def decide(
     bridged_from = message.property_text(BRIDGED_FROM)
     if bridged_from is not None:
         return RouterDecision(contract, note=f"already bridged from {bridged_from!r}; not routed again")
+    snapshot = as_enqueued(snapshot, message)
 
     matched: list[str] = []
     uncertain: list[str] = []
@@ -251,6 +267,38 @@ def decide(
         "; ".join(notes),
         bridge_to_entities=bridge_to_entities,
     )
+
+
+def as_enqueued(snapshot: RoutingSnapshot, message: IncomingMessage) -> RoutingSnapshot:
+    """The fallback subscriptions as the broker saw them when ``message`` was enqueued, as far as retired
+    rules go: a retired rule is there for a message enqueued before its cutoff (less the clock skew
+    allowance), even once it is deleted, and gone for any other message, even while it still shows.
+
+    A message without an enqueued time counts as late: the rule is left out and the router bridges (a
+    possible duplicate, never a loss)."""
+    if not snapshot.retirements:
+        return snapshot
+    skew = timedelta(seconds=CLOCK_SKEW_SECONDS)
+    enqueued = message.enqueued_time
+    subscriptions = list(snapshot.subscriptions)
+    # In cutoff order: a rule recorded twice (an interrupted migration run again) was there until the later.
+    for retired in sorted(snapshot.retirements, key=lambda r: r.cutoff):
+        delivered = enqueued is not None and _aware(enqueued) < retired.cutoff - skew
+        found = False
+        for index, subscription in enumerate(subscriptions):
+            if subscription.name.lower() != retired.subscription.lower():
+                continue
+            found = True
+            kept = tuple(r for r in subscription.rules if r.name.lower() != retired.rule.name.lower())
+            rules = (*kept, retired.rule) if delivered else kept
+            subscriptions[index] = replace(subscription, rules=rules)
+        if delivered and not found:  # the migration deleted the whole subscription
+            subscriptions.append(SubscriptionRules(retired.subscription, (retired.rule,), retired.forward_to))
+    return replace(snapshot, subscriptions=tuple(subscriptions))
+
+
+def _aware(moment: datetime) -> datetime:
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 def _bridge(

@@ -1,10 +1,31 @@
 """The fallback router's I/O: the namespace snapshot it decides on, the bridge, and unrouted records.
 
 :func:`shared.router.decision.decide` is pure; this module feeds it a :class:`RoutingSnapshot` read through
-``azure-mgmt-servicebus`` (cached for ``BUSBAR_ROUTER_SNAPSHOT_SECONDS``; re-read before an event is
-declared unrouted, so a subscription created a moment ago is never missed), re-publishes bridged copies
-with ``azure-servicebus``, and records unrouted events: logged, counted, and archived as Parquet
-(:mod:`shared.archive`) with decision ``NoMatchingSubscription``.
+``azure-mgmt-servicebus`` (cached for ``BUSBAR_ROUTER_SNAPSHOT_SECONDS``, counted from the start of the
+read; re-read before an event is declared unrouted, so a subscription created a moment ago is never
+missed), re-publishes bridged copies with ``azure-servicebus``, and records unrouted events: logged,
+counted, and archived as Parquet (:mod:`shared.archive`) with decision ``NoMatchingSubscription``.
+
+**Migrations and a cached snapshot.** Whether an endpoint got an event through a fallback rule was decided
+by the broker when the event was enqueued; the router decides later, on a snapshot up to the interval old.
+A migration that deletes the rule makes that snapshot wrong for events enqueued after the delete (the
+router would withhold their copy: a loss). Re-reading whenever the snapshot is older than the event would
+fix it, but in a steady flow nearly every event is enqueued after the last read, so the router would list
+the namespace once per event (ARM throttles reads, and a throttled router fails the message). Instead the
+migration hands over (:mod:`shared.topology.handover`): the new subscription records the rules it retires,
+the old ones stay for the interval (plus 2 s) after it is created, and the snapshot carries each retired
+rule with its cutoff (:class:`~shared.router.decision.Retirement`). A snapshot read before the handover
+existed is therefore used only for events the old rule did deliver, and one read after decides each event
+by its ``EnqueuedTimeUtc`` against the cutoff (:func:`~shared.router.decision.as_enqueued`).
+
+Why not a sequence-number boundary (a marker scheduled and cancelled on the fallback topic just before the
+delete)? The number ``schedule_messages`` returns is the topic's, but the router reads copies numbered by
+its subscription: "for topics and subscriptions, the sequence number for every subscription starts at 1"
+(``BrokeredMessage.SequenceNumber`` reference), and the emulator's subscriptions number their copies
+themselves too (``emulator/broker/routing.py``, ``_enqueue``); a scheduled message is renumbered when it
+activates, and a partitioned topic numbers per partition. The two numbers cannot be compared, so the
+boundary is a time on the service's clocks, and :data:`~shared.topology.handover.CLOCK_SKEW_SECONDS`
+around it resolves toward a duplicate, never a loss.
 """
 
 from __future__ import annotations
@@ -14,14 +35,14 @@ import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from azure.servicebus import ServiceBusClient, ServiceBusMessage
 
-from shared.app_settings import AppSetting, read
+from shared.app_settings import AppSetting
 from shared.archive.rows import archive_row
 from shared.archive.writer import ArchiveWriter
 from shared.envelope import PartitionKeyPolicy
@@ -32,6 +53,7 @@ from shared.router.decision import (
     BRIDGED_FROM,
     NO_MATCHING_SUBSCRIPTION,
     CorrelationRule,
+    Retirement,
     RouterDecision,
     RoutingSnapshot,
     SqlRule,
@@ -39,6 +61,9 @@ from shared.router.decision import (
     decide,
 )
 from shared.topology.arm import correlation_properties
+from shared.topology.desired import RuleFilter
+from shared.topology.handover import SNAPSHOT_SECONDS, Handover
+from shared.topology.handover import snapshot_seconds as snapshot_seconds  # the app reads it from here
 from shared.topology.names import HierarchyNamespace
 from shared.topology.options import TopologyOptions
 
@@ -49,11 +74,6 @@ ROUTER_SUBSCRIPTION = AppSetting(
     "Name of the fallback router's catch-all subscription on the fallback topic (BUSBAR_FALLBACK_TOPIC). "
     "The router trigger binds to it, so it must be set explicitly.",
     default="busbar-router",
-)
-SNAPSHOT_SECONDS = AppSetting(
-    "BUSBAR_ROUTER_SNAPSHOT_SECONDS",
-    "How long the router reuses its snapshot of the fallback topic's subscriptions and rules, in seconds.",
-    default="30",
 )
 
 SETTINGS: tuple[AppSetting, ...] = (ROUTER_SUBSCRIPTION, SNAPSHOT_SECONDS)
@@ -103,13 +123,48 @@ def load_snapshot(
         if s.forward_to and s.name.lower() != router_subscription.lower()
     }
     shared_subscribers: dict[str, tuple[SubscriptionRules, ...]] = {}
+    retirements: list[Retirement] = []
     for topic in topics:
         if topic.lower() == fallback_topic.lower() or not served:
             continue
         listed = list(management.subscriptions.list_by_topic(group, namespace, topic))
         if any((s.forward_to or "").lower() in served for s in listed):
             shared_subscribers[topic.lower()] = subscriptions_of(topic, listed)
-    return RoutingSnapshot(fallback_topic, router_subscription, subscriptions, topics, shared_subscribers)
+            retirements.extend(r for s in listed for r in _retirements(s, fallback_topic))
+    return RoutingSnapshot(
+        fallback_topic, router_subscription, subscriptions, topics, shared_subscribers, tuple(retirements)
+    )
+
+
+def _retirements(subscription: Any, fallback_topic: str) -> list[Retirement]:
+    """The fallback rules a migration's new subscription took over, with their cutoff (its creation time
+    on the management plane's clock plus the handover); nothing when it records no handover."""
+    handover = Handover.parse(subscription.user_metadata)
+    created, updated = _utc(subscription.created_at), _utc(subscription.updated_at)
+    if handover is None or created is None:
+        return []
+    return [
+        Retirement(
+            r.subscription,
+            _rule_of_filter(r.rule, r.filter),
+            handover.cutoff_of(r, created, updated),
+            handover.endpoint,
+        )
+        for r in handover.retires
+        if r.topic.lower() == fallback_topic.lower()
+    ]
+
+
+def _utc(moment: Any) -> datetime | None:
+    if not isinstance(moment, datetime):
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def _rule_of_filter(name: str, spec: RuleFilter) -> CorrelationRule | SqlRule:
+    if spec.kind == "correlation":
+        return CorrelationRule(name, properties=dict(spec.properties))
+    return SqlRule(name, spec.expression)
 
 
 def _rule(rule: Any) -> CorrelationRule | SqlRule:
@@ -230,8 +285,11 @@ class FallbackRouter:
             # must not turn into a burst of management-plane listings (ARM throttles reads).
             limit = min(self.snapshot_seconds, FRESH_READ_INTERVAL) if fresh else self.snapshot_seconds
             if self._snapshot is None or age > limit:
+                # Its age counts from the start of the read: what it shows may be that old (a migration's
+                # handover lasts the interval from then, see shared.topology.handover).
+                started = time.monotonic()
                 self._snapshot = load_snapshot(self.management, self.fallback_topic, self.router_subscription)
-                self._loaded_at = time.monotonic()
+                self._loaded_at = started
             return self._snapshot
 
     def route(self, message: IncomingMessage) -> RouterDecision:
@@ -255,15 +313,3 @@ class FallbackRouter:
         if decision.unrouted:
             self.recorder.record(message, decision, self.fallback_topic, self.router_subscription)
         return decision
-
-
-def snapshot_seconds(env: Mapping[str, str]) -> float:
-    """``BUSBAR_ROUTER_SNAPSHOT_SECONDS`` as a number (a bad value is an error, not a silent default)."""
-    raw = read(SNAPSHOT_SECONDS, env) or "30"
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ValueError(f"{SNAPSHOT_SECONDS.name} must be a number of seconds, got {raw!r}") from None
-    if value < 0:
-        raise ValueError(f"{SNAPSHOT_SECONDS.name} must not be negative, got {raw!r}")
-    return value

@@ -8,8 +8,9 @@ them (:mod:`shared.local_settings`): ``local.settings.json`` (``--settings``), t
 ``make run`` recorded (``--data-dir``), environment variables over both. Output is JSON on stdout;
 ``apply`` prints the plan before changing anything. ``plan``/``apply`` refuse to give the endpoint a second
 path for an event (``"error": "duplicate-delivery"``, naming both paths) unless ``--migrate`` declares a
-migration that deletes the old path. Exit codes: 0 done, 2 invalid options or request (a second path
-included), 3 quota exceeded, 4 refused by the management plane.
+migration that deletes the old path (off the fallback topic, only after the router's snapshot interval,
+``BUSBAR_ROUTER_SNAPSHOT_SECONDS``, plus 2 s: see :mod:`shared.topology.handover`). Exit codes: 0 done,
+2 invalid options or request (a second path included), 3 quota exceeded, 4 refused by the management plane.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from shared.management import ManagementClient, ManagementSettings, SettingsErro
 from shared.topology.delivery_paths import DuplicateDeliveryError
 from shared.topology.desired import desired_state, parse_subscribed_events
 from shared.topology.errors import ProvisioningError, QuotaExceededError, TopologyValidationError
+from shared.topology.handover import snapshot_seconds
 from shared.topology.options import TopologyOptions, load_topology_options, parse_topology_options
 from shared.topology.provisioner import Provisioner
 from shared.topology.single_delivery import plan_single_delivery
@@ -79,6 +81,13 @@ def _options(args: argparse.Namespace, env: Mapping[str, str]) -> TopologyOption
     return validate(options)
 
 
+def _router_snapshot_seconds(env: Mapping[str, str]) -> float:
+    try:
+        return snapshot_seconds(env)
+    except ValueError as exc:
+        raise SettingsError(str(exc)) from None
+
+
 def run(
     argv: Sequence[str] | None = None, out: TextIO = sys.stdout, environment: Mapping[str, str] | None = None
 ) -> int:
@@ -111,7 +120,13 @@ def run(
                 options, args.endpoint, events, false_default_rule=args.false_default_rule
             )
             plan = plan_single_delivery(
-                provisioner, options, args.endpoint, events, desired, migrate=args.migrate
+                provisioner,
+                options,
+                args.endpoint,
+                events,
+                desired,
+                migrate=args.migrate,
+                router_snapshot_seconds=_router_snapshot_seconds(env),
             )
             emit({"plan": plan.to_dict()})
             if args.command == "apply":

@@ -8,6 +8,7 @@ from datetime import timedelta
 from typing import Any, Literal
 
 from shared.topology.desired import RuleSpec, SubscriptionSpec
+from shared.topology.handover import Handover
 
 Action = Literal["create", "unchanged", "delete", "would-update"]
 Kind = Literal["queue", "topic", "subscription", "rule"]
@@ -53,6 +54,13 @@ class Plan:
 
     items: tuple[PlanItem, ...]
     near_quota: tuple[str, ...] = ()
+    handover_seconds: float = 0.0
+    handover: Handover | None = None
+    """The record of a migration off the fallback topic, for :attr:`handover_updates`."""
+    handover_updates: tuple[tuple[str, str], ...] = ()
+    """Existing subscriptions (topic, name) apply writes :attr:`handover` on: the migration moves an event
+    onto a rule of a subscription the endpoint already has, so no create carries the record."""
+    """Seconds apply keeps a migration's old paths after the creates (:mod:`shared.topology.handover`)."""
 
     def of(self, action: Action) -> list[PlanItem]:
         return [i for i in self.items if i.action == action]
@@ -68,7 +76,12 @@ class Plan:
         return out
 
     def to_dict(self) -> dict[str, Any]:
-        return {"summary": self.summary(), "items": [i.to_dict() for i in self.items]}
+        out: dict[str, Any] = {"summary": self.summary(), "items": [i.to_dict() for i in self.items]}
+        if self.handover_seconds:
+            out["handoverSeconds"] = self.handover_seconds
+        if self.handover_updates:
+            out["handoverRecordedOn"] = [subscription_path(t, n) for t, n in self.handover_updates]
+        return out
 
 
 @dataclass(slots=True)

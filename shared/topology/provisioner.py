@@ -17,8 +17,10 @@ ARM error; the SDK's ``HttpResponseError`` is its ``__cause__``).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from typing import Any
 
 from azure.core.exceptions import HttpResponseError
@@ -44,6 +46,7 @@ from shared.topology.desired import (
     subscription_name,
 )
 from shared.topology.errors import ProvisioningError, TopologyValidationError
+from shared.topology.handover import Handover
 from shared.topology.names import DEFAULT_RULE_NAME, HierarchyNamespace, rule_name
 from shared.topology.options import MigrationTopologyOptions, TopicRoutingMode, TopologyOptions
 from shared.topology.plan import (
@@ -83,8 +86,10 @@ class Provisioner:
         *,
         concurrency: int = 4,
         queue_defaults: EntityDefaults | None = None,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.management = management
+        self.sleep = sleep
         self.defaults = defaults or EntityDefaults()
         self.queue_defaults = queue_defaults or self.defaults
         self.concurrency = max(1, concurrency)
@@ -281,9 +286,45 @@ class Provisioner:
         for outcomes in self._parallel(lambda g: self._create_group(g, done), list(groups.values())):
             for path, created in outcomes:
                 (result.created if created else result.unchanged).append(path)
-        # A migration's old paths go last: until the new path is there, the old one keeps delivering.
-        self._delete_all([i for i in deletes if i.after_creates], result, done)
+        # A migration's old paths go last: until the new path is there, the old one keeps delivering. Off
+        # the fallback topic they stay for the handover too, so every router has seen the new path (and
+        # the cutoff written on it) before they go: see shared.topology.handover.
+        late = [i for i in deletes if i.after_creates]
+        if plan.handover is not None:
+            for topic, name in plan.handover_updates:
+                self._record_handover(topic, name, plan.handover, done)
+        if late and plan.handover_seconds > 0:
+            self.sleep(plan.handover_seconds)
+        self._delete_all(late, result, done)
         return result
+
+    def _record_handover(self, topic: str, name: str, handover: Handover, done: list[str]) -> None:
+        """Write ``handover`` on an existing subscription, keeping the handovers it already records. Two
+        updates: the first counts the new rules' handover from its own ``updatedAt``, the second writes
+        that instant out as their cutoff, so no later update of the subscription can move it."""
+        path = subscription_path(topic, name)
+        m, scope = self.management, self._scope
+        current = self._get(lambda: m.subscriptions.get(*scope, topic, name), path)
+        if current is None:
+            return  # deleted meanwhile: nothing of the endpoint's left there to record on
+        taken = {(r.topic.lower(), r.subscription.lower(), r.rule.lower()) for r in handover.retires}
+        previous = Handover.parse(current.user_metadata)
+        kept = tuple(
+            r
+            for r in (previous.fixed(current.created_at, current.updated_at).retires if previous else ())
+            if (r.topic.lower(), r.subscription.lower(), r.rule.lower()) not in taken
+        )
+        pending = replace(handover, retires=kept + handover.retires, anchor="updatedAt")
+        try:
+            current.user_metadata = pending.to_metadata()
+            updated = m.subscriptions.create_or_update(*scope, topic, name, current)
+            current.user_metadata = pending.fixed(updated.created_at, updated.updated_at).to_metadata()
+            m.subscriptions.create_or_update(*scope, topic, name, current)
+        except HttpResponseError as exc:
+            raise ProvisioningError(
+                "update", path, _status(exc), _code(exc), _message(exc), list(done)
+            ) from exc
+        done.append(path)
 
     def _delete_all(self, deletes: list[PlanItem], result: ApplyResult, done: list[str]) -> None:
         # Rules before their subscriptions, subscriptions before anything else.

@@ -64,6 +64,7 @@ from shared.topology import (
 )
 from shared.topology.delivery_paths import DuplicateDeliveryError
 from shared.topology.errors import is_quota_refusal
+from shared.topology.handover import snapshot_seconds
 from shared.topology.plan import ExistingSubscription
 from shared.topology.provisioner import rule_path, subscription_path
 from shared.topology.single_delivery import plan_single_delivery
@@ -269,7 +270,8 @@ class ProvisioningService:
     ) -> Plan:
         """The plan of a PUT: creates, then the stale deletes, refused (409) when the endpoint would then
         receive an event through two paths. A stale delete that removes an event's old path while the plan
-        creates its new one waits for the creates (the PUT is the declared migration)."""
+        creates its new one waits for the creates (the PUT is the declared migration), and off the fallback
+        topic for the router's snapshot interval too (see :mod:`shared.topology.handover`)."""
         try:
             return plan_single_delivery(
                 provisioner,
@@ -281,6 +283,7 @@ class ProvisioningService:
                 existing=existing,
                 deletes=self._stale_items(existing, desired),
                 hint=HTTP_HINT,
+                router_snapshot_seconds=snapshot_seconds(self.env),  # how long a handover lasts
             )
         except DuplicateDeliveryError as error:
             raise DuplicateDelivery(
