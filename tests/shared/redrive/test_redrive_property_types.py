@@ -73,3 +73,26 @@ def test_a_dotnet_shaped_message_is_redriven_twice_and_archived_with_every_type_
     assert amqp_type(properties["busbar.redrive.sequence_number"]) is AmqpType.LONG
     assert properties["binary"] == b"\x00\xff\x10" and amqp_type(properties["binary"]) is AmqpType.BINARY
     assert {name: amqp_type(properties[name]).value for name in EXPECTED} == EXPECTED
+
+
+def test_a_dead_letter_with_char_and_decimal_ahead_of_others_does_not_stop_the_redrive(
+    emulator: Any, provision: Any, tmp_path: Path
+) -> None:
+    # Before shared/envelope/sdk_codec.py, the SDK failed every receive that met the .NET message (and the
+    # run reported only "Handler failed: 'NoneType' object is not callable" for the whole queue).
+    queue = provision.queue()
+    dotnet = {"grade": Char("A"), "price": Decimal("-0.5")}
+    messages = [
+        to_message(
+            Envelope(body=b"{}", message_id=name, application_properties=props), PartitionKeyPolicy.REFUSE
+        )
+        for name, props in (("first", {}), ("dotnet", dotnet), ("last", {}))
+    ]
+    dead_letter_queue_messages(emulator.connection_string, queue, messages, "MaxDeliveryCountExceeded")
+
+    summary = run_redrive(redrive_env(emulator, tmp_path, [queue]), receive_wait=0.3)
+
+    assert summary.totals()["redriven"] == 3 and not summary.to_dict().get("errors")
+    copies = stored_properties(emulator, queue)
+    [copy] = [c for c in copies if "grade" in c]
+    assert types_of(copy, dotnet) == {"grade": "char", "price": "decimal128"}
