@@ -94,16 +94,18 @@ def test_a_typed_dotnet_message_is_redriven_twice_archived_and_replayed_intact(t
         app.publish(order)
         eventually(lambda: _archived(app), "archiving the order after two re-drives", app)
 
-        replay = app.make(
+        app.make(
             "replay", f"ARCHIVE={app.archive}", f"REPLAY_ARGS=--target_overrides {BILLING}={INSPECTION_QUEUE}"
         )
-        assert '"sent": 1' in replay.stdout or "sent" in replay.stdout, replay.stdout
+        [report] = (app.data / "replay" / "reports").glob("*/summary.json")
+        assert json.loads(report.read_text())["outcomes"] == {"sent": 1}, report.read_text()
 
         [arrived] = receive_all(app.connection_string, INSPECTION_QUEUE)
         assert_arrived_intact(
             arrived, order, {**PUBLISHED_TYPES, **REDRIVE_STAMPS, "x-replay-run-id": "string"}
         )
-        assert arrived.properties["busbar.redrive.count"] == 2
+        assert arrived.properties["busbar.redrive.count"] == 2  # re-driven twice, then archived
+        assert arrived.properties["busbar.redrive.reason"] == "PermanentHandlerError"  # billing's failure
         assert receive_all(app.connection_string, f"{BILLING}/$deadletterqueue", idle_seconds=1) == []
 
 
@@ -153,6 +155,7 @@ def test_a_typed_dotnet_message_is_retried_from_the_console_and_bridged_to_its_d
             },
         )
         assert again.properties["busbar.redrive.count"] == 1
+        assert again.properties["DeadLetterReason"] == "PermanentHandlerError"
 
         [bridged] = eventually(
             lambda: receive_all(app.connection_string, AUDIT, idle_seconds=1),
