@@ -81,7 +81,12 @@ def test_nothing_else_the_sdk_decodes_changes() -> None:
 )
 def test_decimals_are_read_as_ieee_754_binary_integer_decimals(raw: bytes, expected: Decimal) -> None:
     assert sdk_codec.decode_bid(raw) == expected
+
+
+def test_a_decimal_nan_is_read_as_nan_and_a_non_canonical_coefficient_as_zero() -> None:
     assert sdk_codec.decode_bid(bytes.fromhex("7c" + "00" * 15)).is_nan()
+    # 11 after the sign: the coefficient has an implicit 100 prefix, past 34 digits, so IEEE 754 reads zero.
+    assert sdk_codec.decode_bid(bytes.fromhex("6c" + "ff" * 15)) == 0
 
 
 @pytest.mark.parametrize(
