@@ -34,12 +34,17 @@ _TIMESTAMP_ANNOTATIONS = frozenset(
     {b"x-opt-enqueued-time", b"x-opt-locked-until", b"x-opt-scheduled-enqueue-time"}
 )
 _INT32 = range(-(2**31), 2**31)
+_INT64 = range(-(2**63), 2**63)
 
 
 def _typed(value: Any) -> Any:
+    # An int past a long's range can only have been a ulong (the broker sent it so; the host's .NET SDK
+    # keeps it one): encoding it as a long would fail the whole delivery.
     if isinstance(value, bool) or not isinstance(value, int):
         return value
-    return {TYPE: AMQPTypes.int if value in _INT32 else AMQPTypes.long, VALUE: value}
+    if value in _INT32:
+        return {TYPE: AMQPTypes.int, VALUE: value}
+    return {TYPE: AMQPTypes.long if value in _INT64 else AMQPTypes.ulong, VALUE: value}
 
 
 def _annotations(annotations: Mapping[Any, Any] | None) -> dict[Any, Any] | None:

@@ -10,7 +10,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from emulator.encoding.message import (
-    APPLICATION_PROPERTIES,
     DELIVERY_ANNOTATIONS,
     HEADER,
     MESSAGE_ANNOTATIONS,
@@ -20,6 +19,7 @@ from emulator.encoding.message import (
     parse_message,
     section,
 )
+from emulator.encoding.property_map import splice_application_properties
 from emulator.encoding.types import Long, Symbol, Timestamp, UByte, UInt
 
 SEQUENCE_NUMBER = Symbol("x-opt-sequence-number")
@@ -88,15 +88,19 @@ class StoredMessage:
         return self.parsed.application_properties or {}
 
     def set_application_properties(self, updates: dict[str, Any]) -> None:
-        """Merge ``updates`` into the application properties and re-encode that section.
+        """Merge ``updates`` into the application properties; the other entries keep their encoding.
 
+        Azure keeps each untouched property's AMQP type when it stamps a dead letter's reason, so the
+        section is spliced rather than re-encoded from decoded values (which would lose integer widths).
         Copy-on-write: a topic's subscriptions may share one parsed message."""
         props = dict(self.parsed.application_properties or {})
         props.update(updates)
         self.parsed = replace(
             self.parsed,
             application_properties=props,
-            application_properties_raw=section(APPLICATION_PROPERTIES, props),
+            application_properties_raw=splice_application_properties(
+                self.parsed.application_properties_raw, updates
+            ),
         )
 
     def set_ttl(self, ceiling_ms: int) -> None:

@@ -19,12 +19,12 @@ from typing import TYPE_CHECKING, Any
 
 from emulator.broker.properties import CorrelationFilterConfig, RuleConfig
 from emulator.encoding.message import (
-    APPLICATION_PROPERTIES,
     PROPERTIES,
     ParsedMessage,
     PropertiesField,
     section,
 )
+from emulator.encoding.property_map import splice_application_properties
 from emulator.encoding.types import Symbol, Timestamp
 
 if TYPE_CHECKING:
@@ -176,11 +176,15 @@ def apply_action(facts: MessageFacts, rule: Rule) -> ParsedMessage:
     changed = rule.action.apply(facts.sql_view())
     user = dict(changed.user)
     user["RuleName"] = rule.name
-    return rewrite(facts.parsed, changed.system, user)
+    return rewrite(facts.parsed, changed.system, user, facts.user)
 
 
-def rewrite(parsed: ParsedMessage, system: dict[str, Any], user: dict[str, Any]) -> ParsedMessage:
-    """Re-encode the properties and application-properties sections from edited values."""
+def rewrite(
+    parsed: ParsedMessage, system: dict[str, Any], user: dict[str, Any], seen: dict[str, Any]
+) -> ParsedMessage:
+    """Re-encode the properties section from edited values, and splice the application properties that
+    changed from ``seen`` (the values the action saw) into their section: a property the action left
+    alone keeps its AMQP encoding, as on Azure."""
     original = list(parsed.properties or [])
     props = original + [None] * (13 - len(original))
     for name, index in _SETTABLE_SYSTEM.items():
@@ -193,7 +197,12 @@ def rewrite(parsed: ParsedMessage, system: dict[str, Any], user: dict[str, Any])
         elif before is None or str(before) != str(value):
             # Changed by the action: content-type is a symbol on the wire, the others strings.
             props[index] = Symbol(str(value)) if index == PropertiesField.CONTENT_TYPE else value
-    clean_user = {k: v for k, v in user.items() if v is not None}
+    # Identity, not equality: an untouched value is the very object the action was given. A property the
+    # action REMOVEd or SET to NULL goes; one that was null and left alone stays.
+    changed = {k: v for k, v in user.items() if k not in seen or v is not seen[k]}
+    updates = {k: v for k, v in changed.items() if v is not None}
+    clean_user = {k: v for k, v in user.items() if k not in changed or v is not None}
+    removals = {k for k in (parsed.application_properties or {}) if str(k) not in clean_user}
     return ParsedMessage(
         header=parsed.header,
         delivery_annotations=dict(parsed.delivery_annotations),
@@ -201,7 +210,9 @@ def rewrite(parsed: ParsedMessage, system: dict[str, Any], user: dict[str, Any])
         properties=props,
         properties_raw=section(PROPERTIES, props),
         application_properties=clean_user,
-        application_properties_raw=section(APPLICATION_PROPERTIES, clean_user) if clean_user else b"",
+        application_properties_raw=splice_application_properties(
+            parsed.application_properties_raw, updates, removals
+        ),
         body_raw=parsed.body_raw,
         footer_raw=parsed.footer_raw,
     )

@@ -19,7 +19,7 @@ from azure.servicebus._pyamqp.types import TYPE, VALUE, AMQPTypes
 from azure.servicebus.amqp import AmqpMessageBodyType
 
 from shared.archive.properties import normalise_received
-from shared.envelope import Envelope, PartitionKeyPolicy, as_text, copy_partition_key
+from shared.envelope import Envelope, PartitionKeyPolicy, as_text, copy_partition_key, sdk_codec
 from shared.envelope.properties import (
     AmqpType,
     PropertyTypeError,
@@ -28,6 +28,10 @@ from shared.envelope.properties import (
 )
 
 E = TypeVar("E", bound=Envelope)
+
+# Every Busbar receiver and sender comes through here: char and decimal properties are readable and char is
+# sendable from the first message on (see the shim's docstring for why).
+sdk_codec.install()
 
 
 def body_type(message: ServiceBusReceivedMessage) -> str:
@@ -134,7 +138,8 @@ def to_message(envelope: Envelope, partition_key: PartitionKeyPolicy) -> Service
 # that AMQP type (_pyamqp/_encode.py: encode_value), the way the SDK itself sends longs and uints. A plain
 # value goes through encode_unknown instead: every int as a 32-bit int (raising outside it) and every
 # bytes value decoded as UTF-8 text first (_transport/_pyamqp_transport.py), so Busbar never sends plain
-# ints or bytes. The SDK has no encoder for char, decimal32 and decimal64.
+# ints or bytes. The SDK has no encoder for char (:mod:`shared.envelope.sdk_codec` adds one), decimal32 and
+# decimal64 (Busbar sends every decimal as decimal128).
 _SDK_TYPES: dict[AmqpType, str] = {
     AmqpType.BYTE: AMQPTypes.byte,
     AmqpType.SHORT: AMQPTypes.short,
@@ -145,6 +150,7 @@ _SDK_TYPES: dict[AmqpType, str] = {
     AmqpType.ULONG: AMQPTypes.ulong,
     AmqpType.FLOAT: AMQPTypes.float,
     AmqpType.DECIMAL128: AMQPTypes.decimal128,
+    AmqpType.CHAR: sdk_codec.CHAR,
     AmqpType.BINARY: AMQPTypes.binary,
     AmqpType.SYMBOL: AMQPTypes.symbol,
 }
@@ -156,7 +162,7 @@ are given as plain int and float)."""
 def sdk_value(value: Any) -> Any:
     """One property value as azure-servicebus must be given it to send it with its AMQP type
     (:func:`~shared.envelope.properties.amqp_type`). Raises :class:`PropertyTypeError` for a value the SDK
-    cannot send (a char, a decimal128 out of range, a value that is not an AMQP scalar)."""
+    cannot send (a decimal128 out of range, a value that is not an AMQP scalar)."""
     kind = amqp_type(value)
     if kind in _PLAIN:
         return str(value) if kind is AmqpType.STRING else value
@@ -171,6 +177,8 @@ def sdk_value(value: Any) -> Any:
         value = bytes(value)
     elif kind is AmqpType.DECIMAL128:
         value = check_decimal128(value)
+    elif kind is AmqpType.CHAR:
+        value = str(value)
     elif kind is AmqpType.SYMBOL:
         value = str(value).encode("ascii")
     elif kind is AmqpType.FLOAT:

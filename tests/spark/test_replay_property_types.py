@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import replace
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,13 @@ def test_replayed_messages_carry_every_archived_property_with_its_type(
     spark: Any, emulator: EmulatorHandle, tmp_path: Path
 ) -> None:
     queue = emulator.create_queue(f"typed-replay-{uuid.uuid4().hex[:8]}")
-    typed = {**SENT, "busbar.redrive.at": SENT["timestamp"], "busbar.redrive.sequence_number": Long(12)}
+    typed = {
+        **SENT,
+        "grade": Char("A"),
+        "price": Decimal("19.99"),
+        "busbar.redrive.at": SENT["timestamp"],
+        "busbar.redrive.sequence_number": Long(12),
+    }
     rows = [
         archive_row(source_entity=queue, target_entity=queue, message_id="typed", properties=typed),
         replace(
@@ -40,9 +47,9 @@ def test_replayed_messages_carry_every_archived_property_with_its_type(
         archive_row(
             source_entity=queue,
             target_entity=queue,
-            message_id="char",
+            message_id="huge-decimal",
             sequence_number=3,
-            properties={"tenant": "acme", "grade": Char("A")},
+            properties={"tenant": "acme", "price": Decimal("1E+7000")},
         ),
     ]
     write_archive(tmp_path / "archive", rows)
@@ -60,13 +67,15 @@ def test_replayed_messages_carry_every_archived_property_with_its_type(
 
     results = pq.read_table(tmp_path / "report" / "typed-replay" / "results").to_pylist()
     [invalid] = [r for r in results if r["outcome"] == "invalid"]
-    assert invalid["message_id"] == "char"
-    assert "application property 'grade' cannot be sent" in invalid["error"]
-    assert "no encoding for an AMQP char" in invalid["error"]
+    assert invalid["message_id"] == "huge-decimal"
+    assert "application property 'price' cannot be sent" in invalid["error"]
+    assert "does not fit an AMQP decimal128" in invalid["error"]
     stored = {("typed" if "text" in p else "old"): p for p in stored_properties(emulator, queue)}
     assert len(stored) == 2
     assert types_of(stored["typed"]) == {
         **EXACT,
+        "grade": "char",  # readable and sendable through shared/envelope/sdk_codec.py
+        "price": "decimal128",
         "busbar.redrive.at": "timestamp",
         "busbar.redrive.sequence_number": "long",
         "x-replay-run-id": "string",

@@ -3,8 +3,9 @@
 The emulator keeps each message's application-properties section as the bytes the sender sent; they are
 decoded here with qpid-proton, an AMQP client independent of azure-servicebus and of Busbar's own reader
 (:mod:`shared.envelope.amqp_properties`), whose Python types name every AMQP type. ``SENT`` is the
-".NET-shaped" message these tests start from: a property of every type azure-servicebus receivers can
-decode (char, decimal32/64 and decimal128 they cannot: docs/operations.md).
+".NET-shaped" message these tests start from: a property of every type a Functions trigger can decode
+(char and decimal it cannot; Busbar's own receivers read them through shared/envelope/sdk_codec.py:
+docs/operations.md).
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ SENT: dict[str, Any] = {
     "symbol": Symbol("sym"),
     "null": None,
 }
-"""Properties of every type a Python receiver can read, as a .NET sender would send them."""
+"""Properties of every type a Functions trigger can read, as a .NET sender would send them."""
 
 EXACT = {
     "text": "string",

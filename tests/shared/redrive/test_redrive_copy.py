@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 from types import SimpleNamespace
 
 import pytest
 
+from shared.envelope import sdk_codec
 from shared.envelope.properties import Char
 from shared.redrive.copy import CopyError, build_redrive_message, oversize
 from shared.redrive.entities import EntityRef, Target
@@ -64,11 +66,14 @@ def test_a_binary_property_is_copied_as_binary() -> None:
     assert (copy.application_properties or {})["blob"] == {"TYPE": "BINARY", "VALUE": b"\xff\x00"}
 
 
+def test_a_char_property_is_copied_as_char() -> None:
+    copy = build_redrive_message(dead_letter(application_properties={"grade": Char("A")}), "run-1", NOW)
+    assert (copy.application_properties or {})["grade"] == {"TYPE": sdk_codec.CHAR, "VALUE": "A"}
+
+
 def test_a_property_the_sdk_cannot_send_makes_the_message_uncopyable_naming_it() -> None:
-    properties = {"tenant": "acme", "grade": Char("A")}
-    with pytest.raises(
-        CopyError, match="'grade' cannot be sent: azure-servicebus has no encoding for an AMQP char"
-    ):
+    properties = {"tenant": "acme", "price": Decimal("1E+7000")}
+    with pytest.raises(CopyError, match=r"'price' cannot be sent: .*does not fit an AMQP decimal128"):
         build_redrive_message(dead_letter(application_properties=properties), "run-1", NOW)
 
 

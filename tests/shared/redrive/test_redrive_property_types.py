@@ -6,6 +6,7 @@ to be archived at once as "uncopyable"), re-driven again, and archived with its 
 from __future__ import annotations
 
 from datetime import datetime
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -13,17 +14,15 @@ from azure.servicebus import ServiceBusClient
 
 from shared.archive.reader import read_archive, row_properties
 from shared.envelope import Envelope, PartitionKeyPolicy
-from shared.envelope.properties import AmqpType, ULong, amqp_type
+from shared.envelope.properties import AmqpType, Char, amqp_type
 from shared.envelope.sdk import to_message
 from shared.redrive.job import run_redrive
 from tests.shared.envelope.wire_types import AFTER_A_RECEIVER, SENT, stored_properties, types_of
 from tests.shared.redrive.redrive_support import dead_letter_queue_messages, redrive_env
 
-# The emulator re-encodes the application properties when it dead-letters (adding DeadLetterReason) from
-# plain ints, and fails on a ulong past 2**63 (an emulator fidelity gap, reported): this message's ulong
-# stays below it. A receiver would hand back an int either way, sent again as a long.
-DEAD_LETTERED = {**SENT, "ulong": ULong(2**40)}
-EXPECTED = {**AFTER_A_RECEIVER, "ulong": "long"}
+# A .NET sender's char and System.Decimal are read and sent again as they are (shared/envelope/sdk_codec.py).
+DEAD_LETTERED = {**SENT, "grade": Char("A"), "price": Decimal("19.99")}
+EXPECTED = {**AFTER_A_RECEIVER, "grade": "char", "price": "decimal128"}
 
 STAMPS = {
     "busbar.redrive.count": "int",
@@ -74,3 +73,26 @@ def test_a_dotnet_shaped_message_is_redriven_twice_and_archived_with_every_type_
     assert amqp_type(properties["busbar.redrive.sequence_number"]) is AmqpType.LONG
     assert properties["binary"] == b"\x00\xff\x10" and amqp_type(properties["binary"]) is AmqpType.BINARY
     assert {name: amqp_type(properties[name]).value for name in EXPECTED} == EXPECTED
+
+
+def test_a_dead_letter_with_char_and_decimal_ahead_of_others_does_not_stop_the_redrive(
+    emulator: Any, provision: Any, tmp_path: Path
+) -> None:
+    # Before shared/envelope/sdk_codec.py, the SDK failed every receive that met the .NET message (and the
+    # run reported only "Handler failed: 'NoneType' object is not callable" for the whole queue).
+    queue = provision.queue()
+    dotnet = {"grade": Char("A"), "price": Decimal("-0.5")}
+    messages = [
+        to_message(
+            Envelope(body=b"{}", message_id=name, application_properties=props), PartitionKeyPolicy.REFUSE
+        )
+        for name, props in (("first", {}), ("dotnet", dotnet), ("last", {}))
+    ]
+    dead_letter_queue_messages(emulator.connection_string, queue, messages, "MaxDeliveryCountExceeded")
+
+    summary = run_redrive(redrive_env(emulator, tmp_path, [queue]), receive_wait=0.3)
+
+    assert summary.totals()["redriven"] == 3 and not summary.to_dict().get("errors")
+    copies = stored_properties(emulator, queue)
+    [copy] = [c for c in copies if "grade" in c]
+    assert types_of(copy, dotnet) == {"grade": "char", "price": "decimal128"}

@@ -1,0 +1,108 @@
+"""Compatibility shim: the AMQP types azure-servicebus 7.15 cannot read or write, so that a dead letter with
+a ``char`` or ``decimal`` application property does not stall the receivers behind it.
+
+A .NET sender puts ``char`` (0x73) and ``decimal`` (``System.Decimal``, as decimal128, 0x94) properties on
+the wire without a second thought. azure-servicebus's AMQP stack (``_pyamqp``) has no decoder for char,
+decimal32 (0x74) or decimal64 (0x84), and its decimal128 decoder reads the coefficient's 32-bit words as
+decimal digits (it fails, or is wrong, for any coefficient past 2^32). A receive that meets such a message
+raises ``Handler failed: 'NoneType' object is not callable`` and shuts the link down; a peek raises the
+same: the console cannot list the queue and a re-drive run fails on the entity for as long as the message
+is at its head, without naming it. Reporting the message without reading it is not possible either: the
+SDK fails before it has a sequence number to report.
+
+:func:`install` registers what is missing, in the SDK's own decoder table and encoder map:
+
+* decoders for char (as :class:`~shared.envelope.properties.Char`, so a copy sends a char again), decimal32
+  and decimal64 (as ``Decimal``), and a decimal128 decoder that reads IEEE 754-2008 BID, the encoding .NET
+  (Microsoft.Azure.Amqp) and the SDK's own ``encode_decimal128`` write;
+* an encoder for char under :data:`CHAR` (``{TYPE: CHAR, VALUE: "A"}``; see :mod:`shared.envelope.sdk`).
+
+Nothing the SDK already decodes changes, except decimal128, whose decoder it replaces. Remove this module
+when azure-servicebus decodes these itself: tests/shared/envelope/test_sdk_codec.py fails then.
+"""
+
+from __future__ import annotations
+
+import struct
+from decimal import Decimal
+from typing import Any
+
+from azure.servicebus._pyamqp import _decode, _encode
+
+from shared.envelope.properties import Char
+
+CHAR = "busbar:char"
+"""The ``TYPE`` under which the SDK is given a char to send (the SDK's AMQPTypes has no char)."""
+
+_CHAR, _DECIMAL32, _DECIMAL64, _DECIMAL128 = 0x73, 0x74, 0x84, 0x94
+# IEEE 754-2008 BID layouts: (width in bytes, exponent bits, exponent bias).
+_LAYOUTS = {_DECIMAL32: (4, 8, 101), _DECIMAL64: (8, 10, 398), _DECIMAL128: (16, 14, 6176)}
+
+
+def decode_bid(raw: bytes) -> Decimal:
+    """An IEEE 754-2008 decimal32/64/128 in binary integer decimal (BID) encoding, as a ``Decimal``."""
+    width = len(raw)
+    _, exponent_bits, bias = next(layout for layout in _LAYOUTS.values() if layout[0] == width)
+    bits = int.from_bytes(raw, "big")
+    total = width * 8
+    sign = bits >> (total - 1)
+    coefficient_bits = total - 1 - exponent_bits
+    if (bits >> (total - 3)) & 0b11 != 0b11:
+        exponent = (bits >> coefficient_bits) & ((1 << exponent_bits) - 1)
+        coefficient = bits & ((1 << coefficient_bits) - 1)
+    elif (bits >> (total - 5)) & 0b11 == 0b11:  # 11 11: infinity or NaN
+        if (bits >> (total - 6)) & 1:
+            return Decimal("NaN")
+        return Decimal("-Infinity" if sign else "Infinity")
+    else:  # 11 then the exponent: the coefficient has an implicit 100 in front of its low bits
+        exponent = (bits >> (coefficient_bits - 2)) & ((1 << exponent_bits) - 1)
+        coefficient = (0b100 << (coefficient_bits - 2)) | (bits & ((1 << (coefficient_bits - 2)) - 1))
+    digits = {4: 7, 8: 16, 16: 34}[width]
+    if coefficient >= 10**digits:
+        coefficient = 0  # non-canonical: IEEE 754 reads it as zero
+    return Decimal((sign, tuple(int(d) for d in str(coefficient)), exponent - bias))
+
+
+def _fixed_decoder(code: int) -> Any:
+    width = _LAYOUTS[code][0]
+
+    def decode(buffer: memoryview, _depth: int = 0) -> tuple[memoryview, Decimal]:
+        return buffer[width:], decode_bid(bytes(buffer[:width]))
+
+    return decode
+
+
+def _decode_char(buffer: memoryview, _depth: int = 0) -> tuple[memoryview, Char]:
+    # A char is one UTF-32BE code point.
+    return buffer[4:], Char(chr(struct.unpack(">I", buffer[:4])[0]))
+
+
+def _encode_char(output: bytearray, value: str, with_constructor: bool = True, **_kwargs: Any) -> None:
+    if with_constructor:
+        output.append(_CHAR)
+    output.extend(struct.pack(">I", ord(Char(value))))
+
+
+def missing_in_sdk() -> list[int]:
+    """The constructors this shim adds that the SDK, as imported, has no decoder of its own for."""
+    table = _decode._DECODE_BY_CONSTRUCTOR
+    return [code for code in (_CHAR, _DECIMAL32, _DECIMAL64) if table[code] is None or _is_ours(table[code])]
+
+
+def _is_ours(decoder: Any) -> bool:
+    return getattr(decoder, "__module__", None) == __name__
+
+
+def install() -> None:
+    """Register the decoders and the char encoder (idempotent)."""
+    table = _decode._DECODE_BY_CONSTRUCTOR
+    for code in (_DECIMAL32, _DECIMAL64):
+        if table[code] is None:
+            table[code] = _fixed_decoder(code)
+    if table[_CHAR] is None:
+        table[_CHAR] = _decode_char
+    table[_DECIMAL128] = _fixed_decoder(_DECIMAL128)
+    _encode._ENCODE_MAP[CHAR] = _encode_char
+
+
+__all__ = ["CHAR", "decode_bid", "install", "missing_in_sdk"]

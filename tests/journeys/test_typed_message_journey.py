@@ -1,0 +1,171 @@
+"""Journeys of a typed .NET message through every hop Busbar re-sends it on (issue 25, points 1 and 6), end to
+end through ``make run``'s app, the SDK and the documented commands only.
+
+A .NET publisher's order, with an application property of every AMQP type a trigger can read
+(tests/journeys/typed_app.py), fails in the sample billing handler and is dead-lettered; then
+
+* the re-drive timer re-drives it twice, archives it the third time, and ``make replay`` sends it on;
+* or an operator retries it from the console, while the router bridges it to its dedicated topic.
+
+What arrives is read with qpid-proton (tests/journeys/amqp_reader.py), which names every property's AMQP
+type, and compared with docs/operations.md's table ("Application property types on every hop"): a hop that
+reads the message through a receiver keeps what a receiver can know, and Busbar's own stamps are typed.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.journeys.amqp_reader import WireMessage, receive_all
+from tests.journeys.typed_app import (
+    NSERVICEBUS_HEADERS,
+    STAMPS,
+    DotnetOrder,
+    TypedApp,
+    dotnet_order,
+    eventually,
+    typed_app,
+)
+from tests.shared.envelope.wire_types import AFTER_A_RECEIVER, MOMENT, SENT
+
+BILLING = "billing"
+INSPECTION_QUEUE = "orders"  # emulator/sample-config.json: a queue no function consumes
+DEDICATED_TOPIC = "Shipping.OrderAccepted"  # a topic named after the contract: the router bridges to it
+AUDIT = "audit"  # an endpoint the app does not host, subscribed on the dedicated topic
+
+PUBLISHED_TYPES = {
+    **AFTER_A_RECEIVER,
+    **dict.fromkeys(NSERVICEBUS_HEADERS, "string"),
+    "NServiceBus.MessageId": "string",
+    "NServiceBus.CorrelationId": "string",
+    **dict.fromkeys(STAMPS, "boolean"),
+}
+"""The order's properties after one hop through a receiver (docs/operations.md's table)."""
+
+REDRIVE_STAMPS = {
+    "busbar.redrive.count": "int",
+    "busbar.redrive.at": "timestamp",
+    "busbar.redrive.sequence_number": "long",
+    "busbar.redrive.reason": "string",
+    "busbar.redrive.description": "string",
+    "busbar.redrive.source": "string",
+    "busbar.redrive.run_id": "string",
+}
+
+
+def assert_arrived_intact(arrived: WireMessage, order: DotnetOrder, expected_types: dict[str, str]) -> None:
+    """Body and system properties as sent; every property with the type the docs' table gives it."""
+    assert bytes(arrived.body) == order.body
+    assert (arrived.message_id, arrived.correlation_id) == (order.message_id, order.correlation_id)
+    assert (arrived.content_type, arrived.subject) == ("application/json", "Shipping.OrderAccepted")
+    assert arrived.types() == expected_types
+    values = arrived.properties
+    assert values["text"] == SENT["text"] and values["flag"] is True and values["null"] is None
+    assert values["byte"] == -7 and values["short"] == -30000 and values["int"] == 2_000_000_000
+    assert values["long"] == 1_795_749_929_335 and values["ushort"] == 65000 and values["ulong"] == 2**64 - 1
+    assert values["uint"] == 4_000_000_000 and values["float"] == 1.5 and values["double"] == 2.25
+    assert values["timestamp"] == int(MOMENT.timestamp() * 1000)  # the same instant, in epoch milliseconds
+    assert values["uuid"] == SENT["uuid"] and bytes(values["binary"]) == b"\x00\xff\x10"
+    assert values["utf8_binary"] == "abc" and values["symbol"] == "sym"
+
+
+def _archived(app: TypedApp) -> list[Path]:
+    return sorted(app.archive.rglob("*.parquet"))
+
+
+@pytest.mark.slow
+@pytest.mark.subprocess
+@pytest.mark.timeout(1200)
+def test_a_typed_dotnet_message_is_redriven_twice_archived_and_replayed_intact(tmp_path: Path) -> None:
+    order = dotnet_order()
+    with typed_app(
+        tmp_path / "app",
+        BUSBAR_REDRIVE_SCHEDULE="*/3 * * * * *",
+        BUSBAR_REDRIVE_ENTITIES=BILLING,
+        BUSBAR_REDRIVE_MAX_REDRIVES="2",
+        # The sample handler's failure is permanent; this operator re-drives it anyway (documented policy).
+        BUSBAR_REDRIVE_POLICY=json.dumps({"reasons": {"PermanentHandlerError": "redrive"}}),
+    ) as app:
+        app.publish(order)
+        eventually(lambda: _archived(app), "archiving the order after two re-drives", app)
+
+        app.make(
+            "replay", f"ARCHIVE={app.archive}", f"REPLAY_ARGS=--target_overrides {BILLING}={INSPECTION_QUEUE}"
+        )
+        [report] = (app.data / "replay" / "reports").glob("*/summary.json")
+        assert json.loads(report.read_text())["outcomes"] == {"sent": 1}, report.read_text()
+
+        [arrived] = receive_all(app.connection_string, INSPECTION_QUEUE)
+        assert_arrived_intact(
+            arrived, order, {**PUBLISHED_TYPES, **REDRIVE_STAMPS, "x-replay-run-id": "string"}
+        )
+        assert arrived.properties["busbar.redrive.count"] == 2  # re-driven twice, then archived
+        assert arrived.properties["busbar.redrive.reason"] == "PermanentHandlerError"  # billing's failure
+        assert receive_all(app.connection_string, f"{BILLING}/$deadletterqueue", idle_seconds=1) == []
+
+
+@pytest.mark.slow
+@pytest.mark.subprocess
+@pytest.mark.timeout(900)
+def test_a_typed_dotnet_message_is_retried_from_the_console_and_bridged_to_its_dedicated_topic(
+    tmp_path: Path,
+) -> None:
+    order = dotnet_order()
+    with typed_app(
+        tmp_path / "app",
+        BUSBAR_REDRIVE_SCHEDULE="0 0 0 1 1 *",  # the timer stays out of the way: the operator retries
+        BUSBAR_ROUTER_SNAPSHOT_SECONDS="1",
+    ) as app:
+        subscribed = app.http.put(
+            f"/api/endpoints/{AUDIT}/subscriptions",
+            json={"events": [{"type": "Shipping.OrderAccepted", "topic": DEDICATED_TOPIC}]},
+        )
+        assert subscribed.status_code == 201, subscribed.text
+        # The router knows the new topic once it re-reads its snapshot (BUSBAR_ROUTER_SNAPSHOT_SECONDS).
+        time.sleep(2)
+        app.publish(order)
+
+        failure = eventually(lambda: _billing_failure(app), "billing dead-lettering the order", app)
+        retried = app.http.post(
+            "/api/ops/failures/retry",
+            json={"entity": BILLING, "sequenceNumbers": [failure["sequenceNumber"]]},
+        )
+        assert retried.status_code == 200, retried.text
+        assert retried.json()["summary"]["totals"]["redriven"] == 1, retried.text
+
+        # The retried copy fails in billing again and is dead-lettered: read it there, as it was re-sent.
+        [again] = eventually(
+            lambda: receive_all(app.connection_string, f"{BILLING}/$deadletterqueue", idle_seconds=1),
+            "billing dead-lettering the retried copy",
+            app,
+        )
+        assert_arrived_intact(
+            again,
+            order,
+            {
+                **PUBLISHED_TYPES,
+                **REDRIVE_STAMPS,
+                "DeadLetterReason": "string",
+                "DeadLetterErrorDescription": "string",
+            },
+        )
+        assert again.properties["busbar.redrive.count"] == 1
+        assert again.properties["DeadLetterReason"] == "PermanentHandlerError"
+
+        [bridged] = eventually(
+            lambda: receive_all(app.connection_string, AUDIT, idle_seconds=1),
+            "the router's bridged copy",
+            app,
+        )
+        assert_arrived_intact(bridged, order, {**PUBLISHED_TYPES, "busbar.bridged-from": "string"})
+
+
+def _billing_failure(app: TypedApp) -> dict[str, Any] | None:
+    groups = app.http.get("/api/ops/failures").json()["groups"]
+    messages = [m for g in groups for m in g["messages"] if m["entity"] == BILLING]
+    return messages[0] if messages else None
