@@ -1,5 +1,6 @@
 """Values in the text forms the Functions host serialises them in (trigger metadata, binding data):
-timestamps as ISO-8601 UTC, durations as .NET TimeSpan text, anything else JSON-friendly.
+timestamps as ISO-8601 UTC, durations as .NET TimeSpan text, decimals as JSON numbers, anything else
+JSON-friendly.
 
 Pure; both sides of the worker boundary use it (the host reads message properties into plain values, the
 worker encodes trigger metadata from them)."""
@@ -9,6 +10,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 from typing import Any
 
 
@@ -44,6 +46,10 @@ def plain(value: Any) -> Any:
         return timespan(value)
     if isinstance(value, uuid.UUID):
         return str(value)
+    if isinstance(value, Decimal):
+        # Json.NET writes a System.Decimal as a JSON number, which the worker's json module reads as a float
+        # (a char is a str already: a JSON string, as Json.NET writes it).
+        return float(value)
     if isinstance(value, Mapping):
         return {str(plain(k)): plain(v) for k, v in value.items()}
     if isinstance(value, list | tuple):

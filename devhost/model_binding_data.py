@@ -7,6 +7,11 @@ the message's raw AMQP bytes. This module builds that content on the host's side
 calls the converter that ``azurefunctions-extensions-bindings-servicebus`` registered
 (``devhost.worker.sdk_binding``), so a function runs the extension's decoding locally as it does in Azure.
 
+A char or decimal application property (readable here through :mod:`shared.envelope.sdk_codec`, which the
+listeners install) is written back as the host's SDK writes it: a char as a char, a decimal (``System.
+Decimal`` to .NET, whatever its AMQP width was) as a decimal128. The extension's uamqp cannot decode either,
+so such a message fails its invocation in Azure and here alike.
+
 The host's .NET SDK counts the current delivery in the header's delivery count (the broker's count + 1), so
 a function sees 1 on a first delivery where the Python SDK alone sees 0. The SDK keeps only the decoded
 message, so the AMQP bytes are re-encoded here, with the AMQP types the broker
@@ -28,6 +33,8 @@ from azure.servicebus._pyamqp.types import (
     AMQPTypes,
 )
 
+from shared.envelope.sdk_codec import sdk_value
+
 LOCK_TOKEN_MARKER = b"x-opt-lock-token"
 # Service Bus message annotations whose AMQP type is timestamp; pyamqp decodes them to epoch milliseconds.
 _TIMESTAMP_ANNOTATIONS = frozenset(
@@ -41,7 +48,7 @@ def _typed(value: Any) -> Any:
     # An int past a long's range can only have been a ulong (the broker sent it so; the host's .NET SDK
     # keeps it one): encoding it as a long would fail the whole delivery.
     if isinstance(value, bool) or not isinstance(value, int):
-        return value
+        return sdk_value(value)
     if value in _INT32:
         return {TYPE: AMQPTypes.int, VALUE: value}
     return {TYPE: AMQPTypes.long if value in _INT64 else AMQPTypes.ulong, VALUE: value}

@@ -16,6 +16,13 @@ Semantics as the Functions host (extension 5.x) implements them:
 
 Receivers are opened once per listener (sessions: once per accepted session) because opening and closing
 an SDK link costs about a second each.
+
+The host reads every AMQP type (it is .NET); azure-servicebus cannot decode char or decimal32/64 (nor most
+decimal128s), and a receive that meets one fails and drops the link, so the message would sit locked, never
+invoked, until its lock lapsed -- again and again. So the host side registers the missing decoders
+(:mod:`shared.envelope.sdk_codec`, the one implementation Busbar's library uses too) before any listener
+receives: the message reaches the worker as the host hands it, and the worker-side binding succeeds or fails
+with it as in Azure (``message_reading``, ``model_binding_data``).
 """
 
 from __future__ import annotations
@@ -39,8 +46,10 @@ from devhost.message_reading import message_data
 from devhost.model_binding_data import model_binding_content
 from devhost.settlement import REGISTRY, InvocationSettlement, ensure_settlement_server
 from devhost.worker_protocol import FunctionMetadata, ServiceBusInput
+from shared.envelope.sdk_codec import install as install_sdk_codec
 
 logger = logging.getLogger("devhost.ServiceBus")
+install_sdk_codec()  # before any receive: see the module docstring
 
 POLL_SECONDS = 1.0  # how long one receive call waits: bounds how quickly a stop is noticed
 RESTART_MIN_SECONDS = 1.0  # back-off before a failed listener starts again, doubling up to the max

@@ -28,6 +28,7 @@ class Rule:
     exempt: tuple[
         str, ...
     ] = ()  # modules (and packages) of ``scope`` the rule does not cover (each says why)
+    allowed: tuple[str, ...] = ()  # modules under ``forbidden`` that ``scope`` may import all the same
 
 
 RULES = (
@@ -43,6 +44,22 @@ RULES = (
         # The CLI's --with-emulator starts an emulator beside the host (make run); the host itself never
         # knows which Service Bus it talks to.
         exempt=("devhost.__main__",),
+        # The decoders azure-servicebus lacks for char and decimal, which the host side needs to read what
+        # the .NET Functions host reads: SDK codec entries, no Busbar logic (pinned below), one
+        # implementation for devhost and Busbar's library.
+        allowed=("shared.envelope.sdk_codec",),
+    ),
+    Rule(
+        "shared.envelope.sdk_codec",
+        ("shared",),
+        "devhost imports the codec shim: it must not bring Busbar's logic along",
+        # The class a decoded char is, so that Busbar sends it as a char again; pinned as stdlib-only below.
+        allowed=("shared.envelope.properties",),
+    ),
+    Rule(
+        "shared.envelope.properties",
+        ("shared",),
+        "the codec shim that devhost imports uses it: it must not bring Busbar's logic along",
     ),
     Rule(
         "devhost",
@@ -160,7 +177,12 @@ def violations(graph: dict[str, set[str]], rules: Iterable[Rule] = RULES) -> lis
         for module, imported in sorted(graph.items()):
             if not under(module, rule.scope) or any(under(module, exempt) for exempt in rule.exempt):
                 continue
-            bad = {t for t in imported if any(under(t, forbidden) for forbidden in rule.forbidden)}
+            bad = {
+                t
+                for t in imported
+                if any(under(t, forbidden) for forbidden in rule.forbidden)
+                and not any(under(t, allowed) for allowed in rule.allowed)
+            }
             # ``from x import y`` yields x and x.y: report the import once, as its module.
             for target in sorted(t for t in bad if t.rpartition(".")[0] not in bad):
                 found.append(f"{module} imports {target}: {rule.why}")
@@ -258,6 +280,33 @@ def test_the_checks_catch_a_broken_rule_a_lazy_import_and_a_loop(tmp_path: Path)
         "below the file reader",
     ]
     assert import_loops(tree) == [frozenset({"shared.b", "shared.c"})]
+
+
+def test_devhost_may_import_the_sdk_codec_shim_and_nothing_else_of_shared(tmp_path: Path) -> None:
+    """The one exemption lets exactly ``shared.envelope.sdk_codec`` through: its package, a sibling, or a
+    module the shim itself might come to import are still refused."""
+    (tmp_path / "devhost").mkdir()
+    (tmp_path / "devhost" / "__init__.py").write_text("")
+    (tmp_path / "devhost" / "listener.py").write_text(
+        "from shared.envelope.sdk_codec import install\nimport shared.envelope.sdk_codec\n"
+    )
+    (tmp_path / "devhost" / "reader.py").write_text("from shared.envelope import sdk_codec\n")
+    (tmp_path / "devhost" / "copier.py").write_text("from shared.envelope.sdk import to_envelope\n")
+    (tmp_path / "shared" / "envelope").mkdir(parents=True)
+    (tmp_path / "shared" / "__init__.py").write_text("")
+    (tmp_path / "shared" / "envelope" / "__init__.py").write_text("")
+    (tmp_path / "shared" / "envelope" / "sdk_codec.py").write_text(
+        "from shared.envelope.properties import Char\nfrom shared.messages import IncomingMessage\n"
+    )
+    (tmp_path / "shared" / "envelope" / "properties.py").write_text("")
+    tree = source_tree(tmp_path, ("devhost", "shared"))
+
+    assert violations(tree) == [
+        "devhost.copier imports shared.envelope.sdk: devhost hosts any function app",
+        "devhost.reader imports shared.envelope: devhost hosts any function app",
+        "shared.envelope.sdk_codec imports shared.messages: devhost imports the codec shim: it must not "
+        "bring Busbar's logic along",
+    ]
 
 
 def test_only_the_channel_factory_reaches_the_worker_side(tmp_path: Path) -> None:

@@ -15,10 +15,18 @@ SDK fails before it has a sequence number to report.
 * decoders for char (as :class:`~shared.envelope.properties.Char`, so a copy sends a char again), decimal32
   and decimal64 (as ``Decimal``), and a decimal128 decoder that reads IEEE 754-2008 BID, the encoding .NET
   (Microsoft.Azure.Amqp) and the SDK's own ``encode_decimal128`` write;
-* an encoder for char under :data:`CHAR` (``{TYPE: CHAR, VALUE: "A"}``; see :mod:`shared.envelope.sdk`).
+* an encoder for char under :data:`CHAR` (``{TYPE: CHAR, VALUE: "A"}``; see :mod:`shared.envelope.sdk`;
+  :func:`sdk_value` gives a decoded value back in that form).
 
 Nothing the SDK already decodes changes, except decimal128, whose decoder it replaces. Remove this module
 when azure-servicebus decodes these itself: tests/shared/envelope/test_sdk_codec.py fails then.
+
+Two users share this one implementation: Busbar's library (:mod:`shared.envelope.sdk` installs it on
+import) and devhost, whose host side receives trigger messages with azure-servicebus where the Functions
+host (.NET) reads every AMQP type. So this module holds SDK codec entries and no Busbar logic, and imports
+nothing of Busbar but :class:`~shared.envelope.properties.Char`, a stdlib-only value type (the class a
+decoded char must be for Busbar to send it as a char again); tests/test_layers.py lets devhost import this
+module and nothing else of ``shared``, and pins that it stays this narrow.
 """
 
 from __future__ import annotations
@@ -28,6 +36,8 @@ from decimal import Decimal
 from typing import Any
 
 from azure.servicebus._pyamqp import _decode, _encode
+from azure.servicebus._pyamqp.types import TYPE as _TYPE
+from azure.servicebus._pyamqp.types import VALUE as _VALUE
 
 from shared.envelope.properties import Char
 
@@ -83,6 +93,14 @@ def _encode_char(output: bytearray, value: str, with_constructor: bool = True, *
     output.extend(struct.pack(">I", ord(Char(value))))
 
 
+def sdk_value(value: Any) -> Any:
+    """A value :func:`install`'s decoders produced, in the form the SDK's encoder writes back with its AMQP
+    type: a char as ``{TYPE: CHAR, VALUE: ...}`` (a decimal the SDK writes as a decimal128 itself)."""
+    if isinstance(value, Char):
+        return {_TYPE: CHAR, _VALUE: str(value)}
+    return value
+
+
 def missing_in_sdk() -> list[int]:
     """The constructors this shim adds that the SDK, as imported, has no decoder of its own for."""
     table = _decode._DECODE_BY_CONSTRUCTOR
@@ -105,4 +123,4 @@ def install() -> None:
     _encode._ENCODE_MAP[CHAR] = _encode_char
 
 
-__all__ = ["CHAR", "decode_bid", "install", "missing_in_sdk"]
+__all__ = ["CHAR", "decode_bid", "install", "missing_in_sdk", "sdk_value"]
