@@ -12,10 +12,14 @@ from typing import Any
 
 import proton
 import pytest
+from azure.servicebus import ServiceBusClient
 from azure.servicebus._pyamqp._encode import encode_decimal128
 
+from devhost.model_binding_data import LOCK_TOKEN_MARKER, model_binding_content
 from devhost.testing import HostHandle, running_host
 from emulator.testing import EmulatorHandle
+from shared.envelope.sdk_codec import decode_bid
+from shared.envelope.sdk_codec import install as install_sdk_codec
 from tests.devhost.conftest import APPS, Records, app_settings
 from tests.devhost.typed_sender import dotnet_message, send_typed
 from tests.journeys.amqp_reader import receive_all
@@ -97,8 +101,10 @@ def test_an_sdk_type_trigger_dead_letters_a_message_its_binding_cannot_decode_an
     after = {f"after-{i}-{run}" for i in range(3)}
     module_records.wait(lambda rs: after <= {r.get("body") for r in rs if r["function"] == "sdk_reads"})
     failed = host.wait_for_invocations(
-        lambda rs: len([r for r in rs if r.function_name == "sdk_reads" and r.outcome == "Failed"])
-        >= MAX_DELIVERY_COUNT
+        lambda rs: (
+            len([r for r in rs if r.function_name == "sdk_reads" and r.outcome == "Failed"])
+            >= MAX_DELIVERY_COUNT
+        )
     )
     assert module_records.of("sdk_reads", body=f"dotnet-{run}") == []
     [dead] = receive_all(shared_emulator.connection_string, f"{queue}/$deadletterqueue")
@@ -116,3 +122,42 @@ def test_an_sdk_type_trigger_dead_letters_a_message_its_binding_cannot_decode_an
     errors = [r.error or "" for r in failed if r.function_name == "sdk_reads" and r.outcome == "Failed"]
     assert len(errors) == MAX_DELIVERY_COUNT
     assert all("Failed to decode ServiceBus content" in error for error in errors), errors
+
+
+def test_the_raw_amqp_bytes_an_sdk_type_trigger_gets_keep_a_char_and_carry_every_decimal_as_a_decimal128(
+    shared_emulator: EmulatorHandle,
+) -> None:
+    """What the host's SDK writes back: a char stays a char, and a decimal of any width, being a
+    System.Decimal to .NET, goes out as a decimal128 with its value."""
+    install_sdk_codec()  # as devhost's listeners do
+    queue = shared_emulator.create_queue()
+    send_typed(
+        shared_emulator.connection_string,
+        queue,
+        dotnet_message(
+            "dotnet", "dotnet", **DOTNET_PROPERTIES, wide=proton.decimal64((398 - 2) << 53 | 1999)
+        ),
+    )
+    with (
+        ServiceBusClient.from_connection_string(shared_emulator.connection_string) as client,
+        client.get_queue_receiver(queue) as receiver,
+    ):
+        [message] = receiver.receive_messages(max_wait_time=5)
+        content = model_binding_content(message)
+        receiver.complete_message(message)
+    decoded = proton.Message()
+    decoded.decode(content[content.index(LOCK_TOKEN_MARKER) + len(LOCK_TOKEN_MARKER) :])
+    raw: dict[Any, Any] = dict(decoded.properties or {})
+    sent = {str(name): value for name, value in raw.items()}
+    assert {name: type(sent[name]).__name__ for name in ("grade", "price", "rate", "wide")} == {
+        "grade": "char",
+        "price": "decimal128",
+        "rate": "decimal128",
+        "wide": "decimal128",
+    }
+    assert sent["grade"] == "A"
+    assert [decode_bid(bytes(sent[name])) for name in ("price", "rate", "wide")] == [
+        Decimal("19.99"),
+        Decimal("1.5"),
+        Decimal("19.99"),
+    ]

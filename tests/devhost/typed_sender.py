@@ -16,7 +16,9 @@ def send_typed(connection_string: str, queue: str, *messages: proton.Message) ->
     """Send ``messages`` to ``queue`` as they are, AMQP types included."""
     settings = _settings(connection_string)
     host = settings["endpoint"].removeprefix("sb://").rstrip("/")
-    connection = BlockingConnection(f"amqp://{host}", allowed_mechs="ANONYMOUS", sasl_enabled=True, timeout=30)
+    connection = BlockingConnection(
+        f"amqp://{host}", allowed_mechs="ANONYMOUS", sasl_enabled=True, timeout=30
+    )
     try:
         _put_token(connection, f"sb://{host}/{queue}", settings)
         sender = connection.create_sender(queue)

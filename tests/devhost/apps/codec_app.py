@@ -11,7 +11,9 @@ app = func.FunctionApp()
 record = recorder(os.environ.get("DEVHOST_TEST_RECORD", ""))
 
 
-@app.service_bus_queue_trigger(arg_name="message", queue_name="%PLAIN_QUEUE%", connection="ServiceBusConnection")
+@app.service_bus_queue_trigger(
+    arg_name="message", queue_name="%PLAIN_QUEUE%", connection="ServiceBusConnection"
+)
 def plain_reads(message: func.ServiceBusMessage) -> None:
     record(
         "plain_reads",
@@ -21,6 +23,8 @@ def plain_reads(message: func.ServiceBusMessage) -> None:
     )
 
 
-@app.service_bus_queue_trigger(arg_name="message", queue_name="%SDK_QUEUE%", connection="ServiceBusConnection")
+@app.service_bus_queue_trigger(
+    arg_name="message", queue_name="%SDK_QUEUE%", connection="ServiceBusConnection"
+)
 def sdk_reads(message: servicebus.ServiceBusReceivedMessage) -> None:
     record("sdk_reads", body=str(message), delivery_count=message.delivery_count)
