@@ -47,9 +47,12 @@ def plain(value: Any) -> Any:
     if isinstance(value, uuid.UUID):
         return str(value)
     if isinstance(value, Decimal):
-        # Json.NET writes a System.Decimal as a JSON number, which the worker's json module reads as a float
-        # (a char is a str already: a JSON string, as Json.NET writes it).
+        # Json.NET writes a System.Decimal as a JSON number, which the worker's json module reads as a float.
         return float(value)
+    if isinstance(value, str):
+        # A char (decoded as a str subclass) is a JSON string, as Json.NET writes it; a plain str crosses to
+        # a worker process without its class.
+        return str(value)
     if isinstance(value, Mapping):
         return {str(plain(k)): plain(v) for k, v in value.items()}
     if isinstance(value, list | tuple):

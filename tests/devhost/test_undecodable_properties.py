@@ -15,12 +15,15 @@ import pytest
 from azure.servicebus import ServiceBusClient
 from azure.servicebus._pyamqp._encode import encode_decimal128
 
+from devhost.message_reading import message_data
 from devhost.model_binding_data import LOCK_TOKEN_MARKER, model_binding_content
 from devhost.testing import HostHandle, running_host
+from devhost.worker_protocol import ServiceBusMessageData
 from emulator.testing import EmulatorHandle
 from shared.envelope.sdk_codec import decode_bid
 from shared.envelope.sdk_codec import install as install_sdk_codec
 from tests.devhost.conftest import APPS, Records, app_settings
+from tests.devhost.test_worker_boundary import _plain_copy
 from tests.devhost.typed_sender import dotnet_message, send_typed
 from tests.journeys.amqp_reader import receive_all
 
@@ -124,27 +127,31 @@ def test_an_sdk_type_trigger_dead_letters_a_message_its_binding_cannot_decode_an
     assert all("Failed to decode ServiceBus content" in error for error in errors), errors
 
 
+def _received_dotnet_message(emulator: EmulatorHandle) -> tuple[bytes, ServiceBusMessageData]:
+    """The SDK-type content and the plain message data devhost's host side makes of a .NET message with a
+    char and decimals of every width."""
+    install_sdk_codec()  # as devhost's listeners do
+    queue = emulator.create_queue()
+    wide = proton.decimal64((398 - 2) << 53 | 1999)  # 19.99 (BID, bias 398)
+    send_typed(
+        emulator.connection_string, queue, dotnet_message("dotnet", "m", **DOTNET_PROPERTIES, wide=wide)
+    )
+    with (
+        ServiceBusClient.from_connection_string(emulator.connection_string) as client,
+        client.get_queue_receiver(queue) as receiver,
+    ):
+        [message] = receiver.receive_messages(max_wait_time=5)
+        received = model_binding_content(message), message_data(message, with_metadata=True)
+        receiver.complete_message(message)
+    return received
+
+
 def test_the_raw_amqp_bytes_an_sdk_type_trigger_gets_keep_a_char_and_carry_every_decimal_as_a_decimal128(
     shared_emulator: EmulatorHandle,
 ) -> None:
     """What the host's SDK writes back: a char stays a char, and a decimal of any width, being a
     System.Decimal to .NET, goes out as a decimal128 with its value."""
-    install_sdk_codec()  # as devhost's listeners do
-    queue = shared_emulator.create_queue()
-    send_typed(
-        shared_emulator.connection_string,
-        queue,
-        dotnet_message(
-            "dotnet", "dotnet", **DOTNET_PROPERTIES, wide=proton.decimal64((398 - 2) << 53 | 1999)
-        ),
-    )
-    with (
-        ServiceBusClient.from_connection_string(shared_emulator.connection_string) as client,
-        client.get_queue_receiver(queue) as receiver,
-    ):
-        [message] = receiver.receive_messages(max_wait_time=5)
-        content = model_binding_content(message)
-        receiver.complete_message(message)
+    content, _ = _received_dotnet_message(shared_emulator)
     decoded = proton.Message()
     decoded.decode(content[content.index(LOCK_TOKEN_MARKER) + len(LOCK_TOKEN_MARKER) :])
     raw: dict[Any, Any] = dict(decoded.properties or {})
@@ -161,3 +168,14 @@ def test_the_raw_amqp_bytes_an_sdk_type_trigger_gets_keep_a_char_and_carry_every
         Decimal("1.5"),
         Decimal("19.99"),
     ]
+
+
+def test_a_plain_triggers_char_and_decimals_cross_to_the_worker_as_a_json_string_and_numbers(
+    shared_emulator: EmulatorHandle,
+) -> None:
+    """Plain values, as Json.NET writes them into the trigger metadata: no decoder's class (a char is a str
+    subclass) crosses to the worker process."""
+    _, data = _received_dotnet_message(shared_emulator)
+    assert data.properties == {"grade": "A", "price": 19.99, "rate": 1.5, "wide": 19.99, "tenant": "acme"}
+    assert _plain_copy(data) == data
+    assert type(_plain_copy(data).properties["grade"]) is str
