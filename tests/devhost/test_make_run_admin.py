@@ -56,7 +56,7 @@ def test_the_sdks_admin_sample_runs_unedited_against_make_run_trusting_a_ca_that
     data_dir = tmp_path / "data"
     runs: list[MakeRun] = []
     try:
-        first = MakeRun(data_dir, "MANAGEMENT_TLS_PORT=0")
+        first = MakeRun(data_dir)
         runs.append(first)
         first.reader.wait_ready(timeout=90)
         admin_connection_string = first.banner("Service Bus admin connection string")
@@ -94,7 +94,7 @@ def test_the_sdks_admin_sample_runs_unedited_against_make_run_trusting_a_ca_that
         first.interrupt()
 
         # Restarted on the same data: the same CA, so an exported REQUESTS_CA_BUNDLE keeps working.
-        second = MakeRun(data_dir, "MANAGEMENT_TLS_PORT=0")
+        second = MakeRun(data_dir)
         runs.append(second)
         second.reader.wait_ready(timeout=90)
         assert second.banner("Emulator management CA file") == ca_file
