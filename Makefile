@@ -16,6 +16,8 @@ VPY := $(VENV)/bin/python
 
 AMQP_PORT ?= 5672
 MANAGEMENT_PORT ?= 5300
+# HTTPS management port (ServiceBusAdministrationClient only speaks HTTPS); its CA file: $(DATA_DIR)/emulator.
+MANAGEMENT_TLS_PORT ?= 5301
 HTTP_PORT ?= 7071
 DATA_DIR ?= .data
 # The settings file `make run` reads (created from local.settings.sample.json when missing).
@@ -96,7 +98,7 @@ DEPLOY_STAMP := $(DEPLOY_SITE)/.installed
 help: ## List the targets
 	@echo "Busbar targets:"
 	@awk 'BEGIN { FS = ":.*## " } /^[a-zA-Z_-]+:.*## / { printf "  %-15s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
-	@echo "Variables: PYTHON=$(PYTHON) AMQP_PORT=$(AMQP_PORT) MANAGEMENT_PORT=$(MANAGEMENT_PORT) HTTP_PORT=$(HTTP_PORT) DATA_DIR=$(DATA_DIR) SETTINGS=$(SETTINGS) HIERARCHY_NAMESPACE=$(HIERARCHY_NAMESPACE) ARCHIVE=$(ARCHIVE) REPLAY_ARGS=... PYTEST_ARGS=..."
+	@echo "Variables: PYTHON=$(PYTHON) AMQP_PORT=$(AMQP_PORT) MANAGEMENT_PORT=$(MANAGEMENT_PORT) MANAGEMENT_TLS_PORT=$(MANAGEMENT_TLS_PORT) HTTP_PORT=$(HTTP_PORT) DATA_DIR=$(DATA_DIR) SETTINGS=$(SETTINGS) HIERARCHY_NAMESPACE=$(HIERARCHY_NAMESPACE) ARCHIVE=$(ARCHIVE) REPLAY_ARGS=... PYTEST_ARGS=..."
 
 check-python: ## Fail unless the interpreter (PYTHON=...) is Python 3.11.x
 	@$(call require_py311,$(PYTHON),$(PY_HINT))
@@ -172,7 +174,7 @@ format: $(STAMP) ## Reformat and apply safe lint fixes
 # exists) + devhost running function_app.py. Ctrl-C drains in-flight invocations and stops both. devhost
 # keeps the HTTP keys under $(DATA_DIR)/devhost/secrets and, while it runs, records the URLs and ports it
 # listens on in $(DATA_DIR)/devhost/endpoints.json, where the command lines below read them.
-run: $(STAMP) ## Start emulator + devhost with function_app.py (HTTP_PORT, AMQP_PORT, MANAGEMENT_PORT, DATA_DIR, SETTINGS, HIERARCHY_NAMESPACE)
+run: $(STAMP) ## Start emulator + devhost with function_app.py (HTTP_PORT, AMQP_PORT, MANAGEMENT_PORT, MANAGEMENT_TLS_PORT, DATA_DIR, SETTINGS, HIERARCHY_NAMESPACE)
 	@mkdir -p $(DATA_DIR)/emulator
 	@[ -f "$(SETTINGS)" ] || { cp local.settings.sample.json "$(SETTINGS)"; \
 	  echo "created $(SETTINGS) from local.settings.sample.json"; }
@@ -180,7 +182,8 @@ run: $(STAMP) ## Start emulator + devhost with function_app.py (HTTP_PORT, AMQP_
 	  $(VPY) -m devhost --app function_app.py --settings "$(SETTINGS)" --host-json host.json \
 	  --port $(HTTP_PORT) --data-dir $(DATA_DIR)/devhost --with-emulator --emulator-data-dir $(DATA_DIR)/emulator \
 	  --emulator-config emulator/sample-config.json --amqp-port $(AMQP_PORT) \
-	  --management-port $(MANAGEMENT_PORT) --startup-hook app.bootstrap:provision
+	  --management-port $(MANAGEMENT_PORT) --management-tls-port $(MANAGEMENT_TLS_PORT) \
+	  --startup-hook app.bootstrap:provision
 
 # The runbooks' command lines with the app's own settings: $(SETTINGS), the endpoints the running `make run`
 # recorded under $(DATA_DIR) (its actual ports), and HIERARCHY_NAMESPACE as make run takes it.

@@ -76,6 +76,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--management-port", type=int, default=5300, help="emulator management port (0 = free)"
     )
     parser.add_argument(
+        "--management-tls",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="serve the emulator's management API over HTTPS too, for ServiceBusAdministrationClient "
+        "(which always speaks HTTPS); its CA file is kept in --emulator-data-dir (default: on)",
+    )
+    parser.add_argument(
+        "--management-tls-port", type=int, default=5301, help="emulator HTTPS management port (0 = free)"
+    )
+    parser.add_argument(
         "--startup-hook",
         default=None,
         metavar="MODULE:FUNCTION",
@@ -114,6 +124,32 @@ def emulator_settings(emulator: Any) -> dict[str, str]:
         "BUSBAR_RESOURCE_GROUP": EMULATOR_RESOURCE_GROUP,
         "BUSBAR_NAMESPACE": EMULATOR_NAMESPACE,
     }
+
+
+def emulator_admin_endpoints(emulator: Any) -> dict[str, str]:
+    """Where ServiceBusAdministrationClient reaches an embedded emulator (empty without HTTPS): its
+    connection string, the HTTPS management URL and the CA file a client trusts it with."""
+    if emulator.admin_connection_string is None:
+        return {}
+    return {
+        "adminConnectionString": emulator.admin_connection_string,
+        "managementTls": f"https://localhost:{emulator.management_tls_port}",
+        "managementCaFile": str(Path(emulator.management_ca_file).resolve()),
+    }
+
+
+def admin_banner(admin: Mapping[str, str]) -> list[str]:
+    """The banner's lines for the admin API: the connection string and how to trust the CA file."""
+    if not admin:
+        return ["Service Bus admin connection string: none (start with --management-tls)"]
+    ca_file = admin["managementCaFile"]
+    return [
+        f"Service Bus admin connection string: {admin['adminConnectionString']}",
+        f"Emulator management (HTTPS): {admin['managementTls']}",
+        f"Emulator management CA file: {ca_file}",
+        f"    (ServiceBusAdministrationClient trusts it with connection_verify={ca_file!r}, or without",
+        f"    code changes: export REQUESTS_CA_BUNDLE={ca_file} SSL_CERT_FILE={ca_file})",
+    ]
 
 
 def _points_at_local_emulator(value: str) -> bool:
@@ -155,6 +191,8 @@ def start_emulator(args: argparse.Namespace, management_token: str | None) -> An
             amqp_port=args.amqp_port,
             management_port=args.management_port,
             management_token=management_token,  # None: a random one
+            management_tls=args.management_tls,
+            management_tls_port=args.management_tls_port,
         )
     )
     try:
@@ -201,6 +239,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     emulator_thread = None
     extra: dict[str, str] = {}
+    admin: dict[str, str] = {}
     if args.with_emulator:
         try:
             # The app's configured token (local.settings.json / environment) is the one the emulator accepts.
@@ -210,6 +249,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: cannot start the emulator: {exc}", file=sys.stderr)
             return 1
         extra = emulator_settings(emulator_thread.emulator)
+        admin = emulator_admin_endpoints(emulator_thread.emulator)
     settings = effective_settings(local.values, os.environ, extra)
     port = args.port if args.port is not None else (local.http_port or 7071)
     options = HostOptions(
@@ -237,8 +277,9 @@ def main(argv: list[str] | None = None) -> int:
             emulator = emulator_thread.emulator
             lines.append(f"Service Bus connection string: {emulator.connection_string}")
             lines.append(f"Emulator management (ARM): http://127.0.0.1:{emulator.management_port}")
+            lines.extend(admin_banner(admin))
         if args.data_dir is not None:
-            record = write_record(args.data_dir, host.http.base_url, extra)
+            record = write_record(args.data_dir, host.http.base_url, extra, admin)
             lines.append(f"Keys kept in {args.data_dir / 'secrets'}; endpoints recorded in {record}")
         lines.append(f"{READY_LINE}: {host.http.base_url} (Ctrl-C to stop)")
         print("\n".join(lines), flush=True)

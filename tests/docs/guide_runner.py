@@ -33,7 +33,12 @@ from pathlib import Path
 
 from tests.docs.doc_commands import DocCommand
 
-DEFAULT_PORTS = {7071: "HTTP (devhost)", 5672: "AMQP (emulator)", 5300: "management (emulator)"}
+DEFAULT_PORTS = {
+    7071: "HTTP (devhost)",
+    5672: "AMQP (emulator)",
+    5300: "management (emulator)",
+    5301: "HTTPS management (emulator)",
+}
 # Settings a developer may have exported for the app or another namespace: a user following a guide on a
 # fresh clone has none of them, and the guides must not depend on them. PYTEST_: the harness's own.
 BUSBAR_ENVIRONMENT = ("BUSBAR_", "ServiceBus", "AzureWebJobs", "AzureServiceBus", "FUNCTIONS_", "PYTEST_")
