@@ -107,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     work.mkdir(parents=True, exist_ok=True)
     settings = write_settings(work)
     interval = args.fault_interval or max(
-        5.0, args.duration / (len(KINDS) * (args.min_faults_per_kind + 1.5))
+        5.0, args.duration / (len(KINDS) * (args.min_faults_per_kind + 3))
     )
     load_before = os.getloadavg()
     print(
