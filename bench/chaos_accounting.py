@@ -132,13 +132,12 @@ def recovery_times(
     return times
 
 
-def summarize(values: Iterable[float | None]) -> dict[str, Any]:
+def summarize(values: Sequence[float | None]) -> dict[str, Any]:
     """Count, p50 and max of the observed values (None: not observed, counted apart)."""
     observed = [v for v in values if v is not None]
-    missing = sum(1 for v in values if v is None) if isinstance(values, list) else 0
     return {
         "count": len(observed),
-        "not_observed": missing,
+        "not_observed": len(values) - len(observed),
         "p50_s": round(statistics.median(observed), 3) if observed else None,
         "max_s": round(max(observed), 3) if observed else None,
     }
@@ -150,5 +149,5 @@ def recovery_by_kind(faults: Sequence[Fault], times: Sequence[float | None]) -> 
     for fault, value in zip(faults, times, strict=True):
         by_kind[fault.kind].append(value)
     result = {kind: summarize(values) for kind, values in sorted(by_kind.items())}
-    result["all"] = summarize(list(times))
+    result["all"] = summarize(times)
     return result
