@@ -26,6 +26,7 @@ import json
 import os
 import platform
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -40,7 +41,7 @@ if str(ROOT) not in sys.path:
 from bench import chaos_drain  # noqa: E402
 from bench.chaos_accounting import Handled, account, recovery_by_kind, recovery_times  # noqa: E402
 from bench.chaos_app import AppProcess  # noqa: E402
-from bench.chaos_faults import KINDS, FaultScheduler, Supervisor  # noqa: E402
+from bench.chaos_faults import KINDS, ROUND, FaultScheduler, Supervisor  # noqa: E402
 from bench.chaos_load import EventFactory, Publisher, PublishLog  # noqa: E402
 
 RESULT_FILE = ROOT / "bench" / "results" / "chaos.json"
@@ -106,9 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     work = args.work_dir or Path(tempfile.mkdtemp(prefix="busbar-chaos-"))
     work.mkdir(parents=True, exist_ok=True)
     settings = write_settings(work)
-    interval = args.fault_interval or max(
-        5.0, args.duration / (len(KINDS) * (args.min_faults_per_kind + 3))
-    )
+    interval = args.fault_interval or max(5.0, args.duration / (len(ROUND) * (args.min_faults_per_kind + 3)))
     load_before = os.getloadavg()
     print(
         f"chaos: seed {args.seed}, {args.duration:g} s, {args.rate:g} events/s, "
@@ -117,40 +116,56 @@ def main(argv: list[str] | None = None) -> int:
     )
     with (work / "make-run.log").open("w", buffering=1) as log:
         supervisor = Supervisor(lambda: AppProcess(ROOT, work / "data", work / "local.settings.json", log))
-        supervisor.start()
-        published = PublishLog()
-        publisher = Publisher(
-            EventFactory(args.seed, f"chaos{args.seed}"), args.rate, supervisor.current, published
-        )
-        faults = FaultScheduler(supervisor, args.seed, interval)
-        started = time.monotonic()
-        publisher.start()
-        faults.start()
-        time.sleep(args.duration)
-        faults.stopping.set()
-        faults.join()
-        publisher.stopping.set()
-        publisher.join()
-        load_seconds = time.monotonic() - started
-        print(f"chaos: load done, {len(published.accepted)} accepted; draining", flush=True)
+        # SIGTERM ends the run as Ctrl-C does: the finally below kills the app's process group.
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+        try:
+            return _run(args, work, settings, supervisor, interval, load_before)
+        finally:
+            supervisor.abandon()
 
-        while supervisor.current() is None:
-            time.sleep(0.5)
-        app = supervisor.current()
-        assert app is not None
-        drained = chaos_drain.wait_drained(app, work / "probe.jsonl", args.drain_timeout)
-        redrives = []
-        for round_number in range(4):  # re-driven messages must be handled; then re-drive again
-            summary = chaos_drain.run_redrive(
-                ROOT, chaos_drain.app_environment(settings, app), f"chaos-final-{round_number}"
-            )
-            redrives.append(summary.get("totals", summary))
-            drained = chaos_drain.wait_drained(app, work / "probe.jsonl", args.drain_timeout) and drained
-            if not redrives[-1].get("redriven"):
-                break
-        end_state = chaos_drain.in_flight(app)
-        parked = chaos_drain.dead_letters(app) + chaos_drain.archived(settings["BUSBAR_ARCHIVE_URL"])
-        supervisor.stop()
+
+def _run(
+    args: argparse.Namespace,
+    work: Path,
+    settings: dict[str, str],
+    supervisor: Supervisor,
+    interval: float,
+    load_before: tuple[float, float, float],
+) -> int:
+    supervisor.start()
+    published = PublishLog()
+    publisher = Publisher(
+        EventFactory(args.seed, f"chaos{args.seed}"), args.rate, supervisor.current, published
+    )
+    faults = FaultScheduler(supervisor, args.seed, interval)
+    started = time.monotonic()
+    publisher.start()
+    faults.start()
+    time.sleep(args.duration)
+    faults.stopping.set()
+    faults.join()
+    publisher.stopping.set()
+    publisher.join()
+    load_seconds = time.monotonic() - started
+    print(f"chaos: load done, {len(published.accepted)} accepted; draining", flush=True)
+
+    while supervisor.current() is None:
+        time.sleep(0.5)
+    app = supervisor.current()
+    assert app is not None
+    drained = chaos_drain.wait_drained(app, work / "probe.jsonl", args.drain_timeout)
+    redrives = []
+    for round_number in range(4):  # re-driven messages must be handled; then re-drive again
+        summary = chaos_drain.run_redrive(
+            ROOT, chaos_drain.app_environment(settings, app), f"chaos-final-{round_number}"
+        )
+        redrives.append(summary.get("totals", summary))
+        drained = chaos_drain.wait_drained(app, work / "probe.jsonl", args.drain_timeout) and drained
+        if not redrives[-1].get("redriven"):
+            break
+    end_state = chaos_drain.in_flight(app)
+    parked = chaos_drain.dead_letters(app) + chaos_drain.archived(settings["BUSBAR_ARCHIVE_URL"])
+    supervisor.stop()
 
     handled = read_probe(work / "probe.jsonl")
     if args.simulate_loss:

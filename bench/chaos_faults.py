@@ -29,6 +29,9 @@ import httpx
 from bench.chaos_app import AppInfo, AppProcess
 
 KINDS = ("kill-worker", "kill-host", "garbage", "redrive")
+# One round of faults, shuffled: two worker kills per round, so that now and then three come between two
+# host kills and the host gives up on its worker (3 errors in 30 minutes) and stops to be recycled.
+ROUND = ("kill-worker", "kill-worker", "kill-host", "garbage", "redrive")
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,10 +96,18 @@ class Supervisor:
                 self.restart("recycled after the worker failed too often" if app.gave_up() else "exited")
 
     def stop(self) -> None:
+        """Stop watching and stop the app as Ctrl-C does (it drains)."""
         self._stopping.set()
         with self._lock:
             if self._app is not None:
                 self._app.interrupt()
+
+    def abandon(self) -> None:
+        """Stop watching and kill whatever still runs (the chaos run itself was interrupted or failed)."""
+        self._stopping.set()
+        app = self._app
+        if app is not None and app.running():
+            app.kill()
 
 
 def kill_worker(supervisor: Supervisor, rng: random.Random) -> str:
@@ -194,8 +205,8 @@ INJECTORS: dict[str, Callable[[Supervisor, random.Random], str]] = {
 
 class FaultScheduler(threading.Thread):
     """Injects faults at seeded random intervals (uniform around ``mean_interval``), the kinds dealt from
-    shuffled rounds of all four so each kind comes up as often as the others. A fault that could not be
-    injected (no worker process while one is being restarted, the app down) is dealt again next time."""
+    shuffled :data:`ROUND` s, so every kind comes up in every round. A fault that could not be injected (no
+    worker process while one is being restarted, the app down) is dealt again next time."""
 
     def __init__(self, supervisor: Supervisor, seed: int, mean_interval: float) -> None:
         super().__init__(name="chaos-faults", daemon=True)
@@ -215,7 +226,7 @@ class FaultScheduler(threading.Thread):
             if self.stopping.is_set():
                 break
             if not bag:
-                bag = list(KINDS)
+                bag = list(ROUND)
                 rng.shuffle(bag)
             kind = bag.pop()
             at = time.time()
