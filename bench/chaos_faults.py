@@ -7,8 +7,9 @@ Kinds (each injected at random times from the run's seeded generator, see :class
   that gave up exits, and the supervisor starts ``make run`` again, counted as a recycle.
 - ``kill-host``: kill -9 of the whole ``make run`` process group, then ``make run`` again on the same data.
 - ``garbage``: a burst of invalid HTTP requests (none may be accepted) and garbage AMQP connections.
-- ``redrive``: the re-drive timer run now (``POST /admin/functions/redrive_dead_letters``) and a console
-  retry of the first failure group (``POST /api/ops/failures/retry``), while the load goes on.
+- ``redrive``: a console retry of the first failure group (``POST /api/ops/failures/retry``, tried again
+  while the timer's run holds the instance's re-drive lock) and the re-drive timer run now
+  (``POST /admin/functions/redrive_dead_letters``), while the load goes on.
 """
 
 from __future__ import annotations
@@ -185,14 +186,23 @@ def redrive(supervisor: Supervisor, rng: random.Random) -> str:
     if app is None:
         return "skipped: app down"
     admin = {"x-functions-key": app.master_key}
-    with httpx.Client(base_url=app.base_url, timeout=60.0, headers=admin) as client:
-        timer = client.post("/admin/functions/redrive_dead_letters", json={}).status_code
+    with httpx.Client(base_url=app.base_url, timeout=120.0, headers=admin) as client:
         failures = client.get("/api/ops/failures")
         groups = failures.json().get("groups", []) if failures.status_code == 200 else []
         retry = "no failure group"
         if groups:
-            retry = str(client.post("/api/ops/failures/retry", json={"groupId": groups[0]["id"]}).status_code)
-    return f"timer run: HTTP {timer}; failures: HTTP {failures.status_code}, console retry: {retry}"
+            # One re-drive run at a time per instance: while the timer's run works, the console gets 409
+            # RunInProgress, and an operator tries again.
+            for _ in range(30):
+                response = client.post("/api/ops/failures/retry", json={"groupId": groups[0]["id"]})
+                if response.status_code != 409:
+                    break
+                time.sleep(1.0)
+            retry = f"HTTP {response.status_code}"
+            if response.status_code == 200 and response.json().get("summary"):
+                retry += f" {response.json()['summary'].get('totals')}"
+        timer = client.post("/admin/functions/redrive_dead_letters", json={}).status_code
+    return f"failures: HTTP {failures.status_code}, console retry: {retry}; timer run now: HTTP {timer}"
 
 
 INJECTORS: dict[str, Callable[[Supervisor, random.Random], str]] = {
