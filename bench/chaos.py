@@ -11,8 +11,8 @@ The sample handlers record what they handled in a durable probe file (``BUSBAR_P
 and accounts for every accepted event per endpoint: handled (how many times), dead-lettered, archived, or
 lost (``bench/chaos_accounting.py``). It writes ``bench/results/chaos.json`` and exits 1 when an event is
 lost or parked instead of handled, or when a fault kind was injected fewer than ``--min-faults-per-kind``
-times. ``--simulate-loss N`` drops N probe records before accounting, as if N handlers had completed their
-message without recording it: the run must then fail.
+times. ``--simulate-loss N`` takes N messages off the crm queue during the load and completes them
+unhandled, as a handler that completes without doing its work would: the run must then fail.
 
 Usage::
 
@@ -29,10 +29,13 @@ import shutil
 import signal
 import sys
 import tempfile
+import threading
 import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from azure.servicebus import ServiceBusClient
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
@@ -93,13 +96,27 @@ def read_probe(path: Path) -> list[Handled]:
     return records
 
 
-def drop_records(records: list[Handled], count: int) -> list[Handled]:
-    """``records`` without the only record of ``count`` (event, endpoint) pairs: handled, not recorded."""
-    seen: dict[tuple[str, str], int] = {}
-    for record in records:
-        seen[(record.key, record.endpoint)] = seen.get((record.key, record.endpoint), 0) + 1
-    dropped = [pair for pair, n in seen.items() if n == 1][:count]
-    return [r for r in records if (r.key, r.endpoint) not in set(dropped)]
+def steal_messages(supervisor: Supervisor, count: int, stop: threading.Event) -> list[str]:
+    """Simulated loss: take ``count`` messages off the crm queue and complete them unhandled, as a handler
+    that completed its message without doing (or recording) its work would; the keys taken."""
+    stolen: list[str] = []
+    while len(stolen) < count and not stop.is_set():
+        app = supervisor.current()
+        if app is None:
+            stop.wait(1.0)
+            continue
+        try:
+            with (
+                ServiceBusClient.from_connection_string(app.connection_string) as client,
+                client.get_queue_receiver("crm", max_wait_time=5) as receiver,
+            ):
+                for message in receiver.receive_messages(max_message_count=count - len(stolen)):
+                    receiver.complete_message(message)
+                    body = json.loads(b"".join(message.body))
+                    stolen.append(body.get("customer_id") or body.get("order_id") or "?")
+        except Exception:  # the app was killed under it: try again on the next one
+            stop.wait(1.0)
+    return stolen
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -141,7 +158,11 @@ def _run(
     started = time.monotonic()
     publisher.start()
     faults.start()
-    time.sleep(args.duration)
+    stolen: list[str] = []
+    if args.simulate_loss:
+        time.sleep(args.duration / 4)
+        stolen = steal_messages(supervisor, args.simulate_loss, publisher.stopping)
+    time.sleep(max(0.0, args.duration - (time.monotonic() - started)))
     faults.stopping.set()
     faults.join()
     publisher.stopping.set()
@@ -168,8 +189,6 @@ def _run(
     supervisor.stop()
 
     handled = read_probe(work / "probe.jsonl")
-    if args.simulate_loss:
-        handled = drop_records(handled, args.simulate_loss)
     accounting = account(published.accepted, handled, parked)
     times = recovery_times(faults.faults, published.accepted, handled)
     injected = {kind: sum(1 for f in faults.faults if f.kind == kind) for kind in KINDS}
@@ -185,7 +204,7 @@ def _run(
         "seed": args.seed,
         "duration_s": round(load_seconds, 1),
         "rate_per_s": args.rate,
-        "simulated_loss": args.simulate_loss,
+        "simulated_loss": {"messages_completed_unhandled": args.simulate_loss, "keys": stolen},
         "events": {
             "attempted": published.attempts,
             "accepted": len(published.accepted),

@@ -4,7 +4,6 @@ recording shows up as a loss."""
 
 from __future__ import annotations
 
-from bench.chaos import drop_records
 from bench.chaos_accounting import Handled, Parked, account, endpoint_of, recovery_by_kind, recovery_times
 from bench.chaos_faults import Fault
 from bench.chaos_load import HANDLED, POISON, AcceptedEvent, EventFactory, PlannedEvent, expected_outcomes
@@ -73,14 +72,6 @@ def test_a_handler_that_completed_without_recording_is_a_loss_named_by_key_and_e
     assert report["lost_examples"] == [
         {"key": "k1", "contract": "Shipping.OrderAccepted", "endpoint": "shipping", "owed": HANDLED}
     ]
-
-
-def test_simulated_loss_drops_the_only_record_of_an_event_so_the_accounting_reports_it() -> None:
-    items = [_accepted(f"k{n}") for n in range(3)]
-    handled = [h for item in items for h in _handled_everywhere(item)]
-    assert account(items, handled, [])["lost"] == 0
-
-    assert account(items, drop_records(handled, 2), [])["lost"] == 2
 
 
 def test_a_poison_event_found_nowhere_is_lost_and_a_good_one_only_dead_lettered_was_parked() -> None:
