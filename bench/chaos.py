@@ -78,7 +78,7 @@ def write_settings(work: Path) -> dict[str, str]:
         {
             "BUSBAR_PROBE_RECORD": str(work / "probe.jsonl"),
             "BUSBAR_ARCHIVE_URL": str(work / "archive"),
-            "BUSBAR_REDRIVE_SCHEDULE": "0 */2 * * * *",  # the timer runs during the load, failures gather between
+            "BUSBAR_REDRIVE_SCHEDULE": "0 */2 * * * *",  # runs during the load; failures gather between
             "BUSBAR_REDRIVE_TIME_BUDGET_SECONDS": "60",
         }
     )
