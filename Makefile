@@ -93,7 +93,7 @@ DEPLOY_SITE := $(VENV)/deploy-site
 DEPLOY_STAMP := $(DEPLOY_SITE)/.installed
 
 .PHONY: help check-python check-java check-node check-chromium check-prereqs install test lint typecheck format run \
-	host-key master-key redrive-plan redrive-run replay-dry-run replay bench bench-all clean distclean
+	host-key master-key redrive-plan redrive-run replay-dry-run replay bench bench-all chaos clean distclean
 
 help: ## List the targets
 	@echo "Busbar targets:"
@@ -237,6 +237,13 @@ bench-all: $(STAMP) ## Run every benchmark in bench/ (emulator, start-up, filter
 	$(VPY) bench/ops_console.py
 	@$(require_java17)
 	$(VPY) bench/replay.py
+
+# The whole app under faults (kill -9 of the worker and of `make run`, garbage input, re-drives while
+# events flow), then every accepted event accounted for; writes bench/results/chaos.json, fails on a loss.
+DURATION ?= 600
+SEED ?= 29
+chaos: $(STAMP) ## Chaos run: load + faults for DURATION seconds (SEED=...), 0 events lost or it fails
+	$(VPY) bench/chaos.py --duration $(DURATION) --seed $(SEED)
 
 clean: ## Remove .data/ and tool caches (keeps .venv)
 	rm -rf .data .mypy_cache .ruff_cache .pytest_cache .hypothesis

@@ -9,7 +9,8 @@
 - **shipping** (queue ``BUSBAR_SHIPPING_QUEUE``) handles ``Billing.InvoiceIssued``: it ships invoiced orders.
 
 Every handler notes what it handled in :data:`JOURNAL`, the sample's stand-in for a database, which
-``make run`` logs and the end-to-end tests read.
+``make run`` logs and the end-to-end tests read (and, with ``BUSBAR_PROBE_RECORD``, the durable test probe
+of :mod:`app.probe` that the chaos run accounts with).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import threading
 from collections import deque
 from dataclasses import dataclass
 
+from app import probe
 from app.sample_events import (
     ICustomerLifecycleEvent,
     InvoiceIssued,
@@ -63,6 +65,15 @@ class Journal:
         entry = HandledEvent(endpoint, contract, key, context.message_id, context.correlation_id)
         with self._lock:
             self._entries.append(entry)
+        probe.record(
+            {
+                "endpoint": endpoint,
+                "contract": contract,
+                "key": key,
+                "message_id": context.message_id,
+                "delivery_count": context.incoming.delivery_count,
+            }
+        )
         logger.info("%s handled %s for %s (message %s)", endpoint, contract, key, context.message_id)
 
     def entries(self, key: str | None = None) -> list[HandledEvent]:

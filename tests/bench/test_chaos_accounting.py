@@ -1,0 +1,109 @@
+"""The chaos run's accounting (bench/chaos_accounting.py): every accepted event per endpoint that owes it
+something is handled, parked (dead-lettered or archived) or lost, and a handler that completed without
+recording shows up as a loss."""
+
+from __future__ import annotations
+
+from bench.chaos_accounting import Handled, Parked, account, endpoint_of, recovery_by_kind, recovery_times
+from bench.chaos_faults import Fault
+from bench.chaos_load import HANDLED, POISON, AcceptedEvent, EventFactory, PlannedEvent, expected_outcomes
+
+
+def _accepted(key: str, contract: str = "Shipping.OrderAccepted", poison: bool = False, at: float = 100.0):
+    return AcceptedEvent(PlannedEvent(contract, key, "{}", expected_outcomes(contract, poison)), at)
+
+
+def _handled_everywhere(item: AcceptedEvent, at: float = 101.0) -> list[Handled]:
+    return [Handled(e, item.event.key, at) for e, owed in item.event.expected.items() if owed == HANDLED]
+
+
+def test_an_order_is_owed_by_billing_crm_and_shipping_and_a_poison_one_is_owed_a_dead_letter_by_billing() -> (
+    None
+):
+    assert expected_outcomes("Shipping.OrderAccepted", poison=False) == {
+        "billing": HANDLED,
+        "crm": HANDLED,
+        "shipping": HANDLED,
+    }
+    assert expected_outcomes("Shipping.OrderAcceptedV2", poison=True) == {"billing": POISON, "crm": HANDLED}
+    assert expected_outcomes("Tenant.CustomerDeleted", poison=False) == {"crm": HANDLED}
+    assert expected_outcomes("Billing.InvoiceIssued", poison=False) == {"shipping": HANDLED}
+
+
+def test_every_sample_contract_is_published_with_a_unique_key_and_some_orders_are_poison() -> None:
+    factory = EventFactory(seed=3, prefix="t")
+    events = [factory.next() for _ in range(2000)]
+    assert len({e.key for e in events}) == len(events)
+    assert {e.contract for e in events} == {
+        "Shipping.OrderAccepted",
+        "Shipping.OrderAcceptedV2",
+        "Shipping.OrderDeclined",
+        "Tenant.CustomerCreated",
+        "Tenant.CustomerUpdated",
+        "Tenant.CustomerDeleted",
+        "Billing.InvoiceIssued",
+    }
+    assert any(e.poison for e in events) and not all(e.poison for e in events)
+    # The same seed gives the same events.
+    again = EventFactory(seed=3, prefix="t")
+    assert [again.next() for _ in range(2000)] == events
+
+
+def test_a_run_where_everything_was_handled_or_parked_as_owed_loses_nothing() -> None:
+    good, poison = _accepted("k1"), _accepted("k2", poison=True)
+    handled = [*_handled_everywhere(good), *_handled_everywhere(good), *_handled_everywhere(poison)]
+    parked = [Parked("billing", "k2", "archive", "archive (PermanentHandlerError)")]
+
+    report = account([good, poison], handled, parked)
+
+    assert report["lost"] == 0
+    assert report["outcomes"] == {"handled": 4, "poison dead-lettered or archived": 1}
+    assert report["duplicates"]["events_handled_more_than_once"] == 3
+    assert report["duplicates"]["most_handlings_of_one_event"] == 2
+
+
+def test_a_handler_that_completed_without_recording_is_a_loss_named_by_key_and_endpoint() -> None:
+    item = _accepted("k1")
+    handled = [h for h in _handled_everywhere(item) if h.endpoint != "shipping"]
+
+    report = account([item], handled, [])
+
+    assert report["lost"] == 1
+    assert report["lost_examples"] == [
+        {"key": "k1", "contract": "Shipping.OrderAccepted", "endpoint": "shipping", "owed": HANDLED}
+    ]
+
+
+def test_a_poison_event_found_nowhere_is_lost_and_a_good_one_only_dead_lettered_was_parked() -> None:
+    poison, good = _accepted("p", poison=True), _accepted("g")
+    handled = [Handled("crm", "p", 1.0), Handled("crm", "g", 1.0), Handled("shipping", "g", 1.0)]
+    parked = [Parked("billing", "g", "dead-letter", "MaxDeliveryCountExceeded")]
+
+    report = account([poison, good], handled, parked)
+
+    assert report["lost"] == 1 and report["lost_examples"][0]["endpoint"] == "billing"
+    assert report["outcomes"]["parked instead of handled"] == 1
+    assert report["parked_instead_of_handled_reasons"] == {"dead-letter: MaxDeliveryCountExceeded": 1}
+
+
+def test_handlings_of_events_never_accepted_are_counted_apart() -> None:
+    report = account([], [Handled("crm", "never-answered", 1.0)], [])
+    assert report["lost"] == 0 and report["handled_without_acceptance"] == 1
+
+
+def test_recovery_is_the_time_until_the_first_event_accepted_after_the_fault_is_handled() -> None:
+    before, after, later = _accepted("a", at=10.0), _accepted("b", at=21.0), _accepted("c", at=22.0)
+    handled = [Handled("crm", "a", 11.0), Handled("crm", "c", 30.0), Handled("crm", "b", 35.0)]
+    faults = [Fault("kill-host", 20.0, ""), Fault("garbage", 40.0, "")]
+
+    times = recovery_times(faults, [before, after, later], handled)
+
+    assert times == [10.0, None]
+    summary = recovery_by_kind(faults, times)
+    assert summary["kill-host"]["max_s"] == 10.0
+    assert summary["garbage"] == {"count": 0, "not_observed": 1, "p50_s": None, "max_s": None}
+
+
+def test_an_entity_path_names_its_endpoint() -> None:
+    assert endpoint_of("billing") == "billing"
+    assert endpoint_of("busbar-fallback/Subscriptions/crm") == "crm"

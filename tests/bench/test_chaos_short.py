@@ -1,0 +1,51 @@
+"""The short chaos run (bench/chaos.py with a fixed seed, about a minute of load): the whole app, started as
+``make run`` starts it, loses no accepted event while its worker and the whole host are killed, garbage
+arrives on HTTP and AMQP and the re-drive runs; at least one fault of each kind is injected.
+
+A regression anywhere that breaks the promise (the emulator's durability, the host's settlement or worker
+restarts, the handlers, the re-drive) shows up here as a lost or parked event."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.slow
+@pytest.mark.subprocess
+@pytest.mark.timeout(900)
+def test_a_minute_of_load_under_every_kind_of_fault_loses_no_accepted_event(tmp_path: Path) -> None:
+    if shutil.which("make") is None:
+        pytest.fail("GNU make is required: the chaos run starts the app with make run")
+    report_file = tmp_path / "chaos.json"
+    result = subprocess.run(
+        [
+            sys.executable,
+            "bench/chaos.py",
+            *("--duration", "60", "--seed", "7", "--rate", "5"),
+            *("--fault-interval", "9", "--min-faults-per-kind", "1"),
+            *("--work-dir", str(tmp_path / "work"), "--out", str(report_file)),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=840,
+    )
+    output = result.stdout + result.stderr
+    assert report_file.exists(), output
+    report = json.loads(report_file.read_text())
+    assert report["lost"] == 0, report["lost_examples"]
+    assert report["outcomes"].get("parked instead of handled", 0) == 0, report
+    assert report["events"]["accepted"] > 0 and report["outcomes"]["handled"] > 0
+    assert report["events"]["poison_accepted"] == report["outcomes"].get(
+        "poison dead-lettered or archived", 0
+    )
+    assert all(count >= 1 for count in report["faults"]["injected"].values()), report["faults"]
+    assert report["verdict"] == "PASS" and result.returncode == 0, output[-4000:]
