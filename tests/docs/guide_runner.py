@@ -42,6 +42,9 @@ DEFAULT_PORTS = {
 # Settings a developer may have exported for the app or another namespace: a user following a guide on a
 # fresh clone has none of them, and the guides must not depend on them. PYTEST_: the harness's own.
 BUSBAR_ENVIRONMENT = ("BUSBAR_", "ServiceBus", "AzureWebJobs", "AzureServiceBus", "FUNCTIONS_", "PYTEST_")
+# What a parent make (`make test`) exports to its children: a user's terminal has none of it, and with
+# MAKELEVEL set a guide's `make host-key` would print "make[1]: Entering directory ..." around the key.
+PARENT_MAKE_ENVIRONMENT = frozenset({"MAKELEVEL", "MAKEFLAGS", "MFLAGS", "MAKEOVERRIDES", "MAKE_TERMERR"})
 READY_LINE = "devhost ready: "
 DONE = "__guide_command_done__"
 COMMAND_TIMEOUT = 300.0
@@ -54,9 +57,14 @@ class GuideFailure(AssertionError):
 
 
 def user_environment(environment: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The machine's environment (default: this process's) minus anything Busbar-specific."""
+    """The machine's environment (default: this process's) minus anything Busbar-specific and what a
+    parent make exported."""
     source = os.environ if environment is None else environment
-    return {k: v for k, v in source.items() if not k.startswith(BUSBAR_ENVIRONMENT)}
+    return {
+        k: v
+        for k, v in source.items()
+        if not k.startswith(BUSBAR_ENVIRONMENT) and k not in PARENT_MAKE_ENVIRONMENT
+    }
 
 
 def _tail(text: str, lines: int = OUTPUT_TAIL) -> str:

@@ -147,6 +147,18 @@ def test_the_guides_see_none_of_busbars_settings_from_the_test_environment(
     assert follow(tmp_path, '```sh\ntest -z "$BUSBAR_NAMESPACE$ServiceBusConnection"\n```\n').ran == 1
 
 
+def test_a_guides_make_prints_only_its_output_even_when_the_suite_runs_under_make(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `make test` exports MAKELEVEL: a guide's `KEY=$(make host-key)` would take make's "Entering
+    # directory" lines too, where a user's terminal gives the key alone.
+    (tmp_path / "Makefile").write_text("key:\n\t@echo the-key\n")
+    monkeypatch.setenv("MAKELEVEL", "1")
+    monkeypatch.setenv("MAKEFLAGS", "w")
+    guide = '```sh\nKEY=$(make key)\ntest "$KEY" = the-key\n```\n'
+    assert follow(tmp_path, guide).ran == 2
+
+
 def test_an_expected_exit_status_is_checked_both_ways(tmp_path: Path) -> None:
     assert follow(tmp_path, "```sh\nsh -c 'exit 2'  # exit 2: refused\n```\n").ran == 1
     assert follow(tmp_path, "```sh\n# exit 3: refused\nsh -c 'exit 3'\n```\n").ran == 1
