@@ -19,6 +19,8 @@ from azure.servicebus.amqp import (
 from tests.emulator.backends import Backend
 from tests.emulator.sdk_helpers import sdk_client
 
+_BROKER_ANNOTATIONS = {"x-opt-sequence-number", "x-opt-enqueued-time"}
+
 
 def _decoded(value: Any) -> Any:
     return value.decode() if isinstance(value, bytes) else value
@@ -61,7 +63,8 @@ def test_a_receive_and_delete_delivery_has_no_tag_and_an_empty_delivery_annotati
     backend: Backend,
 ) -> None:
     # Azure's settled deliveries have an empty delivery tag and always carry the delivery-annotations
-    # section; the SDK's legacy view shows None and {} (SDK test test_message_backcompat_receive_and_delete_databody).
+    # section; the SDK's legacy view shows None and {} (SDK test
+    # test_message_backcompat_receive_and_delete_databody).
     received = _send_and_receive(
         backend, AmqpAnnotatedMessage(data_body=b"x"), ServiceBusReceiveMode.RECEIVE_AND_DELETE
     )
@@ -73,8 +76,8 @@ def test_a_receive_and_delete_delivery_has_no_tag_and_an_empty_delivery_annotati
 @pytest.mark.parametrize(
     ("mode", "broker_annotations"),
     [
-        (ServiceBusReceiveMode.PEEK_LOCK, {"x-opt-sequence-number", "x-opt-enqueued-time", "x-opt-locked-until"}),
-        (ServiceBusReceiveMode.RECEIVE_AND_DELETE, {"x-opt-sequence-number", "x-opt-enqueued-time"}),
+        (ServiceBusReceiveMode.PEEK_LOCK, {*_BROKER_ANNOTATIONS, "x-opt-locked-until"}),
+        (ServiceBusReceiveMode.RECEIVE_AND_DELETE, _BROKER_ANNOTATIONS),
     ],
 )
 def test_a_message_sent_to_the_queue_has_no_enqueue_sequence_number_annotation(
