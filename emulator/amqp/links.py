@@ -3,7 +3,6 @@ client receiver (which is also a consumer of a message queue)."""
 
 from __future__ import annotations
 
-import struct
 from typing import TYPE_CHECKING, Any
 
 from emulator.amqp.frames import TRANSFER, FlowField, field, frame
@@ -16,7 +15,6 @@ from emulator.encoding.types import UInt
 if TYPE_CHECKING:
     from emulator.amqp.session import Session
 
-_TAG = struct.Struct(">Q")
 # Credit the broker grants a client sender; the SDK ignores it and tops itself up, but a correct grant
 # keeps other AMQP clients moving.
 SENDER_CREDIT = 5000
@@ -104,12 +102,14 @@ class OutgoingLink(Link):
 
     def deliver(self, message: StoredMessage, settled: bool) -> None:
         if settled:
-            payload = message.encode_for_delivery()
-            tag = _TAG.pack(message.sequence_number)
+            payload = message.encode_for_delivery(over_link=True)
+            tag = b""  # a settled delivery is never referred to again; Azure's tag is empty (the SDK: None)
         else:
             token = message.lock_token
             assert token is not None and self.queue is not None
-            payload = message.encode_for_delivery(locked_until_ms=message.locked_until_ms, lock_token=token)
+            payload = message.encode_for_delivery(
+                locked_until_ms=message.locked_until_ms, lock_token=token, over_link=True
+            )
             tag = token.bytes_le  # the SDK reads the lock token as a .NET GUID from the tag
         delivery_id = self.send_transfer(tag, payload, settled)
         if not settled:

@@ -141,7 +141,6 @@ class StoredMessage:
         }
         annotations[SEQUENCE_NUMBER] = Long(self.sequence_number)
         annotations[ENQUEUED_TIME] = Timestamp(self.enqueued_ms)
-        annotations[ENQUEUE_SEQUENCE_NUMBER] = Long(self.sequence_number)
         if locked_until_ms is not None:
             annotations[LOCKED_UNTIL] = Timestamp(locked_until_ms)
         if self.dead_letter_source is not None:
@@ -155,11 +154,16 @@ class StoredMessage:
         locked_until_ms: int | None = None,
         with_state: bool = False,
         lock_token: uuid.UUID | None = None,
+        over_link: bool = False,
     ) -> bytes:
         """The message as a receiver gets it: broker header and annotations, client sections verbatim.
 
         A peek-lock delivery carries its lock token in the delivery annotations (``x-opt-lock-token``), as
-        Azure's do: the SDK prefers the delivery tag; the Functions Service Bus extension reads it here."""
+        Azure's do: the SDK prefers the delivery tag; the Functions Service Bus extension reads it here.
+        A delivery over a receive link always has the delivery-annotations section, empty in
+        receive-and-delete, as Azure's has (the SDK's LegacyMessage shows ``{}``, not None). The message
+        annotations are the sequence number and enqueued time (and the lock's end): no
+        ``x-opt-enqueue-sequence-number``, which Azure does not send for a message sent to the entity."""
         p = self.parsed
         delivery = dict(p.delivery_annotations)
         if lock_token is not None:
@@ -167,7 +171,7 @@ class StoredMessage:
         return b"".join(
             (
                 section(HEADER, self._header()),
-                section(DELIVERY_ANNOTATIONS, delivery) if delivery else b"",
+                section(DELIVERY_ANNOTATIONS, delivery) if delivery or over_link else b"",
                 section(MESSAGE_ANNOTATIONS, self._annotations(locked_until_ms, with_state)),
                 p.properties_raw,
                 p.application_properties_raw,

@@ -16,6 +16,7 @@ import pytest
 from azure.servicebus import (
     ServiceBusMessage,
     ServiceBusReceivedMessage,
+    ServiceBusReceiveMode,
     ServiceBusReceiver,
     ServiceBusSubQueue,
 )
@@ -180,3 +181,30 @@ def test_renewing_an_expired_session_lock_fails_at_once_with_session_lock_lost(
             session.renew_lock()
         with pytest.raises(SessionLockLostError):
             receiver.complete_message(message)
+
+
+def test_a_session_receiver_idle_past_its_session_lock_loses_the_session_in_receive_and_delete_too(
+    backend: Backend,
+) -> None:
+    # Azure expires an unrenewed session lock and detaches the receive link with session-lock-lost ("the
+    # service would send a detach frame once a session lock gets expired", azure-servicebus
+    # _base_handler._check_live), in receive-and-delete as in peek-lock, even while the link holds credit
+    # (Azure/azure-service-bus#694: the broker kept such locks until its 2026 fix). The SDK test
+    # test_async_session_by_queue_client_conn_str_receive_handler_receiveanddelete idles exactly as long as
+    # its lock lasts and relied on the old behaviour.
+    queue = backend.create_queue(requires_session=True, lock_duration=LOCK)
+    _send(backend, queue, "first", session_id="s-idle")
+    with no_retry_client(backend) as client:
+        with client.get_queue_receiver(
+            queue, session_id="s-idle", receive_mode=ServiceBusReceiveMode.RECEIVE_AND_DELETE
+        ) as receiver:
+            assert [str(m) for m in receive(receiver, 1, WAIT)] == ["first"]
+            locked_until = receiver.session.locked_until_utc
+            assert locked_until is not None
+            with pytest.raises(SessionLockLostError):
+                receiver.receive_messages(max_wait_time=seconds_from_now(locked_until) + 3 * WAIT)
+        _send(backend, queue, "second", session_id="s-idle")
+        with client.get_queue_receiver(
+            queue, session_id="s-idle", receive_mode=ServiceBusReceiveMode.RECEIVE_AND_DELETE
+        ) as successor:
+            assert [str(m) for m in receive(successor, 1, WAIT)] == ["second"]

@@ -19,6 +19,8 @@ from azure.servicebus.amqp import (
 from tests.emulator.backends import Backend
 from tests.emulator.sdk_helpers import sdk_client
 
+_BROKER_ANNOTATIONS = {"x-opt-sequence-number", "x-opt-enqueued-time"}
+
 
 def _decoded(value: Any) -> Any:
     return value.decode() if isinstance(value, bytes) else value
@@ -55,6 +57,41 @@ def test_a_receive_and_delete_delivery_has_no_lock_token(backend: Backend) -> No
         backend, AmqpAnnotatedMessage(data_body=b"x"), ServiceBusReceiveMode.RECEIVE_AND_DELETE
     )
     assert b"x-opt-lock-token" not in (received.raw_amqp_message.delivery_annotations or {})
+
+
+def test_a_receive_and_delete_delivery_has_no_tag_and_an_empty_delivery_annotations_section(
+    backend: Backend,
+) -> None:
+    # Azure's settled deliveries have an empty delivery tag and always carry the delivery-annotations
+    # section; the SDK's legacy view shows None and {} (SDK test
+    # test_message_backcompat_receive_and_delete_databody).
+    received = _send_and_receive(
+        backend, AmqpAnnotatedMessage(data_body=b"x"), ServiceBusReceiveMode.RECEIVE_AND_DELETE
+    )
+    assert received.raw_amqp_message.delivery_annotations == {}
+    assert received.message.delivery_annotations == {}
+    assert received.message.delivery_tag is None
+
+
+@pytest.mark.parametrize(
+    ("mode", "broker_annotations"),
+    [
+        (ServiceBusReceiveMode.PEEK_LOCK, {*_BROKER_ANNOTATIONS, "x-opt-locked-until"}),
+        (ServiceBusReceiveMode.RECEIVE_AND_DELETE, _BROKER_ANNOTATIONS),
+    ],
+)
+def test_a_message_sent_to_the_queue_has_no_enqueue_sequence_number_annotation(
+    backend: Backend, mode: ServiceBusReceiveMode, broker_annotations: set[str]
+) -> None:
+    # Azure stamps the sequence number and enqueued time (and the lock's end) and no
+    # x-opt-enqueue-sequence-number on a message sent straight to the entity (SDK tests
+    # test_message_backcompat_*_databody count the annotations and the encoded size).
+    sent = AmqpAnnotatedMessage(data_body=b"x", annotations={"x-opt-partition-key": "p"})
+    received = _send_and_receive(backend, sent, mode)
+    names = {_decoded(k) for k in received.raw_amqp_message.annotations}
+    assert names == broker_annotations | {"x-opt-partition-key"}
+    assert received.enqueued_sequence_number is None
+    assert received.sequence_number is not None
 
 
 @pytest.mark.parametrize("mode", [ServiceBusReceiveMode.PEEK_LOCK, ServiceBusReceiveMode.RECEIVE_AND_DELETE])

@@ -1,0 +1,6 @@
+class AzureTestError(Exception):
+    pass
+
+
+class ReservedResourceNameError(Exception):
+    pass
