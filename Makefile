@@ -5,9 +5,20 @@
 SHELL := /bin/sh
 .DEFAULT_GOAL := help
 
-# Interpreter used to create the virtualenv: python3.11 if it is on PATH, else python3
-# (whose version check-python then verifies). Override with `make PYTHON=/path/to/python3.11 ...`.
-PYTHON ?= $(if $(shell command -v python3.11 2>/dev/null),python3.11,python3)
+# Interpreters: $(call find_python,X.Y) is pythonX.Y from PATH when it runs (a pyenv shim for a version
+# pyenv has not selected does not), else pyenv's newest X.Y.* (PYENV_ROOT, default ~/.pyenv), else python3
+# (whose version the require_python checks then verify). The app, emulator, devhost and tests run on
+# Python 3.13 (Flex Consumption's, and azure-functions-runtime's minimum); the Spark replay job is also
+# checked on 3.12, Databricks Runtime 17.3 LTS's. Override with `make PYTHON=/path/to/python3.13 ...`.
+find_python = $(shell if python$(1) -c '' 2>/dev/null; then echo python$(1); else \
+  p=$$(ls -d "$${PYENV_ROOT:-$$HOME/.pyenv}"/versions/$(1).*/bin/python$(1) 2>/dev/null | sort -V | tail -n 1); \
+  echo "$${p:-python3}"; fi)
+ifeq ($(origin PYTHON),undefined)
+PYTHON := $(call find_python,3.13)
+endif
+ifeq ($(origin REPLAY_PYTHON),undefined)
+REPLAY_PYTHON := $(call find_python,3.12)
+endif
 VENV := .venv
 STAMP := $(VENV)/.installed
 VPY := $(VENV)/bin/python
@@ -23,21 +34,21 @@ SETTINGS ?= local.settings.json
 HIERARCHY_NAMESPACE ?=
 PYTEST_ARGS ?= -n 4
 
-# $(call require_py311,<interpreter>,<hint>): fail with a clear message unless the
-# interpreter runs and is Python 3.11.x.
-define require_py311
+# $(call require_python,<interpreter>,<X.Y>,<hint>): fail with a clear message unless the
+# interpreter runs and is Python X.Y.x.
+define require_python
 found=$$($(1) -c 'import sys; print("%d.%d.%d" % sys.version_info[:3])' 2>/dev/null) \
-  || { echo "error: cannot run '$(1)'. Busbar needs Python 3.11.x." >&2; \
-       echo "  fix: $(2)" >&2; exit 1; }; \
+  || { echo "error: cannot run '$(1)'. Busbar needs Python $(2).x." >&2; \
+       echo "  fix: $(3)" >&2; exit 1; }; \
 case "$$found" in \
-  3.11.*) ;; \
-  *) echo "error: '$(1)' is Python $$found, but Busbar needs Python 3.11.x." >&2; \
-     echo "  fix: $(2)" >&2; exit 1 ;; \
+  $(2).*) ;; \
+  *) echo "error: '$(1)' is Python $$found, but Busbar needs Python $(2).x." >&2; \
+     echo "  fix: $(3)" >&2; exit 1 ;; \
 esac
 endef
 
-PY_HINT := install Python 3.11 (e.g. 'pyenv install 3.11' or 'apt-get install python3.11 python3.11-venv'), then re-run, or point at one with 'make PYTHON=/path/to/python3.11 <target>'.
-VENV_HINT := remove the old virtualenv with 'make distclean' and re-run with Python 3.11 available.
+PY_HINT := install Python 3.13 (e.g. 'pyenv install 3.13' or 'apt-get install python3.13 python3.13-venv'), then re-run, or point at one with 'make PYTHON=/path/to/python3.13 <target>'.
+VENV_HINT := remove the old virtualenv with 'make distclean' and re-run with Python 3.13 available.
 
 # Java 17+ (Spark replay tests) and Node.js 18+ (Azurite, the Azure Storage emulator the archive tests use).
 define require_java17
@@ -91,9 +102,9 @@ help: ## List the targets
 	@awk 'BEGIN { FS = ":.*## " } /^[a-zA-Z_-]+:.*## / { printf "  %-13s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
 	@echo "Variables: PYTHON=$(PYTHON) AMQP_PORT=$(AMQP_PORT) MANAGEMENT_PORT=$(MANAGEMENT_PORT) HTTP_PORT=$(HTTP_PORT) DATA_DIR=$(DATA_DIR) SETTINGS=$(SETTINGS) HIERARCHY_NAMESPACE=$(HIERARCHY_NAMESPACE) PYTEST_ARGS=..."
 
-check-python: ## Fail unless the interpreter (PYTHON=...) is Python 3.11.x
-	@$(call require_py311,$(PYTHON),$(PY_HINT))
-	@echo "ok: $(PYTHON) is Python 3.11"
+check-python: ## Fail unless the interpreter (PYTHON=...) is Python 3.13.x
+	@$(call require_python,$(PYTHON),3.13,$(PY_HINT))
+	@echo "ok: $(PYTHON) is Python 3.13"
 
 check-java: ## Fail unless Java 17+ is on PATH (Spark replay)
 	@$(require_java17)
@@ -104,19 +115,19 @@ check-node: ## Fail unless Node.js 18+ and npm are on PATH (Azurite)
 check-chromium: ## Fail unless Chromium is available (installs Debian's package when root)
 	@$(require_chromium)
 
-check-prereqs: check-python check-java check-node check-chromium ## All prerequisites beyond Python 3.11
+check-prereqs: check-python check-java check-node check-chromium ## All prerequisites beyond Python 3.13
 
 install: $(STAMP) ## Create .venv and install requirements-dev.txt
 
 # Re-runs whenever a requirements file changes; a failed install leaves the stamp out of date, so the
-# next make retries. An existing .venv is reused, but only if it is Python 3.11.
+# next make retries. An existing .venv is reused, but only if it is Python 3.13.
 $(STAMP): requirements.txt requirements-dev.txt
 	@if [ ! -x $(VPY) ]; then \
-	  $(call require_py311,$(PYTHON),$(PY_HINT)); \
+	  $(call require_python,$(PYTHON),3.13,$(PY_HINT)); \
 	  echo "creating $(VENV) with $(PYTHON)"; \
 	  $(PYTHON) -m venv $(VENV); \
 	fi
-	@$(call require_py311,$(VPY),$(VENV_HINT))
+	@$(call require_python,$(VPY),3.13,$(VENV_HINT))
 	$(VPY) -m pip install --quiet --disable-pip-version-check --upgrade pip
 	$(VPY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
 	@touch $@

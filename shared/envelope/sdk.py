@@ -12,15 +12,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from typing import Any
 
 from azure.servicebus import ServiceBusMessage, ServiceBusReceivedMessage
 from azure.servicebus.amqp import AmqpMessageBodyType
 
 from shared.archive.properties import normalise_received
 from shared.envelope import Envelope, PartitionKeyPolicy, as_text, copy_partition_key
-
-E = TypeVar("E", bound=Envelope)
 
 
 def body_type(message: ServiceBusReceivedMessage) -> str:
@@ -62,7 +60,7 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-def from_received(
+def from_received[E: Envelope](
     message: ServiceBusReceivedMessage, into: Callable[..., E], *, body: bytes | None, **extra: Any
 ) -> E:
     """``message`` as an envelope of type ``into`` (an :class:`Envelope` subclass, given ``extra``), with
