@@ -49,6 +49,7 @@ endef
 
 PY_HINT := install Python 3.13 (e.g. 'pyenv install 3.13' or 'apt-get install python3.13 python3.13-venv'), then re-run, or point at one with 'make PYTHON=/path/to/python3.13 <target>'.
 VENV_HINT := remove the old virtualenv with 'make distclean' and re-run with Python 3.13 available.
+REPLAY_PY_HINT := install Python 3.12 (e.g. 'pyenv install 3.12' or 'apt-get install python3.12 python3.12-venv'), then re-run, or point at one with 'make REPLAY_PYTHON=/path/to/python3.12 <target>'.
 
 # Java 17+ (Spark replay tests) and Node.js 18+ (Azurite, the Azure Storage emulator the archive tests use).
 define require_java17
@@ -94,8 +95,15 @@ CHECKOV_VENV := tools/checkov/.venv
 CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
 DEPLOY_SITE := $(VENV)/deploy-site
 DEPLOY_STAMP := $(DEPLOY_SITE)/.installed
+REPLAY_VENV := tools/replay312/.venv
+REPLAY_STAMP := $(REPLAY_VENV)/.installed
+# The replay's tests run again on 3.12 (Databricks Runtime 17.3 LTS's Python): every module of the wheel, the
+# pure tests and one end-to-end replay of a small archive (about a minute beside the suite's Spark tests).
+REPLAY_TESTS := tests/spark/test_wheel_modules.py tests/spark/test_params.py tests/spark/test_sender.py \
+  tests/spark/test_transforms.py tests/spark/test_archive_in_spark.py \
+  tests/spark/test_replay.py::test_a_replay_delivers_each_message_once_to_its_target_with_properties_and_sessions_in_order
 
-.PHONY: help check-python check-java check-node check-chromium check-prereqs install test lint typecheck format run bench bench-all clean distclean
+.PHONY: help check-python check-replay-python check-java check-node check-chromium check-prereqs install test test-replay lint typecheck format run bench bench-all clean distclean
 
 help: ## List the targets
 	@echo "Busbar targets:"
@@ -106,6 +114,10 @@ check-python: ## Fail unless the interpreter (PYTHON=...) is Python 3.13.x
 	@$(call require_python,$(PYTHON),3.13,$(PY_HINT))
 	@echo "ok: $(PYTHON) is Python 3.13"
 
+check-replay-python: ## Fail unless REPLAY_PYTHON=... is Python 3.12.x (the replay job's check, Databricks' Python)
+	@$(call require_python,$(REPLAY_PYTHON),3.12,$(REPLAY_PY_HINT))
+	@echo "ok: $(REPLAY_PYTHON) is Python 3.12"
+
 check-java: ## Fail unless Java 17+ is on PATH (Spark replay)
 	@$(require_java17)
 
@@ -115,7 +127,7 @@ check-node: ## Fail unless Node.js 18+ and npm are on PATH (Azurite)
 check-chromium: ## Fail unless Chromium is available (installs Debian's package when root)
 	@$(require_chromium)
 
-check-prereqs: check-python check-java check-node check-chromium ## All prerequisites beyond Python 3.13
+check-prereqs: check-python check-replay-python check-java check-node check-chromium ## All prerequisites beyond Python 3.13
 
 install: $(STAMP) ## Create .venv and install requirements-dev.txt
 
@@ -146,6 +158,15 @@ $(CHECKOV_STAMP): tools/checkov/requirements.txt $(STAMP)
 	$(CHECKOV_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r tools/checkov/requirements.txt
 	@touch $@
 
+# The replay job's own dependencies (spark/requirements.txt) and pytest on Python 3.12, apart from .venv: the
+# wheel must work on Databricks Runtime 17.3 LTS, whose Python is 3.12 (`make test` runs REPLAY_TESTS there).
+$(REPLAY_STAMP): tools/replay312/requirements.txt spark/requirements.txt
+	@$(call require_python,$(REPLAY_PYTHON),3.12,$(REPLAY_PY_HINT))
+	rm -rf $(REPLAY_VENV)
+	$(REPLAY_PYTHON) -m venv $(REPLAY_VENV)
+	$(REPLAY_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r tools/replay312/requirements.txt
+	@touch $@
+
 # requirements.txt alone, installed apart from .venv: the deployment-package test imports function_app.py
 # with only this on sys.path, as the Functions host does after `func azure functionapp publish`.
 $(DEPLOY_STAMP): requirements.txt $(STAMP)
@@ -153,13 +174,18 @@ $(DEPLOY_STAMP): requirements.txt $(STAMP)
 	$(VPY) -m pip install --quiet --disable-pip-version-check --target $(DEPLOY_SITE) -r requirements.txt
 	@touch $@
 
-test: $(STAMP) $(AZURITE_STAMP) $(DEPLOY_STAMP) $(CHECKOV_STAMP) ## Lint, format-check, type-check, then pytest (PYTEST_ARGS=... passes through)
+test: $(STAMP) $(AZURITE_STAMP) $(DEPLOY_STAMP) $(CHECKOV_STAMP) $(REPLAY_STAMP) ## Lint, format-check, type-check, pytest (PYTEST_ARGS=... passes through), the replay's tests on 3.12
 	@$(require_java17)
 	@$(require_chromium)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VPY) -m mypy
 	$(VPY) -m pytest $(PYTEST_ARGS)
+	$(REPLAY_VENV)/bin/python -m pytest -p no:xdist $(REPLAY_TESTS)
+
+test-replay: $(REPLAY_STAMP) ## The Spark replay's tests on Python 3.12 (make test runs them too)
+	@$(require_java17)
+	$(REPLAY_VENV)/bin/python -m pytest -p no:xdist $(REPLAY_TESTS)
 
 lint: $(STAMP) ## ruff check + ruff format --check
 	$(VENV)/bin/ruff check .
@@ -207,5 +233,5 @@ clean: ## Remove .data/ and tool caches (keeps .venv)
 	rm -f bench/results/*.tmp
 	find . -path ./$(VENV) -prune -o -type d -name __pycache__ -exec rm -rf {} +
 
-distclean: clean ## clean, and remove .venv, tools/azurite/node_modules and tools/checkov/.venv too
-	rm -rf $(VENV) tools/azurite/node_modules $(CHECKOV_VENV)
+distclean: clean ## clean, and remove .venv, tools/azurite/node_modules, tools/checkov/.venv and tools/replay312/.venv too
+	rm -rf $(VENV) tools/azurite/node_modules $(CHECKOV_VENV) $(REPLAY_VENV)
