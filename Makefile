@@ -102,6 +102,7 @@ REPLAY_STAMP := $(REPLAY_VENV)/.installed
 REPLAY_TESTS := tests/spark/test_wheel_modules.py tests/spark/test_params.py tests/spark/test_sender.py \
   tests/spark/test_transforms.py tests/spark/test_archive_in_spark.py \
   tests/spark/test_replay.py::test_a_replay_delivers_each_message_once_to_its_target_with_properties_and_sessions_in_order
+REPLAY_PYTEST := $(REPLAY_VENV)/bin/python -m pytest $(REPLAY_TESTS)
 
 .PHONY: help check-python check-replay-python check-java check-node check-chromium check-prereqs install test test-replay lint typecheck format run bench bench-all clean distclean
 
@@ -181,11 +182,11 @@ test: $(STAMP) $(AZURITE_STAMP) $(DEPLOY_STAMP) $(CHECKOV_STAMP) $(REPLAY_STAMP)
 	$(VENV)/bin/ruff format --check .
 	$(VPY) -m mypy
 	$(VPY) -m pytest $(PYTEST_ARGS)
-	$(REPLAY_VENV)/bin/python -m pytest -p no:xdist $(REPLAY_TESTS)
+	$(REPLAY_PYTEST)
 
 test-replay: $(REPLAY_STAMP) ## The Spark replay's tests on Python 3.12 (make test runs them too)
 	@$(require_java17)
-	$(REPLAY_VENV)/bin/python -m pytest -p no:xdist $(REPLAY_TESTS)
+	$(REPLAY_PYTEST)
 
 lint: $(STAMP) ## ruff check + ruff format --check
 	$(VENV)/bin/ruff check .
