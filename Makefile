@@ -7,9 +7,9 @@ SHELL := /bin/sh
 
 # Interpreters: $(call find_python,X.Y) is pythonX.Y from PATH when it runs (a pyenv shim for a version
 # pyenv has not selected does not), else pyenv's newest X.Y.* (under PYENV_ROOT, `pyenv root` or ~/.pyenv),
-# else python3 (whose version the require_python checks then verify). The app, emulator, devhost and tests run on
-# Python 3.13 (Flex Consumption's, and azure-functions-runtime's minimum); the Spark replay job is also
-# checked on 3.12, Databricks Runtime 17.3 LTS's. Override with `make PYTHON=/path/to/python3.13 ...`.
+# else python3 (whose version the require_python checks then verify). The app, emulator, devhost and tests
+# run on Python 3.13 (Flex Consumption's, and azure-functions-runtime's minimum); the Spark replay job is
+# also checked on 3.12, Databricks Runtime 17.3 LTS's. Override with `make PYTHON=/path/to/python3.13 ...`.
 find_python = $(shell if python$(1) -c '' 2>/dev/null; then echo python$(1); else \
   root=$${PYENV_ROOT:-$$(pyenv root 2>/dev/null || echo "$$HOME/.pyenv")}; \
   p=$$(ls -d "$$root"/versions/$(1).*/bin/python$(1) 2>/dev/null | sort -V | tail -n 1); \
