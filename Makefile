@@ -7,9 +7,21 @@
 SHELL := /bin/sh
 .DEFAULT_GOAL := help
 
-# Interpreter used to create the virtualenv: python3.11 if it is on PATH, else python3
-# (whose version check-python then verifies). Override with `make PYTHON=/path/to/python3.11 ...`.
-PYTHON ?= $(if $(shell command -v python3.11 2>/dev/null),python3.11,python3)
+# Interpreters: $(call find_python,X.Y) is pythonX.Y from PATH when it runs (a pyenv shim for a version
+# pyenv has not selected does not), else pyenv's newest X.Y.* (under PYENV_ROOT, `pyenv root` or ~/.pyenv),
+# else python3 (whose version the require_python checks then verify). The app, emulator, devhost and tests
+# run on Python 3.13 (Flex Consumption's, and azure-functions-runtime's minimum); the Spark replay job is
+# also checked on 3.12, Databricks Runtime 17.3 LTS's. Override with `make PYTHON=/path/to/python3.13 ...`.
+find_python = $(shell if python$(1) -c '' 2>/dev/null; then echo python$(1); else \
+  root=$${PYENV_ROOT:-$$(pyenv root 2>/dev/null || echo "$$HOME/.pyenv")}; \
+  p=$$(ls -d "$$root"/versions/$(1).*/bin/python$(1) 2>/dev/null | sort -V | tail -n 1); \
+  echo "$${p:-python3}"; fi)
+ifeq ($(origin PYTHON),undefined)
+PYTHON := $(call find_python,3.13)
+endif
+ifeq ($(origin REPLAY_PYTHON),undefined)
+REPLAY_PYTHON := $(call find_python,3.12)
+endif
 VENV := .venv
 STAMP := $(VENV)/.installed
 VPY := $(VENV)/bin/python
@@ -31,21 +43,22 @@ PYTEST_ARGS ?= -n 4
 ARCHIVE ?=
 REPLAY_ARGS ?=
 
-# $(call require_py311,<interpreter>,<hint>): fail with a clear message unless the
-# interpreter runs and is Python 3.11.x.
-define require_py311
+# $(call require_python,<interpreter>,<X.Y>,<hint>): fail with a clear message unless the
+# interpreter runs and is Python X.Y.x.
+define require_python
 found=$$($(1) -c 'import sys; print("%d.%d.%d" % sys.version_info[:3])' 2>/dev/null) \
-  || { echo "error: cannot run '$(1)'. Busbar needs Python 3.11.x." >&2; \
-       echo "  fix: $(2)" >&2; exit 1; }; \
+  || { echo "error: cannot run '$(1)'. Busbar needs Python $(2).x." >&2; \
+       echo "  fix: $(3)" >&2; exit 1; }; \
 case "$$found" in \
-  3.11.*) ;; \
-  *) echo "error: '$(1)' is Python $$found, but Busbar needs Python 3.11.x." >&2; \
-     echo "  fix: $(2)" >&2; exit 1 ;; \
+  $(2).*) ;; \
+  *) echo "error: '$(1)' is Python $$found, but Busbar needs Python $(2).x." >&2; \
+     echo "  fix: $(3)" >&2; exit 1 ;; \
 esac
 endef
 
-PY_HINT := install Python 3.11 (e.g. 'pyenv install 3.11' or 'apt-get install python3.11 python3.11-venv'), then re-run, or point at one with 'make PYTHON=/path/to/python3.11 <target>'.
-VENV_HINT := remove the old virtualenv with 'make distclean' and re-run with Python 3.11 available.
+PY_HINT := install Python 3.13 (e.g. 'pyenv install 3.13' or 'apt-get install python3.13 python3.13-venv'), then re-run, or point at one with 'make PYTHON=/path/to/python3.13 <target>'.
+VENV_HINT := remove the old virtualenv with 'make distclean' and re-run with Python 3.13 available.
+REPLAY_PY_HINT := install Python 3.12 (e.g. 'pyenv install 3.12' or 'apt-get install python3.12 python3.12-venv'), then re-run, or point at one with 'make REPLAY_PYTHON=/path/to/python3.12 <target>'.
 
 # Java 17+ (Spark replay tests) and Node.js 18+ (Azurite, the Azure Storage emulator the archive tests use).
 define require_java17
@@ -91,18 +104,31 @@ CHECKOV_VENV := tools/checkov/.venv
 CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
 DEPLOY_SITE := $(VENV)/deploy-site
 DEPLOY_STAMP := $(DEPLOY_SITE)/.installed
+REPLAY_VENV := tools/replay312/.venv
+REPLAY_STAMP := $(REPLAY_VENV)/.installed
+# The replay's tests run again on 3.12 (Databricks Runtime 17.3 LTS's Python): every module of the wheel, the
+# pure tests and one end-to-end replay of a small archive (about a minute beside the suite's Spark tests).
+REPLAY_TESTS := tests/spark/test_wheel_modules.py tests/spark/test_params.py tests/spark/test_sender.py \
+  tests/spark/test_transforms.py tests/spark/test_archive_in_spark.py \
+  tests/spark/test_replay.py::test_a_replay_delivers_each_message_once_to_its_target_with_properties_and_sessions_in_order
+REPLAY_PYTEST := $(REPLAY_VENV)/bin/python -m pytest $(REPLAY_TESTS)
 
-.PHONY: help check-python check-java check-node check-chromium check-prereqs install test lint typecheck format run \
-	host-key master-key redrive-plan redrive-run replay-dry-run replay bench bench-all chaos clean distclean
+.PHONY: help check-python check-replay-python check-java check-node check-chromium check-prereqs install test \
+	test-replay lint typecheck format run host-key master-key redrive-plan redrive-run replay-dry-run replay \
+	bench bench-all chaos clean distclean
 
 help: ## List the targets
 	@echo "Busbar targets:"
 	@awk 'BEGIN { FS = ":.*## " } /^[a-zA-Z_-]+:.*## / { printf "  %-15s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
 	@echo "Variables: PYTHON=$(PYTHON) AMQP_PORT=$(AMQP_PORT) MANAGEMENT_PORT=$(MANAGEMENT_PORT) MANAGEMENT_TLS_PORT=$(MANAGEMENT_TLS_PORT) HTTP_PORT=$(HTTP_PORT) DATA_DIR=$(DATA_DIR) SETTINGS=$(SETTINGS) HIERARCHY_NAMESPACE=$(HIERARCHY_NAMESPACE) ARCHIVE=$(ARCHIVE) REPLAY_ARGS=... PYTEST_ARGS=..."
 
-check-python: ## Fail unless the interpreter (PYTHON=...) is Python 3.11.x
-	@$(call require_py311,$(PYTHON),$(PY_HINT))
-	@echo "ok: $(PYTHON) is Python 3.11"
+check-python: ## Fail unless the interpreter (PYTHON=...) is Python 3.13.x
+	@$(call require_python,$(PYTHON),3.13,$(PY_HINT))
+	@echo "ok: $(PYTHON) is Python 3.13"
+
+check-replay-python: ## Fail unless REPLAY_PYTHON=... is Python 3.12.x (the replay job's check, Databricks' Python)
+	@$(call require_python,$(REPLAY_PYTHON),3.12,$(REPLAY_PY_HINT))
+	@echo "ok: $(REPLAY_PYTHON) is Python 3.12"
 
 check-java: ## Fail unless Java 17+ is on PATH (Spark replay)
 	@$(require_java17)
@@ -113,19 +139,19 @@ check-node: ## Fail unless Node.js 18+ and npm are on PATH (Azurite)
 check-chromium: ## Fail unless Chromium is available (installs Debian's package when root)
 	@$(require_chromium)
 
-check-prereqs: check-python check-java check-node check-chromium ## All prerequisites beyond Python 3.11
+check-prereqs: check-python check-replay-python check-java check-node check-chromium ## All prerequisites beyond Python 3.13
 
 install: $(STAMP) ## Create .venv and install requirements-dev.txt
 
 # Re-runs whenever a requirements file changes; a failed install leaves the stamp out of date, so the
-# next make retries. An existing .venv is reused, but only if it is Python 3.11.
+# next make retries. An existing .venv is reused, but only if it is Python 3.13.
 $(STAMP): requirements.txt requirements-dev.txt
 	@if [ ! -x $(VPY) ]; then \
-	  $(call require_py311,$(PYTHON),$(PY_HINT)); \
+	  $(call require_python,$(PYTHON),3.13,$(PY_HINT)); \
 	  echo "creating $(VENV) with $(PYTHON)"; \
 	  $(PYTHON) -m venv $(VENV); \
 	fi
-	@$(call require_py311,$(VPY),$(VENV_HINT))
+	@$(call require_python,$(VPY),3.13,$(VENV_HINT))
 	$(VPY) -m pip install --quiet --disable-pip-version-check --upgrade pip
 	$(VPY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
 	@touch $@
@@ -144,6 +170,15 @@ $(CHECKOV_STAMP): tools/checkov/requirements.txt $(STAMP)
 	$(CHECKOV_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r tools/checkov/requirements.txt
 	@touch $@
 
+# The replay job's own dependencies (spark/requirements.txt) and pytest on Python 3.12, apart from .venv: the
+# wheel must work on Databricks Runtime 17.3 LTS, whose Python is 3.12 (`make test` runs REPLAY_TESTS there).
+$(REPLAY_STAMP): tools/replay312/requirements.txt spark/requirements.txt
+	@$(call require_python,$(REPLAY_PYTHON),3.12,$(REPLAY_PY_HINT))
+	rm -rf $(REPLAY_VENV)
+	$(REPLAY_PYTHON) -m venv $(REPLAY_VENV)
+	$(REPLAY_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r tools/replay312/requirements.txt
+	@touch $@
+
 # requirements.txt alone, installed apart from .venv: the deployment-package test imports function_app.py
 # with only this on sys.path, as the Functions host does after `func azure functionapp publish`.
 $(DEPLOY_STAMP): requirements.txt $(STAMP)
@@ -151,13 +186,18 @@ $(DEPLOY_STAMP): requirements.txt $(STAMP)
 	$(VPY) -m pip install --quiet --disable-pip-version-check --target $(DEPLOY_SITE) -r requirements.txt
 	@touch $@
 
-test: $(STAMP) $(AZURITE_STAMP) $(DEPLOY_STAMP) $(CHECKOV_STAMP) ## Lint, format-check, type-check, then pytest (PYTEST_ARGS=... passes through)
+test: $(STAMP) $(AZURITE_STAMP) $(DEPLOY_STAMP) $(CHECKOV_STAMP) $(REPLAY_STAMP) ## Lint, format-check, type-check, pytest (PYTEST_ARGS=... passes through), the replay's tests on 3.12
 	@$(require_java17)
 	@$(require_chromium)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VPY) -m mypy
 	$(VPY) -m pytest $(PYTEST_ARGS)
+	$(REPLAY_PYTEST)
+
+test-replay: $(REPLAY_STAMP) ## The Spark replay's tests on Python 3.12 (make test runs them too)
+	@$(require_java17)
+	$(REPLAY_PYTEST)
 
 lint: $(STAMP) ## ruff check + ruff format --check
 	$(VENV)/bin/ruff check .
@@ -250,5 +290,5 @@ clean: ## Remove .data/ and tool caches (keeps .venv)
 	rm -f bench/results/*.tmp
 	find . -path ./$(VENV) -prune -o -type d -name __pycache__ -exec rm -rf {} +
 
-distclean: clean ## clean, and remove .venv, tools/azurite/node_modules and tools/checkov/.venv too
-	rm -rf $(VENV) tools/azurite/node_modules $(CHECKOV_VENV)
+distclean: clean ## clean, and remove .venv, tools/azurite/node_modules, tools/checkov/.venv and tools/replay312/.venv too
+	rm -rf $(VENV) tools/azurite/node_modules $(CHECKOV_VENV) $(REPLAY_VENV)

@@ -11,7 +11,7 @@ import contextlib
 import os
 import threading
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from typing import Any
 
 from azure.servicebus import ServiceBusClient
 
@@ -40,7 +40,6 @@ API_ENDPOINT_NAME = AppSetting(
 
 SETTINGS: tuple[AppSetting, ...] = (API_ENDPOINT_NAME,)
 
-T = TypeVar("T")
 _cache: dict[tuple[str, ...], object] = {}
 _cache_lock = threading.Lock()
 
@@ -50,7 +49,7 @@ def environment() -> Mapping[str, str]:
     return os.environ
 
 
-def _cached(key: tuple[str, ...], build: Callable[[], T]) -> T:
+def _cached[T](key: tuple[str, ...], build: Callable[[], T]) -> T:
     with _cache_lock:
         found = _cache.get(key)
         if found is None:

@@ -14,12 +14,9 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable
-from typing import Generic, TypeVar
-
-T = TypeVar("T")
 
 
-class BatchCache(Generic[T]):
+class BatchCache[T]:
     """Received messages waiting for a batch of at least ``min_size`` (the extension's message manager).
 
     Pure: the listener passes the loop's clock (``now``)."""

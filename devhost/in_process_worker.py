@@ -9,18 +9,15 @@ processes), and running the worker in its own process only swaps the transport.
 from __future__ import annotations
 
 import pickle
-from typing import TypeVar
 
 from devhost.worker.function_worker import FunctionWorker
 from devhost.worker_channel import WorkerOptions
 from devhost.worker_protocol import FunctionMetadata, InvocationOutcome, InvocationRequest
 
-_T = TypeVar("_T")
 
-
-def across(value: _T) -> _T:
+def across[T](value: T) -> T:
     """``value`` as the other side receives it: pickled and unpickled."""
-    copy: _T = pickle.loads(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
+    copy: T = pickle.loads(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
     return copy
 
 

@@ -10,7 +10,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
 
 from emulator.amqp.connection import Connection
 from emulator.amqp.nodes import Nodes
@@ -21,8 +20,6 @@ from emulator.broker.namespace import Namespace
 from emulator.broker.properties import EmulatorConfig, default_config
 from emulator.broker.store import Store
 from emulator.forwarding_graph import ForwardingSource, cycle_warnings, dangling_forwards
-
-T = TypeVar("T")
 
 log = logging.getLogger("emulator")
 
@@ -242,7 +239,7 @@ class EmulatorThread:
         assert self.emulator is not None
         return self.emulator
 
-    def call(self, fn: Callable[[], T]) -> T:
+    def call[T](self, fn: Callable[[], T]) -> T:
         """Run ``fn`` on the emulator's loop thread and return its result."""
         return asyncio.run_coroutine_threadsafe(_call(fn), self.loop).result(30)
 
@@ -267,5 +264,5 @@ class EmulatorThread:
         await self.loop.shutdown_asyncgens()
 
 
-async def _call(fn: Callable[[], T]) -> T:
+async def _call[T](fn: Callable[[], T]) -> T:
     return fn()

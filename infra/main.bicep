@@ -1,5 +1,5 @@
 // Busbar in one resource group: Service Bus namespace with the fallback topic, Functions host storage,
-// the ADLS Gen2 failure archive, monitoring, a Flex Consumption Function App (Python 3.11) with a
+// the ADLS Gen2 failure archive, monitoring, a Flex Consumption Function App (Python 3.13) with a
 // system-assigned identity, and the least-privilege role assignments it needs.
 //
 //   az deployment group create --resource-group <rg> --template-file infra/main.bicep \

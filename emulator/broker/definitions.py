@@ -11,12 +11,10 @@ import types
 import typing
 from collections.abc import Mapping
 from datetime import datetime, timedelta
-from typing import Any, TypeVar
+from typing import Any
 
 from emulator.broker.properties import CorrelationFilterConfig, FrozenProperties
 from emulator.durations import format_duration, parse_duration
-
-T = TypeVar("T")
 
 
 def _property(value: Any) -> Any:
@@ -88,7 +86,7 @@ def _field_types(cls: type) -> tuple[tuple[str, Any], ...]:
     return tuple((f.name, hints[f.name]) for f in dataclasses.fields(cls))
 
 
-def loads(cls: type[T], text: str) -> T:
+def loads[T](cls: type[T], text: str) -> T:
     """Rebuild a config dataclass from :func:`dumps` output (unknown keys are ignored)."""
     data = json.loads(text)
     fields = _field_types(typing.cast(type, cls))

@@ -10,7 +10,7 @@ import enum
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Literal, TypeAlias
+from typing import Literal
 
 from emulator import limits
 
@@ -36,10 +36,10 @@ __all__ = [
 
 DEFAULT_NAMESPACE_NAME = "sbemulatorns"
 
-FilterType: TypeAlias = Literal["Sql", "Correlation", "True", "False"]
+type FilterType = Literal["Sql", "Correlation", "True", "False"]
 # datetime and timedelta: the dateTime and duration values of rule descriptions (correlation properties,
 # SQL parameters), as the ATOM API carries them.
-PropertyValue: TypeAlias = str | int | float | bool | datetime | timedelta
+type PropertyValue = str | int | float | bool | datetime | timedelta
 
 # The filter types in the order problem messages list them.
 FILTER_TYPES: tuple[FilterType, ...] = ("Sql", "Correlation", "True", "False")

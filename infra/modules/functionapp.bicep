@@ -1,4 +1,4 @@
-// The Function App on the Flex Consumption plan (Python 3.11), with a system-assigned identity.
+// The Function App on the Flex Consumption plan (Python 3.13), with a system-assigned identity.
 //
 // Every app setting is in the one `appSettings` array below, one `{ name: '...' value: ... }` entry each,
 // so tests/infra can read it from the parsed template: each setting the code declares (shared.app_settings) must be
@@ -262,7 +262,7 @@ resource app 'Microsoft.Web/sites@2024-04-01' = {
       }
       runtime: {
         name: 'python'
-        version: '3.11'
+        version: '3.13'
       }
     }
   }

@@ -16,13 +16,11 @@ import logging
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
 log = logging.getLogger(__name__)
-
-M = TypeVar("M", bound=BaseModel)
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,7 +123,7 @@ def pydantic_problems(error: ValidationError) -> list[str]:
     return problems
 
 
-def parse_body(model: type[M], body: bytes) -> M:
+def parse_body[M: BaseModel](model: type[M], body: bytes) -> M:
     """``body`` validated as ``model``; :class:`ValidationFailed` listing every problem otherwise."""
     if not body.strip():
         raise ValidationFailed("the request body is empty; a JSON object is required")

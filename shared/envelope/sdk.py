@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from typing import Any
 
 from azure.servicebus import ServiceBusMessage, ServiceBusReceivedMessage
 from azure.servicebus._pyamqp.types import TYPE, VALUE, AMQPTypes
@@ -26,8 +26,6 @@ from shared.envelope.properties import (
     amqp_type,
     check_decimal128,
 )
-
-E = TypeVar("E", bound=Envelope)
 
 # Every Busbar receiver and sender comes through here: char and decimal properties are readable and char is
 # sendable from the first message on (see the shim's docstring for why).
@@ -73,7 +71,7 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-def from_received(
+def from_received[E: Envelope](
     message: ServiceBusReceivedMessage,
     into: Callable[..., E],
     *,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING
 
 import pytest
 from azure.mgmt.servicebus.models import (
@@ -26,7 +26,6 @@ if TYPE_CHECKING:
     from emulator.testing import EmulatorHandle
 
 WORKERS = 20
-T = TypeVar("T")
 
 
 @pytest.fixture
@@ -37,7 +36,7 @@ def clients(emulator: EmulatorHandle) -> Iterator[list[Arm]]:
         client.close()
 
 
-def _all_at_once(clients: list[Arm], call: Callable[[int, Arm], T]) -> list[T]:
+def _all_at_once[T](clients: list[Arm], call: Callable[[int, Arm], T]) -> list[T]:
     """Run ``call(i, client)`` for every client at the same moment; re-raise the first failure."""
     barrier = threading.Barrier(len(clients))
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import http.client
 import json
+import socket
+import ssl
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -373,3 +375,32 @@ def test_https_without_a_data_directory_writes_a_temporary_ca_file(
     assert ca_file is not None and ca_file.exists()
     handle.thread.stop()
     assert not ca_file.exists()
+
+
+def test_stopping_drops_a_connection_whose_tls_handshake_never_finishes(
+    make_emulator: Callable[..., EmulatorHandle],
+) -> None:
+    """A client that sends its ClientHello and then nothing has no request handler yet. Since Python 3.12 the
+    server's close waits for every connection it accepted; the stop drops this one instead of waiting for the
+    TLS handshake timeout (60 s, past the stop's own 30 s bound, so a hang fails ``stop``)."""
+    handle = make_emulator(management_tls=True, management_tls_port=0)
+    port = handle.emulator.management_tls_port
+    assert port is not None
+    client = ssl.create_default_context()
+    client.check_hostname = False
+    client.verify_mode = ssl.CERT_NONE
+    incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+    tls = client.wrap_bio(incoming, outgoing, server_hostname="localhost")
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as raw:
+        with pytest.raises(ssl.SSLWantReadError):
+            tls.do_handshake()
+        raw.sendall(outgoing.read())
+        assert raw.recv(65536)  # the ServerHello: the emulator accepted the connection and is mid-handshake
+
+        handle.thread.stop()
+
+        try:
+            rest = raw.recv(65536)
+        except ConnectionResetError:
+            rest = b""
+        assert rest == b"", "the emulator closed the connection"

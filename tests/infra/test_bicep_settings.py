@@ -130,7 +130,7 @@ def test_storage_is_reached_through_the_identity_with_shared_keys_off() -> None:
         assert account.at("properties", "allowSharedKeyAccess") is False, account.symbol
 
 
-def test_the_function_app_runs_python_3_11_on_flex_consumption_with_a_system_assigned_identity() -> None:
+def test_the_function_app_runs_python_3_13_on_flex_consumption_with_a_system_assigned_identity() -> None:
     (plan,) = [r for r in bicep_resources() if r.type == "Microsoft.Web/serverfarms"]
     assert plan.at("sku") == {"name": "FC1", "tier": "FlexConsumption"}
     (app,) = [r for r in bicep_resources() if r.type == "Microsoft.Web/sites"]
@@ -138,7 +138,7 @@ def test_the_function_app_runs_python_3_11_on_flex_consumption_with_a_system_ass
     assert app.at("identity", "type") == "SystemAssigned"
     assert accessor_path(app.at("properties", "serverFarmId")) == ["plan", "id"]
     config = app.at("properties", "functionAppConfig")
-    assert lookup(config, "runtime") == {"name": "python", "version": "3.11"}
+    assert lookup(config, "runtime") == {"name": "python", "version": "3.13"}
     storage = lookup(config, "deployment", "storage")
     assert storage["type"] == "blobContainer"
     assert lookup(storage, "authentication", "type") == "SystemAssignedIdentity"

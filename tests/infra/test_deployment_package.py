@@ -91,12 +91,12 @@ def test_the_funcignore_rules_leave_out_development_code_data_and_local_settings
 
 # Paths that exist on a developer's machine (not necessarily in this checkout) and must never be packed.
 NEVER_PACKED = (
-    "shared/__pycache__/app_settings.cpython-311.pyc",
-    "shared/topology/__pycache__/options.cpython-311.pyc",
-    "functions/__pycache__/redrive.cpython-311.pyc",
+    "shared/__pycache__/app_settings.cpython-313.pyc",
+    "shared/topology/__pycache__/options.cpython-313.pyc",
+    "functions/__pycache__/redrive.cpython-313.pyc",
     "function_app.pyc",
     "local.settings.json",
-    ".venv/lib/python3.11/site-packages/azure/functions/__init__.py",
+    ".venv/lib/python3.13/site-packages/azure/functions/__init__.py",
     ".data/emulator/namespace.db",
     "tests/infra/test_deployment_package.py",
     "spark/replay.py",

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import httpx
 from azure.servicebus import ServiceBusClient, ServiceBusMessage
@@ -31,7 +31,6 @@ from tests.devhost.test_make_run import REPO, MakeRun
 from tests.devhost.test_make_run_tools import tool_environment
 from tests.shared.envelope.wire_types import SENT
 
-T = TypeVar("T")
 
 FALLBACK_TOPIC = "busbar-fallback"  # local.settings.sample.json
 ASSEMBLY = "Shipping.Messages, Version=1.0.0.0, Culture=neutral, PublicKeyToken=null"
@@ -153,7 +152,7 @@ def typed_app(root: Path, **overrides: str) -> Iterator[TypedApp]:
         app.close()
 
 
-def eventually(read: Callable[[], T | None], what: str, app: TypedApp, timeout: float = 240) -> T:
+def eventually[T](read: Callable[[], T | None], what: str, app: TypedApp, timeout: float = 240) -> T:
     """The first truthy result of ``read``, polling; fails naming ``what`` with the app's output."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
