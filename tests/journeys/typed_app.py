@@ -31,7 +31,6 @@ from tests.devhost.test_make_run import REPO, MakeRun
 from tests.devhost.test_make_run_tools import tool_environment
 from tests.shared.envelope.wire_types import SENT
 
-
 FALLBACK_TOPIC = "busbar-fallback"  # local.settings.sample.json
 ASSEMBLY = "Shipping.Messages, Version=1.0.0.0, Culture=neutral, PublicKeyToken=null"
 ENCLOSED_TYPES = ";".join(
