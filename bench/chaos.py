@@ -211,6 +211,7 @@ def _run(
             "attempted": published.attempts,
             "accepted": len(published.accepted),
             "poison_accepted": sum(1 for a in published.accepted if a.event.poison),
+            "unsubscribed_accepted": sum(1 for a in published.accepted if a.event.unsubscribed),
             "not_accepted": dict(published.refused),
         },
         "faults": {

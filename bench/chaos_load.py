@@ -64,6 +64,10 @@ class PlannedEvent:
     def poison(self) -> bool:
         return POISON in self.expected.values()
 
+    @property
+    def unsubscribed(self) -> bool:
+        return UNROUTED in self.expected.values()
+
 
 def expected_outcomes(contract: str, poison: bool) -> dict[str, str]:
     """Per subscribing endpoint, what it owes an event of ``contract`` (see the module docstring)."""
