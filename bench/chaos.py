@@ -12,9 +12,10 @@ The sample handlers record what they handled in a durable probe file (``BUSBAR_P
 and accounts for every accepted event per endpoint: handled (how many times), dead-lettered, archived, or
 lost; an event nobody subscribes to, per the fallback router: archived as ``NoMatchingSubscription`` or lost
 (``bench/chaos_accounting.py``). It writes ``bench/results/chaos.json`` and exits 1 when an event is
-lost or parked instead of handled, or when a fault kind was injected fewer than ``--min-faults-per-kind``
-times. ``--simulate-loss N`` takes N messages off the crm queue during the load and completes them
-unhandled, as a handler that completes without doing its work would: the run must then fail.
+lost or parked instead of handled, when an event nobody subscribes to was handled, or when a fault kind was
+injected fewer than ``--min-faults-per-kind`` times. ``--simulate-loss N`` takes N messages off the crm
+queue during the load and completes them unhandled, as a handler that completes without doing its work
+would: the run must then fail.
 
 Usage::
 
