@@ -8,6 +8,8 @@
   ``Shipping.IOrderStatusChanged`` (``OrderAccepted``, ``OrderDeclined``, ``OrderAcceptedV2``).
 - **shipping** (queue ``BUSBAR_SHIPPING_QUEUE``) handles ``Billing.InvoiceIssued``: it ships invoiced orders.
 
+No endpoint handles ``Billing.PaymentReceived``: published, it is archived by the fallback router as unrouted.
+
 Every handler notes what it handled in :data:`JOURNAL`, the sample's stand-in for a database, which
 ``make run`` logs and the end-to-end tests read (and, with ``BUSBAR_PROBE_RECORD``, the durable test probe
 of :mod:`app.probe` that the chaos run accounts with).

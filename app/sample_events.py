@@ -4,7 +4,9 @@
   ``IOrderStatusChanged``; ``OrderAcceptedV2`` is the evolved contract with the same interfaces.
 - Tenant / CRM (``000_…`` "Multiplexing related events"): the customer lifecycle, all implementing
   ``ICustomerLifecycleEvent``.
-- Billing: ``InvoiceIssued``, published by the billing endpoint when it handles an accepted order.
+- Billing: ``InvoiceIssued``, published by the billing endpoint when it handles an accepted order;
+  ``PaymentReceived``, which no sample endpoint subscribes to (published on the fallback topic, it matches no
+  subscription there, so the fallback router archives it as unrouted: ``NoMatchingSubscription``).
 """
 
 from __future__ import annotations
@@ -73,6 +75,13 @@ class InvoiceIssued(Event, contract="Billing.InvoiceIssued"):
     amount: float = 0.0
 
 
+class PaymentReceived(Event, contract="Billing.PaymentReceived"):
+    """A customer paid for an order. No sample endpoint subscribes to it (yet)."""
+
+    order_id: str
+    amount: float = 0.0
+
+
 SAMPLE_EVENTS: tuple[type[Event], ...] = (
     OrderAccepted,
     OrderDeclined,
@@ -81,6 +90,7 @@ SAMPLE_EVENTS: tuple[type[Event], ...] = (
     CustomerUpdated,
     CustomerDeleted,
     InvoiceIssued,
+    PaymentReceived,
 )
 """Every concrete sample event."""
 

@@ -1,18 +1,21 @@
 """Chaos run: the whole app under faults, and proof that no accepted event is lost (issue 29).
 
 Starts the app as ``make run`` does (its own data directory, OS-picked ports), publishes events of every
-sample contract through ``POST /api/events/{eventType}`` at a steady rate (valid ones and poison ones:
-``bench/chaos_load.py``) and meanwhile injects faults at seeded random intervals (``bench/chaos_faults.py``):
-kill -9 of the worker, kill -9 of the whole ``make run`` (then ``make run`` again on the same data), bursts
-of invalid HTTP requests and garbage AMQP connections, the re-drive timer and a console retry.
+sample contract through ``POST /api/events/{eventType}`` at a steady rate (valid ones, poison ones and
+``Billing.PaymentReceived``, which nobody subscribes to: ``bench/chaos_load.py``) and meanwhile injects
+faults at seeded random intervals (``bench/chaos_faults.py``): kill -9 of the worker, kill -9 of the whole
+``make run`` (then ``make run`` again on the same data), bursts of invalid HTTP requests and garbage AMQP
+connections, the re-drive timer and a console retry.
 
 The sample handlers record what they handled in a durable probe file (``BUSBAR_PROBE_RECORD``,
 ``app/probe.py``). At the end the run drains, runs the re-drive once more (``python -m shared.redrive run``)
 and accounts for every accepted event per endpoint: handled (how many times), dead-lettered, archived, or
-lost (``bench/chaos_accounting.py``). It writes ``bench/results/chaos.json`` and exits 1 when an event is
-lost or parked instead of handled, or when a fault kind was injected fewer than ``--min-faults-per-kind``
-times. ``--simulate-loss N`` takes N messages off the crm queue during the load and completes them
-unhandled, as a handler that completes without doing its work would: the run must then fail.
+lost; an event nobody subscribes to, per the fallback router: archived as ``NoMatchingSubscription`` or lost
+(``bench/chaos_accounting.py``). It writes ``bench/results/chaos.json`` and exits 1 when an event is
+lost or parked instead of handled, when an event nobody subscribes to was handled, or when a fault kind was
+injected fewer than ``--min-faults-per-kind`` times. ``--simulate-loss N`` takes N messages off the crm
+queue during the load and completes them unhandled, as a handler that completes without doing its work
+would: the run must then fail.
 
 Usage::
 
@@ -209,6 +212,7 @@ def _run(
             "attempted": published.attempts,
             "accepted": len(published.accepted),
             "poison_accepted": sum(1 for a in published.accepted if a.event.poison),
+            "unsubscribed_accepted": sum(1 for a in published.accepted if a.event.unsubscribed),
             "not_accepted": dict(published.refused),
         },
         "faults": {
@@ -232,6 +236,8 @@ def _run(
         failures.append(f"{accounting['outcomes']['parked instead of handled']} parked instead of handled")
     if accounting["outcomes"].get("poison handled (a bug)"):
         failures.append("poison handled")
+    if accounting["outcomes"].get("unrouted handled (a bug)"):
+        failures.append("unrouted handled")
     short = [kind for kind, n in injected.items() if n < args.min_faults_per_kind]
     if short:
         failures.append(f"fewer than {args.min_faults_per_kind} faults of {short}")

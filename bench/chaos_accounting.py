@@ -7,6 +7,9 @@ to handle events again after each fault.
   (not lost, but the promise was not kept). Found nowhere: **lost**.
 - An endpoint that owes an event *poison* treatment (billing for a negative amount) is satisfied by a
   dead-letter or archive entry of it; handled would be a bug, nowhere is **lost**.
+- The fallback router owes an event nobody subscribes to (*unrouted*) an archive entry with decision
+  ``NoMatchingSubscription``. Handled by any endpoint would be a bug; found only dead-lettered (on the
+  router's subscription) it was **parked** instead; neither archived nor handled nor parked: **lost**.
 """
 
 from __future__ import annotations
@@ -19,7 +22,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from bench.chaos_faults import Fault
-from bench.chaos_load import HANDLED, POISON, AcceptedEvent
+from bench.chaos_load import HANDLED, POISON, UNROUTED, AcceptedEvent
+from shared.router.decision import NO_MATCHING_SUBSCRIPTION
 
 RECOVERY_SCAN = 2000  # events after a fault looked at for its recovery (they are handled roughly in order)
 
@@ -53,8 +57,10 @@ def account(
 ) -> dict[str, Any]:
     """Every accepted event's fate per endpoint that owes it something (see the module docstring)."""
     handlings: Counter[tuple[str, str]] = Counter()
+    handled_keys: set[str] = set()
     for record in handled:
         handlings[(record.key, record.endpoint)] += 1
+        handled_keys.add(record.key)
     parked_at: dict[tuple[str, str], list[Parked]] = defaultdict(list)
     for entry in parked:
         parked_at[(entry.key, entry.endpoint)].append(entry)
@@ -71,14 +77,20 @@ def account(
             owed_pairs.add(pair)
             times = handlings.get(pair, 0)
             found = parked_at.get(pair, [])
-            if owed == HANDLED and times:
+            if owed == UNROUTED and event.key in handled_keys:
+                outcomes["unrouted handled (a bug)"] += 1
+            elif owed == UNROUTED and any(
+                p.where == "archive" and p.reason.startswith(NO_MATCHING_SUBSCRIPTION) for p in found
+            ):
+                outcomes["unrouted archived by the router"] += 1
+            elif owed == HANDLED and times:
                 outcomes["handled"] += 1
             elif owed == POISON and found:
                 outcomes["poison dead-lettered or archived"] += 1
                 poison_reasons.update(f"{p.where}: {p.reason}" for p in found)
             elif owed == POISON and times:
                 outcomes["poison handled (a bug)"] += 1
-            elif found:
+            elif found:  # owed handling (or the router's archive entry) but parked
                 outcomes["parked instead of handled"] += 1
                 parked_reasons.update(f"{p.where}: {p.reason}" for p in found)
             else:

@@ -18,6 +18,7 @@ from azure.servicebus import ServiceBusClient, ServiceBusSubQueue
 from bench.chaos_accounting import Parked, endpoint_of
 from bench.chaos_app import AppInfo
 from shared.archive.reader import read_archive
+from shared.router.decision import NO_MATCHING_SUBSCRIPTION
 
 FALLBACK_TOPIC_PREFIX = "busbar-fallback/"
 ENDPOINT_QUEUES = ("billing", "crm", "shipping")
@@ -131,13 +132,16 @@ def dead_letters(app: AppInfo) -> list[Parked]:
 
 
 def archived(archive_url: str) -> list[Parked]:
-    """Every archived message, as the endpoint it was dead-lettered on (or the router) and its reason."""
+    """Every archived message, as the endpoint it was dead-lettered on (or the router's subscription, for an
+    event it archived as unrouted) and its reason."""
     found: list[Parked] = []
     for row in read_archive(archive_url).to_pylist():
         key = _key(row.get("body") or b"")
         if key is None:
             continue
         entity = row.get("target_entity") or row.get("source_entity") or ""
+        if row.get("decision") == NO_MATCHING_SUBSCRIPTION:
+            entity = row.get("source_subscription") or entity  # archived by the router, not an endpoint
         reason = f"{row.get('decision')} ({row.get('dead_letter_reason') or 'no reason'})"
         found.append(Parked(endpoint_of(entity), key, "archive", reason))
     return found

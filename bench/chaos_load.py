@@ -12,6 +12,9 @@ What an event is owed (:func:`expected_outcomes`):
   so it must end dead-lettered or archived for billing, while crm still handles it and shipping never sees it.
 - ``Shipping.OrderDeclined`` and the ``Tenant.Customer*`` events: crm handles them.
 - ``Billing.InvoiceIssued`` published directly: shipping handles it.
+- ``Billing.PaymentReceived``: nobody subscribes to it. It is **unrouted**: on the fallback topic it matches
+  no endpoint's subscription, so the fallback router (subscription :data:`ROUTER`) must archive it with
+  decision ``NoMatchingSubscription``, and no endpoint may handle it.
 """
 
 from __future__ import annotations
@@ -30,8 +33,11 @@ from bench.chaos_app import AppInfo
 
 HANDLED = "handled"
 POISON = "poison"  # must end dead-lettered or archived for that endpoint
+UNROUTED = "unrouted"  # must end archived by the fallback router as NoMatchingSubscription, handled nowhere
+ROUTER = "busbar-router"  # the fallback router's subscription (BUSBAR_ROUTER_SUBSCRIPTION of the sample)
 
-# (contract, weight): every sample contract, orders most often (they fan out to three endpoints).
+# (contract, weight): every sample contract, orders most often (they fan out to three endpoints), payments
+# (which nobody subscribes to) at a small share.
 CONTRACTS: tuple[tuple[str, int], ...] = (
     ("Shipping.OrderAccepted", 4),
     ("Shipping.OrderAcceptedV2", 2),
@@ -40,6 +46,7 @@ CONTRACTS: tuple[tuple[str, int], ...] = (
     ("Tenant.CustomerUpdated", 1),
     ("Tenant.CustomerDeleted", 1),
     ("Billing.InvoiceIssued", 1),
+    ("Billing.PaymentReceived", 1),
 )
 POISON_SHARE = 0.1  # of the orders billing invoices
 
@@ -57,6 +64,10 @@ class PlannedEvent:
     def poison(self) -> bool:
         return POISON in self.expected.values()
 
+    @property
+    def unsubscribed(self) -> bool:
+        return UNROUTED in self.expected.values()
+
 
 def expected_outcomes(contract: str, poison: bool) -> dict[str, str]:
     """Per subscribing endpoint, what it owes an event of ``contract`` (see the module docstring)."""
@@ -66,6 +77,8 @@ def expected_outcomes(contract: str, poison: bool) -> dict[str, str]:
         return {"billing": HANDLED, "crm": HANDLED, "shipping": HANDLED}
     if contract == "Billing.InvoiceIssued":
         return {"shipping": HANDLED}
+    if contract == "Billing.PaymentReceived":
+        return {ROUTER: UNROUTED}
     return {"crm": HANDLED}
 
 
@@ -95,6 +108,8 @@ class EventFactory:
             body = {"customer_id": key}
             if contract != "Tenant.CustomerDeleted":
                 body["name"] = f"customer {self._count}"
+        elif contract == "Billing.PaymentReceived":
+            body = {"order_id": key, "amount": self._amount()}
         else:
             body = {"order_id": key, "invoice_id": f"INV-{key}", "amount": self._amount()}
         return PlannedEvent(contract, key, json.dumps(body), expected_outcomes(contract, poison))

@@ -1,12 +1,30 @@
 """The chaos run's accounting (bench/chaos_accounting.py): every accepted event per endpoint that owes it
-something is handled, parked (dead-lettered or archived) or lost, and a handler that completed without
-recording shows up as a loss."""
+something is handled, parked (dead-lettered or archived) or lost, an event nobody subscribes to is archived
+by the fallback router or lost, and a handler that completed without recording shows up as a loss."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from bench.chaos_accounting import Handled, Parked, account, endpoint_of, recovery_by_kind, recovery_times
+from bench.chaos_drain import archived
 from bench.chaos_faults import Fault
-from bench.chaos_load import HANDLED, POISON, AcceptedEvent, EventFactory, PlannedEvent, expected_outcomes
+from bench.chaos_load import (
+    HANDLED,
+    POISON,
+    ROUTER,
+    UNROUTED,
+    AcceptedEvent,
+    EventFactory,
+    PlannedEvent,
+    expected_outcomes,
+)
+from shared.archive.writer import ArchiveWriter
+from shared.messages import IncomingMessage
+from shared.router.decision import RouterDecision
+from shared.router.service import ArchivingRecorder
+
+UNROUTED_ARCHIVED = Parked(ROUTER, "u", "archive", "NoMatchingSubscription (NoMatchingSubscription)")
 
 
 def _accepted(key: str, contract: str = "Shipping.OrderAccepted", poison: bool = False, at: float = 100.0):
@@ -30,6 +48,10 @@ def test_an_order_is_owed_by_billing_crm_and_shipping_and_a_poison_one_is_owed_a
     assert expected_outcomes("Billing.InvoiceIssued", poison=False) == {"shipping": HANDLED}
 
 
+def test_an_event_nobody_subscribes_to_is_owed_an_archive_entry_by_the_fallback_router() -> None:
+    assert expected_outcomes("Billing.PaymentReceived", poison=False) == {ROUTER: UNROUTED}
+
+
 def test_every_sample_contract_is_published_with_a_unique_key_and_some_orders_are_poison() -> None:
     factory = EventFactory(seed=3, prefix="t")
     events = [factory.next() for _ in range(2000)]
@@ -42,6 +64,7 @@ def test_every_sample_contract_is_published_with_a_unique_key_and_some_orders_ar
         "Tenant.CustomerUpdated",
         "Tenant.CustomerDeleted",
         "Billing.InvoiceIssued",
+        "Billing.PaymentReceived",
     }
     assert any(e.poison for e in events) and not all(e.poison for e in events)
     # The same seed gives the same events.
@@ -84,6 +107,44 @@ def test_a_poison_event_found_nowhere_is_lost_and_a_good_one_only_dead_lettered_
     assert report["lost"] == 1 and report["lost_examples"][0]["endpoint"] == "billing"
     assert report["outcomes"]["parked instead of handled"] == 1
     assert report["parked_instead_of_handled_reasons"] == {"dead-letter: MaxDeliveryCountExceeded": 1}
+
+
+def test_an_unsubscribed_event_archived_by_the_router_as_no_matching_subscription_is_accounted() -> None:
+    report = account([_accepted("u", "Billing.PaymentReceived")], [], [UNROUTED_ARCHIVED])
+
+    assert report["lost"] == 0
+    assert report["outcomes"] == {"unrouted archived by the router": 1}
+
+
+def test_an_unsubscribed_event_neither_archived_nor_handled_is_lost() -> None:
+    payment = _accepted("u", "Billing.PaymentReceived")
+    at_billing = Parked("billing", "u", "archive", "archive (PermanentHandlerError)")
+
+    report = account([payment], [], [at_billing])
+
+    assert report["lost"] == 1
+    assert report["lost_examples"] == [
+        {"key": "u", "contract": "Billing.PaymentReceived", "endpoint": ROUTER, "owed": UNROUTED}
+    ]
+    # Dead-lettered on the router's own subscription (its archive failed too often): parked, not lost.
+    at_router = Parked(ROUTER, "u", "dead-letter", "MaxDeliveryCountExceeded")
+    report = account([payment], [], [at_router])
+    assert report["lost"] == 0 and report["outcomes"] == {"parked instead of handled": 1}
+
+
+def test_an_unsubscribed_event_that_an_endpoint_handled_is_a_bug_even_when_archived() -> None:
+    report = account(
+        [_accepted("u", "Billing.PaymentReceived")], [Handled("crm", "u", 1.0)], [UNROUTED_ARCHIVED]
+    )
+    assert report["outcomes"] == {"unrouted handled (a bug)": 1}
+
+
+def test_the_router_s_archive_entries_are_read_as_the_router_s_and_by_the_event_s_key(tmp_path: Path) -> None:
+    message = IncomingMessage(body=b'{"order_id": "u", "amount": 3.0}', message_id="m")
+    decision = RouterDecision(contract="Billing.PaymentReceived", unrouted=True)
+    ArchivingRecorder(ArchiveWriter(str(tmp_path))).record(message, decision, "busbar-fallback", ROUTER)
+
+    assert archived(str(tmp_path)) == [UNROUTED_ARCHIVED]
 
 
 def test_handlings_of_events_never_accepted_are_counted_apart() -> None:

@@ -1,6 +1,7 @@
 """The short chaos run (bench/chaos.py with a fixed seed, about a minute of load): the whole app, started as
 ``make run`` starts it, loses no accepted event while its worker and the whole host are killed, garbage
-arrives on HTTP and AMQP and the re-drive runs; at least one fault of each kind is injected.
+arrives on HTTP and AMQP and the re-drive runs; at least one fault of each kind is injected. Events nobody
+subscribes to end archived by the fallback router.
 
 A regression anywhere that breaks the promise (the emulator's durability, the host's settlement or worker
 restarts, the handlers, the re-drive) shows up here as a lost or parked event."""
@@ -46,6 +47,11 @@ def test_a_minute_of_load_under_every_kind_of_fault_loses_no_accepted_event(tmp_
     assert report["events"]["accepted"] > 0 and report["outcomes"]["handled"] > 0
     assert report["events"]["poison_accepted"] == report["outcomes"].get(
         "poison dead-lettered or archived", 0
+    )
+    # Events nobody subscribes to: each one archived by the fallback router as NoMatchingSubscription.
+    assert report["events"]["unsubscribed_accepted"] > 0
+    assert report["events"]["unsubscribed_accepted"] == report["outcomes"].get(
+        "unrouted archived by the router", 0
     )
     assert all(count >= 1 for count in report["faults"]["injected"].values()), report["faults"]
     assert report["verdict"] == "PASS" and result.returncode == 0, output[-4000:]

@@ -29,6 +29,7 @@ from app.sample_events import (
     OrderAccepted,
     OrderAcceptedV2,
     OrderDeclined,
+    PaymentReceived,
 )
 from devhost.testing import HostHandle, running_host
 from emulator.server import EmulatorThread
@@ -118,7 +119,8 @@ def fresh(prefix: str) -> str:
 
 
 # Every sample event, the key it carries, and which (endpoint, contract) handler calls it must cause when
-# billing and crm are subscribed as in ``provisioned`` (shipping is not: nobody handles InvoiceIssued).
+# billing and crm are subscribed as in ``provisioned`` (shipping is not: nobody handles InvoiceIssued, and
+# no sample endpoint ever subscribes to PaymentReceived).
 SAMPLES: list[tuple[type[Event], str, dict[str, Any], list[tuple[str, str]]]] = [
     (
         OrderAccepted,
@@ -137,6 +139,7 @@ SAMPLES: list[tuple[type[Event], str, dict[str, Any], list[tuple[str, str]]]] = 
     (CustomerUpdated, "customer_id", {"name": "Ada L."}, [("crm", "Tenant.CustomerUpdated")]),
     (CustomerDeleted, "customer_id", {}, [("crm", "Tenant.CustomerDeleted")]),
     (InvoiceIssued, "order_id", {"invoice_id": "i-1"}, []),
+    (PaymentReceived, "order_id", {"amount": 7}, []),
 ]
 
 
@@ -146,6 +149,7 @@ def test_each_endpoint_handles_exactly_the_events_it_subscribes_to_over_http_and
     app = provisioned
     expected: dict[str, list[tuple[str, str]]] = {}
     invoiced: set[str] = set()  # orders billing invoices, and invoices published directly
+    paid: set[str] = set()  # payments, which no endpoint subscribes to
     sdk_events: list[Event] = []
     for event_type, key_field, fields, calls in SAMPLES:
         over_http, over_sdk = fresh("http"), fresh("sdk")
@@ -156,6 +160,8 @@ def test_each_endpoint_handles_exactly_the_events_it_subscribes_to_over_http_and
         expected[over_http] = expected[over_sdk] = sorted(calls)
         if ("billing", event_type.contract_name) in calls or event_type is InvoiceIssued:
             invoiced |= {over_http, over_sdk}
+        if event_type is PaymentReceived:
+            paid |= {over_http, over_sdk}
     with (
         sdk_client_for(app.settings) as client,
         Publisher(client, load_topology_options(app.settings), endpoint_name="sdk-test") as publisher,
@@ -170,6 +176,7 @@ def test_each_endpoint_handles_exactly_the_events_it_subscribes_to_over_http_and
         lambda: len(_archived(app, "Billing.InvoiceIssued", invoiced)) == len(invoiced),
         "the unrouted invoices",
     )
+    wait_for(lambda: len(_archived(app, "Billing.PaymentReceived", paid)) == len(paid), "the payments")
     assert {k: handled(k) for k in expected} == expected
 
 
