@@ -53,7 +53,9 @@ def message_fields(message: ServiceBusReceivedMessage) -> dict[str, Any]:
         # The host's .NET SDK counts the current delivery (first delivery = 1); the AMQP header and the
         # Python SDK count earlier ones (first = 0).
         "DeliveryCount": None if message.delivery_count is None else message.delivery_count + 1,
-        "EnqueuedSequenceNumber": message.enqueued_sequence_number,
+        # A .NET ServiceBusReceivedMessage's EnqueuedSequenceNumber is a long, 0 when the broker set no
+        # x-opt-enqueue-sequence-number (a message sent straight to the entity); the Python SDK says None.
+        "EnqueuedSequenceNumber": message.enqueued_sequence_number or 0,
         "EnqueuedTimeUtc": message.enqueued_time_utc,
         "ExpiresAtUtc": message.expires_at_utc,
         "Label": subject,
