@@ -36,6 +36,21 @@ def read(setting: AppSetting, env: Mapping[str, str] | None = None) -> str | Non
     return raw.strip()
 
 
+def read_seconds(
+    setting: AppSetting, env: Mapping[str, str] | None = None, error: type[ValueError] = ValueError
+) -> float:
+    """``setting`` (see :func:`read`) as a non-negative number of seconds; a bad value raises ``error``
+    naming the setting instead of falling back to a default silently."""
+    raw = read(setting, env)
+    try:
+        value = float(raw if raw is not None else "")
+    except ValueError:
+        raise error(f"{setting.name} must be a number of seconds, got {raw!r}") from None
+    if value < 0:
+        raise error(f"{setting.name} must not be negative, got {raw!r}")
+    return value
+
+
 MANAGEMENT_SETTINGS: tuple[AppSetting, ...] = (
     AppSetting(
         "BUSBAR_SUBSCRIPTION_ID", "Azure subscription id of the Service Bus namespace.", required=True

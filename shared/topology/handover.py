@@ -35,7 +35,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
-from shared.app_settings import AppSetting, read
+from shared.app_settings import AppSetting, read_seconds
 from shared.topology.desired import FALSE_FILTER, TRUE_FILTER, RuleFilter
 from shared.topology.errors import TopologyValidationError
 
@@ -61,14 +61,7 @@ _KEY = "busbar.handover"
 
 def snapshot_seconds(env: Mapping[str, str]) -> float:
     """``BUSBAR_ROUTER_SNAPSHOT_SECONDS`` as a number (a bad value is an error, not a silent default)."""
-    raw = read(SNAPSHOT_SECONDS, env) or "30"
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ValueError(f"{SNAPSHOT_SECONDS.name} must be a number of seconds, got {raw!r}") from None
-    if value < 0:
-        raise ValueError(f"{SNAPSHOT_SECONDS.name} must not be negative, got {raw!r}")
-    return value
+    return read_seconds(SNAPSHOT_SECONDS, env)
 
 
 def handover_seconds(router_snapshot_seconds: float) -> float:

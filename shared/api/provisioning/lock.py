@@ -34,7 +34,7 @@ from azure.servicebus.exceptions import (
     SessionCannotBeLockedError,
 )
 
-from shared.app_settings import AppSetting, read
+from shared.app_settings import AppSetting, read_seconds
 from shared.management import ManagementClient, SettingsError
 from shared.servicebus_errors import is_entity_not_found
 
@@ -145,14 +145,7 @@ class ProvisioningLocks:
 
 def lock_wait_seconds(env: Mapping[str, str]) -> float:
     """``BUSBAR_PROVISIONING_LOCK_WAIT_SECONDS`` as a number (a settings error otherwise)."""
-    raw = read(LOCK_WAIT_SECONDS, env) or LOCK_WAIT_SECONDS.default or "60"
-    try:
-        value = float(raw)
-    except ValueError:
-        raise SettingsError(f"{LOCK_WAIT_SECONDS.name} must be a number of seconds, got {raw!r}") from None
-    if value < 0:
-        raise SettingsError(f"{LOCK_WAIT_SECONDS.name} must not be negative, got {raw!r}")
-    return value
+    return read_seconds(LOCK_WAIT_SECONDS, env, SettingsError)
 
 
 def create_lock_queue(management: ManagementClient, name: str) -> None:
