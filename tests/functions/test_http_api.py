@@ -10,7 +10,7 @@ import pytest
 
 from devhost.testing import running_host
 from emulator.server import EmulatorThread
-from tests.functions.busbar_app import APP, HOST_JSON
+from tests.functions.busbar_app import APP, HOST_JSON, create_queues_and_router
 
 
 def error_of(response: httpx.Response) -> dict[str, Any]:
@@ -188,7 +188,10 @@ def test_publishing_needs_only_the_service_bus_connection_not_the_management_set
     private_emulator: EmulatorThread, settings: dict[str, str]
 ) -> None:
     management = ("BUSBAR_SUBSCRIPTION_ID", "BUSBAR_RESOURCE_GROUP", "BUSBAR_NAMESPACE")
-    # Blank rather than absent: hosts in one process share os.environ, and the module's host has them set.
+    # The topic and queues exist before the host starts, provisioned here: under xdist this test may run in a
+    # worker where the module's host (whose startup hook creates them) never started.
+    create_queues_and_router(settings)
+    # Blank rather than absent: hosts in one process share os.environ, and the module's host may have them set.
     publish_only = {**settings, **dict.fromkeys(management, "")}
     with (
         running_host(APP, settings=publish_only, host_json=HOST_JSON) as host,
