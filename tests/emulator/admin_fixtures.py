@@ -61,7 +61,7 @@ def start_admin_emulator(
     data_dir: Path | None = None, **options: Any
 ) -> tuple[EmulatorThread, AdminEmulator]:
     """A TLS-enabled emulator on free ports; ``options``: further EmulatorOptions fields (``sku``, ...)."""
-    options = EmulatorOptions(
+    emulator_options = EmulatorOptions(
         amqp_port=0,
         management_port=0,
         management_tls=True,
@@ -69,7 +69,7 @@ def start_admin_emulator(
         data_dir=data_dir,
         **options,
     )
-    thread = EmulatorThread(options)
+    thread = EmulatorThread(emulator_options)
     try:
         thread.start()
     except BaseException:

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 from azure.core.exceptions import HttpResponseError, ResourceNotFoundError
-from azure.mgmt.servicebus.models import SBQueue, SBTopic
+from azure.mgmt.servicebus.models import SBQueue, SBQueueProperties, SBTopic, SBTopicProperties
 from azure.servicebus import ServiceBusClient, ServiceBusMessage
 from azure.servicebus.exceptions import MessageSizeExceededError
 
@@ -54,6 +54,19 @@ def premium_admin() -> Iterator[AdminEmulator]:
     thread.stop()
 
 
+def queue_of(
+    *, max_message_size_in_kilobytes: int | None = None, max_delivery_count: int | None = None
+) -> SBQueue:
+    properties = SBQueueProperties(
+        max_message_size_in_kilobytes=max_message_size_in_kilobytes, max_delivery_count=max_delivery_count
+    )
+    return SBQueue(properties=properties)
+
+
+def topic_of(*, max_message_size_in_kilobytes: int) -> SBTopic:
+    return SBTopic(properties=SBTopicProperties(max_message_size_in_kilobytes=max_message_size_in_kilobytes))
+
+
 def send_body(connection_string: str, queue: str, size: int, message_id: str) -> None:
     with (
         ServiceBusClient.from_connection_string(connection_string, retry_total=0) as client,
@@ -84,17 +97,17 @@ def test_standard_namespace_refuses_max_message_size_on_queue_and_topic_puts_wha
     refusals = [
         refusal(
             lambda: standard.queues.create_or_update(
-                *standard.scope, queue, SBQueue(max_message_size_in_kilobytes=1024)
+                *standard.scope, queue, queue_of(max_message_size_in_kilobytes=1024)
             )
         ),
         refusal(
             lambda: standard.queues.create_or_update(
-                *standard.scope, small_queue, SBQueue(max_message_size_in_kilobytes=256)
+                *standard.scope, small_queue, queue_of(max_message_size_in_kilobytes=256)
             )
         ),
         refusal(
             lambda: standard.topics.create_or_update(
-                *standard.scope, topic, SBTopic(max_message_size_in_kilobytes=1024)
+                *standard.scope, topic, topic_of(max_message_size_in_kilobytes=1024)
             )
         ),
     ]
@@ -103,23 +116,21 @@ def test_standard_namespace_refuses_max_message_size_on_queue_and_topic_puts_wha
         assert refused.status_code == 400
         assert refused.error is not None and refused.error.code == "MessagingGatewayBadRequest"
         assert "SubCode=40000" in str(refused) and "Premium" in str(refused)
-    for missing in (
-        lambda: standard.queues.get(*standard.scope, queue),
-        lambda: standard.topics.get(*standard.scope, topic),
-    ):
-        with pytest.raises(ResourceNotFoundError):
-            missing()
+    with pytest.raises(ResourceNotFoundError):
+        standard.queues.get(*standard.scope, queue)
+    with pytest.raises(ResourceNotFoundError):
+        standard.topics.get(*standard.scope, topic)
 
 
 def test_standard_namespace_refuses_max_message_size_on_update_and_keeps_the_queue_as_it_was(
     standard: Arm,
 ) -> None:
     queue = unique("q")
-    standard.queues.create_or_update(*standard.scope, queue, SBQueue(max_delivery_count=3))
+    standard.queues.create_or_update(*standard.scope, queue, queue_of(max_delivery_count=3))
 
     refused = refusal(
         lambda: standard.queues.create_or_update(
-            *standard.scope, queue, SBQueue(max_delivery_count=5, max_message_size_in_kilobytes=512)
+            *standard.scope, queue, queue_of(max_delivery_count=5, max_message_size_in_kilobytes=512)
         )
     )
 
@@ -175,10 +186,10 @@ def test_premium_namespace_accepts_max_message_size_from_1024_to_102400_and_enfo
 ) -> None:
     queue, topic = unique("q"), unique("t")
     created = premium.queues.create_or_update(
-        *premium.scope, queue, SBQueue(max_message_size_in_kilobytes=2048)
+        *premium.scope, queue, queue_of(max_message_size_in_kilobytes=2048)
     )
     largest = premium.topics.create_or_update(
-        *premium.scope, topic, SBTopic(max_message_size_in_kilobytes=102400)
+        *premium.scope, topic, topic_of(max_message_size_in_kilobytes=102400)
     )
 
     send_body(premium_emulator.connection_string, queue, 1536 * KIB, "one-and-a-half")
@@ -192,12 +203,12 @@ def test_premium_namespace_refuses_max_message_size_outside_1024_to_102400(premi
 
     below = refusal(
         lambda: premium.queues.create_or_update(
-            *premium.scope, queue, SBQueue(max_message_size_in_kilobytes=256)
+            *premium.scope, queue, queue_of(max_message_size_in_kilobytes=256)
         )
     )
     above = refusal(
         lambda: premium.topics.create_or_update(
-            *premium.scope, topic, SBTopic(max_message_size_in_kilobytes=102401)
+            *premium.scope, topic, topic_of(max_message_size_in_kilobytes=102401)
         )
     )
 
@@ -212,11 +223,11 @@ def test_premium_queue_shrunk_to_1024_kb_refuses_what_it_took_before(
     premium: Arm, premium_emulator: EmulatorHandle
 ) -> None:
     queue = unique("q")
-    premium.queues.create_or_update(*premium.scope, queue, SBQueue(max_message_size_in_kilobytes=2048))
+    premium.queues.create_or_update(*premium.scope, queue, queue_of(max_message_size_in_kilobytes=2048))
     send_body(premium_emulator.connection_string, queue, 1536 * KIB, "before")
 
     shrunk = premium.queues.create_or_update(
-        *premium.scope, queue, SBQueue(max_message_size_in_kilobytes=1024)
+        *premium.scope, queue, queue_of(max_message_size_in_kilobytes=1024)
     )
     with pytest.raises(MessageSizeExceededError):
         send_body(premium_emulator.connection_string, queue, 1536 * KIB, "after")
