@@ -311,10 +311,10 @@ class ArmApi:
         if problems:
             raise bad_request(_join(problems))
         props, extras = models.queue_from_arm(models.parse_document(call.request.body))
+        self._check_tier(props.max_message_size_in_kilobytes)  # first: Azure's answer names the tier's range
         problems = validate_queue_properties(name, props)
         if problems:
             raise bad_request(_join(problems))
-        self._check_tier(props.max_message_size_in_kilobytes)
         existing = self.namespace.queues.get(name.lower())
         if existing is not None:
             self._immutable(
@@ -352,10 +352,10 @@ class ArmApi:
         if problems:
             raise bad_request(_join(problems))
         props, extras = models.topic_from_arm(models.parse_document(call.request.body))
+        self._check_tier(props.max_message_size_in_kilobytes)  # first: Azure's answer names the tier's range
         problems = validate_topic_properties(name, props)
         if problems:
             raise bad_request(_join(problems))
-        self._check_tier(props.max_message_size_in_kilobytes)
         existing = self.namespace.topics.get(name.lower())
         if existing is not None:
             self._immutable("Topic", existing.props, props, ("requires_duplicate_detection",))

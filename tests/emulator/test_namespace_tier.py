@@ -214,7 +214,7 @@ def test_premium_namespace_refuses_max_message_size_outside_1024_to_102400(premi
 
     assert below.status_code == 400 and "SubCode=40000" in str(below)
     assert "between 1024 and 102400" in str(below) and "'Premium' tier" in str(below)
-    assert above.status_code == 400 and "MaxMessageSizeInKilobytes" in str(above)
+    assert above.status_code == 400 and "between 1024 and 102400" in str(above)
     with pytest.raises(ResourceNotFoundError):
         premium.queues.get(*premium.scope, queue)
 
