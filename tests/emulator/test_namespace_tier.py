@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from azure.core.exceptions import HttpResponseError, ResourceNotFoundError
@@ -234,6 +235,30 @@ def test_premium_queue_shrunk_to_1024_kb_refuses_what_it_took_before(
 
     assert shrunk.max_message_size_in_kilobytes == 1024
     assert received_ids(premium_emulator.connection_string, queue) == ["before"]
+
+
+def test_premium_queue_sizes_survive_a_restart(tmp_path: Path) -> None:
+    queues = {unique("q"): None, unique("q"): 2048}
+    sizes: list[list[int | None]] = []
+    for _run in range(2):
+        handle = start_emulator(data_dir=tmp_path, sku=Sku.PREMIUM)
+        try:
+            client = arm(handle.management_port, handle.management_token)
+            try:
+                if not sizes:
+                    for name, size in queues.items():
+                        client.queues.create_or_update(
+                            *client.scope, name, queue_of(max_message_size_in_kilobytes=size)
+                        )
+                sizes.append(
+                    [client.queues.get(*client.scope, q).max_message_size_in_kilobytes for q in queues]
+                )
+            finally:
+                client.close()
+        finally:
+            handle.stop()
+
+    assert sizes == [[1024, 2048], [1024, 2048]]
 
 
 # ------------------------------------------------------------------------- Premium, over the ATOM API
