@@ -86,6 +86,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--management-tls-port", type=int, default=5301, help="emulator HTTPS management port (0 = free)"
     )
     parser.add_argument(
+        "--emulator-sku",
+        choices=("Standard", "Premium"),
+        default="Standard",
+        help="the emulated namespace's tier (default Standard; see docs/emulator.md)",
+    )
+    parser.add_argument(
         "--startup-hook",
         default=None,
         metavar="MODULE:FUNCTION",
@@ -181,6 +187,7 @@ def start_emulator(args: argparse.Namespace, management_token: str | None) -> An
     from emulator.broker.properties import default_config
     from emulator.config import load_config
     from emulator.server import EmulatorOptions, EmulatorThread
+    from emulator.tier import Sku
 
     config = load_config(args.emulator_config) if args.emulator_config else default_config()
     args.emulator_data_dir.mkdir(parents=True, exist_ok=True)
@@ -193,6 +200,7 @@ def start_emulator(args: argparse.Namespace, management_token: str | None) -> An
             management_token=management_token,  # None: a random one
             management_tls=args.management_tls,
             management_tls_port=args.management_tls_port,
+            sku=Sku(args.emulator_sku),
         )
     )
     try:

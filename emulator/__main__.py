@@ -16,6 +16,7 @@ from emulator.auth import DEFAULT_KEY, DEFAULT_KEY_NAME
 from emulator.broker.properties import default_config
 from emulator.config import ConfigError, load_config
 from emulator.server import Emulator, EmulatorOptions
+from emulator.tier import Sku
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -60,6 +61,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         metavar="NAME",
         help="the only resource group ARM requests may use (default: any)",
     )
+    parser.add_argument(
+        "--sku",
+        choices=[sku.value for sku in Sku],
+        default=Sku.STANDARD.value,
+        help="the namespace's tier (default Standard): what ARM and $namespaceinfo report, and the maximum "
+        "message size (Standard 256 KB fixed; Premium per queue/topic, 1024 KB unless set, up to 102400)",
+    )
     parser.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
     return parser.parse_args(argv)
 
@@ -80,6 +88,7 @@ async def serve(options: EmulatorOptions) -> None:
     if emulator.management_tls_port is not None:
         print(f"ARM endpoint (TLS): https://localhost:{emulator.management_tls_port}")
         print(f"Management CA file: {emulator.management_ca_file}")
+    print(f"Namespace tier: {options.sku.value}")
     print(f"Management token: {emulator.management_token}")
     print(f"Connection string: {emulator.connection_string}")
     if emulator.admin_connection_string is not None:
@@ -121,6 +130,7 @@ def main(argv: list[str] | None = None) -> int:
         management_tls_port=args.management_tls_port,
         arm_subscription_id=args.arm_subscription_id,
         arm_resource_group=args.arm_resource_group,
+        sku=Sku(args.sku),
     )
     try:
         asyncio.run(serve(options))

@@ -329,9 +329,7 @@ class _Reader(FieldReader):
             max_size_in_megabytes=self.integer(
                 label, p, "MaxSizeInMegabytes", limits.MAX_SIZE_IN_MEGABYTES_DEFAULT
             ),
-            max_message_size_in_kilobytes=self.integer(
-                label, p, "MaxMessageSizeInKilobytes", limits.MAX_MESSAGE_SIZE_IN_KILOBYTES_DEFAULT
-            ),
+            max_message_size_in_kilobytes=self.optional_integer(label, p, "MaxMessageSizeInKilobytes"),
             status=self.status(label, p),
             auto_delete_on_idle=self.duration(label, p, "AutoDeleteOnIdle", None),
             enable_batched_operations=self.boolean(label, p, "EnableBatchedOperations", True),
@@ -365,9 +363,7 @@ class _Reader(FieldReader):
             max_size_in_megabytes=self.integer(
                 label, p, "MaxSizeInMegabytes", limits.MAX_SIZE_IN_MEGABYTES_DEFAULT
             ),
-            max_message_size_in_kilobytes=self.integer(
-                label, p, "MaxMessageSizeInKilobytes", limits.MAX_MESSAGE_SIZE_IN_KILOBYTES_DEFAULT
-            ),
+            max_message_size_in_kilobytes=self.optional_integer(label, p, "MaxMessageSizeInKilobytes"),
             status=self.status(label, p),
             auto_delete_on_idle=self.duration(label, p, "AutoDeleteOnIdle", None),
             enable_batched_operations=self.boolean(label, p, "EnableBatchedOperations", True),

@@ -82,6 +82,12 @@ class FieldReader:
         self.add(label, f"{key} must be an integer, got {describe(value)}")
         return default
 
+    def optional_integer(self, label: str, fields: Mapping[str, object], key: str) -> int | None:
+        """An integer value; ``null`` or absent means unset."""
+        if fields.get(key) is None:
+            return None
+        return self.integer(label, fields, key, 0)
+
     def text(self, label: str, fields: Mapping[str, object], key: str, prefix: str = "") -> str | None:
         """A string value; ``""`` and ``null`` mean unset."""
         value = fields.get(key)

@@ -11,6 +11,8 @@ Sources (Microsoft Learn):
   [expiry]   message-expiration.md
   [forward]  service-bus-auto-forwarding.md
   [naming]   ARM naming rules for Microsoft.ServiceBus (namespace 6-50 chars)
+  [premium]  service-bus-premium-messaging.md "Large messages support"; the 400 Azure answers for a value out
+             of range (quoted in emulator.tier)
 """
 
 from __future__ import annotations
@@ -58,11 +60,15 @@ MAX_SIZE_IN_MEGABYTES_MIN: Final = 1
 MAX_SIZE_IN_MEGABYTES_MAX: Final = 81920
 MAX_SIZE_IN_MEGABYTES_DEFAULT: Final = 1024
 
-# [quotas] Max message size: 256 KB Standard; Premium up to 100 MB (102400 KB) per entity.  Default 256 KB.
-# As with the entity size, the emulator accepts smaller values than Azure does (Premium's minimum is 1 MB).
+# [quotas] Max message size: 256 KB Standard (fixed); Premium 1 MB by default, up to 100 MB (102400 KB) per
+# entity ([premium]: "MaxMessageSizeInKilobytes ... between 1024 and 102400"; emulator.tier has the rules).
+# DELIBERATE DEPARTURE: Config.json (and the test handle) may set any 1..102400 KB on either tier, so tests
+# can provoke a size refusal cheaply; the management planes (ARM, ATOM) accept only what Azure accepts.
 MAX_MESSAGE_SIZE_IN_KILOBYTES_MIN: Final = 1
 MAX_MESSAGE_SIZE_IN_KILOBYTES_MAX: Final = 102400
-MAX_MESSAGE_SIZE_IN_KILOBYTES_DEFAULT: Final = 256
+STANDARD_MAX_MESSAGE_SIZE_IN_KILOBYTES: Final = 256
+PREMIUM_MAX_MESSAGE_SIZE_IN_KILOBYTES_MIN: Final = 1024
+PREMIUM_MAX_MESSAGE_SIZE_IN_KILOBYTES_DEFAULT: Final = 1024
 
 # [expiry] AutoDeleteOnIdle: minimum 5 minutes; default TimeSpan.MaxValue (None = never).
 AUTO_DELETE_ON_IDLE_MIN: Final = timedelta(minutes=5)

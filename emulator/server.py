@@ -20,6 +20,7 @@ from emulator.broker.namespace import Namespace
 from emulator.broker.properties import EmulatorConfig, default_config
 from emulator.broker.store import Store
 from emulator.forwarding_graph import ForwardingSource, cycle_warnings, dangling_forwards
+from emulator.tier import Sku
 
 log = logging.getLogger("emulator")
 
@@ -56,6 +57,8 @@ class EmulatorOptions:
     management_tls_port: int = 5301
     arm_subscription_id: str | None = None
     arm_resource_group: str | None = None
+    # The namespace's tier: what ARM and $namespaceinfo report, and the message size rules (emulator.tier).
+    sku: Sku = Sku.STANDARD
 
 
 class AmqpServer:
@@ -93,7 +96,7 @@ class Emulator:
     def __init__(self, options: EmulatorOptions) -> None:
         self.options = options
         self.store = Store(None if options.data_dir is None else options.data_dir / "emulator.sqlite3")
-        self.namespace = Namespace(options.config.namespace.name, self.store)
+        self.namespace = Namespace(options.config.namespace.name, self.store, sku=options.sku)
         self.authority = SasAuthority({options.key_name: options.key})
         self.amqp = AmqpServer(self.namespace, self.authority, options.max_connections, time.time)
         self.amqp_port = options.amqp_port

@@ -192,9 +192,12 @@ class _Integer:
     attribute: str
     lo: int
     hi: int
+    optional: bool = False  # None allowed: unset, the namespace decides (MaxMessageSizeInKilobytes)
 
     def problems(self, label: str, name: str, props: _Properties) -> list[str]:
         value: object = getattr(props, self.attribute)
+        if value is None and self.optional:
+            return []
         if isinstance(value, bool) or not isinstance(value, int):
             return [f"{label}: {self.key} must be an integer, got {value!r}"]
         if not self.lo <= value <= self.hi:
@@ -270,6 +273,7 @@ _SIZES: tuple[_Check, ...] = (
         "max_message_size_in_kilobytes",
         limits.MAX_MESSAGE_SIZE_IN_KILOBYTES_MIN,
         limits.MAX_MESSAGE_SIZE_IN_KILOBYTES_MAX,
+        optional=True,
     ),
 )
 _AUTO_DELETE = _Duration("AutoDeleteOnIdle", "auto_delete_on_idle", limits.AUTO_DELETE_ON_IDLE_MIN, None)

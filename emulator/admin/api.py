@@ -30,11 +30,10 @@ from urllib.parse import unquote
 
 from emulator.admin import atom
 from emulator.admin.descriptions import (
-    MESSAGING_SKU,
     InvalidDescription,
     Runtime,
+    api_version_problems,
     entity_path,
-    premium_only_problems,
     queue_from_xml,
     queue_xml,
     subscription_from_xml,
@@ -55,6 +54,7 @@ from emulator.broker.namespace import Namespace
 from emulator.broker.properties import QueueProperties, RuleConfig, SubscriptionProperties
 from emulator.broker.rules import compile_rule
 from emulator.filters.sql import SqlSyntaxError
+from emulator.tier import PREMIUM_MESSAGING_UNITS, Sku, max_message_size_problem
 from emulator.validation import (
     validate_entity_name,
     validate_entity_path,
@@ -166,9 +166,9 @@ class AdminApi:
 
     def _queue_entry(self, call: _Call, queue: QueueEntity) -> str:
         meta = self.metadata.get(queue.name)
-        body = queue_xml(
-            queue.props, meta.extras, self._runtime(queue, meta), call.host, meta.extras.authorization_rules
-        )
+        runtime = self._runtime(queue, meta)
+        authorization = meta.extras.authorization_rules
+        body = queue_xml(queue.props, meta.extras, runtime, call.host, authorization, self.namespace.sku)
         return self._entry(call, queue.name, queue.name, meta, body)
 
     def _topic_entry(self, call: _Call, topic: TopicEntity) -> str:
@@ -178,9 +178,9 @@ class AdminApi:
             "sql": topic.sql_rules,
             "correlation": topic.correlation_rules,
         }
-        body = topic_xml(
-            topic.props, meta.extras, self._runtime(topic, meta), filters, meta.extras.authorization_rules
-        )
+        runtime = self._runtime(topic, meta)
+        authorization = meta.extras.authorization_rules
+        body = topic_xml(topic.props, meta.extras, runtime, filters, authorization, self.namespace.sku)
         return self._entry(call, topic.name, topic.name, meta, body)
 
     def _subscription_entry(self, call: _Call, subscription: SubscriptionEntity) -> str:
@@ -256,6 +256,15 @@ class AdminApi:
                     40400,
                 )
 
+    def _check_tier(self, max_message_size_in_kilobytes: int | None) -> None:
+        """Standard refuses ``MaxMessageSizeInKilobytes`` whatever its value; Premium takes 1024..102400, as
+        ARM (emulator.tier)."""
+        problem = max_message_size_problem(
+            self.namespace.sku, self.namespace.name, max_message_size_in_kilobytes
+        )
+        if problem:
+            raise bad_request(problem)
+
     @staticmethod
     def _mode(request: Request) -> str:
         """``create`` without ``If-Match``, ``update`` with ``If-Match: *`` (what the SDK sends)."""
@@ -268,7 +277,8 @@ class AdminApi:
         inner = atom.elements(
             [
                 ("CreatedTime", started),
-                ("MessagingSKU", MESSAGING_SKU),
+                ("MessagingSKU", self.namespace.sku.value),
+                ("MessagingUnits", PREMIUM_MESSAGING_UNITS if self.namespace.sku is Sku.PREMIUM else None),
                 ("ModifiedTime", started),
                 ("Name", self.namespace.name),
                 ("NamespaceType", "Messaging"),
@@ -308,8 +318,9 @@ class AdminApi:
     def _put_queue(self, call: _Call, description: ET.Element) -> Response:
         (name,) = call.names
         _check_path("Queue", name)
-        _check_tier(call.request, description)
+        _check_api_version(call.request, description)
         props, extras = queue_from_xml(description)
+        self._check_tier(props.max_message_size_in_kilobytes)
         return self._put_top_level(
             call,
             "Queue",
@@ -324,8 +335,9 @@ class AdminApi:
     def _put_topic(self, call: _Call, description: ET.Element) -> Response:
         (name,) = call.names
         _check_path("Topic", name)
-        _check_tier(call.request, description)
+        _check_api_version(call.request, description)
         props, extras = topic_from_xml(description)
+        self._check_tier(props.max_message_size_in_kilobytes)
         return self._put_top_level(
             call,
             "Topic",
@@ -517,8 +529,8 @@ def _check_path(kind: str, name: str) -> None:
         raise bad_request(_join(problems))
 
 
-def _check_tier(request: Request, description: ET.Element) -> None:
-    problems = premium_only_problems(description, request.param("api-version"))
+def _check_api_version(request: Request, description: ET.Element) -> None:
+    problems = api_version_problems(description, request.param("api-version"))
     if problems:
         raise bad_request(_join(problems))
 

@@ -6,9 +6,10 @@ validation. A PUT replaces the whole definition: an element left out takes its d
 Read-only elements (counts, times, ``EntityAvailabilityStatus``) in a request are ignored.
 
 Responses list the elements in the order the SDK's models declare them, with ``ForwardTo`` as a full
-``sb://`` address, as Azure reports it. ``MaxMessageSizeInKilobytes`` is a Premium property: this Standard
-namespace neither reports it nor accepts it (:func:`premium_only_problems`), so a description read and
-sent back (the SDK's ``update_queue``) round-trips.
+``sb://`` address, as Azure reports it. ``MaxMessageSizeInKilobytes`` is a Premium property: a Premium
+namespace reports it and accepts it within Premium's range, a Standard one neither reports nor accepts it
+(:mod:`emulator.tier`), so a description read and sent back (the SDK's ``update_queue``) round-trips on
+both; no api-version before 2021-05 knows it (:func:`api_version_problems`).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from emulator.arm import models
 from emulator.arm.models import Extras
 from emulator.broker.properties import QueueProperties, SubscriptionProperties, TopicProperties
 from emulator.durations import format_duration
+from emulator.tier import Sku
 
 _BOOLEANS = {
     "requiresduplicatedetection",
@@ -87,24 +89,24 @@ def _document(description: ET.Element) -> dict[str, Any]:
     return {"properties": properties}
 
 
-MESSAGING_SKU = "Standard"  # what $namespaceinfo reports; Azure's Standard tier decides what follows
-# MaxMessageSizeInKilobytes came with api-version 2021-05 and is a Premium-only property: on a Standard
-# namespace the message size is fixed (256 KB) and Azure refuses the element, as ARM does (SubCode 40000).
+# MaxMessageSizeInKilobytes came with api-version 2021-05: an older client's request cannot carry it.
 _FIRST_VERSION_WITH_MAX_MESSAGE_SIZE = "2021-05"
 
 
-def premium_only_problems(description: ET.Element, api_version: str | None) -> list[str]:
-    """Elements of a queue or topic description this namespace refuses: ``MaxMessageSizeInKilobytes``
-    under an api-version that has no such property, and on a Standard namespace under any."""
+def api_version_problems(description: ET.Element, api_version: str | None) -> list[str]:
+    """Elements of a queue or topic description the request's api-version does not have:
+    ``MaxMessageSizeInKilobytes`` before 2021-05 (whether the tier accepts it is :mod:`emulator.tier`'s)."""
     field = atom.fields(description).get("maxmessagesizeinkilobytes")
-    if field is None:
+    if field is None or api_version is None or api_version >= _FIRST_VERSION_WITH_MAX_MESSAGE_SIZE:
         return []
-    if api_version is not None and api_version < _FIRST_VERSION_WITH_MAX_MESSAGE_SIZE:
-        return [f"<{field.name}> is not a property of api-version {api_version}"]
-    return [
-        f"<{field.name}> can be set only on a Premium namespace; this namespace is {MESSAGING_SKU}, "
-        "where the maximum message size is fixed at 256 KB"
-    ]
+    return [f"<{field.name}> is not a property of api-version {api_version}"]
+
+
+def _premium_only(sku: Sku, props: QueueProperties | TopicProperties) -> list[tuple[str, object]]:
+    """The elements only a Premium namespace reports (last, as the SDK's models declare them)."""
+    if sku is not Sku.PREMIUM:
+        return []
+    return [("MaxMessageSizeInKilobytes", props.max_message_size_in_kilobytes)]
 
 
 def entity_path(address: str) -> str:
@@ -147,7 +149,7 @@ def _times(runtime: Runtime) -> list[tuple[str, object]]:
 
 
 def queue_xml(
-    props: QueueProperties, extras: Extras, runtime: Runtime, endpoint: str, authorization: str
+    props: QueueProperties, extras: Extras, runtime: Runtime, endpoint: str, authorization: str, sku: Sku
 ) -> str:
     values: list[tuple[str, object]] = [
         ("LockDuration", format_duration(props.lock_duration)),
@@ -177,6 +179,7 @@ def queue_xml(
         ("EntityAvailabilityStatus", "Available"),
         ("ForwardDeadLetteredMessagesTo", _address(endpoint, props.forward_dead_lettered_messages_to)),
         ("EnableExpress", extras.enable_express),
+        *_premium_only(sku, props),
     ]
     return atom.description("QueueDescription", atom.elements(values))
 
@@ -187,6 +190,7 @@ def topic_xml(
     runtime: Runtime,
     filters: Mapping[str, int],
     authorization: str,
+    sku: Sku,
 ) -> str:
     values: list[tuple[str, object]] = [
         ("DefaultMessageTimeToLive", format_duration(props.default_message_time_to_live)),
@@ -214,6 +218,7 @@ def topic_xml(
         ("EnableSubscriptionPartitioning", False),
         ("EnableExpress", extras.enable_express),
         ("UserMetadata", props.user_metadata),
+        *_premium_only(sku, props),
     ]
     return atom.description("TopicDescription", atom.elements(values))
 

@@ -107,6 +107,10 @@ class _Reader:
             raise self._wrong(key, "an integer")
         return value
 
+    def optional_integer(self, key: str) -> int | None:
+        """An integer property; absent or null means unset (the caller decides what that means)."""
+        return None if self.get(key) is None else self.integer(key, 0)
+
     def text(self, key: str) -> str | None:
         value = self.get(key)
         if value is None:
@@ -180,9 +184,7 @@ def queue_from_arm(document: Mapping[str, Any]) -> tuple[QueueProperties, Extras
         forward_to=p.text("forwardTo") or None,
         forward_dead_lettered_messages_to=p.text("forwardDeadLetteredMessagesTo") or None,
         max_size_in_megabytes=p.integer("maxSizeInMegabytes", limits.MAX_SIZE_IN_MEGABYTES_DEFAULT),
-        max_message_size_in_kilobytes=p.integer(
-            "maxMessageSizeInKilobytes", limits.MAX_MESSAGE_SIZE_IN_KILOBYTES_DEFAULT
-        ),
+        max_message_size_in_kilobytes=p.optional_integer("maxMessageSizeInKilobytes"),
         status=p.status(_QUEUE_STATUSES),
         auto_delete_on_idle=p.duration("autoDeleteOnIdle", None),
         enable_batched_operations=p.boolean("enableBatchedOperations", True),
@@ -200,9 +202,7 @@ def topic_from_arm(document: Mapping[str, Any]) -> tuple[TopicProperties, Extras
             "duplicateDetectionHistoryTimeWindow", limits.DUPLICATE_DETECTION_WINDOW_DEFAULT
         ),
         max_size_in_megabytes=p.integer("maxSizeInMegabytes", limits.MAX_SIZE_IN_MEGABYTES_DEFAULT),
-        max_message_size_in_kilobytes=p.integer(
-            "maxMessageSizeInKilobytes", limits.MAX_MESSAGE_SIZE_IN_KILOBYTES_DEFAULT
-        ),
+        max_message_size_in_kilobytes=p.optional_integer("maxMessageSizeInKilobytes"),
         status=p.status(_TOPIC_STATUSES),
         auto_delete_on_idle=p.duration("autoDeleteOnIdle", None),
         enable_batched_operations=p.boolean("enableBatchedOperations", True),

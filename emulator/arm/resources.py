@@ -11,6 +11,7 @@ from emulator.arm.metadata import EntityMeta, Metadata
 from emulator.broker.entities import MessageEntity, QueueEntity, SubscriptionEntity, TopicEntity
 from emulator.broker.namespace import Namespace
 from emulator.broker.properties import RuleConfig
+from emulator.tier import PREMIUM_MESSAGING_UNITS, Sku
 
 PROVIDER = "Microsoft.ServiceBus"
 _TYPES = {
@@ -20,6 +21,14 @@ _TYPES = {
     "subscription": "Microsoft.ServiceBus/Namespaces/Topics/Subscriptions",
     "rule": "Microsoft.ServiceBus/Namespaces/Topics/Subscriptions/Rules",
 }
+
+
+def sku_json(sku: Sku) -> dict[str, Any]:
+    """The namespace's ``sku`` as ARM reports it: a Premium namespace also has a capacity (messaging
+    units)."""
+    if sku is Sku.PREMIUM:
+        return {"name": sku.value, "tier": sku.value, "capacity": PREMIUM_MESSAGING_UNITS}
+    return {"name": sku.value, "tier": sku.value}
 
 
 class Resources:
@@ -71,7 +80,7 @@ class Resources:
                 "publicNetworkAccess": "Enabled",
             },
         )
-        document["sku"] = {"name": "Standard", "tier": "Standard"}
+        document["sku"] = sku_json(self.namespace.sku)
         document["tags"] = {}
         return document
 

@@ -27,6 +27,7 @@ from emulator.broker.namespace import Namespace
 from emulator.broker.properties import QueueProperties, RuleConfig, SubscriptionProperties
 from emulator.broker.rules import compile_rule
 from emulator.filters.sql import SqlSyntaxError
+from emulator.tier import max_message_size_problem
 from emulator.validation import (
     validate_entity_name,
     validate_entity_path,
@@ -259,6 +260,15 @@ class ArmApi:
                     40400,
                 )
 
+    def _check_tier(self, max_message_size_in_kilobytes: int | None) -> None:
+        """Standard refuses ``maxMessageSizeInKilobytes`` whatever its value; Premium takes 1024..102400
+        (what Azure answers, with the evidence: emulator.tier)."""
+        problem = max_message_size_problem(
+            self.namespace.sku, self.namespace.name, max_message_size_in_kilobytes
+        )
+        if problem:
+            raise bad_request(problem)
+
     @staticmethod
     def _immutable(kind: str, before: object, after: object, fields: tuple[str, ...]) -> None:
         labels = {
@@ -301,6 +311,7 @@ class ArmApi:
         if problems:
             raise bad_request(_join(problems))
         props, extras = models.queue_from_arm(models.parse_document(call.request.body))
+        self._check_tier(props.max_message_size_in_kilobytes)  # first: Azure's answer names the tier's range
         problems = validate_queue_properties(name, props)
         if problems:
             raise bad_request(_join(problems))
@@ -341,6 +352,7 @@ class ArmApi:
         if problems:
             raise bad_request(_join(problems))
         props, extras = models.topic_from_arm(models.parse_document(call.request.body))
+        self._check_tier(props.max_message_size_in_kilobytes)  # first: Azure's answer names the tier's range
         problems = validate_topic_properties(name, props)
         if problems:
             raise bad_request(_join(problems))

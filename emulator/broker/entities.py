@@ -16,6 +16,15 @@ def ms(value: timedelta | None) -> int | None:
     return None if value is None else int(value.total_seconds() * 1000)
 
 
+def message_size_limit_bytes(props: QueueProperties | TopicProperties) -> int:
+    """The largest message an entity takes. The namespace fills in its tier's default before it builds an
+    entity, so an unset size here is a bug, not a default."""
+    kilobytes = props.max_message_size_in_kilobytes
+    if kilobytes is None:
+        raise ValueError("the maximum message size was not resolved to the namespace tier's default")
+    return kilobytes * 1024
+
+
 class DuplicateHistory:
     """MessageIds seen inside an entity's duplicate-detection window (persisted)."""
 
@@ -127,7 +136,7 @@ class QueueEntity(MessageEntity):
 
     @property
     def max_message_bytes(self) -> int:
-        return self.props.max_message_size_in_kilobytes * 1024
+        return message_size_limit_bytes(self.props)
 
 
 class SubscriptionEntity(MessageEntity):
@@ -199,7 +208,7 @@ class TopicEntity:
 
     @property
     def max_message_bytes(self) -> int:
-        return self.props.max_message_size_in_kilobytes * 1024
+        return message_size_limit_bytes(self.props)
 
     def send_disabled(self) -> bool:
         return self.props.status in (EntityStatus.DISABLED, EntityStatus.SEND_DISABLED)

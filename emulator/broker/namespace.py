@@ -7,7 +7,8 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
+from dataclasses import replace
+from typing import Any, TypeVar
 
 from emulator.broker import definitions, errors
 from emulator.broker.entities import MessageEntity, QueueEntity, SubscriptionEntity, TopicEntity
@@ -25,12 +26,14 @@ from emulator.limits import (
     SQL_FILTERS_PER_TOPIC,
     SUBSCRIPTIONS_PER_TOPIC,
 )
+from emulator.tier import Sku, default_max_message_size_in_kilobytes
 
 DEAD_LETTER_SUFFIX = "/$deadletterqueue"
 TRANSFER_DEAD_LETTER_SUFFIX = "/$transfer/$deadletterqueue"
 SUBSCRIPTIONS_SEGMENT = "/subscriptions/"
 
 log = logging.getLogger("emulator")
+_Sized = TypeVar("_Sized", QueueProperties, TopicProperties)
 
 
 def _rule_key(subscription: SubscriptionEntity, name: str) -> str:
@@ -40,8 +43,11 @@ def _rule_key(subscription: SubscriptionEntity, name: str) -> str:
 class Namespace:
     """All entities of one emulated Service Bus namespace."""
 
-    def __init__(self, name: str, store: Store, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self, name: str, store: Store, clock: Callable[[], float] = time.time, sku: Sku = Sku.STANDARD
+    ) -> None:
         self.name = name
+        self.sku = sku
         self.store = store
         self._clock = clock
         self.queues: dict[str, QueueEntity] = {}
@@ -175,6 +181,7 @@ class Namespace:
         self._check_new_name(name, "Queue")
         if not restoring:
             self._check_forward_targets(props, name, origin)
+        props = self._sized(props)
         entity = QueueEntity(self, name, props)
         self.queues[name.lower()] = entity
         if not restoring:
@@ -188,6 +195,7 @@ class Namespace:
     ) -> TopicEntity:
         """Create a topic; ``restoring``: re-created from its row in the store, which stays as it is."""
         self._check_new_name(name, "Topic")
+        props = self._sized(props)
         topic = TopicEntity(self, name, props)
         topic.scheduled.on_activate = lambda msg: self.routing.publish_due(topic, msg)
         topic.scheduled.restore()
@@ -320,6 +328,13 @@ class Namespace:
 
     # ------------------------------------------------------------------------------------------ updates
 
+    def _sized(self, props: _Sized) -> _Sized:
+        """``props`` with an unset maximum message size replaced by this tier's default, as Azure stores and
+        reports it (256 KB on Standard, 1024 KB on Premium)."""
+        if props.max_message_size_in_kilobytes is not None:
+            return props
+        return replace(props, max_message_size_in_kilobytes=default_max_message_size_in_kilobytes(self.sku))
+
     def _origin(self, path: str) -> str:
         return self._origins.get(path.lower(), "arm")
 
@@ -330,6 +345,7 @@ class Namespace:
             raise errors.entity_not_found(name, self.name)
         _immutable(entity.props, props, ("requires_session", "requires_duplicate_detection"), name)
         self._check_forward_targets(props, name, "arm")
+        props = self._sized(props)
         entity.props = props
         entity.main.configure(props)
         entity.duplicates.window_ms = definitions_ms(props.duplicate_detection_history_time_window)
@@ -340,6 +356,7 @@ class Namespace:
     def update_topic(self, name: str, props: TopicProperties) -> TopicEntity:
         topic = self.topic_for(name)
         _immutable(topic.props, props, ("requires_duplicate_detection",), name)
+        props = self._sized(props)
         topic.props = props
         topic.duplicates.window_ms = definitions_ms(props.duplicate_detection_history_time_window)
         self.store.save_entity(topic.name, "topic", self._origin(name), definitions.dumps(props))

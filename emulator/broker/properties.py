@@ -95,7 +95,7 @@ class QueueProperties:
     forward_to: str | None = None
     forward_dead_lettered_messages_to: str | None = None
     max_size_in_megabytes: int = limits.MAX_SIZE_IN_MEGABYTES_DEFAULT
-    max_message_size_in_kilobytes: int = limits.MAX_MESSAGE_SIZE_IN_KILOBYTES_DEFAULT
+    max_message_size_in_kilobytes: int | None = None  # None: the tier's default (emulator.tier)
     status: EntityStatus = EntityStatus.ACTIVE
     auto_delete_on_idle: timedelta | None = None  # None = never
     enable_batched_operations: bool = True
@@ -108,7 +108,7 @@ class TopicProperties:
     requires_duplicate_detection: bool = False
     duplicate_detection_history_time_window: timedelta = limits.DUPLICATE_DETECTION_WINDOW_DEFAULT
     max_size_in_megabytes: int = limits.MAX_SIZE_IN_MEGABYTES_DEFAULT
-    max_message_size_in_kilobytes: int = limits.MAX_MESSAGE_SIZE_IN_KILOBYTES_DEFAULT
+    max_message_size_in_kilobytes: int | None = None  # None: the tier's default (emulator.tier)
     status: EntityStatus = EntityStatus.ACTIVE
     auto_delete_on_idle: timedelta | None = None
     enable_batched_operations: bool = True

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from azure.servicebus.management import ServiceBusAdministrationClient
 
-from devhost.__main__ import admin_banner, emulator_admin_endpoints, parse_args
+from devhost.__main__ import admin_banner, emulator_admin_endpoints, parse_args, start_emulator
 from emulator.testing import running_emulator
 
 
@@ -39,3 +39,22 @@ def test_devhost_serves_the_admin_api_over_https_by_default_on_5301() -> None:
     default = parse_args(["--with-emulator"])
     assert default.management_tls is True and default.management_tls_port == 5301
     assert parse_args(["--with-emulator", "--no-management-tls"]).management_tls is False
+
+
+def test_devhost_runs_a_standard_namespace_unless_told_premium(tmp_path: Path) -> None:
+    assert parse_args(["--with-emulator"]).emulator_sku == "Standard"
+    ports = ["--amqp-port", "0", "--management-port", "0", "--management-tls-port", "0"]
+    args = parse_args(
+        ["--with-emulator", "--emulator-sku", "Premium", *ports, "--emulator-data-dir", str(tmp_path)]
+    )
+    thread = start_emulator(args, None)
+    try:
+        admin = emulator_admin_endpoints(thread.emulator)
+        with ServiceBusAdministrationClient.from_connection_string(
+            admin["adminConnectionString"], connection_verify=admin["managementCaFile"]
+        ) as client:
+            sku = client.get_namespace_properties().messaging_sku
+    finally:
+        thread.stop()
+
+    assert sku == "Premium"

@@ -57,11 +57,19 @@ class AdminEmulator:
         )
 
 
-def start_admin_emulator(data_dir: Path | None = None) -> tuple[EmulatorThread, AdminEmulator]:
-    options = EmulatorOptions(
-        amqp_port=0, management_port=0, management_tls=True, management_tls_port=0, data_dir=data_dir
+def start_admin_emulator(
+    data_dir: Path | None = None, **options: Any
+) -> tuple[EmulatorThread, AdminEmulator]:
+    """A TLS-enabled emulator on free ports; ``options``: further EmulatorOptions fields (``sku``, ...)."""
+    emulator_options = EmulatorOptions(
+        amqp_port=0,
+        management_port=0,
+        management_tls=True,
+        management_tls_port=0,
+        data_dir=data_dir,
+        **options,
     )
-    thread = EmulatorThread(options)
+    thread = EmulatorThread(emulator_options)
     try:
         thread.start()
     except BaseException:

@@ -601,9 +601,10 @@ def test_nonsense_addresses_fail_authentication_as_missing_entities(backend: Any
 
 
 def test_message_over_the_queue_limit_is_refused_quickly(backend: Any, subtests: Any) -> None:
-    """A 256 KB queue refuses bigger messages with message-size-exceeded. The SDK does not check single
-    messages against the link's max-message-size itself, so the refusal is the emulator's."""
-    queue = backend.create_queue(max_message_size_in_kilobytes=256)
+    """A Standard namespace's queue (256 KB, fixed) refuses bigger messages with message-size-exceeded. The
+    SDK does not check single messages against the link's max-message-size itself, so the refusal is the
+    emulator's."""
+    queue = backend.create_queue()
     with ServiceBusClient.from_connection_string(backend.connection_string, retry_total=0) as client:
         with client.get_queue_sender(queue) as sender:
             for label, size in (("300 KB, one frame", 300 * 1024), ("3 MB, many frames", 3 * 1024 * 1024)):

@@ -380,7 +380,8 @@ def test_omitted_queue_properties_take_the_azure_defaults() -> None:
     assert props.default_message_time_to_live is None
     assert props.duplicate_detection_history_time_window == timedelta(minutes=10)
     assert props.max_size_in_megabytes == 1024
-    assert props.max_message_size_in_kilobytes == 256
+    # Unset: the namespace gives its tier's default (256 KB Standard, 1024 KB Premium: test_namespace_tier).
+    assert props.max_message_size_in_kilobytes is None
     assert props.status is EntityStatus.ACTIVE
     assert props.enable_batched_operations is True
 

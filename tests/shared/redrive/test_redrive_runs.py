@@ -11,10 +11,12 @@ from typing import Any
 import pyarrow.parquet as pq
 from azure.servicebus import ServiceBusClient, ServiceBusMessage, ServiceBusSubQueue
 
+from emulator.tier import Sku
 from shared.archive.reader import read_archive, read_run_summary, row_properties
 from shared.redrive.job import run_redrive
 from shared.redrive.summary import RunSummary
 from tests.shared.redrive.redrive_support import (
+    Provisioner,
     dead_letter_queue_messages,
     dead_letter_subscription_messages,
     drain_queue,
@@ -388,24 +390,37 @@ def test_an_entity_setting_that_matches_nothing_is_reported(emulator: Any, tmp_p
 
 
 def test_a_copy_larger_than_the_target_accepts_is_archived_as_oversize_not_sent(
-    emulator: Any, provision: Any, tmp_path: Path
+    make_emulator: Any, tmp_path: Path
 ) -> None:
-    queue = provision.queue()
-    cs = emulator.connection_string
-    dead_letter_queue_messages(
-        cs, queue, [message(b"x" * 4000, message_id="big")], "MaxDeliveryCountExceeded"
-    )
-    provision.queue(queue, max_message_size_in_kilobytes=2)  # the target's limit shrank meanwhile
+    """The target's limit shrank after the message was dead-lettered. Only on a Premium namespace can a
+    queue's maximum message size change (1024..102400 KB); Standard's is fixed at 256 KB and ARM refuses the
+    property there, as Azure does."""
+    premium = make_emulator(sku=Sku.PREMIUM)
+    provision = Provisioner(premium)
+    cs = premium.connection_string
+    big = b"x" * (1536 * 1024)
+    try:
+        queue = provision.queue(max_message_size_in_kilobytes=2048)
+        with ServiceBusClient.from_connection_string(cs) as client:
+            # Sent alone: the SDK caps a batch at 1 MB on Premium, whatever the entity's message size.
+            with client.get_queue_sender(queue) as sender:
+                sender.send_messages(message(big, message_id="big"))
+            with client.get_queue_receiver(queue) as receiver:
+                (received,) = receiver.receive_messages(max_message_count=1, max_wait_time=5)
+                receiver.dead_letter_message(received, reason="MaxDeliveryCountExceeded")
+        provision.queue(queue, max_message_size_in_kilobytes=1024)  # the target's limit shrank meanwhile
+    finally:
+        provision.close()
 
-    summary = run(emulator, tmp_path, [queue])
+    summary = run(premium, tmp_path, [queue])
 
     assert summary.to_dict()["decisions"] == {queue: {"oversize": 1}}
     assert peek_queue(cs, queue) == [] and peek_queue(cs, queue, DLQ) == []
     (row,) = read_archive(str(tmp_path)).to_pylist()
     assert (row["message_id"], row["body"], row["decision_detail"]) == (
         "big",
-        b"x" * 4000,
-        "larger than 2048 bytes",
+        big,
+        "larger than 1048576 bytes",
     )
 
 
