@@ -21,9 +21,10 @@ import pytest
 from azure.core.exceptions import ResourceNotFoundError
 from azure.mgmt.servicebus.models import SBQueue, SBSubscription, SBSubscriptionProperties, SBTopic
 
+from app import runtime
 from app.sample_endpoints import JOURNAL
 from devhost.testing import running_host
-from emulator.server import EmulatorThread
+from emulator.server import EmulatorOptions, EmulatorThread
 from shared.topology.cli import run
 from tests.functions.busbar_app import (
     APP,
@@ -51,10 +52,23 @@ class App:
         assert response.status_code == 202, response.text
 
 
-@pytest.fixture(scope="module")
-def app(private_emulator: EmulatorThread) -> Iterator[App]:
+@pytest.fixture
+def single_delivery_emulator() -> Iterator[EmulatorThread]:
+    """An emulator of the test's own: the topics are named after contracts (``Shipping.OrderAccepted``), so a
+    path one test makes (a dedicated subscription for billing) would change what the next one sees."""
+    thread = EmulatorThread(EmulatorOptions(amqp_port=0, management_port=0))
+    thread.start()
+    try:
+        yield thread
+    finally:
+        runtime.reset()
+        thread.stop()
+
+
+@pytest.fixture
+def app(single_delivery_emulator: EmulatorThread) -> Iterator[App]:
     # The router reads the namespace for every event, so what it decides follows each change at once.
-    settings = app_settings(private_emulator, BUSBAR_ROUTER_SNAPSHOT_SECONDS="0")
+    settings = app_settings(single_delivery_emulator, BUSBAR_ROUTER_SNAPSHOT_SECONDS="0")
     with (
         running_host(
             APP,
