@@ -18,6 +18,7 @@ from typing import Any
 import azure.functions as func
 
 from devhost.bindings import resolve_expression
+from devhost.rpc.load_checks import RuntimeLoadError, check_functions
 
 SUPPORTED_TRIGGERS = ("serviceBusTrigger", "timerTrigger", "httpTrigger")
 # Binding types the Functions host's extension bundle (v4) registers; any other type stops the host with
@@ -156,6 +157,10 @@ def load_functions(path: Path, settings: Mapping[str, str]) -> list[FunctionSpec
     try:
         functions = app.get_functions()
     except Exception as exc:  # the library validates (duplicate names, missing triggers) here
+        raise AppLoadError(f"indexing {path} failed: {exc}") from exc
+    try:
+        check_functions(functions, path.parent)
+    except RuntimeLoadError as exc:
         raise AppLoadError(f"indexing {path} failed: {exc}") from exc
     specs = [describe_function(function, settings) for function in functions]
     seen: set[str] = set()

@@ -1,5 +1,5 @@
 """Binding on the worker's side: the plain trigger input the host sends -> the function's arguments, and an
-HTTP function's return value -> the response the host sends back.
+HTTP function's return value -> the response the host sends back (:mod:`devhost.rpc.http_return`).
 
 Service Bus: SDK types through the binding extension's converter, ``func.ServiceBusMessage`` with the
 host's trigger metadata, or the body as ``str``/``bytes``; the extension's ``ServiceBusMessageActions``
@@ -9,7 +9,6 @@ host's trigger metadata, or the body as ``str``/``bytes``; the extension's ``Ser
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import azure.functions as func
@@ -21,7 +20,6 @@ from devhost.worker.message_conversion import to_function_messages, to_single_fu
 from devhost.worker.sdk_binding import decode_with_extension, trigger_datum
 from devhost.worker_protocol import (
     HttpInput,
-    HttpOutput,
     InvocationInput,
     ManualServiceBusInput,
     ServiceBusInput,
@@ -89,20 +87,3 @@ def bind_arguments(function: WorkerFunction, data: InvocationInput) -> dict[str,
         )
         return {trigger_arg: timer}
     raise TypeError(f"no binding for {type(data).__name__}")
-
-
-def http_output(result: Any) -> HttpOutput:
-    """The response an HTTP function's return value makes (TypeError/ValueError if it makes none)."""
-    if result is None:
-        return HttpOutput(status=204)
-    if isinstance(result, func.HttpResponse):
-        headers = {k: v for k, v in result.headers.items() if k.lower() != "content-type"}
-        content_type = result.mimetype or "text/plain"
-        if result.charset:
-            content_type += f"; charset={result.charset}"
-        return HttpOutput(result.status_code, headers, result.get_body(), content_type)
-    if isinstance(result, bytes):
-        return HttpOutput(200, {}, result, "application/octet-stream")
-    if isinstance(result, str):
-        return HttpOutput(200, {}, result.encode("utf-8"), "text/plain; charset=utf-8")
-    return HttpOutput(200, {}, json.dumps(result).encode("utf-8"), "application/json; charset=utf-8")

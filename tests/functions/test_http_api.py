@@ -191,7 +191,7 @@ def test_publishing_needs_only_the_service_bus_connection_not_the_management_set
     # The topic and queues exist before the host starts, provisioned here: under xdist this test may run in a
     # worker where the module's host (whose startup hook creates them) never started.
     create_queues_and_router(settings)
-    # Blank rather than absent: hosts in one process share os.environ, and the module's host may have them set.
+    # Blank rather than absent: hosts in one process share os.environ; the module's host may have them set.
     publish_only = {**settings, **dict.fromkeys(management, "")}
     with (
         running_host(APP, settings=publish_only, host_json=HOST_JSON) as host,
