@@ -318,7 +318,7 @@ def test_an_http_function_gets_its_request_and_its_response_comes_back_plain(wor
 
     outcome = worker.invoke("echo", request)
 
-    assert outcome.succeeded and dict(outcome.bound) == {"req": "azure.functions._http.HttpRequest"}
+    assert outcome.succeeded and dict(outcome.bound) == {"req": "azure.functions.http.HttpRequest"}
     assert worker.seen["echo"].method == "POST" and worker.seen["echo"].url == "http://h/api/echo/ann?q=1"
     assert outcome.http == HttpOutput(201, {"X-Seen": "hi"}, b"ann:b:1", "text/plain; charset=utf-8")
 
