@@ -173,13 +173,8 @@ class HttpServer:
         )
         if not record.succeeded:
             return web.Response(status=500)
-        if outcome.http is None:
-            logger.error(
-                "Functions.%s returned a value that is not an HTTP response: %s",
-                route.function.name,
-                outcome.http_error,
-            )
-            return web.Response(status=500)
+        if outcome.http is None:  # a succeeded HTTP invocation always has its response
+            raise RuntimeError(f"Functions.{route.function.name} succeeded without an HTTP response")
         return _to_response(outcome.http)
 
     async def _admin(self, request: web.Request, path: str) -> web.Response:

@@ -2,7 +2,7 @@
 hands the worker as plain data (body, the typed fields by trigger-metadata name, application properties).
 
 The worker builds ``func.ServiceBusMessage`` and its metadata from that
-(``devhost.worker.message_conversion``).
+(the runtime binds it: ``devhost.worker.binding``).
 """
 
 from __future__ import annotations

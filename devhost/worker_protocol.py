@@ -121,14 +121,13 @@ class InvocationRequest:
 @dataclass(frozen=True, slots=True)
 class InvocationOutcome:
     """How an invocation ended. ``bound``: parameter -> the bound value's class (``module.QualName``);
-    ``http``: an HTTP function's response, or None with ``http_error`` when its value makes none."""
+    ``http``: a succeeded HTTP function's response."""
 
     succeeded: bool
     error: str | None = None  # the exception's message
     error_type: str | None = None  # the exception's class name
     bound: tuple[tuple[str, str], ...] = ()
     http: HttpOutput | None = None
-    http_error: str | None = None
 
     @property
     def error_detail(self) -> str | None:

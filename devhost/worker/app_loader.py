@@ -11,13 +11,14 @@ import inspect
 import sys
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import azure.functions as func
 
 from devhost.bindings import resolve_expression
+from devhost.rpc.load_checks import RuntimeLoadError, runtime_functions
 
 SUPPORTED_TRIGGERS = ("serviceBusTrigger", "timerTrigger", "httpTrigger")
 # Binding types the Functions host's extension bundle (v4) registers; any other type stops the host with
@@ -49,6 +50,7 @@ class FunctionSpec:
     handler: Callable[..., Any]
     trigger_arg: str
     parameters: Mapping[str, inspect.Parameter] = field(default_factory=dict)
+    runtime: Any = None  # azure_functions_runtime's FunctionInfo: how the runtime binds its parameters
 
     @property
     def is_async(self) -> bool:
@@ -157,7 +159,14 @@ def load_functions(path: Path, settings: Mapping[str, str]) -> list[FunctionSpec
         functions = app.get_functions()
     except Exception as exc:  # the library validates (duplicate names, missing triggers) here
         raise AppLoadError(f"indexing {path} failed: {exc}") from exc
-    specs = [describe_function(function, settings) for function in functions]
+    try:
+        infos = runtime_functions(functions, path.parent)
+    except RuntimeLoadError as exc:
+        raise AppLoadError(f"indexing {path} failed: {exc}") from exc
+    specs = [
+        replace(spec, runtime=infos[spec.name])
+        for spec in (describe_function(function, settings) for function in functions)
+    ]
     seen: set[str] = set()
     for spec in specs:
         if spec.name.lower() in seen:

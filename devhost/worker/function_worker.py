@@ -12,10 +12,11 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from devhost.worker.binding import bind_arguments, http_output
+from devhost.rpc.http_return import http_output
+from devhost.worker.binding import bind_arguments
 from devhost.worker.indexing import WorkerFunction, index_functions
 from devhost.worker.invoker import Invoker
-from devhost.worker_protocol import FunctionMetadata, HttpOutput, InvocationOutcome, InvocationRequest
+from devhost.worker_protocol import FunctionMetadata, InvocationOutcome, InvocationRequest
 
 HTTP_TRIGGER = "httpTrigger"
 
@@ -71,9 +72,9 @@ class FunctionWorker:
         if function.metadata.trigger_type != HTTP_TRIGGER:
             return InvocationOutcome(True, bound=bound)
         try:
-            response: HttpOutput | None = http_output(result)
-        except (TypeError, ValueError) as exc:
-            return InvocationOutcome(True, bound=bound, http_error=str(exc))
+            response = http_output(result)
+        except (TypeError, ValueError) as exc:  # as the runtime: the invocation fails
+            return InvocationOutcome(False, str(exc), type(exc).__name__, bound)
         return InvocationOutcome(True, bound=bound, http=response)
 
     def close(self) -> None:

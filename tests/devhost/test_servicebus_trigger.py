@@ -152,8 +152,8 @@ def test_an_output_binding_is_refused_with_a_clear_error(tmp_path: Path) -> None
         "app = func.FunctionApp()\n"
         "@app.route(route='x')\n"
         "@app.service_bus_queue_output(arg_name='out', queue_name='q', connection='C')\n"
-        "def f(req: func.HttpRequest, out: func.Out[str]) -> None:\n"
-        "    pass\n"
+        "def f(req: func.HttpRequest, out: func.Out[str]) -> func.HttpResponse:\n"
+        "    return func.HttpResponse('x')\n"
     )
     with (
         pytest.raises(AppLoadError, match="binding 'out' of type 'serviceBus' is not supported"),

@@ -13,7 +13,7 @@ import pytest
 from azure.servicebus import ServiceBusClient, ServiceBusMessage, ServiceBusSubQueue
 
 from devhost.testing import HostHandle, running_host
-from devhost.worker.message_conversion import HOST_BATCH_ARRAYS
+from devhost.rpc.trigger_data import HOST_BATCH_ARRAYS
 from emulator.broker.properties import SubscriptionProperties, TopicProperties
 from emulator.testing import EmulatorHandle
 from tests.devhost.conftest import APPS, Records, app_settings, send

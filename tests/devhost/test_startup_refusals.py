@@ -114,3 +114,51 @@ def test_a_binding_type_the_extension_bundle_does_not_know_refuses_start_up(tmp_
         "extension bundle. Please ensure the type is correct and the correct version of extension bundle is "
         "configured."
     )
+
+
+BUILTIN_GENERIC_BATCH_APP = """
+import azure.functions as func
+
+app = func.FunctionApp()
+
+
+@app.service_bus_queue_trigger(arg_name="batch", queue_name="q", connection="Sb", cardinality="many")
+def batch(batch: list[func.ServiceBusMessage]) -> None:
+    pass
+"""
+
+NONE_RETURNING_HTTP_APP = """
+import azure.functions as func
+
+app = func.FunctionApp(http_auth_level=func.AuthLevel.ANONYMOUS)
+
+
+@app.route(route="x")
+def nothing(req: func.HttpRequest) -> None:
+    return None
+"""
+
+
+def test_a_builtin_generic_trigger_annotation_is_refused_as_azure_functions_runtime_refuses_it(
+    tmp_path: Path,
+) -> None:
+    # azure-functions-runtime 1.3.0 (Python 3.13 in Azure) loads typing.List[...] but not list[...].
+    app = _app(tmp_path, BUILTIN_GENERIC_BATCH_APP)
+    with pytest.raises(AppLoadError) as refused, running_host(app, settings={"Sb": "Endpoint=sb://x/;"}):
+        pass
+    assert str(refused.value) == (
+        f"indexing {app} failed: FunctionLoadError: cannot load the batch function: binding batch has "
+        "invalid non-type annotation list[azure.functions._servicebus.ServiceBusMessage]"
+    )
+
+
+def test_an_http_function_annotated_to_return_none_is_refused_as_the_runtime_refuses_it(
+    tmp_path: Path,
+) -> None:
+    app = _app(tmp_path, NONE_RETURNING_HTTP_APP)
+    with pytest.raises(AppLoadError) as refused, running_host(app, settings={}):
+        pass
+    assert str(refused.value) == (
+        f"indexing {app} failed: FunctionLoadError: cannot load the nothing function: Python return "
+        'annotation "NoneType" does not match binding type "http"'
+    )

@@ -2,6 +2,7 @@
 
 import os
 import time
+import typing
 
 import azure.functions as func
 import azurefunctions.extensions.bindings.servicebus as servicebus
@@ -33,7 +34,7 @@ def in_session(msg: func.ServiceBusMessage) -> None:
     connection="ServiceBusConnection",
     cardinality="many",
 )
-def in_batch(batch: list[func.ServiceBusMessage]) -> None:
+def in_batch(batch: typing.List[func.ServiceBusMessage]) -> None:
     record(
         "in_batch",
         bodies=[m.get_body().decode() for m in batch],

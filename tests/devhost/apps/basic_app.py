@@ -53,8 +53,8 @@ async def public(req: func.HttpRequest) -> func.HttpResponse:
 
 
 @app.route(route="admin-only", auth_level=func.AuthLevel.ADMIN)
-def admin_only(req: func.HttpRequest) -> None:
-    return None
+def admin_only(req: func.HttpRequest) -> func.HttpResponse:
+    return func.HttpResponse(status_code=204)
 
 
 @app.route(route="boom", auth_level=func.AuthLevel.ANONYMOUS)

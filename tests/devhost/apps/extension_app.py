@@ -2,6 +2,7 @@
 
 import os
 import sys
+import typing
 import uuid
 
 import azure.functions as func
@@ -101,7 +102,7 @@ def fails_unsettled(
     auto_complete_messages=False,
 )
 def fails_batch_unsettled(
-    messages: list[servicebus.ServiceBusReceivedMessage], actions: servicebus.ServiceBusMessageActions
+    messages: typing.List[servicebus.ServiceBusReceivedMessage], actions: servicebus.ServiceBusMessageActions
 ) -> None:
     record(
         "fails_batch_unsettled",

@@ -1,6 +1,7 @@
 """Test app: batch functions under host.json minMessageBatchSize / maxBatchWaitTime."""
 
 import os
+import typing
 
 import azure.functions as func
 from app_records import recorder
@@ -12,7 +13,7 @@ record = recorder(os.environ.get("DEVHOST_TEST_RECORD", ""))
 @app.service_bus_queue_trigger(
     arg_name="batch", queue_name="%MIN_BATCH_QUEUE%", connection="ServiceBusConnection", cardinality="many"
 )
-def at_least(batch: list[func.ServiceBusMessage]) -> None:
+def at_least(batch: typing.List[func.ServiceBusMessage]) -> None:
     record("at_least", bodies=[m.get_body().decode() for m in batch])
 
 
@@ -23,5 +24,5 @@ def at_least(batch: list[func.ServiceBusMessage]) -> None:
     cardinality="many",
     is_sessions_enabled=True,
 )
-def session_at_least(batch: list[func.ServiceBusMessage]) -> None:
+def session_at_least(batch: typing.List[func.ServiceBusMessage]) -> None:
     record("session_at_least", bodies=[m.get_body().decode() for m in batch])

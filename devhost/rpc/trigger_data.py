@@ -1,0 +1,210 @@
+"""Trigger data in FunctionRpc form, as the Functions host sends it to a language worker.
+
+The host turns each binding value into ``TypedData`` with ``RpcMessageConversionExtensions.ToRpc``
+(azure-functions-host, ``src/WebJobs.Script.Grpc/MessageExtensions/RpcMessageConversionExtensions.cs``):
+``null`` -> empty, ``byte[]`` -> ``bytes``, ``string`` -> ``string``, an array -> a typed collection (the
+Python worker asks for ``TypedDataCollection``: ``string[]`` -> ``collection_string`` without null or
+empty elements, ``long[]`` -> ``collection_sint64``, ``byte[][]`` -> ``collection_bytes``, any other array
+-> JSON), anything else -> JSON through Json.NET (numbers, booleans, ``DateTime``, ``TimeSpan``,
+dictionaries). Never ``int`` or ``double``, which ``azure_functions_runtime`` refuses in trigger metadata.
+
+An HTTP request becomes ``RpcHttp`` (``ToRpcHttp``): the URL as received, header names in lower case,
+query values that are not empty, the route values as ``params``, and the body as bytes (the Python
+worker asks for raw body bytes) when there is one. The HTTP trigger sends no trigger metadata (the Python
+runtime declares ``RpcHttpTriggerMetadataRemoved``).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from devhost.dotnet_values import iso, plain
+from devhost.rpc.protos import load as load_protos
+from devhost.worker_protocol import (
+    HttpInput,
+    InvocationInput,
+    ManualServiceBusInput,
+    ServiceBusInput,
+    ServiceBusMessageData,
+    TimerInput,
+)
+
+# The model binding data the host's Service Bus extension sends for an SDK-type parameter (its content:
+# devhost.model_binding_data).
+MODEL_BINDING_DATA_VERSION = "1.0"
+MODEL_BINDING_DATA_SOURCE = "AzureServiceBusReceivedMessage"
+MODEL_BINDING_DATA_CONTENT_TYPE = "application/octet-stream"
+
+# The arrays the host's Service Bus extension puts in a batch's binding data
+# (ServiceBusTriggerBindingStrategy.GetBindingData for ServiceBusReceivedMessage[]): the array's .NET element
+# type and the message field it is read from. Nothing else of a batch's messages reaches the worker.
+HOST_BATCH_ARRAYS: dict[str, tuple[str, str]] = {
+    "DeliveryCountArray": ("int", "DeliveryCount"),
+    "DeadLetterSourceArray": ("string", "DeadLetterSource"),
+    "LockTokenArray": ("string", "LockToken"),
+    "ExpiresAtUtcArray": ("DateTime", "ExpiresAtUtc"),
+    "ExpiresAtArray": ("DateTime", "ExpiresAtUtc"),
+    "EnqueuedTimeUtcArray": ("DateTime", "EnqueuedTimeUtc"),
+    "EnqueuedTimeArray": ("DateTime", "EnqueuedTimeUtc"),
+    "MessageIdArray": ("string", "MessageId"),
+    "ContentTypeArray": ("string", "ContentType"),
+    "ReplyToArray": ("string", "ReplyTo"),
+    "SequenceNumberArray": ("long", "SequenceNumber"),
+    "ToArray": ("string", "To"),
+    "SubjectArray": ("string", "Subject"),
+    "LabelArray": ("string", "Subject"),
+    "CorrelationIdArray": ("string", "CorrelationId"),
+    "SessionIdArray": ("string", "SessionId"),
+    "ReplyToSessionIdArray": ("string", "ReplyToSessionId"),
+    "PartitionKeyArray": ("string", "PartitionKey"),
+    "TransactionPartitionKeyArray": ("string", "PartitionKey"),
+}
+
+
+def _json(value: Any) -> str:
+    """Json.NET's text for a value (compact, dates and durations in the host's text forms)."""
+    return json.dumps(plain(value), separators=(",", ":"))
+
+
+def to_rpc(value: Any) -> Any:
+    """One binding-data value as the host's ``ToRpc`` makes it (scalars and dictionaries)."""
+    protos = load_protos()
+    if value is None:
+        return protos.TypedData()
+    if isinstance(value, bytes):
+        return protos.TypedData(bytes=value)
+    if isinstance(value, str):
+        return protos.TypedData(string=str(value))
+    return protos.TypedData(json=_json(value))
+
+
+def _array(element_type: str, values: Sequence[Any]) -> Any:
+    """A .NET array as ``ToRpcCollection`` makes it."""
+    protos = load_protos()
+    if element_type == "string":
+        kept = [str(v) for v in values if v is not None and str(v) != ""]
+        return protos.TypedData(collection_string=protos.CollectionString(string=kept))
+    if element_type == "long":
+        return protos.TypedData(
+            collection_sint64=protos.CollectionSInt64(sint64=[int(v or 0) for v in values])
+        )
+    return protos.TypedData(json=_json(list(values)))
+
+
+def _sys(function_name: str) -> Any:
+    """The ``sys`` binding data every trigger carries."""
+    return to_rpc(
+        {"MethodName": function_name, "UtcNow": iso(datetime.now(UTC)), "RandGuid": str(uuid.uuid4())}
+    )
+
+
+def _single_metadata(message: ServiceBusMessageData, function_name: str) -> dict[str, Any]:
+    metadata = {key: to_rpc(value) for key, value in message.fields.items() if value is not None}
+    metadata["UserProperties"] = metadata["ApplicationProperties"] = to_rpc(message.properties)
+    metadata["sys"] = _sys(function_name)
+    return metadata
+
+
+def _batch_metadata(messages: Sequence[ServiceBusMessageData], function_name: str) -> dict[str, Any]:
+    metadata = {
+        array: _array(element_type, [m.fields.get(field) for m in messages])
+        for array, (element_type, field) in HOST_BATCH_ARRAYS.items()
+    }
+    properties = [m.properties for m in messages]
+    metadata["ApplicationPropertiesArray"] = metadata["UserPropertiesArray"] = to_rpc(properties)
+    metadata["sys"] = _sys(function_name)
+    return metadata
+
+
+def _model_binding_data(content: bytes) -> Any:
+    protos = load_protos()
+    return protos.ModelBindingData(
+        version=MODEL_BINDING_DATA_VERSION,
+        source=MODEL_BINDING_DATA_SOURCE,
+        content_type=MODEL_BINDING_DATA_CONTENT_TYPE,
+        content=content,
+    )
+
+
+def _service_bus(data: ServiceBusInput, function_name: str) -> tuple[Any, dict[str, Any]]:
+    protos = load_protos()
+    if data.payload == "sdk":
+        # The extension's SDK types: model binding data, no trigger metadata the converter reads.
+        contents = [_model_binding_data(content) for content in data.binding_data]
+        if data.batch:
+            collection = protos.CollectionModelBindingData(model_binding_data=contents)
+            return protos.TypedData(collection_model_binding_data=collection), {"sys": _sys(function_name)}
+        return protos.TypedData(model_binding_data=contents[0]), {"sys": _sys(function_name)}
+    # A ``str`` parameter gets the body as text (a body that is not UTF-8 fails the invocation), any other
+    # the body's bytes.
+    text = data.payload == "str"
+    if data.batch:
+        metadata = _batch_metadata(data.messages, function_name)
+        if text:
+            strings = protos.CollectionString(string=[m.body.decode("utf-8") for m in data.messages])
+            return protos.TypedData(collection_string=strings), metadata
+        return protos.TypedData(
+            collection_bytes=protos.CollectionBytes(bytes=[m.body for m in data.messages])
+        ), (metadata)
+    [message] = data.messages
+    body = (
+        protos.TypedData(string=message.body.decode("utf-8"))
+        if text
+        else protos.TypedData(bytes=message.body)
+    )
+    return body, _single_metadata(message, function_name)
+
+
+def _manual(data: ManualServiceBusInput, function_name: str) -> tuple[Any, dict[str, Any]]:
+    """A manual run (``POST /admin/functions/{name}``): a message made from the input, one delivery."""
+    message = ServiceBusMessageData(
+        data.body,
+        {"MessageId": data.message_id, "DeliveryCount": 1, "EnqueuedTimeUtc": data.enqueued_time_utc},
+        {},
+    )
+    if data.batch:
+        return load_protos().TypedData(collection_bytes=load_protos().CollectionBytes(bytes=[data.body])), (
+            _batch_metadata([message], function_name)
+        )
+    return to_rpc(data.body), _single_metadata(message, function_name)
+
+
+def _http(data: HttpInput) -> Any:
+    protos = load_protos()
+    http = protos.RpcHttp(
+        method=data.method,
+        url=data.url,
+        headers={name.lower(): value for name, value in data.headers.items()},
+        query={name: value for name, value in data.params.items() if value},
+        params={name: str(value) for name, value in data.route_params.items() if value is not None},
+    )
+    if data.body:
+        http.body.CopyFrom(protos.TypedData(bytes=data.body))
+    return protos.TypedData(http=http)
+
+
+def _timer(data: TimerInput) -> Any:
+    """The host's ``TimerInfo``, serialised by Json.NET."""
+    info: Mapping[str, Any] = {
+        "Schedule": dict(data.schedule),
+        "ScheduleStatus": dict(data.schedule_status) or None,
+        "IsPastDue": data.past_due,
+    }
+    return to_rpc(info)
+
+
+def trigger_data(data: InvocationInput, function_name: str) -> tuple[Any, dict[str, Any]]:
+    """The trigger parameter's ``TypedData`` and the invocation's trigger metadata for ``data``."""
+    if isinstance(data, ServiceBusInput):
+        return _service_bus(data, function_name)
+    if isinstance(data, ManualServiceBusInput):
+        return _manual(data, function_name)
+    if isinstance(data, HttpInput):
+        return _http(data), {}
+    if isinstance(data, TimerInput):
+        return _timer(data), {"sys": _sys(function_name)}
+    raise TypeError(f"no trigger data for {type(data).__name__}")
