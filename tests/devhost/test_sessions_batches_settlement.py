@@ -12,8 +12,8 @@ from datetime import timedelta
 import pytest
 from azure.servicebus import ServiceBusClient, ServiceBusMessage, ServiceBusSubQueue
 
-from devhost.testing import HostHandle, running_host
 from devhost.rpc.trigger_data import HOST_BATCH_ARRAYS
+from devhost.testing import HostHandle, running_host
 from emulator.broker.properties import SubscriptionProperties, TopicProperties
 from emulator.testing import EmulatorHandle
 from tests.devhost.conftest import APPS, Records, app_settings, send
