@@ -39,6 +39,34 @@ MODEL_BINDING_DATA_VERSION = "1.0"
 MODEL_BINDING_DATA_SOURCE = "AzureServiceBusReceivedMessage"
 MODEL_BINDING_DATA_CONTENT_TYPE = "application/octet-stream"
 
+# The binding data the host's Service Bus extension gives one message (ServiceBusTriggerBindingStrategy
+# .AddBindingData(..., ServiceBusReceivedMessage), azure-sdk-for-net sdk/servicebus/
+# Microsoft.Azure.WebJobs.Extensions.ServiceBus/src/Triggers/ServiceBusTriggerBindingStrategy.cs): each key
+# with its .NET type and the message field it is read from, besides ApplicationProperties/UserProperties and
+# the actions objects (which no Python binding reads). Nothing else: a function's message has no
+# TimeToLive, LockedUntil, State, DeadLetterReason... in Azure.
+HOST_SINGLE_KEYS: dict[str, tuple[str, str]] = {
+    "DeliveryCount": ("int", "DeliveryCount"),
+    "DeadLetterSource": ("string", "DeadLetterSource"),
+    "LockToken": ("string", "LockToken"),
+    "ExpiresAtUtc": ("DateTime", "ExpiresAtUtc"),
+    "ExpiresAt": ("DateTimeOffset", "ExpiresAtUtc"),
+    "EnqueuedTimeUtc": ("DateTime", "EnqueuedTimeUtc"),
+    "EnqueuedTime": ("DateTimeOffset", "EnqueuedTimeUtc"),
+    "MessageId": ("string", "MessageId"),
+    "ContentType": ("string", "ContentType"),
+    "ReplyTo": ("string", "ReplyTo"),
+    "SequenceNumber": ("long", "SequenceNumber"),
+    "To": ("string", "To"),
+    "Subject": ("string", "Subject"),
+    "Label": ("string", "Subject"),
+    "CorrelationId": ("string", "CorrelationId"),
+    "SessionId": ("string", "SessionId"),
+    "ReplyToSessionId": ("string", "ReplyToSessionId"),
+    "PartitionKey": ("string", "PartitionKey"),
+    "TransactionPartitionKey": ("string", "TransactionPartitionKey"),
+}
+
 # The arrays the host's Service Bus extension puts in a batch's binding data
 # (ServiceBusTriggerBindingStrategy.GetBindingData for ServiceBusReceivedMessage[]): the array's .NET element
 # type and the message field it is read from. Nothing else of a batch's messages reaches the worker.
@@ -102,9 +130,32 @@ def _sys(function_name: str) -> Any:
     )
 
 
+def _net_datetime(value: datetime, *, offset: bool) -> str:
+    """Json.NET's ISO text for a ``DateTime`` (``offset`` False: the extension's ``ExpiresAt.DateTime``,
+    kind Unspecified, written without a zone) or a ``DateTimeOffset`` (``+00:00``); fractions of a second
+    to 7 digits without trailing zeros."""
+    utc = value.astimezone(UTC) if value.tzinfo is not None else value
+    text = utc.strftime("%Y-%m-%dT%H:%M:%S")
+    fraction = f"{utc.microsecond:06d}".rstrip("0")
+    if fraction:
+        text += "." + fraction
+    return json.dumps(text + ("+00:00" if offset else ""))
+
+
+def _single_value(net_type: str, value: Any) -> Any:
+    if net_type in ("DateTime", "DateTimeOffset") and isinstance(value, datetime):
+        return load_protos().TypedData(json=_net_datetime(value, offset=net_type == "DateTimeOffset"))
+    return to_rpc(value)
+
+
 def _single_metadata(message: ServiceBusMessageData, function_name: str) -> dict[str, Any]:
-    metadata = {key: to_rpc(value) for key, value in message.fields.items() if value is not None}
-    metadata["UserProperties"] = metadata["ApplicationProperties"] = to_rpc(message.properties)
+    fields = message.fields
+    metadata = {
+        key: _single_value(net_type, fields.get(field))
+        for key, (net_type, field) in HOST_SINGLE_KEYS.items()
+        if fields.get(field) is not None  # the host leaves out binding data that is null
+    }
+    metadata["ApplicationProperties"] = metadata["UserProperties"] = to_rpc(message.properties)
     metadata["sys"] = _sys(function_name)
     return metadata
 

@@ -246,6 +246,42 @@ def test_a_single_message_becomes_a_func_message_with_the_hosts_metadata(
     assert context.function_name == "single"
 
 
+def test_a_single_message_carries_only_the_binding_data_the_service_bus_extension_gives(
+    worker: Worker, shared_emulator: EmulatorHandle
+) -> None:
+    sent = ServiceBusMessage("ttl", time_to_live=timedelta(days=14), subject="s", session_id=None)
+    (message,) = _received(shared_emulator, worker.queues["SINGLE"], sent)
+    data = ServiceBusInput("func", False, messages=(message_data(message, with_metadata=True),))
+
+    outcome = worker.invoke("single", data)
+
+    assert outcome.succeeded, outcome.error_detail
+    msg, _ = worker.seen["single"]
+    # ServiceBusTriggerBindingStrategy.AddBindingData: no TimeToLive, LockedUntil, State or dead-letter
+    # reason reach a Python function, whatever the message carries; null values are left out.
+    assert set(msg.metadata) == {
+        "DeliveryCount",
+        "LockToken",
+        "ExpiresAtUtc",
+        "ExpiresAt",
+        "EnqueuedTimeUtc",
+        "EnqueuedTime",
+        "MessageId",
+        "SequenceNumber",
+        "Subject",
+        "Label",
+        "ApplicationProperties",
+        "UserProperties",
+        "sys",
+    }
+    assert msg.time_to_live is None and msg.locked_until is None and msg.state is None
+    # ExpiresAt.DateTime / EnqueuedTime.DateTime are of kind Unspecified: Json.NET writes them without a
+    # zone, and the library makes them naive datetimes.
+    assert msg.enqueued_time_utc is not None and msg.enqueued_time_utc.tzinfo is None
+    assert msg.enqueued_time_utc == message.enqueued_time_utc.replace(tzinfo=None)
+    assert msg.label == "s"
+
+
 def test_a_batch_becomes_func_messages_sharing_the_hosts_array_metadata(
     worker: Worker, shared_emulator: EmulatorHandle
 ) -> None:
