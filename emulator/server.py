@@ -116,6 +116,8 @@ class Emulator:
         self.management_tls_port: int | None = None  # set by start() when management_tls is on
         self.management_ca_file: Path | None = None  # the CA certificate HTTPS clients verify against
         self.amqps_port: int | None = None  # set by start() when amqps_port and management_tls are on
+        # With TLS: a PYTHONPATH entry whose certifi trusts the CA (the SDK's AMQP client reads only certifi).
+        self.certifi_trust: Path | None = None
         self._servers: list[asyncio.base_events.Server] = []
         self._load_entities()
         self.management = ManagementServer(
@@ -204,6 +206,7 @@ class Emulator:
         self.management_tls_port = self.management.tls_port
         self.management_ca_file = self.management.ca_file
         self.amqps_port = self.management.amqps_port
+        self.certifi_trust = self.management.certifi_trust
 
     async def stop(self) -> None:
         for server in self._servers:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from emulator.admin.api import AdminApi
+from emulator.arm.certifi_trust import write_certifi_trust
 from emulator.arm.http import HttpServer, ProtocolSwitch, Request, Response
 from emulator.arm.metadata import Metadata
 from emulator.arm.routes import ArmApi, ArmSettings
@@ -78,6 +79,7 @@ class ManagementServer:
         self.tls_port: int | None = None
         self.amqps_port: int | None = None
         self.ca_file: Path | None = None
+        self.certifi_trust: Path | None = None  # PYTHONPATH entry trusting ca_file for certifi users
         self.http = HttpServer(self.handle)
         self.https: HttpServer | None = None
         self.namespace_host: HttpServer | None = None
@@ -115,6 +117,7 @@ class ManagementServer:
             self.https = HttpServer(self.handle, material.context, self._switch)
             self.tls_port = await self.https.start(self.options.host, self.options.tls_port)
             self.ca_file = material.ca_file
+            self.certifi_trust = write_certifi_trust(directory, material.ca_file)
             if self.options.amqps_port is not None:
                 self.namespace_host = HttpServer(self.handle, material.context, self._switch)
                 self.amqps_port = await self.namespace_host.start(self.options.host, self.options.amqps_port)
