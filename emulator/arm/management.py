@@ -27,9 +27,9 @@ from emulator.arm.http import HttpServer, ProtocolSwitch, Request, Response
 from emulator.arm.metadata import Metadata
 from emulator.arm.routes import ArmApi, ArmSettings
 from emulator.arm.tls import CA_FILE_NAME, create_tls
-from emulator.auth import SasAuthority
+from emulator.auth import SasAuthority, TokenRejected
 from emulator.broker.namespace import Namespace
-from emulator.identity import IdentityAuthority
+from emulator.identity import MANAGEMENT_RESOURCE, IdentityAuthority
 from emulator.identity_endpoint import is_token_request, token_response
 
 HEALTH = {"status": "healthy", "message": "Service is healthy."}
@@ -72,8 +72,8 @@ class ManagementServer:
         self.namespace = namespace
         self.metadata = Metadata(options.data_dir)
         settings = ArmSettings(options.token, options.subscription_id, options.resource_group)
-        self.api = ArmApi(namespace, settings, self.metadata, endpoint)
         self.identity = identity or IdentityAuthority.load(None)
+        self.api = ArmApi(namespace, settings, self.metadata, endpoint, self._check_management_jwt)
         self.admin = AdminApi(namespace, self.metadata, authority or SasAuthority(), self.identity)
         self.port = options.port
         self.tls_port: int | None = None
@@ -105,6 +105,14 @@ class ManagementServer:
         if path.lower().split("/")[1] == "subscriptions":
             return self.api.handle(request)
         return Response.json(404, {"error": {"code": "NotFound", "message": "No such resource."}})
+
+    def _check_management_jwt(self, token: str) -> str | None:
+        """None if ``token`` is the emulator's own for ARM, else why it is refused."""
+        try:
+            self.identity.check(token, MANAGEMENT_RESOURCE, time.time())
+        except TokenRejected as exc:
+            return str(exc)
+        return None
 
     async def start(self) -> None:
         self.port = await self.http.start(self.options.host, self.options.port)

@@ -33,6 +33,7 @@ from azure.core.credentials import AccessToken, AzureNamedKeyCredential
 from azure.core.exceptions import ClientAuthenticationError
 from azure.identity import DefaultAzureCredential, ManagedIdentityCredential
 from azure.identity.aio import DefaultAzureCredential as AsyncDefaultAzureCredential
+from azure.mgmt.servicebus import ServiceBusManagementClient
 from azure.servicebus import ServiceBusClient, ServiceBusMessage, TransportType
 from azure.servicebus.aio import ServiceBusClient as AsyncServiceBusClient
 from azure.servicebus.aio.management import ServiceBusAdministrationClient as AsyncAdministrationClient
@@ -203,6 +204,39 @@ def test_the_https_management_port_takes_amqp_over_tls_too(namespace: EmulatorHa
     context = ssl.create_default_context(cafile=ca_file(namespace))
     with urllib.request.urlopen(f"https://localhost:{port}/health", context=context, timeout=10) as response:
         assert json.loads(response.read())["status"] == "healthy"
+
+
+def test_the_arm_client_manages_the_namespace_with_a_management_token_from_the_identity(
+    managed_identity: EmulatorHandle,
+) -> None:
+    # azure-mgmt-servicebus asks for https://management.azure.com/.default; ARM is on the HTTPS port too.
+    port = managed_identity.emulator.management_tls_port
+    with ServiceBusManagementClient(
+        DefaultAzureCredential(),
+        "00000000-0000-0000-0000-000000000000",
+        base_url=f"https://localhost:{port}",
+        connection_verify=ca_file(managed_identity),
+    ) as arm:
+        namespace = arm.namespaces.get("rg", managed_identity.namespace_name)
+    assert namespace.name == managed_identity.namespace_name
+
+
+def test_arm_refuses_a_forged_management_token_with_401(namespace: EmulatorHandle) -> None:
+    forged = IdentityAuthority(b"not the emulator's key".ljust(32, b"!"), "x").issue(
+        "https://management.azure.com", time.time()
+    )
+    with (
+        ServiceBusManagementClient(
+            StaticToken(forged.access_token),
+            "00000000-0000-0000-0000-000000000000",
+            base_url=f"https://localhost:{namespace.emulator.management_tls_port}",
+            connection_verify=ca_file(namespace),
+            retry_total=0,
+        ) as arm,
+        pytest.raises(ClientAuthenticationError, match="InvalidSignature") as refused,
+    ):
+        arm.namespaces.get("rg", namespace.namespace_name)
+    assert refused.value.status_code == 401
 
 
 # ------------------------------------------------------------------------------------------ refusals
