@@ -30,6 +30,9 @@ AMQP_PORT ?= 5672
 MANAGEMENT_PORT ?= 5300
 # HTTPS management port (ServiceBusAdministrationClient only speaks HTTPS); its CA file: $(DATA_DIR)/emulator.
 MANAGEMENT_TLS_PORT ?= 5301
+# The namespace's TLS port: the admin API (HTTPS) and AMQP over TLS on one port, as
+# SERVICEBUS_FULLY_QUALIFIED_NAMESPACE=localhost:$(AMQPS_PORT) (the SDK's AMQP client always uses 5671 there).
+AMQPS_PORT ?= 5671
 HTTP_PORT ?= 7071
 DATA_DIR ?= .data
 # The settings file `make run` reads (created from local.settings.sample.json when missing).
@@ -120,7 +123,7 @@ REPLAY_PYTEST := $(REPLAY_VENV)/bin/python -m pytest $(REPLAY_TESTS)
 help: ## List the targets
 	@echo "Busbar targets:"
 	@awk 'BEGIN { FS = ":.*## " } /^[a-zA-Z_-]+:.*## / { printf "  %-15s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
-	@echo "Variables: PYTHON=$(PYTHON) AMQP_PORT=$(AMQP_PORT) MANAGEMENT_PORT=$(MANAGEMENT_PORT) MANAGEMENT_TLS_PORT=$(MANAGEMENT_TLS_PORT) HTTP_PORT=$(HTTP_PORT) DATA_DIR=$(DATA_DIR) SETTINGS=$(SETTINGS) HIERARCHY_NAMESPACE=$(HIERARCHY_NAMESPACE) ARCHIVE=$(ARCHIVE) REPLAY_ARGS=... PYTEST_ARGS=..."
+	@echo "Variables: PYTHON=$(PYTHON) AMQP_PORT=$(AMQP_PORT) MANAGEMENT_PORT=$(MANAGEMENT_PORT) MANAGEMENT_TLS_PORT=$(MANAGEMENT_TLS_PORT) AMQPS_PORT=$(AMQPS_PORT) HTTP_PORT=$(HTTP_PORT) DATA_DIR=$(DATA_DIR) SETTINGS=$(SETTINGS) HIERARCHY_NAMESPACE=$(HIERARCHY_NAMESPACE) ARCHIVE=$(ARCHIVE) REPLAY_ARGS=... PYTEST_ARGS=..."
 
 check-python: ## Fail unless the interpreter (PYTHON=...) is Python 3.13.x
 	@$(call require_python,$(PYTHON),3.13,$(PY_HINT))
@@ -214,7 +217,7 @@ format: $(STAMP) ## Reformat and apply safe lint fixes
 # exists) + devhost running function_app.py. Ctrl-C drains in-flight invocations and stops both. devhost
 # keeps the HTTP keys under $(DATA_DIR)/devhost/secrets and, while it runs, records the URLs and ports it
 # listens on in $(DATA_DIR)/devhost/endpoints.json, where the command lines below read them.
-run: $(STAMP) ## Start emulator + devhost with function_app.py (HTTP_PORT, AMQP_PORT, MANAGEMENT_PORT, MANAGEMENT_TLS_PORT, DATA_DIR, SETTINGS, HIERARCHY_NAMESPACE)
+run: $(STAMP) ## Start emulator + devhost with function_app.py (HTTP_PORT, AMQP_PORT, MANAGEMENT_PORT, MANAGEMENT_TLS_PORT, AMQPS_PORT, DATA_DIR, SETTINGS, HIERARCHY_NAMESPACE)
 	@mkdir -p $(DATA_DIR)/emulator
 	@[ -f "$(SETTINGS)" ] || { cp local.settings.sample.json "$(SETTINGS)"; \
 	  echo "created $(SETTINGS) from local.settings.sample.json"; }
@@ -222,7 +225,7 @@ run: $(STAMP) ## Start emulator + devhost with function_app.py (HTTP_PORT, AMQP_
 	  $(VPY) -m devhost --app function_app.py --settings "$(SETTINGS)" --host-json host.json \
 	  --port $(HTTP_PORT) --data-dir $(DATA_DIR)/devhost --with-emulator --emulator-data-dir $(DATA_DIR)/emulator \
 	  --emulator-config emulator/sample-config.json --amqp-port $(AMQP_PORT) \
-	  --management-port $(MANAGEMENT_PORT) --management-tls-port $(MANAGEMENT_TLS_PORT) \
+	  --management-port $(MANAGEMENT_PORT) --management-tls-port $(MANAGEMENT_TLS_PORT) --amqps-port $(AMQPS_PORT) \
 	  --startup-hook app.bootstrap:provision
 
 # The runbooks' command lines with the app's own settings: $(SETTINGS), the endpoints the running `make run`

@@ -53,7 +53,7 @@ RESULTS = ROOT / "bench" / "results"
 def start_emulator() -> tuple[subprocess.Popen[str], str, str, str]:
     """The emulator with HTTPS management: process, AMQP and admin connection strings, CA file."""
     cmd = [sys.executable, "-m", "emulator", "--in-memory", "--amqp-port", "0", "--management-port", "0"]
-    cmd += ["--management-tls", "--management-tls-port", "0", "--log-level", "WARNING"]
+    cmd += ["--management-tls", "--management-tls-port", "0", "--amqps-port", "0", "--log-level", "WARNING"]
     proc = subprocess.Popen(
         cmd, cwd=ROOT, stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}
     )

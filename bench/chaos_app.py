@@ -83,6 +83,7 @@ class AppProcess:
             [
                 *("make", "--no-print-directory", "run", "HTTP_PORT=0", "AMQP_PORT=0", "MANAGEMENT_PORT=0"),
                 "MANAGEMENT_TLS_PORT=0",
+                "AMQPS_PORT=0",
                 f"DATA_DIR={self.data_dir}",
                 f"SETTINGS={self.settings}",
             ],

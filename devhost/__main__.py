@@ -92,6 +92,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="the emulated namespace's tier (default Standard; see docs/emulator.md)",
     )
     parser.add_argument(
+        "--amqps-port",
+        type=int,
+        default=5671,
+        help="with --management-tls: the emulator's namespace TLS port, serving the admin API and AMQP over "
+        "TLS alike (SERVICEBUS_FULLY_QUALIFIED_NAMESPACE=localhost:<port>; the SDK's AMQP client always "
+        "uses 5671 for a namespace name; 0 = free)",
+    )
+    parser.add_argument(
         "--startup-hook",
         default=None,
         metavar="MODULE:FUNCTION",
@@ -130,6 +138,32 @@ def emulator_settings(emulator: Any) -> dict[str, str]:
         "BUSBAR_RESOURCE_GROUP": EMULATOR_RESOURCE_GROUP,
         "BUSBAR_NAMESPACE": EMULATOR_NAMESPACE,
     }
+
+
+IDENTITY_SETTINGS = ("IDENTITY_ENDPOINT", "IDENTITY_HEADER")
+
+
+def identity_settings(emulator: Any, *configured: Mapping[str, str]) -> dict[str, str]:
+    """``IDENTITY_ENDPOINT`` / ``IDENTITY_HEADER`` of the emulator's managed identity, as Azure's host gives
+    an app with a managed identity; none when the app settings or the environment set either (the pair
+    belongs together: an endpoint from one place and a header from another would never match)."""
+    if any(name in values for values in configured for name in IDENTITY_SETTINGS):
+        return {}
+    return {"IDENTITY_ENDPOINT": emulator.identity_endpoint, "IDENTITY_HEADER": emulator.identity_header}
+
+
+def identity_banner(emulator: Any) -> list[str]:
+    """The banner's lines for code that signs in as the SDK's samples do (``DefaultAzureCredential`` with
+    a fully qualified namespace), one ``NAME=value`` a line, to export as they are."""
+    lines = ["Managed identity and namespace for DefaultAzureCredential (export these; docs/emulator.md):"]
+    if emulator.fully_qualified_namespace is not None:
+        lines.append(f"SERVICEBUS_FULLY_QUALIFIED_NAMESPACE={emulator.fully_qualified_namespace}")
+    lines.append(f"IDENTITY_ENDPOINT={emulator.identity_endpoint}")
+    lines.append(f"IDENTITY_HEADER={emulator.identity_header}")
+    if emulator.certifi_trust is not None:
+        # ServiceBusClient's AMQP over TLS trusts certifi's bundle only; this certifi adds the emulator's CA.
+        lines.append(f"PYTHONPATH={emulator.certifi_trust}")
+    return lines
 
 
 def emulator_admin_endpoints(emulator: Any) -> dict[str, str]:
@@ -201,6 +235,7 @@ def start_emulator(args: argparse.Namespace, management_token: str | None) -> An
             management_tls=args.management_tls,
             management_tls_port=args.management_tls_port,
             sku=Sku(args.emulator_sku),
+            amqps_port=args.amqps_port if args.management_tls else None,
         )
     )
     try:
@@ -257,6 +292,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: cannot start the emulator: {exc}", file=sys.stderr)
             return 1
         extra = emulator_settings(emulator_thread.emulator)
+        extra |= identity_settings(emulator_thread.emulator, local.values, os.environ)
         admin = emulator_admin_endpoints(emulator_thread.emulator)
     settings = effective_settings(local.values, os.environ, extra)
     port = args.port if args.port is not None else (local.http_port or 7071)
@@ -286,6 +322,7 @@ def main(argv: list[str] | None = None) -> int:
             lines.append(f"Service Bus connection string: {emulator.connection_string}")
             lines.append(f"Emulator management (ARM): http://127.0.0.1:{emulator.management_port}")
             lines.extend(admin_banner(admin))
+            lines.extend(identity_banner(emulator))
         if args.data_dir is not None:
             record = write_record(args.data_dir, host.http.base_url, extra, admin)
             lines.append(f"Keys kept in {args.data_dir / 'secrets'}; endpoints recorded in {record}")

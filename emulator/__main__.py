@@ -52,6 +52,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--management-tls-port", type=int, default=5301, help="HTTPS management port; 0 picks a free one"
     )
     parser.add_argument(
+        "--amqps-port",
+        type=int,
+        default=5671,
+        help="with --management-tls: the namespace's TLS port, serving the admin API (HTTPS) and AMQP over "
+        "TLS alike, as SERVICEBUS_FULLY_QUALIFIED_NAMESPACE=localhost:<port> (the SDK's AMQP client always "
+        "uses 5671 for a namespace name; default 5671; 0 picks a free one)",
+    )
+    parser.add_argument(
         "--arm-subscription-id",
         metavar="ID",
         help="the only subscription id ARM requests may use (default: any)",
@@ -70,6 +78,27 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
     return parser.parse_args(argv)
+
+
+def identity_banner(emulator: Emulator) -> list[str]:
+    """What a user exports to run code that authenticates as Azure's samples do (DefaultAzureCredential and
+    a fully qualified namespace): the managed identity an App Service / Functions app has, and the
+    namespace's TLS port."""
+    lines = [
+        f"Managed identity: IDENTITY_ENDPOINT={emulator.identity_endpoint} "
+        f"IDENTITY_HEADER={emulator.identity_header}"
+    ]
+    if emulator.fully_qualified_namespace is not None:
+        lines.append(
+            f"Fully qualified namespace (admin API and AMQP over TLS): "
+            f"SERVICEBUS_FULLY_QUALIFIED_NAMESPACE={emulator.fully_qualified_namespace}"
+        )
+    if emulator.certifi_trust is not None:
+        lines.append(
+            f"AMQP over TLS trusts the CA through certifi (the SDK ignores SSL_CERT_FILE there): "
+            f"PYTHONPATH={emulator.certifi_trust}"
+        )
+    return lines
 
 
 async def serve(options: EmulatorOptions) -> None:
@@ -98,6 +127,8 @@ async def serve(options: EmulatorOptions) -> None:
         )
     else:
         print("Admin connection string: start with --management-tls (the admin client needs HTTPS)")
+    for line in identity_banner(emulator):
+        print(line)
     sys.stdout.flush()
     await stop.wait()
     print("Shutting down.", flush=True)
@@ -128,6 +159,7 @@ def main(argv: list[str] | None = None) -> int:
         management_token=args.management_token,
         management_tls=args.management_tls,
         management_tls_port=args.management_tls_port,
+        amqps_port=args.amqps_port if args.management_tls else None,
         arm_subscription_id=args.arm_subscription_id,
         arm_resource_group=args.arm_resource_group,
         sku=Sku(args.sku),

@@ -20,6 +20,8 @@ from emulator.broker.namespace import Namespace
 from emulator.broker.properties import EmulatorConfig, default_config
 from emulator.broker.store import Store
 from emulator.forwarding_graph import ForwardingSource, cycle_warnings, dangling_forwards
+from emulator.identity import IdentityAuthority
+from emulator.identity_endpoint import TOKEN_PATH
 from emulator.tier import Sku
 
 log = logging.getLogger("emulator")
@@ -55,6 +57,9 @@ class EmulatorOptions:
     management_token: str | None = None
     management_tls: bool = False
     management_tls_port: int = 5301
+    # HTTPS (admin API) and AMQP over TLS on one port, the namespace's host as the SDK reaches it through a
+    # fully qualified namespace (AMQP always on 5671 there); needs management_tls. None: not served.
+    amqps_port: int | None = None
     arm_subscription_id: str | None = None
     arm_resource_group: str | None = None
     # The namespace's tier: what ARM and $namespaceinfo report, and the message size rules (emulator.tier).
@@ -65,10 +70,16 @@ class AmqpServer:
     """Accepts AMQP connections for one namespace."""
 
     def __init__(
-        self, namespace: Namespace, authority: SasAuthority, max_connections: int, clock: Callable[[], float]
+        self,
+        namespace: Namespace,
+        authority: SasAuthority,
+        identity: IdentityAuthority,
+        max_connections: int,
+        clock: Callable[[], float],
     ) -> None:
         self.namespace = namespace
         self.authority = authority
+        self.identity = identity
         self.clock = clock
         self.nodes = Nodes(self)
         self.max_connections = max_connections
@@ -98,12 +109,18 @@ class Emulator:
         self.store = Store(None if options.data_dir is None else options.data_dir / "emulator.sqlite3")
         self.namespace = Namespace(options.config.namespace.name, self.store, sku=options.sku)
         self.authority = SasAuthority({options.key_name: options.key})
-        self.amqp = AmqpServer(self.namespace, self.authority, options.max_connections, time.time)
+        self.identity = IdentityAuthority.load(options.data_dir)
+        self.amqp = AmqpServer(
+            self.namespace, self.authority, self.identity, options.max_connections, time.time
+        )
         self.amqp_port = options.amqp_port
         self.management_port = options.management_port
         self.management_token = options.management_token or generate_token()
         self.management_tls_port: int | None = None  # set by start() when management_tls is on
         self.management_ca_file: Path | None = None  # the CA certificate HTTPS clients verify against
+        self.amqps_port: int | None = None  # set by start() when amqps_port and management_tls are on
+        # With TLS: a PYTHONPATH entry whose certifi trusts the CA (the SDK's AMQP client reads only certifi).
+        self.certifi_trust: Path | None = None
         self._servers: list[asyncio.base_events.Server] = []
         self._load_entities()
         self.management = ManagementServer(
@@ -114,12 +131,15 @@ class Emulator:
                 token=self.management_token,
                 tls=options.management_tls,
                 tls_port=options.management_tls_port,
+                amqps_port=options.amqps_port,
                 data_dir=options.data_dir,
                 subscription_id=options.arm_subscription_id,
                 resource_group=options.arm_resource_group,
             ),
             endpoint=lambda: f"sb://localhost:{self.amqp_port}/",
             authority=self.authority,
+            identity=self.identity,
+            amqp=self.amqp.protocol,
         )
 
     def _load_entities(self) -> None:
@@ -161,6 +181,22 @@ class Emulator:
             f"SharedAccessKey={o.key};UseDevelopmentEmulator=true;"
         )
 
+    @property
+    def identity_endpoint(self) -> str:
+        """``IDENTITY_ENDPOINT`` for an app whose managed identity the emulator stands in for."""
+        return f"http://127.0.0.1:{self.management_port}{TOKEN_PATH}"
+
+    @property
+    def identity_header(self) -> str:
+        """``IDENTITY_HEADER``: the secret the token endpoint wants in ``X-IDENTITY-HEADER``."""
+        return self.identity.identity_header
+
+    @property
+    def fully_qualified_namespace(self) -> str | None:
+        """``host:port`` where both the admin client (HTTPS) and ServiceBusClient (AMQP over TLS, which
+        the SDK always opens on 5671 for a namespace name) reach this emulator; None without that port."""
+        return None if self.amqps_port is None else f"localhost:{self.amqps_port}"
+
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
         self.namespace.bind_loop(loop)
@@ -172,6 +208,8 @@ class Emulator:
         self.management_port = self.management.port
         self.management_tls_port = self.management.tls_port
         self.management_ca_file = self.management.ca_file
+        self.amqps_port = self.management.amqps_port
+        self.certifi_trust = self.management.certifi_trust
 
     async def stop(self) -> None:
         for server in self._servers:

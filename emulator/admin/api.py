@@ -1,5 +1,7 @@
 """The namespace's own management API, as ``azure.servicebus.management.ServiceBusAdministrationClient``
-speaks it: ATOM entries over HTTPS, authenticated with a SAS token in ``Authorization``.
+speaks it: ATOM entries over HTTPS, authenticated with a SAS token in ``Authorization``, or with a
+Microsoft Entra ID token (``Bearer <JWT>`` for ``https://servicebus.azure.net``) from the emulator's
+managed-identity endpoint, as ``DefaultAzureCredential`` gets one in an App Service / Functions app.
 
 Routes (entity names are URL-encoded single segments, so a queue called ``a/b`` arrives as ``a%2Fb``)::
 
@@ -22,6 +24,7 @@ ARM, so an entity created here is the entity ARM and AMQP see, persisted the sam
 
 from __future__ import annotations
 
+import time
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -54,6 +57,7 @@ from emulator.broker.namespace import Namespace
 from emulator.broker.properties import QueueProperties, RuleConfig, SubscriptionProperties
 from emulator.broker.rules import compile_rule
 from emulator.filters.sql import SqlSyntaxError
+from emulator.identity import MANAGEMENT_RESOURCE, SERVICE_BUS_RESOURCE, IdentityAuthority, unverified_claims
 from emulator.tier import PREMIUM_MESSAGING_UNITS, Sku, max_message_size_problem
 from emulator.validation import (
     validate_entity_name,
@@ -86,15 +90,27 @@ Handler = Callable[[_Call], Response]
 class AdminApi:
     """Serves the ATOM management routes against one namespace."""
 
-    def __init__(self, namespace: Namespace, metadata: Metadata, authority: SasAuthority) -> None:
+    def __init__(
+        self,
+        namespace: Namespace,
+        metadata: Metadata,
+        authority: SasAuthority,
+        identity: IdentityAuthority | None = None,
+    ) -> None:
         self.namespace = namespace
         self.metadata = metadata
         self.authority = authority
+        self.identity = identity
 
     @staticmethod
     def accepts(request: Request) -> bool:
-        """Whether a request on the management port is for this API (a SAS-authenticated call)."""
-        return _sas_token(request.header("authorization")) is not None
+        """Whether a request on the management port is for this API: SAS-authenticated, or carrying a
+        JWT not meant for ARM (its signature is checked later, so a forged one is refused here, with 401)."""
+        header = request.header("authorization")
+        if _sas_token(header) is not None:
+            return True
+        claims = _bearer_claims(header)
+        return claims is not None and claims.get("aud") != MANAGEMENT_RESOURCE
 
     def handle(self, request: Request) -> Response:
         try:
@@ -117,7 +133,11 @@ class AdminApi:
     def _authorize(self, request: Request, host: str, segments: tuple[str, ...]) -> None:
         path = "/".join(s for s in segments if not s.startswith("$"))
         try:
-            self.authority.check(_sas_token(request.header("authorization")) or "", f"https://{host}/{path}")
+            authorization = request.header("authorization")
+            if _sas_token(authorization) is None and _bearer_claims(authorization) is not None:
+                self._check_jwt(authorization or "")
+            else:
+                self.authority.check(_sas_token(authorization) or "", f"https://{host}/{path}")
             for header, target in (
                 (SUPPLEMENTARY, "forwardto"),
                 (DEAD_LETTER_SUPPLEMENTARY, "forwarddeadletteredmessagesto"),
@@ -125,8 +145,16 @@ class AdminApi:
                 token = request.header(header)
                 if token and token.startswith("SharedAccessSignature "):
                     self.authority.check(token, f"sb://{host}/{_target_in(request.body, target)}")
+                elif token and _bearer_claims(token) is not None:
+                    self._check_jwt(token)  # the SDK sends "Bearer <JWT>" for a token credential
         except TokenRejected as exc:
             raise AdminError(401, f"{exc}") from None
+
+    def _check_jwt(self, authorization: str) -> None:
+        if self.identity is None:
+            raise TokenRejected("InvalidToken: this namespace accepts only SharedAccessSignature tokens.")
+        token = authorization.strip().removeprefix("Bearer ").strip()
+        self.identity.check(token, SERVICE_BUS_RESOURCE, time.time())
 
     # ------------------------------------------------------------------------------------------ routing
 
@@ -507,6 +535,16 @@ def _sas_token(header: str | None) -> str | None:
         return None
     token = header.removeprefix("Bearer ").strip()
     return token if token.startswith("SharedAccessSignature ") else None
+
+
+def _bearer_claims(header: str | None) -> dict[str, Any] | None:
+    """The (unverified) claims of a ``Bearer <JWT>`` header, None for anything else."""
+    if header is None:
+        return None
+    scheme, _, token = header.strip().partition(" ")
+    if scheme.lower() != "bearer":
+        return None
+    return unverified_claims(token.strip())
 
 
 def _xml(status: int, document: str, content_type: str = atom.CONTENT_TYPE) -> Response:

@@ -27,6 +27,7 @@ from emulator.encoding.message import (
     section,
 )
 from emulator.encoding.types import Array, Int, Long, Symbol, Timestamp
+from emulator.identity import SERVICE_BUS_RESOURCE, IdentityAuthority
 
 log = logging.getLogger("emulator.amqp")
 
@@ -80,6 +81,9 @@ class NodeContext(Protocol):
 
     @property
     def authority(self) -> SasAuthority: ...
+
+    @property
+    def identity(self) -> IdentityAuthority: ...
 
     @property
     def clock(self) -> Callable[[], float]: ...
@@ -178,7 +182,12 @@ class Nodes:
         if not isinstance(token, str) or not isinstance(audience, str):
             return 400, "put-token needs a string token body and a 'name' audience."
         try:
-            grant = self.server.authority.check(token, audience, self.server.clock())
+            if token.startswith("SharedAccessSignature "):
+                grant = self.server.authority.check(token, audience, self.server.clock())
+            else:
+                # A Microsoft Entra ID token (the SDK's token credentials), valid for the whole namespace.
+                # Told apart by its form, as Service Bus does: pyamqp sends type "jwt" for SAS tokens too.
+                grant = self.server.identity.check(token, SERVICE_BUS_RESOURCE, self.server.clock())
         except TokenRejected as exc:
             log.info("connection %s: put-token refused: %s", session.connection.peer, exc)
             return 401, str(exc)

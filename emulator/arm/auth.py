@@ -1,13 +1,15 @@
 """Bearer-token check for the ARM endpoints.
 
-ARM accepts an Entra ID access token; the emulator accepts exactly one development token instead (given
-with ``--management-token`` or generated at start). The comparison is constant-time.
+ARM accepts an Entra ID access token; the emulator accepts its development token (given with
+``--management-token`` or generated at start; the comparison is constant-time) and a token for
+``https://management.azure.com`` from its own managed-identity endpoint (:mod:`emulator.identity`).
 """
 
 from __future__ import annotations
 
 import hmac
 import secrets
+from collections.abc import Callable
 
 from emulator.arm.errors import ArmError
 
@@ -22,8 +24,11 @@ def generate_token() -> str:
     return secrets.token_urlsafe(32)
 
 
-def check_bearer(authorization: str | None, token: str) -> None:
-    """Raise the 401 ARM gives unless ``authorization`` is ``Bearer <token>``."""
+def check_bearer(
+    authorization: str | None, token: str, check_jwt: Callable[[str], str | None] | None = None
+) -> None:
+    """Raise the 401 ARM gives unless ``authorization`` is ``Bearer <token>``, or a JWT ``check_jwt``
+    accepts (it returns None for a good token, else why not)."""
     if not authorization:
         raise _unauthorized(
             "AuthenticationFailed",
@@ -35,12 +40,18 @@ def check_bearer(authorization: str | None, token: str) -> None:
             "AuthenticationFailed",
             "Authentication failed. The 'Authorization' header is provided in an invalid format.",
         )
-    if not hmac.compare_digest(presented.strip().encode(), token.encode()):
-        raise _unauthorized(
-            "InvalidAuthenticationToken",
-            "The access token is invalid. The emulator accepts only its development token "
-            "(--management-token).",
-        )
+    if hmac.compare_digest(presented.strip().encode(), token.encode()):
+        return
+    refusal = check_jwt(presented.strip()) if check_jwt is not None and presented.count(".") == 2 else ""
+    if refusal is None:
+        return
+    raise _unauthorized(
+        "InvalidAuthenticationToken",
+        f"The access token is invalid. {refusal}"
+        if refusal
+        else "The access token is invalid. The emulator accepts only its development token "
+        "(--management-token) and tokens from its managed-identity endpoint.",
+    )
 
 
 def _unauthorized(code: str, message: str) -> ArmError:

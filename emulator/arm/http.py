@@ -4,6 +4,10 @@ Features: persistent connections (HTTP/1.1 keep-alive, as azure-core's requests 
 ``Content-Length`` and ``chunked`` request bodies, ``Expect: 100-continue``, bounded header and body
 sizes, idle and per-request timeouts, optional TLS. Handlers are plain functions ``Request -> Response``
 run on the event loop, so one request's effect on the broker is atomic with respect to every other.
+
+A listener may also hand connections that open with another protocol's header to that protocol
+(:class:`ProtocolSwitch`): a Service Bus namespace's host answers HTTPS and AMQP over TLS alike, and a
+client's first bytes after the TLS handshake (``AMQP`` and a version, or an HTTP request line) say which.
 """
 
 from __future__ import annotations
@@ -101,6 +105,53 @@ class Response:
 Handler = Callable[[Request], Response]
 
 
+@dataclass(frozen=True, slots=True)
+class ProtocolSwitch:
+    """Connections whose first bytes are ``prefix`` go to a fresh ``factory()`` protocol instead of HTTP."""
+
+    prefix: bytes
+    factory: Callable[[], asyncio.Protocol]
+
+
+class _Sniffer(asyncio.Protocol):
+    """Holds a new connection's first bytes until they tell HTTP from the switched protocol, then hands the
+    transport (and those bytes) to the one they belong to."""
+
+    def __init__(self, server: HttpServer, switch: ProtocolSwitch) -> None:
+        self.server = server
+        self.switch = switch
+        self.transport: asyncio.Transport | None = None
+        self.buffer = b""
+        self.timer: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+        # A peer that never speaks is dropped after the idle time an HTTP connection gets.
+        self.timer = asyncio.get_running_loop().call_later(IDLE_TIMEOUT, transport.abort)
+
+    def data_received(self, data: bytes) -> None:
+        assert self.transport is not None
+        self.buffer += data
+        prefix = self.switch.prefix
+        if len(self.buffer) < len(prefix) and prefix.startswith(self.buffer):
+            return  # not yet decided: "A" might be the start of "AMQP"
+        if self.timer is not None:
+            self.timer.cancel()
+        protocol: asyncio.Protocol
+        if self.buffer.startswith(prefix):
+            protocol = self.switch.factory()
+        else:
+            protocol = asyncio.StreamReaderProtocol(asyncio.StreamReader(limit=MAX_LINE), self.server._serve)
+        self.transport.set_protocol(protocol)
+        protocol.connection_made(self.transport)
+        protocol.data_received(self.buffer)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+
+
 class _Refused(Exception):
     """A request that cannot be read: answered with ``status`` and the connection closed."""
 
@@ -117,9 +168,15 @@ def _error(status: int, code: str, message: str) -> Response:
 class HttpServer:
     """Serves ``handler`` on one listening socket (plain or TLS) until :meth:`close`."""
 
-    def __init__(self, handler: Handler, ssl_context: ssl.SSLContext | None = None) -> None:
+    def __init__(
+        self,
+        handler: Handler,
+        ssl_context: ssl.SSLContext | None = None,
+        switch: ProtocolSwitch | None = None,
+    ) -> None:
         self.handler = handler
         self.ssl_context = ssl_context
+        self.switch = switch
         self.scheme = "https" if ssl_context is not None else "http"
         self.port = 0
         self.accepted = 0  # connections accepted so far
@@ -129,9 +186,16 @@ class HttpServer:
         self._closing = False
 
     async def start(self, host: str, port: int) -> int:
-        self._server = await asyncio.start_server(
-            self._serve, host, port, ssl=self.ssl_context, limit=MAX_LINE
-        )
+        switch = self.switch
+        if switch is None:
+            self._server = await asyncio.start_server(
+                self._serve, host, port, ssl=self.ssl_context, limit=MAX_LINE
+            )
+        else:
+            loop = asyncio.get_running_loop()
+            self._server = await loop.create_server(
+                lambda: _Sniffer(self, switch), host, port, ssl=self.ssl_context
+            )
         self.port = self._server.sockets[0].getsockname()[1]
         return self.port
 

@@ -74,16 +74,22 @@ class ArmApi:
     """Serves the ARM routes against one namespace."""
 
     def __init__(
-        self, namespace: Namespace, settings: ArmSettings, metadata: Metadata, endpoint: Callable[[], str]
+        self,
+        namespace: Namespace,
+        settings: ArmSettings,
+        metadata: Metadata,
+        endpoint: Callable[[], str],
+        check_jwt: Callable[[str], str | None] | None = None,
     ) -> None:
         self.namespace = namespace
         self.settings = settings
+        self.check_jwt = check_jwt
         self.metadata = metadata
         self.resources = Resources(namespace, metadata, settings.location, endpoint)
 
     def handle(self, request: Request) -> Response:
         try:
-            check_bearer(request.header("authorization"), self.settings.token)
+            check_bearer(request.header("authorization"), self.settings.token, self.check_jwt)
             handler, call = self._route(request)
             self._check_api_version(request)
             return handler(call)

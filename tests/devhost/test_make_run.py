@@ -76,6 +76,7 @@ class MakeRun:
                     "AMQP_PORT=0",
                     "MANAGEMENT_PORT=0",
                     "MANAGEMENT_TLS_PORT=0",
+                    "AMQPS_PORT=0",
                     f"DATA_DIR={data_dir}",
                     f"SETTINGS={self.settings}",
                 ),

@@ -38,6 +38,7 @@ DEFAULT_PORTS = {
     5672: "AMQP (emulator)",
     5300: "management (emulator)",
     5301: "HTTPS management (emulator)",
+    5671: "namespace TLS: admin API and AMQP over TLS (emulator)",
 }
 # Settings a developer may have exported for the app or another namespace: a user following a guide on a
 # fresh clone has none of them, and the guides must not depend on them. PYTEST_: the harness's own.

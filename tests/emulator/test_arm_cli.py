@@ -54,7 +54,10 @@ def test_generated_token_is_printed_and_accepted(processes: EmulatorProcesses) -
 def test_tls_prints_the_https_endpoint_and_ca_file(processes: EmulatorProcesses, tmp_path: Path) -> None:
     process = processes.start(
         data_dir=tmp_path,
-        extra_args=["--management-token", "t", "--management-tls", "--management-tls-port", "0"],
+        extra_args=[
+            *("--management-token", "t", "--management-tls"),
+            *("--management-tls-port", "0", "--amqps-port", "0"),
+        ],
     )
 
     endpoint = _printed(process.stdout, "ARM endpoint (TLS)")

@@ -74,7 +74,8 @@ def main(argv: list[str]) -> int:
     python = sys.executable
     emulator = subprocess.Popen(
         [python, "-m", "emulator", "--in-memory", "--management-tls", "--amqp-port", "0",
-         "--management-port", "0", "--management-tls-port", "0", "--log-level", "WARNING",
+         "--management-port", "0", "--management-tls-port", "0", "--amqps-port", "0",
+         "--log-level", "WARNING",
          *os.environ.get("EMULATOR_ARGS", "").split()],
         cwd=REPO, stdout=subprocess.PIPE, text=True,
     )  # fmt: skip
