@@ -31,12 +31,8 @@ def _set_cookie(cookie: Any) -> str:
     return "; ".join(parts)
 
 
-def http_output(result: Any) -> HttpOutput:
-    """The response for ``result`` (the runtime's ``TypeError`` when it makes none)."""
-    from azure_functions_runtime.bindings.meta import load_binding_registry, to_outgoing_proto
-
-    load_binding_registry()  # the runtime's worker init does this; idempotent
-    typed = to_outgoing_proto("http", result, pytype=None, protos=load_protos())
+def http_output_of(typed: Any) -> HttpOutput:
+    """The response the host makes of an HTTP function's encoded return value (``TypedData``)."""
     kind = typed.WhichOneof("data")
     if kind == "string":
         return HttpOutput(200, {}, typed.string.encode("utf-8"), "text/plain; charset=utf-8")
@@ -47,11 +43,18 @@ def http_output(result: Any) -> HttpOutput:
         headers["Set-Cookie"] = ", ".join(cookies)
     content_type = next((v for k, v in http.headers.items() if k.lower() == "content-type"), None)
     body_kind = http.body.WhichOneof("data")
-    body = (
-        b""
-        if body_kind is None
-        else http.body.bytes
-        if body_kind == "bytes"
-        else str(getattr(http.body, body_kind)).encode("utf-8")
-    )
+    if body_kind is None:
+        body = b""
+    elif body_kind == "bytes":
+        body = http.body.bytes
+    else:
+        body = str(getattr(http.body, body_kind)).encode("utf-8")
     return HttpOutput(int(http.status_code or 200), headers, body, content_type)
+
+
+def http_output(result: Any) -> HttpOutput:
+    """The response for ``result`` (the runtime's ``TypeError`` when it makes none)."""
+    from azure_functions_runtime.bindings.meta import load_binding_registry, to_outgoing_proto
+
+    load_binding_registry()  # the runtime's worker init does this; idempotent
+    return http_output_of(to_outgoing_proto("http", result, pytype=None, protos=load_protos()))

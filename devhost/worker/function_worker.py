@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from devhost.rpc.http_return import http_output
+from devhost.rpc.runtime_invocation import RuntimeInvocations
 from devhost.worker.binding import bind_arguments
 from devhost.worker.indexing import WorkerFunction, index_functions
 from devhost.worker.invoker import Invoker
@@ -31,10 +32,19 @@ class FunctionWorker:
         timeout: timedelta | None,
         app_directory: Path,
         thread_count: int | None = None,
+        runtime_invocation: bool = False,
     ) -> None:
         self._functions = functions
         self._by_name = {function.metadata.name.lower(): function for function in functions}
         self.invoker = Invoker(timeout=timeout, app_directory=app_directory, thread_count=thread_count)
+        # The worker process: azure_functions_runtime runs each invocation. In devhost's own process (the
+        # in-process worker, for debuggers) the runtime may not own the process-wide state it keeps, so
+        # devhost's invoker runs the function there, with the runtime's binding.
+        self._runtime = (
+            RuntimeInvocations([f.spec.runtime for f in functions], timeout=timeout)
+            if runtime_invocation
+            else None
+        )
 
     @classmethod
     def load(
@@ -44,11 +54,17 @@ class FunctionWorker:
         *,
         timeout: timedelta | None,
         thread_count: int | None = None,
+        runtime_invocation: bool = False,
     ) -> FunctionWorker:
-        """Import and index ``app_path`` (raises AppLoadError, BindingError or ValueError if it cannot)."""
+        """Import and index ``app_path`` (raises AppLoadError, BindingError or ValueError if it cannot);
+        ``runtime_invocation``: run invocations through azure_functions_runtime (the worker process)."""
         functions = index_functions(app_path, settings)
         return cls(
-            functions, timeout=timeout, app_directory=app_path.resolve().parent, thread_count=thread_count
+            functions,
+            timeout=timeout,
+            app_directory=app_path.resolve().parent,
+            thread_count=thread_count,
+            runtime_invocation=runtime_invocation,
         )
 
     def functions(self) -> list[FunctionMetadata]:
@@ -60,6 +76,11 @@ class FunctionWorker:
         function = self._by_name.get(request.function_name.lower())
         if function is None:
             return InvocationOutcome(False, f"no function named '{request.function_name}'", "LookupError")
+        if self._runtime is not None:
+            metadata = function.metadata
+            return await self._runtime.invoke(
+                metadata.name, metadata.trigger_type, metadata.trigger_arg, request
+            )
         bound: tuple[tuple[str, str], ...] = ()
         try:
             kwargs = bind_arguments(function, request.input)
@@ -80,6 +101,8 @@ class FunctionWorker:
     def close(self) -> None:
         """Stop the worker threads (running functions finish first)."""
         self.invoker.close()
+        if self._runtime is not None:
+            self._runtime.close()
 
 
 def _class_name(value: Any) -> str:

@@ -20,6 +20,8 @@ import socket
 from datetime import timedelta
 from pathlib import Path
 
+from azure_functions_runtime.version import VERSION as runtime_version
+
 from devhost.worker.function_worker import FunctionWorker
 from devhost.worker_frames import (
     CancelInvocation,
@@ -112,11 +114,15 @@ async def serve(channel_fd: int) -> bool:
             if start.function_timeout_seconds is None
             else timedelta(seconds=start.function_timeout_seconds),
             thread_count=start.thread_count,
+            runtime_invocation=True,
         )
     except Exception as exc:  # AppLoadError, BindingError, ValueError: the host refuses to start with it
         writer.write(encode(WorkerStartFailed(_portable(exc))))
         await writer.drain()
         return True
+    logger.info(
+        "azure-functions-runtime %s runs the app's %d functions", runtime_version, len(worker.functions())
+    )
     writer.write(encode(WorkerReady(worker.functions())))
     serving = _Serving(worker, writer)
     stopped = False

@@ -75,6 +75,46 @@ def test_the_function_code_runs_in_a_worker_process_started_with_the_worker_argu
     ]
 
 
+def test_azure_functions_runtime_runs_each_invocation_in_the_worker_process(host: HostHandle) -> None:
+    plain = httpx.get(f"{host.base_url}/api/stack", timeout=30)
+    coroutine = httpx.get(f"{host.base_url}/api/async-stack", timeout=30)
+
+    assert plain.status_code == coroutine.status_code == 200, (plain.text, coroutine.text)
+    # A coroutine function runs on the worker's loop, awaited by handle_event.invocation_request (the entry
+    # point Azure's proxy worker calls for every invocation); a plain one on the runtime's thread pool,
+    # through its run_sync_func.
+    frames = [(Path(file).parts[-2:], name) for file, name in coroutine.json()]
+    assert (("azure_functions_runtime", "handle_event.py"), "invocation_request") in frames, frames
+    frames = [(Path(file).parts[-2:], name) for file, name in plain.json()]
+    assert (("utils", "executor.py"), "run_sync_func") in frames, frames
+
+
+def test_the_runtime_logs_each_invocation_as_a_system_log(
+    shared_emulator: EmulatorHandle,
+    entities: dict[str, str],
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    settings = app_settings(shared_emulator, tmp_path / "records.jsonl", entities)
+    with caplog.at_level(logging.INFO), running_host(APPS / "process_app.py", settings=settings) as handle:
+        assert httpx.get(f"{handle.base_url}/api/whoami", timeout=30).status_code == 200
+        deadline = time.monotonic() + 10
+        while "Function name: whoami, Function Type: sync" not in caplog.text and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+    [record] = [r for r in caplog.records if r.getMessage() == "Function name: whoami, Function Type: sync"]
+    assert record.name == "azure.functions"  # the runtime's logger, forwarded from the worker process
+    assert f"azure-functions-runtime {_pinned_runtime()} runs the app's" in caplog.text
+
+
+def _pinned_runtime() -> str:
+    requirements = (Path(__file__).resolve().parents[2] / "requirements.txt").read_text().splitlines()
+    [pin] = [
+        line.split("==")[1].strip() for line in requirements if line.startswith("azure-functions-runtime==")
+    ]
+    return pin
+
+
 def test_a_coroutine_functions_failed_settlement_reaches_the_function(
     host: HostHandle, shared_emulator: EmulatorHandle, entities: dict[str, str], module_records: Records
 ) -> None:

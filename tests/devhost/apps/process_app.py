@@ -6,6 +6,7 @@ import json
 import logging
 import os
 import sys
+import traceback
 
 import azure.functions as func
 import azurefunctions.extensions.bindings.servicebus as servicebus
@@ -19,6 +20,18 @@ record = recorder(os.environ.get("DEVHOST_TEST_RECORD", ""))
 def whoami(req: func.HttpRequest) -> func.HttpResponse:
     logging.getLogger("process_app").warning("whoami answered by %d", os.getpid())
     return func.HttpResponse(json.dumps({"pid": os.getpid(), "argv": sys.argv}), mimetype="application/json")
+
+
+@app.route(route="stack")
+def stack(req: func.HttpRequest) -> func.HttpResponse:
+    frames = [(frame.filename, frame.name) for frame in traceback.extract_stack()]
+    return func.HttpResponse(json.dumps(frames), mimetype="application/json")
+
+
+@app.route(route="async-stack")
+async def async_stack(req: func.HttpRequest) -> func.HttpResponse:
+    frames = [(frame.filename, frame.name) for frame in traceback.extract_stack()]
+    return func.HttpResponse(json.dumps(frames), mimetype="application/json")
 
 
 @app.service_bus_queue_trigger(arg_name="msg", queue_name="%CRASH_QUEUE%", connection="ServiceBusConnection")

@@ -1,0 +1,144 @@
+"""Invocations run by ``azure_functions_runtime`` itself: its ``invocation_request`` entry point binds the
+arguments, makes the ``func.Context``, runs the function (a coroutine on the loop, a plain function on the
+runtime's thread pool, as in Azure) and encodes the response, exactly as Azure's Python 3.13 worker does.
+
+Only in devhost's worker process: the runtime keeps the functions in a module-global registry (and its
+thread pool in a module global), so it must own the process, as it owns the worker in Azure. devhost
+indexes the app and registers the runtime's own ``FunctionInfo`` for each function in that registry (what
+``worker_init_request`` would do after importing the app itself); the one thing it adds is a thin wrapper
+around each function that notes the classes of the arguments the runtime bound, which devhost's invocation
+log records.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import functools
+from collections.abc import Callable, Sequence
+from datetime import timedelta
+from typing import Any
+
+import azure.functions as func
+
+from devhost.rpc.http_return import http_output_of
+from devhost.rpc.protos import load as load_protos
+from devhost.rpc.runtime_driver import RuntimeRequest
+from devhost.rpc.trigger_data import trigger_data
+from devhost.worker_protocol import InvocationOutcome, InvocationRequest
+
+HTTP_TRIGGER = "httpTrigger"
+# The invocation a coroutine function runs for (the runtime sets its own context variable for plain
+# functions only, in the thread it runs them on).
+_ASYNC_INVOCATION: contextvars.ContextVar[str | None] = contextvars.ContextVar("invocation", default=None)
+
+
+class FunctionTimeoutError(TimeoutError):
+    """The invocation ran longer than host.json's functionTimeout."""
+
+
+def _class_name(value: Any) -> str:
+    kind = type(value)
+    return f"{kind.__module__}.{kind.__qualname__}"
+
+
+class RuntimeInvocations:
+    """The worker's invocations, each through the runtime's ``invocation_request``."""
+
+    def __init__(self, functions: Sequence[Any], *, timeout: timedelta | None) -> None:
+        from azure_functions_runtime import handle_event
+        from azure_functions_runtime.utils import executor, threadpool
+
+        self._events = handle_event
+        self._thread_invocation = executor.invocation_id_cv
+        self._threadpool = threadpool
+        self.timeout = None if timeout is None else timeout.total_seconds()
+        self.protos = load_protos()
+        self._bound: dict[str, tuple[tuple[str, str], ...]] = {}
+        handle_event.protos = self.protos  # the runtime's worker_init_request keeps them so
+        # The proxy worker starts the runtime's pool (PYTHON_THREADPOOL_THREAD_COUNT, read from the
+        # environment the host gave the worker process).
+        threadpool.start_threadpool_executor()
+        self._ids: dict[str, str] = {}
+        for info in functions:
+            wrapped = info._replace(func=self._noting_arguments(info.func, is_async=info.is_async))
+            # Registry._functions: the runtime's registry has no public way to add a ready FunctionInfo.
+            handle_event._functions._functions[info.function_id] = wrapped
+            self._ids[info.name.lower()] = info.function_id
+
+    def _note(self, invocation_id: str | None, arguments: dict[str, Any]) -> None:
+        if invocation_id is not None:
+            bound = tuple(
+                (name, _class_name(value))
+                for name, value in arguments.items()
+                if not isinstance(value, func.Context)
+            )
+            self._bound[invocation_id] = bound
+
+    def _noting_arguments(self, function: Callable[..., Any], *, is_async: bool) -> Callable[..., Any]:
+        if is_async:
+
+            @functools.wraps(function)
+            async def run_async(**arguments: Any) -> Any:
+                self._note(_ASYNC_INVOCATION.get(), arguments)
+                return await function(**arguments)
+
+            return run_async
+
+        @functools.wraps(function)
+        def run(**arguments: Any) -> Any:
+            self._note(self._thread_invocation.get(), arguments)
+            return function(**arguments)
+
+        return run
+
+    def _request(self, function_name: str, trigger_arg: str, request: InvocationRequest) -> RuntimeRequest:
+        protos = self.protos
+        typed, metadata = trigger_data(request.input, function_name)
+        invocation = protos.InvocationRequest(
+            invocation_id=request.invocation_id,
+            function_id=self._ids[function_name.lower()],
+            input_data=[protos.ParameterBinding(name=trigger_arg, data=typed)],
+            trigger_metadata=metadata,
+        )
+        return RuntimeRequest(protos.StreamingMessage(invocation_request=invocation), {"protos": protos})
+
+    async def invoke(
+        self, function_name: str, trigger_type: str, trigger_arg: str, request: InvocationRequest
+    ) -> InvocationOutcome:
+        """Run one invocation through the runtime; its outcome (binding and function failures included)."""
+        invocation_id = request.invocation_id
+        try:
+            runtime_request = self._request(function_name, trigger_arg, request)
+        except Exception as exc:  # trigger data the host could not send (a str body that is not UTF-8)
+            return InvocationOutcome(False, str(exc), type(exc).__name__)
+        token = _ASYNC_INVOCATION.set(invocation_id)
+        deadline = asyncio.timeout(self.timeout)
+        try:
+            async with deadline:
+                response = await self._events.invocation_request(runtime_request)
+        except TimeoutError:
+            if not deadline.expired():
+                raise
+            assert self.timeout is not None
+            message = (
+                f"Timeout value of {timedelta(seconds=self.timeout)} was exceeded by function: "
+                f"Functions.{function_name}"
+            )
+            return InvocationOutcome(
+                False, message, FunctionTimeoutError.__name__, self._bound.pop(invocation_id, ())
+            )
+        finally:
+            _ASYNC_INVOCATION.reset(token)
+        bound = self._bound.pop(invocation_id, ())
+        if response.result.status != self.protos.StatusResult.Success:
+            # serialize_exception: "<type>: <message>"
+            kind, _, message = response.result.exception.message.partition(": ")
+            return InvocationOutcome(False, message, kind, bound)
+        if trigger_type != HTTP_TRIGGER:
+            return InvocationOutcome(True, bound=bound)
+        return InvocationOutcome(True, bound=bound, http=http_output_of(response.return_value))
+
+    def close(self) -> None:
+        """Stop the runtime's thread pool (running functions finish first)."""
+        self._threadpool.stop_threadpool_executor()
