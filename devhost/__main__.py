@@ -269,9 +269,20 @@ async def serve(options: HostOptions, banner: Callable[[FunctionsHost], None]) -
     return not recycled
 
 
+def _with_invocation(record: logging.LogRecord) -> bool:
+    """Console lines of a function's logs end with its invocation id, as the host's logs carry it."""
+    invocation_id = getattr(record, "invocation_id", None)
+    record.invocation = f" (Id={invocation_id})" if invocation_id else ""
+    return True
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    logging.basicConfig(level=args.log_level.upper(), format="[%(asctime)s] %(name)s: %(message)s")
+    logging.basicConfig(
+        level=args.log_level.upper(), format="[%(asctime)s] %(name)s: %(message)s%(invocation)s"
+    )
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(_with_invocation)
     logging.getLogger("azure").setLevel(logging.WARNING)  # the SDK's link-state chatter
     try:
         local = load_local_settings(args.settings)

@@ -383,7 +383,17 @@ def _logger_levels() -> dict[str, int]:
 
 
 def _relog(frame: WorkerLog) -> None:
-    logging.getLogger(frame.logger).log(frame.level, "%s", frame.message)
+    """Log a worker's record as the Functions host does: a function's own log under the category
+    ``Function.<name>.User`` with its invocation id; a system log (the runtime's, the worker's) kept off
+    the console as the host keeps it (here: at DEBUG, under its own logger)."""
+    extra = {"invocation_id": frame.invocation_id, "worker_logger": frame.logger}
+    if frame.system:
+        logging.getLogger(frame.logger).log(logging.DEBUG, "%s", frame.message, extra=extra)
+    elif frame.function_name is not None:
+        category = f"Function.{frame.function_name}.User"
+        logging.getLogger(category).log(frame.level, "%s", frame.message, extra=extra)
+    else:  # the app's code outside an invocation (at import, in its own threads)
+        logging.getLogger(frame.logger).log(frame.level, "%s", frame.message, extra=extra)
 
 
 def _retrieve(future: asyncio.Future[Any]) -> None:

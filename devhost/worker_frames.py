@@ -72,11 +72,16 @@ class ShutdownWorker:
 
 @dataclass(frozen=True, slots=True)
 class WorkerLog:
-    """Worker -> host: one log record of the function code (or the worker), already formatted."""
+    """Worker -> host: one log record of the function code (or the worker), already formatted, with the
+    invocation it was logged in (if any) and whether it is a system log, as the Python worker's ``RpcLog``
+    carries them."""
 
     logger: str
     level: int
     message: str
+    invocation_id: str | None = None
+    function_name: str | None = None
+    system: bool = False
 
 
 def encode(value: object) -> bytes:

@@ -33,6 +33,22 @@ HTTP_TRIGGER = "httpTrigger"
 _ASYNC_INVOCATION: contextvars.ContextVar[str | None] = contextvars.ContextVar("invocation", default=None)
 
 
+# The invocations running in this process, by id: their function's name (what a log record is tagged with).
+_RUNNING: dict[str, str] = {}
+
+
+def current_invocation() -> tuple[str, str] | None:
+    """The invocation the calling code runs for (id, function name), as the Python worker finds it for a
+    log record: a coroutine function's task, else the runtime's thread-pool thread."""
+    from azure_functions_runtime.utils.executor import invocation_id_cv
+
+    invocation_id = _ASYNC_INVOCATION.get() or invocation_id_cv.get()
+    if invocation_id is None:
+        return None
+    name = _RUNNING.get(invocation_id)
+    return None if name is None else (invocation_id, name)
+
+
 class FunctionTimeoutError(TimeoutError):
     """The invocation ran longer than host.json's functionTimeout."""
 
@@ -113,6 +129,7 @@ class RuntimeInvocations:
         except Exception as exc:  # trigger data the host could not send (a str body that is not UTF-8)
             return InvocationOutcome(False, str(exc), type(exc).__name__)
         token = _ASYNC_INVOCATION.set(invocation_id)
+        _RUNNING[invocation_id] = function_name
         deadline = asyncio.timeout(self.timeout)
         try:
             async with deadline:
@@ -130,6 +147,7 @@ class RuntimeInvocations:
             )
         finally:
             _ASYNC_INVOCATION.reset(token)
+            _RUNNING.pop(invocation_id, None)
         bound = self._bound.pop(invocation_id, ())
         if response.result.status != self.protos.StatusResult.Success:
             # serialize_exception: "<type>: <message>"

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from azure_functions_runtime.version import VERSION as runtime_version
 
+from devhost.rpc.runtime_invocation import current_invocation
 from devhost.worker.function_worker import FunctionWorker
 from devhost.worker_frames import (
     CancelInvocation,
@@ -39,6 +40,16 @@ from devhost.worker_protocol import InvocationRequest
 logger = logging.getLogger("devhost.worker")
 
 
+# The Python worker's system log categories (azure_functions_worker/logging.py, is_system_log_category):
+# the worker's own loggers and the library/runtime's ("azure.functions"); everything else is the app's.
+_SYSTEM_LOG_PREFIXES = ("azure_functions_worker", "azure.functions")
+
+
+def is_system_log(logger_name: str) -> bool:
+    """Whether a record of ``logger_name`` is a system log (the host keeps those off the console)."""
+    return logger_name.lower().startswith(_SYSTEM_LOG_PREFIXES)
+
+
 class _ForwardLogs(logging.Handler):
     """Sends each record to the host; callable from any thread (writes happen on the loop)."""
 
@@ -49,7 +60,17 @@ class _ForwardLogs(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            frame = encode(WorkerLog(record.name, record.levelno, self.format(record)))
+            invocation = current_invocation()
+            frame = encode(
+                WorkerLog(
+                    record.name,
+                    record.levelno,
+                    self.format(record),
+                    invocation_id=None if invocation is None else invocation[0],
+                    function_name=None if invocation is None else invocation[1],
+                    system=is_system_log(record.name),
+                )
+            )
             self._loop.call_soon_threadsafe(self._write, frame)
         except RuntimeError:  # the loop has closed: the process is exiting
             pass

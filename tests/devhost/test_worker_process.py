@@ -89,21 +89,24 @@ def test_azure_functions_runtime_runs_each_invocation_in_the_worker_process(host
     assert (("utils", "executor.py"), "run_sync_func") in frames, frames
 
 
-def test_the_runtime_logs_each_invocation_as_a_system_log(
+def test_the_runtime_logs_each_invocation_as_a_system_log_kept_off_the_console(
     shared_emulator: EmulatorHandle,
     entities: dict[str, str],
     tmp_path: Path,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     settings = app_settings(shared_emulator, tmp_path / "records.jsonl", entities)
-    with caplog.at_level(logging.INFO), running_host(APPS / "process_app.py", settings=settings) as handle:
+    with caplog.at_level(logging.DEBUG), running_host(APPS / "process_app.py", settings=settings) as handle:
         assert httpx.get(f"{handle.base_url}/api/whoami", timeout=30).status_code == 200
         deadline = time.monotonic() + 10
         while "Function name: whoami, Function Type: sync" not in caplog.text and time.monotonic() < deadline:
             time.sleep(0.05)
 
     [record] = [r for r in caplog.records if r.getMessage() == "Function name: whoami, Function Type: sync"]
-    assert record.name == "azure.functions"  # the runtime's logger, forwarded from the worker process
+    # The runtime's logger, forwarded from the worker process as a system log: off the console (DEBUG here),
+    # tagged with the invocation.
+    assert record.name == "azure.functions" and record.levelno == logging.DEBUG
+    assert getattr(record, "invocation_id", None)
     assert f"azure-functions-runtime {_pinned_runtime()} runs the app's" in caplog.text
 
 
@@ -170,14 +173,18 @@ def test_a_worker_that_dies_fails_its_invocation_and_a_new_worker_takes_the_rede
 def test_what_the_function_code_logs_in_the_worker_reaches_the_hosts_logging(
     host: HostHandle, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with caplog.at_level(logging.WARNING, logger="process_app"):
+    with caplog.at_level(logging.WARNING, logger="Function.whoami.User"):
         pid = _whoami(host)["pid"]
         deadline = time.monotonic() + 10
         while f"whoami answered by {pid}" not in caplog.text:
             assert time.monotonic() < deadline, caplog.text
             time.sleep(0.05)
     (logged,) = [r for r in caplog.records if r.getMessage() == f"whoami answered by {pid}"]
-    assert logged.name == "process_app" and logged.levelno == logging.WARNING
+    # The host's category for a function's own logs, with the invocation it was logged in.
+    assert logged.name == "Function.whoami.User" and logged.levelno == logging.WARNING
+    assert getattr(logged, "worker_logger", None) == "process_app"
+    whoami = [r for r in host.invocations if r.function_name == "whoami"]
+    assert getattr(logged, "invocation_id", None) in {r.invocation_id for r in whoami}
 
 
 def test_an_invocation_past_the_drain_time_is_cancelled_in_the_worker(
