@@ -38,7 +38,9 @@ from tests.devhost.test_make_run_tools import tool_environment
 
 ORDER, CUSTOMER = "Shipping.OrderAccepted", "Tenant.CustomerCreated"
 GUIDE = REPO / "docs" / "topology-guide.md"
-HANDLED = re.compile(r"busbar\.sample: (\w+) handled ([\w.]+) for (\S+) \(message")
+# The sample handlers' log line, as devhost relogs a function's own records: the host's category
+# ``Function.<name>.User``, the invocation id at the end.
+HANDLED = re.compile(r"Function\.\w+\.User: (\w+) handled ([\w.]+) for (\S+) \(message")
 DRAIN = 180.0
 
 
