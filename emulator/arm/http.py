@@ -8,6 +8,7 @@ run on the event loop, so one request's effect on the broker is atomic with resp
 A listener may also hand connections that open with another protocol's header to that protocol
 (:class:`ProtocolSwitch`): a Service Bus namespace's host answers HTTPS and AMQP over TLS alike, and a
 client's first bytes after the TLS handshake (``AMQP`` and a version, or an HTTP request line) say which.
+Such a listener also takes that protocol over WebSockets (:mod:`emulator.arm.websocket`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from urllib.parse import parse_qs, urlsplit
+
+from emulator.arm import websocket
 
 log = logging.getLogger("emulator.http")
 
@@ -244,6 +247,9 @@ class HttpServer:
                     break
                 if request is None:
                     break
+                if self.switch is not None and websocket.is_upgrade(request.headers):
+                    await self._upgrade(request, reader, writer, self.switch)
+                    break
                 response = self._dispatch(request)
                 keep = request.keep_alive and not response.close and not self._closing
                 writer.write(response.encode(keep, head_only=request.method == "HEAD"))
@@ -265,6 +271,24 @@ class HttpServer:
                 writer.transport.abort()
             if task is not None:
                 self._tasks.discard(task)
+
+    async def _upgrade(
+        self,
+        request: Request,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        switch: ProtocolSwitch,
+    ) -> None:
+        """A WebSocket upgrade: the switched protocol runs over it (AMQP over WebSockets) or it is refused."""
+        refused = websocket.refusal(request.method, request.path, request.version, request.headers)
+        if refused is None:
+            await websocket.bridge(request.headers["sec-websocket-key"], reader, writer, switch.factory)
+            return
+        log.info("websocket upgrade %s refused: %s", request.path, refused.message)
+        response = _error(refused.status, refused.code, refused.message)
+        response.headers += refused.headers
+        writer.write(response.encode(keep_alive=False))
+        await writer.drain()
 
     def _dispatch(self, request: Request) -> Response:
         request_id = str(uuid.uuid4())
