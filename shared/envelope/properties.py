@@ -12,11 +12,12 @@ The default AMQP type of each plain Python value (:func:`amqp_type`):
 =================  ===========================================================================
 ``None``           null
 ``bool``           boolean
-``int``            int when it fits 32 bits, else long, else ulong (a receiver decodes every
-                   integer type *and* timestamp to a plain ``int``: see docs/operations.md)
+``int``            int when it fits 32 bits, else long, else ulong (azure-servicebus alone decodes
+                   every integer type *and* timestamp to a plain ``int``; Busbar's receivers get the
+                   types below back: :mod:`shared.envelope.sdk_property_types`)
 ``float``          double
 ``str``            string
-``bytes``          binary
+``bytes``          binary (:class:`Binary` too: a binary as Busbar's receivers decode it)
 ``datetime``       timestamp (milliseconds; a naive value is taken as UTC)
 ``uuid.UUID``      uuid
 ``Decimal``        decimal128
@@ -31,7 +32,7 @@ from __future__ import annotations
 import contextlib
 import uuid
 from collections.abc import Mapping
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from enum import StrEnum
 from typing import Any
@@ -147,6 +148,16 @@ class Char(str):
         return super().__new__(cls, value)
 
 
+class Binary(bytes):
+    """An AMQP ``binary`` as Busbar's receivers decode it (:mod:`shared.envelope.sdk_property_types`).
+
+    azure-servicebus hands back an AMQP string as ``bytes`` as well (and reads its own strings, such as
+    ``DeadLetterReason``, that way), so a received binary is marked to be told apart from a received string.
+    Anywhere else a plain ``bytes`` is a binary too."""
+
+    __slots__ = ()
+
+
 class Symbol(str):
     """An AMQP ``symbol`` (ASCII)."""
 
@@ -222,15 +233,19 @@ def check_decimal128(value: Decimal) -> Decimal:
     return value
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
 def timestamp_from_ms(milliseconds: int) -> datetime:
-    """An AMQP timestamp (epoch milliseconds) as a timezone-aware ``datetime``."""
-    return datetime.fromtimestamp(milliseconds / 1000, UTC).replace(microsecond=(milliseconds % 1000) * 1000)
+    """An AMQP timestamp (epoch milliseconds) as a timezone-aware ``datetime``, exactly; raises
+    ``OverflowError`` outside the years 1..9999 a ``datetime`` holds (every .NET ``DateTime`` is inside)."""
+    return _EPOCH + timedelta(milliseconds=milliseconds)
 
 
 def timestamp_ms(moment: datetime) -> int:
     """A ``datetime`` as AMQP timestamp milliseconds (a naive value is taken as UTC)."""
     aware = moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
-    delta = aware - datetime(1970, 1, 1, tzinfo=UTC)
+    delta = aware - _EPOCH
     return delta.days * 86_400_000 + delta.seconds * 1000 + delta.microseconds // 1000
 
 
