@@ -31,7 +31,7 @@ from tests.journeys.typed_app import (
     eventually,
     typed_app,
 )
-from tests.shared.envelope.wire_types import AFTER_A_RECEIVER, MOMENT, SENT
+from tests.shared.envelope.wire_types import AFTER_THE_TRIGGER, MOMENT, SENT
 
 BILLING = "billing"
 INSPECTION_QUEUE = "orders"  # emulator/sample-config.json: a queue no function consumes
@@ -39,7 +39,7 @@ DEDICATED_TOPIC = "Shipping.OrderAccepted"  # a topic named after the contract: 
 AUDIT = "audit"  # an endpoint the app does not host, subscribed on the dedicated topic
 
 PUBLISHED_TYPES = {
-    **AFTER_A_RECEIVER,
+    **AFTER_THE_TRIGGER,
     **dict.fromkeys(NSERVICEBUS_HEADERS, "string"),
     "NServiceBus.MessageId": "string",
     "NServiceBus.CorrelationId": "string",
