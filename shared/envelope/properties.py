@@ -23,8 +23,9 @@ The default AMQP type of each plain Python value (:func:`amqp_type`):
 ``Decimal``        decimal128
 =================  ===========================================================================
 
-Busbar's own stamps have a fixed type (:data:`KNOWN_TYPES`): a receiver hands ``busbar.redrive.at`` back as
-an ``int`` of epoch milliseconds, and :func:`with_known_types` makes it a timestamp again. Pure.
+Busbar's own stamps have a fixed type (:data:`KNOWN_TYPES`): a Functions trigger's message (decoded with
+uamqp) and an archive row written before types were recorded hand ``busbar.redrive.at`` back as an ``int``
+of epoch milliseconds, and :func:`with_known_types` makes it a timestamp again. Pure.
 """
 
 from __future__ import annotations
@@ -254,12 +255,13 @@ KNOWN_TYPES: dict[str, AmqpType] = {
     "busbar.redrive.count": AmqpType.INT,
     "busbar.redrive.sequence_number": AmqpType.LONG,
 }
-"""Busbar's own stamps and their AMQP types: a receiver decodes them to plain ints, Busbar re-types them."""
+"""Busbar's own stamps and their AMQP types: where they arrive as plain ints, Busbar re-types them."""
 
 
 def with_known_types(properties: Mapping[str, Any]) -> dict[str, Any]:
     """``properties`` with Busbar's own stamps (:data:`KNOWN_TYPES`) given back their AMQP type when they
-    arrive as plain ints (from a receiver, or from an archive row written before types were recorded)."""
+    arrive as plain ints (from a Functions trigger, or from an archive row written before types were
+    recorded)."""
     result = dict(properties)
     for name, kind in KNOWN_TYPES.items():
         value = result.get(name)
