@@ -21,10 +21,15 @@ symbol                                     :class:`Symbol` (the SDK's ``bytes`` 
 char, decimal32/64/128                     :class:`Char`, ``Decimal`` (:mod:`shared.envelope.sdk_codec`)
 =========================================  ===================================================
 
-Typed ints and floats *are* ints and floats (==, hash, arithmetic, ``json.dumps``). Nothing else changes
-type: header, annotations (sequence number, enqueued time, locked-until), properties and body sections are
-decoded by the SDK as before, and so is every message of the management link (its responses' status codes
-and descriptions, which the SDK reads) and of ``$cbs``. Where the SDK decodes a received message:
+A timestamp is a ``datetime``, not an ``int`` subclass: a ``datetime`` is what Busbar already sends and
+archives as a timestamp (``{"$datetime": ...}``, its own ``busbar.redrive.at``), what a .NET consumer reads
+(``DateTime``) and what the console shows; every .NET ``DateTime`` fits and its milliseconds come back
+exactly. Typed ints and floats *are* ints and floats (==, hash, arithmetic, ``json.dumps``).
+
+Nothing else changes type: header, annotations (sequence number, enqueued time, locked-until), properties
+and body sections are decoded by the SDK as before, and so is every message of the management link (its
+responses' status codes and descriptions, which the SDK reads) and of ``$cbs``. Where the SDK decodes a
+received message:
 
 * a receive link (receive, iterate, sessions, the dead-letter queue; sync and aio): each ``ReceiverLink``'s
   ``_incoming_transfer`` calls its module's ``decode_payload``; the hook types the application properties
