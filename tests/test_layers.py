@@ -54,14 +54,6 @@ RULES = (
         ("shared",),
         "devhost imports the codec shim: it must not bring Busbar's logic along",
         # The class a decoded char is, so that Busbar sends it as a char again; pinned as stdlib-only below.
-        # And its companion shim, which types received application properties (the host reads them typed).
-        allowed=("shared.envelope.properties", "shared.envelope.sdk_property_types"),
-    ),
-    Rule(
-        "shared.envelope.sdk_property_types",
-        ("shared",),
-        "the codec shim that devhost imports installs it: it must not bring Busbar's logic along",
-        # The classes a typed property is decoded as; pinned as stdlib-only below.
         allowed=("shared.envelope.properties",),
     ),
     Rule(
@@ -291,8 +283,8 @@ def test_the_checks_catch_a_broken_rule_a_lazy_import_and_a_loop(tmp_path: Path)
 
 
 def test_devhost_may_import_the_sdk_codec_shim_and_nothing_else_of_shared(tmp_path: Path) -> None:
-    """The one exemption lets exactly ``shared.envelope.sdk_codec`` through: its package, a sibling (its
-    companion shim included), or a module either shim might come to import are still refused."""
+    """The one exemption lets exactly ``shared.envelope.sdk_codec`` through: its package, a sibling, or a
+    module the shim itself might come to import are still refused."""
     (tmp_path / "devhost").mkdir()
     (tmp_path / "devhost" / "__init__.py").write_text("")
     (tmp_path / "devhost" / "listener.py").write_text(
@@ -300,16 +292,11 @@ def test_devhost_may_import_the_sdk_codec_shim_and_nothing_else_of_shared(tmp_pa
     )
     (tmp_path / "devhost" / "reader.py").write_text("from shared.envelope import sdk_codec\n")
     (tmp_path / "devhost" / "copier.py").write_text("from shared.envelope.sdk import to_envelope\n")
-    (tmp_path / "devhost" / "typer.py").write_text("from shared.envelope.sdk_property_types import install\n")
     (tmp_path / "shared" / "envelope").mkdir(parents=True)
     (tmp_path / "shared" / "__init__.py").write_text("")
     (tmp_path / "shared" / "envelope" / "__init__.py").write_text("")
     (tmp_path / "shared" / "envelope" / "sdk_codec.py").write_text(
         "from shared.envelope.properties import Char\nfrom shared.messages import IncomingMessage\n"
-        "from shared.envelope.sdk_property_types import install\n"
-    )
-    (tmp_path / "shared" / "envelope" / "sdk_property_types.py").write_text(
-        "from shared.envelope.properties import Long\nfrom shared.envelope.sdk import to_message\n"
     )
     (tmp_path / "shared" / "envelope" / "properties.py").write_text("")
     tree = source_tree(tmp_path, ("devhost", "shared"))
@@ -317,11 +304,8 @@ def test_devhost_may_import_the_sdk_codec_shim_and_nothing_else_of_shared(tmp_pa
     assert violations(tree) == [
         "devhost.copier imports shared.envelope.sdk: devhost hosts any function app",
         "devhost.reader imports shared.envelope: devhost hosts any function app",
-        "devhost.typer imports shared.envelope.sdk_property_types: devhost hosts any function app",
         "shared.envelope.sdk_codec imports shared.messages: devhost imports the codec shim: it must not "
         "bring Busbar's logic along",
-        "shared.envelope.sdk_property_types imports shared.envelope.sdk: the codec shim that devhost imports "
-        "installs it: it must not bring Busbar's logic along",
     ]
 
 

@@ -20,7 +20,14 @@ from azure.servicebus._pyamqp.types import TYPE, VALUE, AMQPTypes
 from azure.servicebus.amqp import AmqpMessageBodyType
 
 from shared.archive.properties import normalise_received
-from shared.envelope import Envelope, PartitionKeyPolicy, as_text, copy_partition_key, sdk_codec
+from shared.envelope import (
+    Envelope,
+    PartitionKeyPolicy,
+    as_text,
+    copy_partition_key,
+    sdk_codec,
+    sdk_property_types,
+)
 from shared.envelope.properties import (
     AmqpType,
     PropertyTypeError,
@@ -31,6 +38,7 @@ from shared.envelope.properties import (
 # Every Busbar receiver and sender comes through here: char and decimal properties are readable and char is
 # sendable, and received properties keep their AMQP types, from the first message on (see the shims' docs).
 sdk_codec.install()
+sdk_property_types.install()  # sync receivers, peek and deferred: why not aio, see its install()
 
 
 def body_type(message: ServiceBusReceivedMessage) -> str:

@@ -21,10 +21,6 @@ SDK fails before it has a sequence number to report.
 Nothing the SDK already decodes changes, except decimal128, whose decoder it replaces. Remove this module
 when azure-servicebus decodes these itself: tests/shared/envelope/test_sdk_codec.py fails then.
 
-:func:`install` installs its companion too, :mod:`shared.envelope.sdk_property_types`: received application
-properties keep their AMQP types (a long as a long, a timestamp as a ``datetime``, ...), which is what the
-.NET Functions host reads as well.
-
 Two users share this one implementation: Busbar's library (:mod:`shared.envelope.sdk` installs it on
 import) and devhost, whose host side receives trigger messages with azure-servicebus where the Functions
 host (.NET) reads every AMQP type. So this module holds SDK codec entries and no Busbar logic, and imports
@@ -44,7 +40,6 @@ from azure.servicebus._pyamqp.types import TYPE as _TYPE
 from azure.servicebus._pyamqp.types import VALUE as _VALUE
 
 from shared.envelope.properties import Char
-from shared.envelope.sdk_property_types import install as install_property_types
 
 CHAR = "busbar:char"
 """The ``TYPE`` under which the SDK is given a char to send (the SDK's AMQPTypes has no char)."""
@@ -117,8 +112,7 @@ def _is_ours(decoder: Any) -> bool:
 
 
 def install() -> None:
-    """Register the decoders and the char encoder, and type received application properties
-    (:func:`shared.envelope.sdk_property_types.install`); idempotent."""
+    """Register the decoders and the char encoder (idempotent)."""
     table = _decode._DECODE_BY_CONSTRUCTOR
     for code in (_DECIMAL32, _DECIMAL64):
         if table[code] is None:
@@ -127,7 +121,6 @@ def install() -> None:
         table[_CHAR] = _decode_char
     table[_DECIMAL128] = _fixed_decoder(_DECIMAL128)
     _encode._ENCODE_MAP[CHAR] = _encode_char
-    install_property_types()
 
 
 __all__ = ["CHAR", "decode_bid", "install", "missing_in_sdk", "sdk_value"]

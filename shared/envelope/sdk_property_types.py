@@ -31,11 +31,13 @@ and body sections are decoded by the SDK as before, and so is every message of t
 responses' status codes and descriptions, which the SDK reads) and of ``$cbs``. Where the SDK decodes a
 received message:
 
-* a receive link (receive, iterate, sessions, the dead-letter queue; sync and aio): each ``ReceiverLink``'s
-  ``_incoming_transfer`` calls its module's ``decode_payload``; the hook types the application properties
-  only while a link that is not a ``ManagementLink``'s decodes (management and ``$cbs`` responses);
-* peek and receive-deferred: the transport's ``parse_received_message`` decodes the messages a management
-  response carries with ``_transport._pyamqp_transport.decode_payload``: always messages, always typed.
+* a receive link (receive, iterate, sessions, the dead-letter queue; sync, and aio when asked:
+  :func:`install`): each ``ReceiverLink``'s ``_incoming_transfer`` calls its module's ``decode_payload``; the
+  hook types the application properties only while a link that is not a ``ManagementLink``'s decodes
+  (management and ``$cbs`` responses);
+* peek and receive-deferred (sync and aio): the transport's ``parse_received_message`` decodes the messages
+  a management response carries with ``_transport._pyamqp_transport.decode_payload``: always messages,
+  always typed.
 
 ``ServiceBusReceivedMessage.from_bytes`` (which Busbar does not use) is left as the SDK has it. If an
 application-properties section cannot be decoded typed, the SDK's own reading of it is kept: a receive that
@@ -231,12 +233,19 @@ def _wrap(owner: Any, name: str, wrapper: Callable[[Any], Any]) -> None:
         setattr(owner, name, wrapper(current))
 
 
-def install() -> None:
-    """Hook the SDK's receive links (sync and aio) and its peek/deferred parsing (idempotent)."""
+def install(*, aio: bool = False) -> None:
+    """Hook the SDK's sync receive links and its peek/deferred parsing, and with ``aio`` its aio receive links
+    too (idempotent).
+
+    aio receive links are left alone by default: Busbar receives with the sync SDK only, and devhost's host,
+    which receives with aio in the same process as Busbar's code (its startup hook imports it), tests an
+    integer with ``value in range(...)`` (devhost/model_binding_data.py), which CPython answers by walking the
+    range for an ``int`` subclass: minutes for each :class:`Long`. Pass ``aio=True`` once it does not."""
     _wrap(receiver, "decode_payload", _on_receive_links)
     _wrap(receiver.ReceiverLink, "_incoming_transfer", _marking)
-    _wrap(_receiver_async, "decode_payload", _on_receive_links)
-    _wrap(_receiver_async.ReceiverLink, "_incoming_transfer", _marking_async)
+    if aio:
+        _wrap(_receiver_async, "decode_payload", _on_receive_links)
+        _wrap(_receiver_async.ReceiverLink, "_incoming_transfer", _marking_async)
     _wrap(_pyamqp_transport, "decode_payload", typed_payload)
 
 

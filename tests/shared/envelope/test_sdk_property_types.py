@@ -174,8 +174,18 @@ def test_a_session_message_keeps_every_type(emulator: EmulatorHandle) -> None:
             session_receiver.complete_message(message)
 
 
-def test_aio_receivers_keep_every_type_too(
-    emulator: EmulatorHandle, management_responses: list[dict[Any, Any]]
+@pytest.fixture
+def aio_receive_links(monkeypatch: pytest.MonkeyPatch) -> None:
+    """aio receive links typed too (``install(aio=True)``), for this test only: devhost's host, which other
+    tests run in this process, cannot take typed ints yet (see ``install``)."""
+    monkeypatch.setattr(_receiver_async, "decode_payload", getattr(_receiver_async, "decode_payload"))  # noqa: B009
+    link = _receiver_async.ReceiverLink
+    monkeypatch.setattr(link, "_incoming_transfer", link._incoming_transfer)
+    sdk_property_types.install(aio=True)
+
+
+def test_aio_receivers_keep_every_type_when_asked_and_aio_peeks_always(
+    emulator: EmulatorHandle, management_responses: list[dict[Any, Any]], aio_receive_links: None
 ) -> None:
     queue = emulator.create_queue()
 
@@ -313,7 +323,7 @@ def test_the_sdk_still_decodes_received_messages_where_the_shim_hooks() -> None:
         "_transport/_pyamqp_transport.py",
     ]
     for link in (receiver.ReceiverLink, _receiver_async.ReceiverLink):
-        sdk_incoming_transfer = getattr(link._incoming_transfer, "__busbar_typed__")  # noqa: B009
+        sdk_incoming_transfer = getattr(link._incoming_transfer, "__busbar_typed__", link._incoming_transfer)
         assert "decode_payload(" in inspect.getsource(sdk_incoming_transfer)
     parse = inspect.getsource(_pyamqp_transport.PyamqpTransport.parse_received_message)
     assert 'decode_payload(memoryview(m[b"message"]))' in parse
@@ -334,15 +344,45 @@ def test_the_sdk_still_opens_receiver_links_only_for_receive_clients_and_managem
     ]
 
 
-def test_install_hooks_each_place_once() -> None:
-    sdk_property_types.install()
+def test_install_hooks_each_place_once_and_aio_receive_links_only_when_asked(
+    aio_receive_links: None,
+) -> None:
     for owner, name in (
+        (_receiver_async, "decode_payload"),
+        (_receiver_async.ReceiverLink, "_incoming_transfer"),
+    ):
+        assert hasattr(getattr(owner, name), "__busbar_typed__"), (owner, name)  # the fixture asked
+    sdk_property_types.install()  # again, as every import of shared.envelope.sdk does, without aio
+    places: tuple[tuple[Any, str], ...] = (
         (receiver, "decode_payload"),
         (receiver.ReceiverLink, "_incoming_transfer"),
         (_receiver_async, "decode_payload"),
         (_receiver_async.ReceiverLink, "_incoming_transfer"),
         (_pyamqp_transport, "decode_payload"),
-    ):
+    )
+    for owner, name in places:
         hooked = getattr(owner, name)
         assert not hasattr(hooked.__busbar_typed__, "__busbar_typed__"), (owner, name)
     assert not hasattr(_decode.decode_payload, "__busbar_typed__")  # the SDK's own, for from_bytes
+
+
+def test_without_aio_an_aio_receive_link_decodes_as_the_sdk_does(emulator: EmulatorHandle) -> None:
+    # devhost's host receives with aio (see install): it gets the SDK's plain values.
+    queue = emulator.create_queue()
+
+    async def scenario() -> ServiceBusReceivedMessage:
+        async with AsyncServiceBusClient.from_connection_string(emulator.connection_string) as client:
+            async with client.get_queue_sender(queue) as sender:
+                await sender.send_messages(_message())
+            async with client.get_queue_receiver(queue) as queue_receiver:
+                [message] = await queue_receiver.receive_messages(max_wait_time=5)
+                await queue_receiver.complete_message(message)
+                return message
+
+    received = asyncio.run(asyncio.wait_for(scenario(), 60))
+    properties = received.application_properties or {}
+    assert type(properties[b"long"]) is int and type(properties[b"timestamp"]) is int
+    # (char and decimal are sdk_codec's, for every decoder)
+    assert not [
+        v for v in properties.values() if isinstance(v, TypedInt | Float32 | Symbol | Binary | datetime)
+    ]
