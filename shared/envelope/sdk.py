@@ -1,8 +1,8 @@
 """azure-servicebus messages <-> :class:`~shared.envelope.Envelope`: the one place that reads a
 ``ServiceBusReceivedMessage`` and builds a ``ServiceBusMessage``.
 
-Received application properties keep their AMQP types (:mod:`shared.envelope.sdk_property_types`, installed
-here) and are normalised as the archive needs them (:func:`shared.archive.properties.normalise_received`:
+Received application properties keep their AMQP types when the receiver was marked
+(:mod:`shared.envelope.sdk_property_types`, installed here) and are normalised as the archive needs them (:func:`shared.archive.properties.normalise_received`:
 ``str`` keys, strings as ``str``, binaries as ``bytes``). Bodies come in two readings, chosen by the
 caller: :func:`data_body` (an AMQP data body, or None for a value or sequence body, which is never re-sent)
 and :func:`readable_body` (any body as bytes, so dispatch can dead-letter a foreign body with a precise
@@ -38,7 +38,7 @@ from shared.envelope.properties import (
 # Every Busbar receiver and sender comes through here: char and decimal properties are readable and char is
 # sendable, and received properties keep their AMQP types, from the first message on (see the shims' docs).
 sdk_codec.install()
-sdk_property_types.install()  # sync receivers, peek and deferred: why not aio, see its install()
+sdk_property_types.install()  # for the receivers Busbar marks: sdk_property_types.typed_receiver
 
 
 def body_type(message: ServiceBusReceivedMessage) -> str:

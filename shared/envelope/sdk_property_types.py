@@ -6,8 +6,9 @@ a timestamp, all to a plain ``int``, a float to the same ``float`` as a double, 
 binary all to ``bytes``. A copy made from that cannot know that a .NET ``long`` 5 was a long (it goes out as
 an AMQP int, and a .NET consumer's ``(long)props["x"]`` throws) or that a ``DateTime`` was a timestamp.
 
-:func:`install` makes the decoders of the *application-properties section* of a *received message* give
-each value as the class :mod:`shared.envelope.properties` sends with that type again:
+:func:`install` makes the decoders of the *application-properties section* of a message received by a
+:func:`typed_receiver` give each value as the class :mod:`shared.envelope.properties` sends with that type
+again:
 
 =========================================  ===================================================
 byte, short, long                          :class:`Byte`, :class:`Short`, :class:`Long`
@@ -24,20 +25,25 @@ char, decimal32/64/128                     :class:`Char`, ``Decimal`` (:mod:`sha
 A timestamp is a ``datetime``, not an ``int`` subclass: a ``datetime`` is what Busbar already sends and
 archives as a timestamp (``{"$datetime": ...}``, its own ``busbar.redrive.at``), what a .NET consumer reads
 (``DateTime``) and what the console shows; every .NET ``DateTime`` fits and its milliseconds come back
-exactly. Typed ints and floats *are* ints and floats (==, hash, arithmetic, ``json.dumps``).
+exactly. Typed ints and floats *are* ints and floats (==, hash, arithmetic, ``json.dumps``; not ``in range``'s fast
+path).
 
 Nothing else changes type: header, annotations (sequence number, enqueued time, locked-until), properties
 and body sections are decoded by the SDK as before, and so is every message of the management link (its
 responses' status codes and descriptions, which the SDK reads) and of ``$cbs``. Where the SDK decodes a
 received message:
 
-* a receive link (receive, iterate, sessions, the dead-letter queue; sync, and aio when asked:
-  :func:`install`): each ``ReceiverLink``'s ``_incoming_transfer`` calls its module's ``decode_payload``; the
-  hook types the application properties only while a link that is not a ``ManagementLink``'s decodes
-  (management and ``$cbs`` responses);
+* a receive link (receive, iterate, sessions, the dead-letter queue; sync and aio): each ``ReceiverLink``'s
+  ``_incoming_transfer`` calls its module's ``decode_payload``; the hook types the application properties
+  while the link of a :func:`typed_receiver` decodes (a management or ``$cbs`` link never is one);
 * peek and receive-deferred (sync and aio): the transport's ``parse_received_message`` decodes the messages
-  a management response carries with ``_transport._pyamqp_transport.decode_payload``: always messages,
-  always typed.
+  a management response carries with ``_transport._pyamqp_transport.decode_payload``; typed when its
+  ``receiver`` is a :func:`typed_receiver`.
+
+Only receivers Busbar marks (:func:`typed_receiver`: the re-drive's and the console's) get typed values:
+other receivers in the same process -- devhost's host, whose startup hook imports Busbar, or a function's
+own -- keep the SDK's plain ones, since code written against the SDK may rely on them (devhost tests an int
+with ``value in range(...)``, which CPython answers by walking the range for an ``int`` subclass).
 
 ``ServiceBusReceivedMessage.from_bytes`` (which Busbar does not use) is left as the SDK has it. If an
 application-properties section cannot be decoded typed, the SDK's own reading of it is kept: a receive that
@@ -55,8 +61,6 @@ from typing import Any
 
 import azure.servicebus._pyamqp.aio._receiver_async as _receiver_async
 from azure.servicebus._pyamqp import _decode, receiver
-from azure.servicebus._pyamqp.aio._management_link_async import ManagementLink as ManagementLinkAsync
-from azure.servicebus._pyamqp.management_link import ManagementLink
 from azure.servicebus._transport import _pyamqp_transport
 
 from shared.envelope.properties import (
@@ -80,7 +84,7 @@ _MAP8, _MAP32 = 0xC1, 0xD1
 _BINARY8, _BINARY32 = 0xA0, 0xB0
 
 _typed_links = contextvars.ContextVar("busbar_typed_application_properties", default=False)
-"""True while a receive link (not a management link) decodes a message."""
+"""True while a message for a :func:`typed_receiver` is decoded."""
 
 
 def _timestamp(milliseconds: int) -> Any:
@@ -192,18 +196,35 @@ def _on_receive_links(sdk_decode_payload: Callable[[memoryview], Any]) -> Callab
     return decode_payload
 
 
-def carries_messages(link: Any) -> bool:
-    """Whether ``link`` delivers an entity's messages (a receive client's link) rather than the responses to
-    management or ``$cbs`` requests (a ``ManagementLink``'s, whose application properties the SDK reads).
-    The SDK creates receiver links for nothing else (pinned by the tests)."""
-    owner = getattr(getattr(link, "_on_transfer", None), "__self__", None)
-    return not isinstance(owner, ManagementLink | ManagementLinkAsync)
+_MARK = "_busbar_typed_application_properties"
+
+
+def typed_receiver[R](receiver: R) -> R:
+    """``receiver`` (an azure-servicebus ``ServiceBusReceiver``, sync or aio), marked so that the messages it
+    receives, peeks and receives deferred have typed application properties; other receivers in the process
+    (devhost's host, a function's own) keep the SDK's plain values."""
+    setattr(receiver, _MARK, True)
+    return receiver
+
+
+def is_typed(receiver: Any) -> bool:
+    """Whether ``receiver`` was marked by :func:`typed_receiver`."""
+    return getattr(receiver, _MARK, False) is True
+
+
+def wants_types(link: Any) -> bool:
+    """Whether ``link`` delivers messages to a :func:`typed_receiver`: the SDK's receiver hands its link
+    ``functools.partial(<transport>.enhanced_message_received, receiver)`` (a management or ``$cbs`` link a
+    ``ManagementLink`` method, which is never typed)."""
+    on_transfer = getattr(link, "_on_transfer", None)
+    arguments = on_transfer.args if isinstance(on_transfer, functools.partial) else ()
+    return bool(arguments) and is_typed(arguments[0])
 
 
 def _marking(incoming_transfer: Any) -> Any:
     @functools.wraps(incoming_transfer)
     def mark(link: Any, frame: Any) -> Any:
-        token = _typed_links.set(carries_messages(link))
+        token = _typed_links.set(wants_types(link))
         try:
             return incoming_transfer(link, frame)
         finally:
@@ -216,7 +237,7 @@ def _marking(incoming_transfer: Any) -> Any:
 def _marking_async(incoming_transfer: Any) -> Any:
     @functools.wraps(incoming_transfer)
     async def mark(link: Any, frame: Any) -> Any:
-        token = _typed_links.set(carries_messages(link))
+        token = _typed_links.set(wants_types(link))
         try:
             return await incoming_transfer(link, frame)
         finally:
@@ -226,6 +247,19 @@ def _marking_async(incoming_transfer: Any) -> Any:
     return mark
 
 
+def _marking_parse(parse: Any) -> Any:
+    @functools.wraps(parse)
+    def mark(*args: Any, **kwargs: Any) -> Any:
+        token = _typed_links.set(is_typed(kwargs.get("receiver")))
+        try:
+            return parse(*args, **kwargs)
+        finally:
+            _typed_links.reset(token)
+
+    mark.__busbar_typed__ = parse  # type: ignore[attr-defined]
+    return staticmethod(mark)
+
+
 def _wrap(owner: Any, name: str, wrapper: Callable[[Any], Any]) -> None:
     # Idempotent: what is wrapped already keeps the SDK's function under __busbar_typed__.
     current = getattr(owner, name)
@@ -233,20 +267,22 @@ def _wrap(owner: Any, name: str, wrapper: Callable[[Any], Any]) -> None:
         setattr(owner, name, wrapper(current))
 
 
-def install(*, aio: bool = False) -> None:
-    """Hook the SDK's sync receive links and its peek/deferred parsing, and with ``aio`` its aio receive links
-    too (idempotent).
-
-    aio receive links are left alone by default: Busbar receives with the sync SDK only, and devhost's host,
-    which receives with aio in the same process as Busbar's code (its startup hook imports it), tests an
-    integer with ``value in range(...)`` (devhost/model_binding_data.py), which CPython answers by walking the
-    range for an ``int`` subclass: minutes for each :class:`Long`. Pass ``aio=True`` once it does not."""
+def install() -> None:
+    """Hook the SDK's receive links (sync and aio) and its peek/deferred parsing (idempotent). Only
+    :func:`typed_receiver` receivers get typed values."""
     _wrap(receiver, "decode_payload", _on_receive_links)
     _wrap(receiver.ReceiverLink, "_incoming_transfer", _marking)
-    if aio:
-        _wrap(_receiver_async, "decode_payload", _on_receive_links)
-        _wrap(_receiver_async.ReceiverLink, "_incoming_transfer", _marking_async)
-    _wrap(_pyamqp_transport, "decode_payload", typed_payload)
+    _wrap(_receiver_async, "decode_payload", _on_receive_links)
+    _wrap(_receiver_async.ReceiverLink, "_incoming_transfer", _marking_async)
+    _wrap(_pyamqp_transport, "decode_payload", _on_receive_links)
+    _wrap(_pyamqp_transport.PyamqpTransport, "parse_received_message", _marking_parse)
 
 
-__all__ = ["carries_messages", "decode_application_properties", "install", "typed_payload"]
+__all__ = [
+    "decode_application_properties",
+    "install",
+    "is_typed",
+    "typed_payload",
+    "typed_receiver",
+    "wants_types",
+]

@@ -50,8 +50,10 @@ from shared.envelope.properties import (
     amqp_type,
 )
 from shared.envelope.sdk import from_received, sdk_application_properties, to_message
+from shared.envelope.sdk_property_types import typed_receiver
 from tests.shared.envelope.wire_types import EXACT, SENT, stored_properties, types_of
 
+DEAD_LETTER = ServiceBusSubQueue.DEAD_LETTER
 SDK = Path(_decode.__file__).resolve().parent.parent  # azure/servicebus
 EVERY_TYPE: dict[str, Any] = {**SENT, "grade": Char("A"), "price": Decimal("19.99")}
 """A property of every AMQP type a .NET sender puts on a message (char and System.Decimal included)."""
@@ -116,7 +118,7 @@ def management_responses(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[dict[
 
         def spy(link: Any, frame: Any, message: Message, _original: Any = original) -> Any:
             # Whether the response's link was taken for one that carries messages (typed): it must not be.
-            typed.append(sdk_property_types.carries_messages(link._response_link))
+            typed.append(sdk_property_types.wants_types(link._response_link))
             seen.append(dict(message.application_properties or {}))
             return _original(link, frame, message)
 
@@ -138,11 +140,11 @@ def test_a_received_peeked_deferred_and_dead_lettered_message_keeps_every_type(
     with ServiceBusClient.from_connection_string(emulator.connection_string) as client:
         with client.get_queue_sender(queue) as sender:
             sender.send_messages([_message("deferred"), _message("dead")])
-        with client.get_queue_receiver(queue) as queue_receiver:
+        with typed_receiver(client.get_queue_receiver(queue)) as queue_receiver:
             for peeked in queue_receiver.peek_messages(max_message_count=2):
                 assert_typed(peeked)
             deferred, dead = queue_receiver.receive_messages(max_message_count=2, max_wait_time=5)
-            assert sdk_property_types.carries_messages(queue_receiver._handler._link)
+            assert sdk_property_types.wants_types(queue_receiver._handler._link)
             assert_typed(deferred)
             assert_typed(dead)
             queue_receiver.defer_message(deferred)
@@ -150,7 +152,9 @@ def test_a_received_peeked_deferred_and_dead_lettered_message_keeps_every_type(
             assert_typed(again)
             queue_receiver.complete_message(again)
             queue_receiver.dead_letter_message(dead, reason="HandlerFailed", error_description="boom")
-        with client.get_queue_receiver(queue, sub_queue=ServiceBusSubQueue.DEAD_LETTER) as dlq:
+        with typed_receiver(
+            client.get_queue_receiver(queue, sub_queue=ServiceBusSubQueue.DEAD_LETTER)
+        ) as dlq:
             [peeked] = dlq.peek_messages()
             [received] = dlq.receive_messages(max_wait_time=5)
             for message in (peeked, received):
@@ -168,24 +172,14 @@ def test_a_session_message_keeps_every_type(emulator: EmulatorHandle) -> None:
     with ServiceBusClient.from_connection_string(emulator.connection_string) as client:
         with client.get_queue_sender(queue) as sender:
             sender.send_messages(_message(session_id="s-1"))
-        with client.get_queue_receiver(queue, session_id="s-1") as session_receiver:
+        with typed_receiver(client.get_queue_receiver(queue, session_id="s-1")) as session_receiver:
             [message] = session_receiver.receive_messages(max_wait_time=5)
             assert_typed(message)
             session_receiver.complete_message(message)
 
 
-@pytest.fixture
-def aio_receive_links(monkeypatch: pytest.MonkeyPatch) -> None:
-    """aio receive links typed too (``install(aio=True)``), for this test only: devhost's host, which other
-    tests run in this process, cannot take typed ints yet (see ``install``)."""
-    monkeypatch.setattr(_receiver_async, "decode_payload", getattr(_receiver_async, "decode_payload"))  # noqa: B009
-    link = _receiver_async.ReceiverLink
-    monkeypatch.setattr(link, "_incoming_transfer", link._incoming_transfer)
-    sdk_property_types.install(aio=True)
-
-
-def test_aio_receivers_keep_every_type_when_asked_and_aio_peeks_always(
-    emulator: EmulatorHandle, management_responses: list[dict[Any, Any]], aio_receive_links: None
+def test_aio_receivers_keep_every_type_too(
+    emulator: EmulatorHandle, management_responses: list[dict[Any, Any]]
 ) -> None:
     queue = emulator.create_queue()
 
@@ -193,7 +187,7 @@ def test_aio_receivers_keep_every_type_when_asked_and_aio_peeks_always(
         async with AsyncServiceBusClient.from_connection_string(emulator.connection_string) as client:
             async with client.get_queue_sender(queue) as sender:
                 await sender.send_messages([_message("deferred"), _message("dead")])
-            async with client.get_queue_receiver(queue) as queue_receiver:
+            async with typed_receiver(client.get_queue_receiver(queue)) as queue_receiver:
                 for peeked in await queue_receiver.peek_messages(max_message_count=2):
                     assert_typed(peeked)
                 deferred, dead = await queue_receiver.receive_messages(max_message_count=2, max_wait_time=5)
@@ -203,7 +197,9 @@ def test_aio_receivers_keep_every_type_when_asked_and_aio_peeks_always(
                 assert_typed(again)
                 await queue_receiver.complete_message(again)
                 await queue_receiver.dead_letter_message(dead, reason="HandlerFailed")
-            async with client.get_queue_receiver(queue, sub_queue=ServiceBusSubQueue.DEAD_LETTER) as dlq:
+            async with typed_receiver(
+                client.get_queue_receiver(queue, sub_queue=ServiceBusSubQueue.DEAD_LETTER)
+            ) as dlq:
                 [received] = await dlq.receive_messages(max_wait_time=5)
                 assert_typed(received)
                 assert received.dead_letter_reason == "HandlerFailed"
@@ -217,7 +213,7 @@ def test_a_copy_sent_from_a_received_message_has_the_originals_wire_types(emulat
     with ServiceBusClient.from_connection_string(emulator.connection_string) as client:
         with client.get_queue_sender(source) as sender:
             sender.send_messages(_message())
-        with client.get_queue_receiver(source) as source_receiver:
+        with typed_receiver(client.get_queue_receiver(source)) as source_receiver:
             [received] = source_receiver.receive_messages(max_wait_time=5)
             envelope = from_received(received, Envelope, body=b"{}")
             source_receiver.complete_message(received)
@@ -344,21 +340,15 @@ def test_the_sdk_still_opens_receiver_links_only_for_receive_clients_and_managem
     ]
 
 
-def test_install_hooks_each_place_once_and_aio_receive_links_only_when_asked(
-    aio_receive_links: None,
-) -> None:
-    for owner, name in (
-        (_receiver_async, "decode_payload"),
-        (_receiver_async.ReceiverLink, "_incoming_transfer"),
-    ):
-        assert hasattr(getattr(owner, name), "__busbar_typed__"), (owner, name)  # the fixture asked
-    sdk_property_types.install()  # again, as every import of shared.envelope.sdk does, without aio
+def test_install_hooks_each_place_once() -> None:
+    sdk_property_types.install()  # again, as every import of shared.envelope.sdk does
     places: tuple[tuple[Any, str], ...] = (
         (receiver, "decode_payload"),
         (receiver.ReceiverLink, "_incoming_transfer"),
         (_receiver_async, "decode_payload"),
         (_receiver_async.ReceiverLink, "_incoming_transfer"),
         (_pyamqp_transport, "decode_payload"),
+        (_pyamqp_transport.PyamqpTransport, "parse_received_message"),
     )
     for owner, name in places:
         hooked = getattr(owner, name)
@@ -366,23 +356,32 @@ def test_install_hooks_each_place_once_and_aio_receive_links_only_when_asked(
     assert not hasattr(_decode.decode_payload, "__busbar_typed__")  # the SDK's own, for from_bytes
 
 
-def test_without_aio_an_aio_receive_link_decodes_as_the_sdk_does(emulator: EmulatorHandle) -> None:
-    # devhost's host receives with aio (see install): it gets the SDK's plain values.
+def test_a_receiver_busbar_did_not_mark_gets_the_sdks_plain_values(emulator: EmulatorHandle) -> None:
+    # devhost's host and a function's own receivers run in the same process as Busbar's code: untouched.
     queue = emulator.create_queue()
+    plain = (TypedInt, Float32, Symbol, Binary, datetime)  # char and decimal: sdk_codec's, for everyone
+
+    def assert_plain(message: ServiceBusReceivedMessage) -> None:
+        properties = message.application_properties or {}
+        assert type(properties[b"long"]) is int and type(properties[b"timestamp"]) is int
+        assert not [value for value in properties.values() if isinstance(value, plain)]
+
+    with ServiceBusClient.from_connection_string(emulator.connection_string) as client:
+        with client.get_queue_sender(queue) as sender:
+            sender.send_messages([_message(), _message()])
+        with client.get_queue_receiver(queue) as queue_receiver:
+            [peeked] = queue_receiver.peek_messages()
+            [received] = queue_receiver.receive_messages(max_wait_time=5)
+            assert not sdk_property_types.wants_types(queue_receiver._handler._link)
+            for message in (peeked, received):
+                assert_plain(message)
+            queue_receiver.complete_message(received)
 
     async def scenario() -> ServiceBusReceivedMessage:
-        async with AsyncServiceBusClient.from_connection_string(emulator.connection_string) as client:
-            async with client.get_queue_sender(queue) as sender:
-                await sender.send_messages(_message())
-            async with client.get_queue_receiver(queue) as queue_receiver:
-                [message] = await queue_receiver.receive_messages(max_wait_time=5)
-                await queue_receiver.complete_message(message)
-                return message
+        client = AsyncServiceBusClient.from_connection_string(emulator.connection_string)
+        async with client, client.get_queue_receiver(queue) as queue_receiver:
+            [message] = await queue_receiver.receive_messages(max_wait_time=5)
+            await queue_receiver.complete_message(message)
+            return message
 
-    received = asyncio.run(asyncio.wait_for(scenario(), 60))
-    properties = received.application_properties or {}
-    assert type(properties[b"long"]) is int and type(properties[b"timestamp"]) is int
-    # (char and decimal are sdk_codec's, for every decoder)
-    assert not [
-        v for v in properties.values() if isinstance(v, TypedInt | Float32 | Symbol | Binary | datetime)
-    ]
+    assert_plain(asyncio.run(asyncio.wait_for(scenario(), 60)))
