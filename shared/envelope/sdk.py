@@ -2,11 +2,11 @@
 ``ServiceBusReceivedMessage`` and builds a ``ServiceBusMessage``.
 
 Received application properties keep their AMQP types when the receiver was marked
-(:mod:`shared.envelope.sdk_property_types`, installed here) and are normalised as the archive needs them (:func:`shared.archive.properties.normalise_received`:
-``str`` keys, strings as ``str``, binaries as ``bytes``). Bodies come in two readings, chosen by the
-caller: :func:`data_body` (an AMQP data body, or None for a value or sequence body, which is never re-sent)
-and :func:`readable_body` (any body as bytes, so dispatch can dead-letter a foreign body with a precise
-reason instead of failing to read it).
+(:mod:`shared.envelope.sdk_property_types`, installed here) and are normalised as the archive needs them
+(:func:`shared.archive.properties.normalise_received`: ``str`` keys, strings as ``str``, binaries as
+``bytes``). Bodies come in two readings, chosen by the caller: :func:`data_body` (an AMQP data body, or
+None for a value or sequence body, which is never re-sent) and :func:`readable_body` (any body as bytes, so
+dispatch can dead-letter a foreign body with a precise reason instead of failing to read it).
 """
 
 from __future__ import annotations

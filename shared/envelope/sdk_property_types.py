@@ -25,8 +25,8 @@ char, decimal32/64/128                     :class:`Char`, ``Decimal`` (:mod:`sha
 A timestamp is a ``datetime``, not an ``int`` subclass: a ``datetime`` is what Busbar already sends and
 archives as a timestamp (``{"$datetime": ...}``, its own ``busbar.redrive.at``), what a .NET consumer reads
 (``DateTime``) and what the console shows; every .NET ``DateTime`` fits and its milliseconds come back
-exactly. Typed ints and floats *are* ints and floats (==, hash, arithmetic, ``json.dumps``; not ``in range``'s fast
-path).
+exactly. Typed ints and floats *are* ints and floats (==, hash, arithmetic, ``json.dumps``; only
+``in range(...)`` loses its fast path).
 
 Nothing else changes type: header, annotations (sequence number, enqueued time, locked-until), properties
 and body sections are decoded by the SDK as before, and so is every message of the management link (its
