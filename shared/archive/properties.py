@@ -28,9 +28,11 @@ stamps (``busbar.redrive.at``, ...) get their type back by name
 (:func:`shared.envelope.properties.with_known_types`).
 
 Received messages need normalising first (:func:`normalise_received`): azure-servicebus 7.x hands back
-application property keys and *string values* as ``bytes``, and every integer type and timestamp as a
-plain ``int`` -- losses the SDK makes before we see the value. Bytes that are valid UTF-8 are therefore
-taken as the strings they almost always were; only bytes that are not UTF-8 stay binary.
+application property keys and *string values* as ``bytes``. Busbar's receivers mark a binary
+(:class:`~shared.envelope.properties.Binary`, :mod:`shared.envelope.sdk_property_types`), so it stays
+binary and other bytes are strings; bytes that were not marked (a message decoded without the hook: the
+Functions trigger's, whose extension decodes with uamqp) are taken as the strings they almost always were
+when they are valid UTF-8, and stay binary otherwise.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ from typing import Any
 from shared.envelope.properties import (
     TYPED_INTS,
     AmqpType,
+    Binary,
     Char,
     Float32,
     PropertyTypeError,
@@ -77,12 +80,14 @@ class PropertyCodecError(ValueError):
 
 
 def normalise_received(raw: Mapping[Any, Any] | None) -> dict[str, PropertyValue]:
-    """Application properties as received from the SDK, with ``str`` keys, UTF-8 bytes as ``str``, and
-    Busbar's own stamps with their AMQP types."""
+    """Application properties as received from the SDK, with ``str`` keys, a marked binary as ``bytes``,
+    other UTF-8 bytes as ``str``, and Busbar's own stamps with their AMQP types."""
     result: dict[str, PropertyValue] = {}
     for key, value in (raw or {}).items():
         name = key.decode("utf-8", errors="replace") if isinstance(key, bytes) else str(key)
-        if isinstance(value, bytes):
+        if isinstance(value, Binary):
+            value = bytes(value)
+        elif isinstance(value, bytes):
             with contextlib.suppress(UnicodeDecodeError):  # not UTF-8: genuinely binary, keep the bytes
                 value = value.decode("utf-8")
         result[name] = value

@@ -12,18 +12,20 @@ The default AMQP type of each plain Python value (:func:`amqp_type`):
 =================  ===========================================================================
 ``None``           null
 ``bool``           boolean
-``int``            int when it fits 32 bits, else long, else ulong (a receiver decodes every
-                   integer type *and* timestamp to a plain ``int``: see docs/operations.md)
+``int``            int when it fits 32 bits, else long, else ulong (azure-servicebus alone decodes
+                   every integer type *and* timestamp to a plain ``int``; Busbar's receivers get the
+                   types below back: :mod:`shared.envelope.sdk_property_types`)
 ``float``          double
 ``str``            string
-``bytes``          binary
+``bytes``          binary (:class:`Binary` too: a binary as Busbar's receivers decode it)
 ``datetime``       timestamp (milliseconds; a naive value is taken as UTC)
 ``uuid.UUID``      uuid
 ``Decimal``        decimal128
 =================  ===========================================================================
 
-Busbar's own stamps have a fixed type (:data:`KNOWN_TYPES`): a receiver hands ``busbar.redrive.at`` back as
-an ``int`` of epoch milliseconds, and :func:`with_known_types` makes it a timestamp again. Pure.
+Busbar's own stamps have a fixed type (:data:`KNOWN_TYPES`): a Functions trigger's message (decoded with
+uamqp) and an archive row written before types were recorded hand ``busbar.redrive.at`` back as an ``int``
+of epoch milliseconds, and :func:`with_known_types` makes it a timestamp again. Pure.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from __future__ import annotations
 import contextlib
 import uuid
 from collections.abc import Mapping
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from enum import StrEnum
 from typing import Any
@@ -147,6 +149,16 @@ class Char(str):
         return super().__new__(cls, value)
 
 
+class Binary(bytes):
+    """An AMQP ``binary`` as Busbar's receivers decode it (:mod:`shared.envelope.sdk_property_types`).
+
+    azure-servicebus hands back an AMQP string as ``bytes`` as well (and reads its own strings, such as
+    ``DeadLetterReason``, that way), so a received binary is marked to be told apart from a received string.
+    Anywhere else a plain ``bytes`` is a binary too."""
+
+    __slots__ = ()
+
+
 class Symbol(str):
     """An AMQP ``symbol`` (ASCII)."""
 
@@ -222,15 +234,19 @@ def check_decimal128(value: Decimal) -> Decimal:
     return value
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
 def timestamp_from_ms(milliseconds: int) -> datetime:
-    """An AMQP timestamp (epoch milliseconds) as a timezone-aware ``datetime``."""
-    return datetime.fromtimestamp(milliseconds / 1000, UTC).replace(microsecond=(milliseconds % 1000) * 1000)
+    """An AMQP timestamp (epoch milliseconds) as a timezone-aware ``datetime``, exactly; raises
+    ``OverflowError`` outside the years 1..9999 a ``datetime`` holds (every .NET ``DateTime`` is inside)."""
+    return _EPOCH + timedelta(milliseconds=milliseconds)
 
 
 def timestamp_ms(moment: datetime) -> int:
     """A ``datetime`` as AMQP timestamp milliseconds (a naive value is taken as UTC)."""
     aware = moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
-    delta = aware - datetime(1970, 1, 1, tzinfo=UTC)
+    delta = aware - _EPOCH
     return delta.days * 86_400_000 + delta.seconds * 1000 + delta.microseconds // 1000
 
 
@@ -239,12 +255,13 @@ KNOWN_TYPES: dict[str, AmqpType] = {
     "busbar.redrive.count": AmqpType.INT,
     "busbar.redrive.sequence_number": AmqpType.LONG,
 }
-"""Busbar's own stamps and their AMQP types: a receiver decodes them to plain ints, Busbar re-types them."""
+"""Busbar's own stamps and their AMQP types: where they arrive as plain ints, Busbar re-types them."""
 
 
 def with_known_types(properties: Mapping[str, Any]) -> dict[str, Any]:
     """``properties`` with Busbar's own stamps (:data:`KNOWN_TYPES`) given back their AMQP type when they
-    arrive as plain ints (from a receiver, or from an archive row written before types were recorded)."""
+    arrive as plain ints (from a Functions trigger, or from an archive row written before types were
+    recorded)."""
     result = dict(properties)
     for name, kind in KNOWN_TYPES.items():
         value = result.get(name)

@@ -1,10 +1,11 @@
 """azure-servicebus messages <-> :class:`~shared.envelope.Envelope`: the one place that reads a
 ``ServiceBusReceivedMessage`` and builds a ``ServiceBusMessage``.
 
-Received application properties are normalised as the archive needs them
-(:func:`shared.archive.properties.normalise_received`: ``str`` keys, UTF-8 bytes as ``str``, other bytes kept
-binary). Bodies come in two readings, chosen by the caller: :func:`data_body` (an AMQP data body, or None
-for a value or sequence body, which is never re-sent) and :func:`readable_body` (any body as bytes, so
+Received application properties keep their AMQP types when the receiver was marked
+(:mod:`shared.envelope.sdk_property_types`, installed here) and are normalised as the archive needs them
+(:func:`shared.archive.properties.normalise_received`: ``str`` keys, strings as ``str``, binaries as
+``bytes``). Bodies come in two readings, chosen by the caller: :func:`data_body` (an AMQP data body, or
+None for a value or sequence body, which is never re-sent) and :func:`readable_body` (any body as bytes, so
 dispatch can dead-letter a foreign body with a precise reason instead of failing to read it).
 """
 
@@ -19,7 +20,14 @@ from azure.servicebus._pyamqp.types import TYPE, VALUE, AMQPTypes
 from azure.servicebus.amqp import AmqpMessageBodyType
 
 from shared.archive.properties import normalise_received
-from shared.envelope import Envelope, PartitionKeyPolicy, as_text, copy_partition_key, sdk_codec
+from shared.envelope import (
+    Envelope,
+    PartitionKeyPolicy,
+    as_text,
+    copy_partition_key,
+    sdk_codec,
+    sdk_property_types,
+)
 from shared.envelope.properties import (
     AmqpType,
     PropertyTypeError,
@@ -28,8 +36,9 @@ from shared.envelope.properties import (
 )
 
 # Every Busbar receiver and sender comes through here: char and decimal properties are readable and char is
-# sendable from the first message on (see the shim's docstring for why).
+# sendable, and received properties keep their AMQP types, from the first message on (see the shims' docs).
 sdk_codec.install()
+sdk_property_types.install()  # for the receivers Busbar marks: sdk_property_types.typed_receiver
 
 
 def body_type(message: ServiceBusReceivedMessage) -> str:
@@ -80,9 +89,10 @@ def from_received[E: Envelope](
     **extra: Any,
 ) -> E:
     """``message`` as an envelope of type ``into`` (an :class:`Envelope` subclass, given ``extra``), with
-    ``body`` (:func:`data_body` or :func:`readable_body` of it). ``application_properties`` are the typed
-    properties when the caller read them from the message's AMQP bytes; otherwise the SDK's decoded ones
-    are taken (:func:`~shared.archive.properties.normalise_received`: what a receiver can know)."""
+    ``body`` (:func:`data_body` or :func:`readable_body` of it). ``application_properties`` replace the
+    message's when given; otherwise the SDK's decoded ones are taken
+    (:func:`~shared.archive.properties.normalise_received`: typed when a Busbar receiver decoded the message,
+    what uamqp keeps for a Functions trigger's)."""
     if application_properties is None:
         application_properties = normalise_received(message.application_properties)
     return into(

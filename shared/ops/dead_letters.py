@@ -15,6 +15,7 @@ from typing import Any
 from azure.servicebus import ServiceBusClient, ServiceBusReceivedMessage, ServiceBusSubQueue
 
 from shared.envelope import as_text
+from shared.envelope.sdk_property_types import typed_receiver
 from shared.ops.failures import Failure, endpoint_of, exception_of
 from shared.redrive.entities import EntityPlan, EntityRef
 from shared.redrive.received import from_received
@@ -24,14 +25,17 @@ PARALLEL = 32
 
 
 def dead_letter_receiver(client: ServiceBusClient, source: EntityRef) -> Any:
-    """A receiver on ``source``'s dead-letter queue that prefetches nothing (it only peeks)."""
+    """A receiver on ``source``'s dead-letter queue that prefetches nothing (it only peeks), reading every
+    application property with its AMQP type (the console's retry copies them)."""
     if source.kind == "queue":
-        return client.get_queue_receiver(
-            source.name, sub_queue=ServiceBusSubQueue.DEAD_LETTER, prefetch_count=0
+        return typed_receiver(
+            client.get_queue_receiver(source.name, sub_queue=ServiceBusSubQueue.DEAD_LETTER, prefetch_count=0)
         )
     assert source.topic is not None
-    return client.get_subscription_receiver(
-        source.topic, source.name, sub_queue=ServiceBusSubQueue.DEAD_LETTER, prefetch_count=0
+    return typed_receiver(
+        client.get_subscription_receiver(
+            source.topic, source.name, sub_queue=ServiceBusSubQueue.DEAD_LETTER, prefetch_count=0
+        )
     )
 
 

@@ -15,10 +15,9 @@ properties instead of confusing the next handler (ServiceBusExplorer #344, #79):
     busbar.redrive.run_id                the run that re-drove it
     busbar.redrive.at                    when (a timestamp)
 
-Every property keeps the AMQP type the re-drive knows it has (:mod:`shared.envelope.properties`: a
-receiver decodes every integer type and timestamp to ``int`` and strings and binaries to ``bytes``; see
-docs/operations.md for what that costs). A property no AMQP type the SDK can send fits makes the message
-uncopyable, with the property's name and the reason.
+Every property keeps the AMQP type it arrived with (:mod:`shared.envelope.properties`; the re-drive's
+receivers decode each one typed: :mod:`shared.envelope.sdk_property_types`, docs/operations.md). A property
+no AMQP type the SDK can send fits makes the message uncopyable, with the property's name and the reason.
 """
 
 from __future__ import annotations

@@ -48,7 +48,8 @@ class DeadLetter(Envelope):
         if isinstance(value, datetime):
             return value if value.tzinfo else value.replace(tzinfo=UTC)
         if isinstance(value, int) and not isinstance(value, bool):
-            # The SDK hands AMQP timestamps back as epoch milliseconds.
+            # Epoch milliseconds: how uamqp (a Functions trigger's message) and archive rows written before
+            # types were recorded hand an AMQP timestamp back; Busbar's receivers give a datetime.
             return datetime.fromtimestamp(value / 1000, UTC)
         return None
 

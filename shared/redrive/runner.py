@@ -30,6 +30,7 @@ from azure.servicebus import ServiceBusClient, ServiceBusMessage, ServiceBusSubQ
 from azure.servicebus.exceptions import MessageSizeExceededError
 
 from shared.archive.writer import ArchiveWriter
+from shared.envelope.sdk_property_types import typed_receiver
 from shared.rate_limit import TokenBucket
 from shared.redrive.copy import CopyError, build_redrive_message, oversize
 from shared.redrive.decision import Decision, Outcome, decide
@@ -181,11 +182,16 @@ class Redriver:
         sub_queue = (
             ServiceBusSubQueue.TRANSFER_DEAD_LETTER if plan.transfer else ServiceBusSubQueue.DEAD_LETTER
         )
+        # Typed: every application property is copied and archived with its AMQP type.
         if source.kind == "queue":
-            return self.client.get_queue_receiver(source.name, sub_queue=sub_queue, prefetch_count=0)
+            return typed_receiver(
+                self.client.get_queue_receiver(source.name, sub_queue=sub_queue, prefetch_count=0)
+            )
         assert source.topic is not None
-        return self.client.get_subscription_receiver(
-            source.topic, source.name, sub_queue=sub_queue, prefetch_count=0
+        return typed_receiver(
+            self.client.get_subscription_receiver(
+                source.topic, source.name, sub_queue=sub_queue, prefetch_count=0
+            )
         )
 
     def _handle_batch(

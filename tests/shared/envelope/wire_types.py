@@ -1,8 +1,8 @@
 """Reading application properties as they are on the wire, AMQP types included, for the typed-property tests.
 
 The emulator keeps each message's application-properties section as the bytes the sender sent; they are
-decoded here with qpid-proton, an AMQP client independent of azure-servicebus and of Busbar's own reader
-(:mod:`shared.envelope.amqp_properties`), whose Python types name every AMQP type. ``SENT`` is the
+decoded here with qpid-proton, an AMQP client independent of azure-servicebus and of Busbar's receiver shim
+(:mod:`shared.envelope.sdk_property_types`), whose Python types name every AMQP type. ``SENT`` is the
 ".NET-shaped" message these tests start from: a property of every type a Functions trigger can decode
 (char and decimal it cannot; Busbar's own receivers read them through shared/envelope/sdk_codec.py:
 docs/operations.md).
@@ -66,9 +66,10 @@ EXACT = {
 }
 """The AMQP type of each of :data:`SENT` on the wire."""
 
-AFTER_A_RECEIVER = {
+AFTER_THE_TRIGGER = {
     **EXACT,
-    # A receiver decodes every integer type and a timestamp to int: the copy says int, or long past 32 bits.
+    # The Functions extension decodes a trigger's message with uamqp, which gives every integer type and a
+    # timestamp as int: the copy says int, or long past 32 bits.
     "byte": "int",
     "short": "int",
     "small_long": "int",
@@ -76,14 +77,15 @@ AFTER_A_RECEIVER = {
     "ushort": "int",
     "uint": "long",
     "timestamp": "long",
-    # ... every float to a Python float (a double), and strings, symbols and binaries to bytes: UTF-8 text
+    # ... every float as a Python float (a double), and strings, symbols and binaries as bytes: UTF-8 text
     # is taken as the string it almost always is.
     "float": "double",
     "utf8_binary": "string",
     "symbol": "string",
 }
-"""The AMQP type of each of :data:`SENT` on a copy Busbar made from what a receiver decoded (documented in
-docs/operations.md, "Application property types on every hop")."""
+"""The AMQP type of each of :data:`SENT` on a copy Busbar made from what a Functions trigger hands over (the
+router's bridge: docs/operations.md, "Application property types on every hop"). Busbar's own receivers
+(re-drive, console) keep :data:`EXACT` (shared/envelope/sdk_property_types.py)."""
 
 _PROTON_TYPES: tuple[tuple[type, str], ...] = (
     (bool, "boolean"),

@@ -1,0 +1,288 @@
+"""Compatibility shim: azure-servicebus receivers hand back every application property with its AMQP type, so
+a copy Busbar sends again (re-drive, console retry, archive and replay) carries the types the original had.
+
+azure-servicebus 7.15's AMQP stack (``_pyamqp``) decodes byte, short, int, long and their unsigned kinds, and
+a timestamp, all to a plain ``int``, a float to the same ``float`` as a double, and a string, a symbol and a
+binary all to ``bytes``. A copy made from that cannot know that a .NET ``long`` 5 was a long (it goes out as
+an AMQP int, and a .NET consumer's ``(long)props["x"]`` throws) or that a ``DateTime`` was a timestamp.
+
+:func:`install` makes the decoders of the *application-properties section* of a message received by a
+:func:`typed_receiver` give each value as the class :mod:`shared.envelope.properties` sends with that type
+again:
+
+=========================================  ===================================================
+byte, short, long                          :class:`Byte`, :class:`Short`, :class:`Long`
+ubyte, ushort, uint, ulong                 :class:`UByte`, :class:`UShort`, :class:`UInt`, :class:`ULong`
+int, double, boolean, uuid, null           ``int``, ``float``, ``bool``, ``UUID``, ``None`` (as the SDK)
+float                                      :class:`Float32`
+timestamp                                  a UTC ``datetime`` (the SDK's ``int`` past the years 1..9999)
+string                                     ``bytes`` (as the SDK: it reads ``DeadLetterReason`` so)
+binary                                     :class:`Binary` (``bytes``, told apart from a string)
+symbol                                     :class:`Symbol` (the SDK's ``bytes`` if it is not ASCII)
+char, decimal32/64/128                     :class:`Char`, ``Decimal`` (:mod:`shared.envelope.sdk_codec`)
+=========================================  ===================================================
+
+A timestamp is a ``datetime``, not an ``int`` subclass: a ``datetime`` is what Busbar already sends and
+archives as a timestamp (``{"$datetime": ...}``, its own ``busbar.redrive.at``), what a .NET consumer reads
+(``DateTime``) and what the console shows; every .NET ``DateTime`` fits and its milliseconds come back
+exactly. Typed ints and floats *are* ints and floats (==, hash, arithmetic, ``json.dumps``; only
+``in range(...)`` loses its fast path).
+
+Nothing else changes type: header, annotations (sequence number, enqueued time, locked-until), properties
+and body sections are decoded by the SDK as before, and so is every message of the management link (its
+responses' status codes and descriptions, which the SDK reads) and of ``$cbs``. Where the SDK decodes a
+received message:
+
+* a receive link (receive, iterate, sessions, the dead-letter queue; sync and aio): each ``ReceiverLink``'s
+  ``_incoming_transfer`` calls its module's ``decode_payload``; the hook types the application properties
+  while the link of a :func:`typed_receiver` decodes (a management or ``$cbs`` link never is one);
+* peek and receive-deferred (sync and aio): the transport's ``parse_received_message`` decodes the messages
+  a management response carries with ``_transport._pyamqp_transport.decode_payload``; typed when its
+  ``receiver`` is a :func:`typed_receiver`.
+
+Only receivers Busbar marks (:func:`typed_receiver`: the re-drive's and the console's) get typed values:
+other receivers in the same process -- devhost's host, whose startup hook imports Busbar, or a function's
+own -- keep the SDK's plain ones, since code written against the SDK may rely on them (devhost tests an int
+with ``value in range(...)``, which CPython answers by walking the range for an ``int`` subclass).
+
+``ServiceBusReceivedMessage.from_bytes`` (which Busbar does not use) is left as the SDK has it. If an
+application-properties section cannot be decoded typed, the SDK's own reading of it is kept: a receive that
+succeeded before never fails now. tests/shared/envelope/test_sdk_property_types.py fails when the SDK
+changes what this module hooks.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import functools
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import azure.servicebus._pyamqp.aio._receiver_async as _receiver_async
+from azure.servicebus._pyamqp import _decode, receiver
+from azure.servicebus._transport import _pyamqp_transport
+
+from shared.envelope.properties import (
+    Binary,
+    Byte,
+    Float32,
+    Long,
+    Short,
+    Symbol,
+    UByte,
+    UInt,
+    ULong,
+    UShort,
+    timestamp_from_ms,
+)
+
+logger = logging.getLogger(__name__)
+
+_APPLICATION_PROPERTIES = 0x74  # the section's descriptor code (AMQP 1.0 part 3, 3.2.5)
+_MAP8, _MAP32 = 0xC1, 0xD1
+_BINARY8, _BINARY32 = 0xA0, 0xB0
+
+_typed_links = contextvars.ContextVar("busbar_typed_application_properties", default=False)
+"""True while a message for a :func:`typed_receiver` is decoded."""
+
+
+def _timestamp(milliseconds: int) -> Any:
+    try:
+        return timestamp_from_ms(milliseconds)
+    except OverflowError:  # past a datetime's years: the SDK's int, the value intact
+        return milliseconds
+
+
+def _symbol(raw: bytes) -> Any:
+    return Symbol(raw.decode("ascii")) if raw.isascii() else raw
+
+
+_TYPING: dict[int, Callable[[Any], Any]] = {
+    0x51: Byte,
+    0x61: Short,
+    0x81: Long,
+    0x55: Long,  # smalllong
+    0x50: UByte,
+    0x60: UShort,
+    0x70: UInt,
+    0x52: UInt,  # smalluint
+    0x43: UInt,  # uint0
+    0x80: ULong,
+    0x53: ULong,  # smallulong
+    0x44: ULong,  # ulong0
+    0x72: Float32,
+    0x83: _timestamp,
+    _BINARY8: Binary,
+    _BINARY32: Binary,
+    0xA3: _symbol,
+    0xB3: _symbol,
+}
+"""How the SDK's decoding of each scalar constructor is typed (other constructors are kept as decoded)."""
+
+
+def _typed_value(buffer: memoryview) -> tuple[memoryview, Any]:
+    code = buffer[0]
+    rest, value = _decode._DECODE_BY_CONSTRUCTOR[code](buffer[1:], 0)
+    typing = _TYPING.get(code)
+    return rest, (value if typing is None else typing(value))
+
+
+def decode_application_properties(section: memoryview) -> dict[Any, Any]:
+    """An application-properties map (``section`` starts at its map constructor) with typed values; keys
+    as the SDK decodes them (``bytes``)."""
+    if section[0] == _MAP8:
+        count, buffer = section[2], section[3:]
+    elif section[0] == _MAP32:
+        count, buffer = int.from_bytes(section[5:9], "big"), section[9:]
+    else:
+        raise ValueError(f"application properties are not a map (constructor {section[0]:#x})")
+    result: dict[Any, Any] = {}
+    for _ in range(count // 2):
+        buffer, key = _decode._DECODE_BY_CONSTRUCTOR[buffer[0]](buffer[1:], 0)
+        buffer, result[key] = _typed_value(buffer)
+    return result
+
+
+def _section_end(buffer: memoryview) -> memoryview:
+    # A section is 0x00, a descriptor (the SDK reads the code at [2]), then its value from [3].
+    if buffer[3] in (_BINARY8, _BINARY32):  # a data section: skipped by its length, not copied
+        size, start = (buffer[4], 5) if buffer[3] == _BINARY8 else (int.from_bytes(buffer[4:8], "big"), 8)
+        return buffer[start + size :]
+    rest: memoryview = _decode._DECODE_BY_CONSTRUCTOR[buffer[3]](buffer[4:])[0]
+    return rest
+
+
+def _application_properties_section(buffer: memoryview) -> memoryview | None:
+    found = None
+    while buffer:  # walked as the SDK's decode_payload walks it: the last such section counts
+        if buffer[2] == _APPLICATION_PROPERTIES:
+            found = buffer[3:]
+        buffer = _section_end(buffer)
+    return found
+
+
+def typed_payload(sdk_decode_payload: Callable[[memoryview], Any]) -> Callable[[memoryview], Any]:
+    """``sdk_decode_payload`` whose message has typed application properties (every other section as the
+    SDK decodes it; the SDK's reading of the properties if they cannot be typed)."""
+
+    @functools.wraps(sdk_decode_payload)
+    def decode_payload(buffer: memoryview) -> Any:
+        message = sdk_decode_payload(buffer)
+        if not message.application_properties:
+            return message
+        try:
+            section = _application_properties_section(buffer)
+            if section is None:
+                return message
+            typed = decode_application_properties(section)
+        except Exception:  # the SDK read it: keep its reading rather than fail the receive
+            logger.warning("application properties kept as azure-servicebus decoded them", exc_info=True)
+            return message
+        return message._replace(application_properties=typed)
+
+    decode_payload.__busbar_typed__ = sdk_decode_payload  # type: ignore[attr-defined]
+    return decode_payload
+
+
+def _on_receive_links(sdk_decode_payload: Callable[[memoryview], Any]) -> Callable[[memoryview], Any]:
+    typed = typed_payload(sdk_decode_payload)
+
+    @functools.wraps(sdk_decode_payload)
+    def decode_payload(buffer: memoryview) -> Any:
+        return typed(buffer) if _typed_links.get() else sdk_decode_payload(buffer)
+
+    decode_payload.__busbar_typed__ = sdk_decode_payload  # type: ignore[attr-defined]
+    return decode_payload
+
+
+_MARK = "_busbar_typed_application_properties"
+
+
+def typed_receiver[R](receiver: R) -> R:
+    """``receiver`` (an azure-servicebus ``ServiceBusReceiver``, sync or aio), marked so that the messages it
+    receives, peeks and receives deferred have typed application properties; other receivers in the process
+    (devhost's host, a function's own) keep the SDK's plain values."""
+    setattr(receiver, _MARK, True)
+    return receiver
+
+
+def is_typed(receiver: Any) -> bool:
+    """Whether ``receiver`` was marked by :func:`typed_receiver`."""
+    return getattr(receiver, _MARK, False) is True
+
+
+def wants_types(link: Any) -> bool:
+    """Whether ``link`` delivers messages to a :func:`typed_receiver`: the SDK's receiver hands its link
+    ``functools.partial(<transport>.enhanced_message_received, receiver)`` (a management or ``$cbs`` link a
+    ``ManagementLink`` method, which is never typed)."""
+    on_transfer = getattr(link, "_on_transfer", None)
+    arguments = on_transfer.args if isinstance(on_transfer, functools.partial) else ()
+    return bool(arguments) and is_typed(arguments[0])
+
+
+def _marking(incoming_transfer: Any) -> Any:
+    @functools.wraps(incoming_transfer)
+    def mark(link: Any, frame: Any) -> Any:
+        token = _typed_links.set(wants_types(link))
+        try:
+            return incoming_transfer(link, frame)
+        finally:
+            _typed_links.reset(token)
+
+    mark.__busbar_typed__ = incoming_transfer  # type: ignore[attr-defined]
+    return mark
+
+
+def _marking_async(incoming_transfer: Any) -> Any:
+    @functools.wraps(incoming_transfer)
+    async def mark(link: Any, frame: Any) -> Any:
+        token = _typed_links.set(wants_types(link))
+        try:
+            return await incoming_transfer(link, frame)
+        finally:
+            _typed_links.reset(token)
+
+    mark.__busbar_typed__ = incoming_transfer  # type: ignore[attr-defined]
+    return mark
+
+
+def _marking_parse(parse: Any) -> Any:
+    @functools.wraps(parse)
+    def mark(*args: Any, **kwargs: Any) -> Any:
+        token = _typed_links.set(is_typed(kwargs.get("receiver")))
+        try:
+            return parse(*args, **kwargs)
+        finally:
+            _typed_links.reset(token)
+
+    mark.__busbar_typed__ = parse  # type: ignore[attr-defined]
+    return staticmethod(mark)
+
+
+def _wrap(owner: Any, name: str, wrapper: Callable[[Any], Any]) -> None:
+    # Idempotent: what is wrapped already keeps the SDK's function under __busbar_typed__.
+    current = getattr(owner, name)
+    if not hasattr(current, "__busbar_typed__"):
+        setattr(owner, name, wrapper(current))
+
+
+def install() -> None:
+    """Hook the SDK's receive links (sync and aio) and its peek/deferred parsing (idempotent). Only
+    :func:`typed_receiver` receivers get typed values."""
+    _wrap(receiver, "decode_payload", _on_receive_links)
+    _wrap(receiver.ReceiverLink, "_incoming_transfer", _marking)
+    _wrap(_receiver_async, "decode_payload", _on_receive_links)
+    _wrap(_receiver_async.ReceiverLink, "_incoming_transfer", _marking_async)
+    _wrap(_pyamqp_transport, "decode_payload", _on_receive_links)
+    _wrap(_pyamqp_transport.PyamqpTransport, "parse_received_message", _marking_parse)
+
+
+__all__ = [
+    "decode_application_properties",
+    "install",
+    "is_typed",
+    "typed_payload",
+    "typed_receiver",
+    "wants_types",
+]
