@@ -49,9 +49,12 @@ def _typed(value: Any) -> Any:
     # keeps it one): encoding it as a long would fail the whole delivery.
     if isinstance(value, bool) or not isinstance(value, int):
         return sdk_value(value)
-    if value in _INT32:
-        return {TYPE: AMQPTypes.int, VALUE: value}
-    return {TYPE: AMQPTypes.long if value in _INT64 else AMQPTypes.ulong, VALUE: value}
+    # int(value): ``in range(...)`` has a fast path for an exact int only; for an int subclass (the SDK's
+    # DescribedInt, Busbar's typed Long) CPython walks the range, billions of steps.
+    number = int(value)
+    if number in _INT32:
+        return {TYPE: AMQPTypes.int, VALUE: number}
+    return {TYPE: AMQPTypes.long if number in _INT64 else AMQPTypes.ulong, VALUE: number}
 
 
 def _annotations(annotations: Mapping[Any, Any] | None) -> dict[Any, Any] | None:

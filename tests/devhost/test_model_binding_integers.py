@@ -10,7 +10,7 @@ import proton
 from azure.servicebus import ServiceBusClient, ServiceBusMessage, ServiceBusReceivedMessage
 from azure.servicebus._pyamqp.types import TYPE, VALUE, AMQPTypes
 
-from devhost.model_binding_data import LOCK_TOKEN_MARKER, model_binding_content
+from devhost.model_binding_data import LOCK_TOKEN_MARKER, _typed, model_binding_content
 from emulator.testing import EmulatorHandle
 from tests.shared.envelope.wire_types import wire_type
 
@@ -43,3 +43,14 @@ def test_integers_of_every_range_reach_the_worker_and_a_ulong_past_a_long_stays_
         "huge": "ulong",
     }
     assert sent["huge"] == 2**64 - 1
+
+
+class _DescribedInt(int):
+    """An int subclass, as the SDK's DescribedInt or Busbar's typed Long."""
+
+
+def test_an_int_subclass_property_is_typed_by_its_value_like_a_plain_int() -> None:
+    # ``in range(...)`` walks the range for an int subclass: a long past 32 bits would never finish.
+    assert _typed(_DescribedInt(2**40)) == {TYPE: AMQPTypes.long, VALUE: 2**40}
+    assert _typed(_DescribedInt(-7)) == {TYPE: AMQPTypes.int, VALUE: -7}
+    assert _typed(_DescribedInt(2**63)) == {TYPE: AMQPTypes.ulong, VALUE: 2**63}
