@@ -6,7 +6,7 @@ from typing import Any, cast
 
 from azure.mgmt.servicebus.models import CorrelationFilter, Rule, Ruleproperties, SqlFilter
 
-from shared.topology.desired import FALSE_FILTER, TRUE_FILTER, RuleFilter
+from shared.topology.desired import RuleFilter, sql_filter
 
 
 def correlation_properties(correlation_filter: Any) -> dict[str, Any]:
@@ -32,13 +32,7 @@ def filter_of(rule: Any) -> RuleFilter:
             if value:
                 props.append((f"${key}", value))  # never equal to what Busbar wants: reported as a difference
         return RuleFilter("correlation", properties=tuple(props))
-    expression = (rule.sql_filter.sql_expression if rule.sql_filter is not None else None) or "1=1"
-    compact = expression.replace(" ", "")
-    if compact == "1=1":
-        return TRUE_FILTER
-    if compact == "1=0":
-        return FALSE_FILTER
-    return RuleFilter("sql", sql=expression)
+    return sql_filter(rule.sql_filter.sql_expression if rule.sql_filter is not None else None)
 
 
 def arm_rule(spec: RuleFilter) -> Rule:

@@ -147,6 +147,18 @@ TRUE_FILTER = RuleFilter("true")
 FALSE_FILTER = RuleFilter("false")
 
 
+def sql_filter(expression: str | None) -> RuleFilter:
+    """The :class:`RuleFilter` of a SQL expression as Azure stores it (none: ``1=1``): the true and false
+    filters recognised whatever their spacing, any other expression kept as it is."""
+    text = expression or "1=1"
+    compact = text.replace(" ", "")
+    if compact == "1=1":
+        return TRUE_FILTER
+    if compact == "1=0":
+        return FALSE_FILTER
+    return RuleFilter("sql", sql=text)
+
+
 def sql_like_filter(event: str) -> RuleFilter:
     """``[NServiceBus.EnclosedMessageTypes] LIKE '%<event>%'``."""
     return RuleFilter("sql", sql=f"[{ENCLOSED_MESSAGE_TYPES}] LIKE '%{event}%'")

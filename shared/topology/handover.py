@@ -36,7 +36,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 from shared.app_settings import AppSetting, read_seconds
-from shared.topology.desired import FALSE_FILTER, TRUE_FILTER, RuleFilter
+from shared.topology.desired import RuleFilter, sql_filter
 from shared.topology.errors import TopologyValidationError
 
 # Declared here, read by the router (shared.router.service) and by migrations, which last this long (+2 s).
@@ -178,13 +178,8 @@ def _filter(raw: Mapping[str, Any]) -> RuleFilter:
     if raw.get("filterType") == "CorrelationFilter":
         properties = raw.get("properties") or {}
         return RuleFilter("correlation", properties=tuple(sorted(dict(properties).items())))
-    expression = str(raw.get("sqlExpression") or "1=1")
-    compact = expression.replace(" ", "")
-    if compact == "1=1":
-        return TRUE_FILTER
-    if compact == "1=0":
-        return FALSE_FILTER
-    return RuleFilter("sql", sql=expression)
+    expression = raw.get("sqlExpression")
+    return sql_filter(str(expression) if expression else None)
 
 
 __all__ = [
