@@ -54,7 +54,7 @@ def http_output_of(typed: Any) -> HttpOutput:
 
 def http_output(result: Any) -> HttpOutput:
     """The response for ``result`` (the runtime's ``TypeError`` when it makes none)."""
-    from azure_functions_runtime.bindings.meta import load_binding_registry, to_outgoing_proto
+    from azure_functions_runtime.bindings.meta import to_outgoing_proto
 
-    load_binding_registry()  # the runtime's worker init does this; idempotent
+    # The runtime's binding registry is loaded when devhost indexes the app (devhost.rpc.load_checks).
     return http_output_of(to_outgoing_proto("http", result, pytype=None, protos=load_protos()))

@@ -20,6 +20,7 @@ from datetime import timedelta
 from typing import Any
 
 import azure.functions as func
+from azure_functions_runtime.utils.executor import invocation_id_cv
 
 from devhost.rpc.http_return import http_output_of
 from devhost.rpc.protos import load as load_protos
@@ -40,8 +41,6 @@ _RUNNING: dict[str, str] = {}
 def current_invocation() -> tuple[str, str] | None:
     """The invocation the calling code runs for (id, function name), as the Python worker finds it for a
     log record: a coroutine function's task, else the runtime's thread-pool thread."""
-    from azure_functions_runtime.utils.executor import invocation_id_cv
-
     invocation_id = _ASYNC_INVOCATION.get() or invocation_id_cv.get()
     if invocation_id is None:
         return None
@@ -63,10 +62,9 @@ class RuntimeInvocations:
 
     def __init__(self, functions: Sequence[Any], *, timeout: timedelta | None) -> None:
         from azure_functions_runtime import handle_event
-        from azure_functions_runtime.utils import executor, threadpool
+        from azure_functions_runtime.utils import threadpool
 
         self._events = handle_event
-        self._thread_invocation = executor.invocation_id_cv
         self._threadpool = threadpool
         self.timeout = None if timeout is None else timeout.total_seconds()
         self.protos = load_protos()
@@ -103,7 +101,7 @@ class RuntimeInvocations:
 
         @functools.wraps(function)
         def run(**arguments: Any) -> Any:
-            self._note(self._thread_invocation.get(), arguments)
+            self._note(invocation_id_cv.get(), arguments)
             return function(**arguments)
 
         return run
