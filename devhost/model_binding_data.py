@@ -13,9 +13,12 @@ Decimal`` to .NET, whatever its AMQP width was) as a decimal128. The extension's
 so such a message fails its invocation in Azure and here alike.
 
 The host's .NET SDK counts the current delivery in the header's delivery count (the broker's count + 1), so
-a function sees 1 on a first delivery where the Python SDK alone sees 0. The SDK keeps only the decoded
-message, so the AMQP bytes are re-encoded here, with the AMQP types the broker
-used for the values whose Python form loses them (timestamps in the message annotations, 64-bit integers).
+a function sees 1 on a first delivery where the Python SDK alone sees 0. Otherwise the content carries the
+message's sections as they arrived (:mod:`devhost.amqp_payload` keeps a trigger receiver's bytes): every
+application property keeps its AMQP type (a long stays a long, a timestamp a timestamp, a binary a binary),
+as the .NET SDK's ``ToBytes()`` keeps them. Only a message whose bytes were not kept (one received by a
+receiver devhost did not mark) is re-encoded from the SDK's decoded values, with the AMQP types the broker
+used where the Python form loses them (timestamps in the message annotations, 64-bit integers).
 """
 
 from __future__ import annotations
@@ -25,7 +28,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from azure.servicebus import ServiceBusReceivedMessage
-from azure.servicebus._pyamqp._encode import encode_payload
+from azure.servicebus._pyamqp import _decode
+from azure.servicebus._pyamqp._encode import describe_performative, encode_payload, encode_value
 from azure.servicebus._pyamqp.message import Message
 from azure.servicebus._pyamqp.types import (
     TYPE,
@@ -33,6 +37,7 @@ from azure.servicebus._pyamqp.types import (
     AMQPTypes,
 )
 
+from devhost.amqp_payload import take_payload
 from shared.envelope.sdk_codec import sdk_value
 
 LOCK_TOKEN_MARKER = b"x-opt-lock-token"
@@ -40,6 +45,7 @@ LOCK_TOKEN_MARKER = b"x-opt-lock-token"
 _TIMESTAMP_ANNOTATIONS = frozenset(
     {b"x-opt-enqueued-time", b"x-opt-locked-until", b"x-opt-scheduled-enqueue-time"}
 )
+_HEADER = 0x70
 _INT32 = range(-(2**31), 2**31)
 _INT64 = range(-(2**63), 2**63)
 
@@ -69,15 +75,35 @@ def _annotations(annotations: Mapping[Any, Any] | None) -> dict[Any, Any] | None
     return typed
 
 
-def raw_amqp_bytes(message: ServiceBusReceivedMessage) -> bytes:
-    """The message's AMQP sections (header, annotations, properties, application properties, body)."""
-    amqp: Message = message._message  # the SDK's decoded pyamqp message
-    properties = amqp.application_properties
+def _host_header(amqp: Message) -> Any:
     header = amqp.header
     if header is not None and header.delivery_count is not None:
         # The host's SDK (AmqpMessageConverter) makes a received message's header count this delivery too
         # (broker's count + 1); GetRawAmqpMessage().ToBytes() sends that header to the worker.
         header = header._replace(delivery_count=header.delivery_count + 1)
+    return header
+
+
+def _after_header(payload: bytes) -> bytes:
+    # Sections are ``0x00 0x53 <code>`` then a value, as the SDK's decode_payload reads them.
+    if len(payload) < 4 or payload[2] != _HEADER:
+        return payload
+    rest: memoryview = _decode._DECODE_BY_CONSTRUCTOR[payload[3]](memoryview(payload)[4:])[0]
+    return bytes(rest)
+
+
+def raw_amqp_bytes(message: ServiceBusReceivedMessage) -> bytes:
+    """The message's AMQP sections (header, annotations, properties, application properties, body): as
+    they arrived, with the host's header, when devhost kept its bytes; else re-encoded."""
+    amqp: Message = message._message  # the SDK's decoded pyamqp message
+    header = _host_header(amqp)
+    payload = take_payload(message)
+    if payload is not None:
+        encoded = bytearray()
+        if header is not None:
+            encode_value(encoded, describe_performative(header))
+        return bytes(encoded) + _after_header(payload)
+    properties = amqp.application_properties
     typed = Message(
         header=header,
         message_annotations=_annotations(amqp.message_annotations),

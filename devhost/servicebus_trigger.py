@@ -37,6 +37,8 @@ from azure.servicebus import NEXT_AVAILABLE_SESSION, ServiceBusReceivedMessage, 
 from azure.servicebus.aio import AutoLockRenewer, ServiceBusClient, ServiceBusReceiver
 from azure.servicebus.exceptions import ServiceBusError
 
+from devhost.amqp_payload import install as install_payload_capture
+from devhost.amqp_payload import keep_payloads
 from devhost.batch_cache import BatchCache
 from devhost.bindings import ServiceBusConnection
 from devhost.dispatcher import Dispatcher
@@ -50,6 +52,7 @@ from shared.envelope.sdk_codec import install as install_sdk_codec
 
 logger = logging.getLogger("devhost.ServiceBus")
 install_sdk_codec()  # before any receive: see the module docstring
+install_payload_capture()
 
 POLL_SECONDS = 1.0  # how long one receive call waits: bounds how quickly a stop is noticed
 RESTART_MIN_SECONDS = 1.0  # back-off before a failed listener starts again, doubling up to the max
@@ -113,11 +116,14 @@ class ServiceBusListener:
             kwargs["session_id"] = NEXT_AVAILABLE_SESSION
             kwargs["max_wait_time"] = max_wait_time
         if self.shape.queue_name is not None:
-            return self._client.get_queue_receiver(self.shape.queue_name, **kwargs)
-        assert self.shape.topic_name is not None and self.shape.subscription_name is not None
-        return self._client.get_subscription_receiver(
-            self.shape.topic_name, self.shape.subscription_name, **kwargs
-        )
+            receiver = self._client.get_queue_receiver(self.shape.queue_name, **kwargs)
+        else:
+            assert self.shape.topic_name is not None and self.shape.subscription_name is not None
+            receiver = self._client.get_subscription_receiver(
+                self.shape.topic_name, self.shape.subscription_name, **kwargs
+            )
+        # SDK types get the message's AMQP bytes as it arrived, as the host's extension passes them.
+        return keep_payloads(receiver) if self.shape.payload == "sdk" else receiver
 
     def _renewal_seconds(self) -> float:
         duration = self.options.max_auto_lock_renewal_duration
