@@ -81,6 +81,7 @@ logger = logging.getLogger(__name__)
 
 _APPLICATION_PROPERTIES = 0x74  # the section's descriptor code (AMQP 1.0 part 3, 3.2.5)
 _MAP8, _MAP32 = 0xC1, 0xD1
+_DESCRIBED, _SMALLULONG = 0x00, 0x53
 _BINARY8, _BINARY32 = 0xA0, 0xB0
 
 _typed_links = contextvars.ContextVar("busbar_typed_application_properties", default=False)
@@ -160,6 +161,25 @@ def _application_properties_section(buffer: memoryview) -> memoryview | None:
             found = buffer[3:]
         buffer = _section_end(buffer)
     return found
+
+
+def application_properties_of(payload: bytes) -> dict[Any, Any] | None:
+    """The application properties of a message's AMQP encoding ``payload``, typed as a
+    :func:`typed_receiver` gets them (``None`` when it has none).
+
+    Read tolerantly, for uamqp's re-encoding of a message it decoded: it writes the message annotations as a
+    bare map (no section descriptor) and the application properties described twice."""
+    buffer, found = memoryview(payload), None
+    while buffer:
+        if buffer[0] == _DESCRIBED and buffer[1] == _SMALLULONG and buffer[2] == _APPLICATION_PROPERTIES:
+            found = buffer[3:]
+        # A section (described), or one of uamqp's bare values: either way one value to step over.
+        buffer = _decode._DECODE_BY_CONSTRUCTOR[buffer[0]](buffer[1:])[0]
+    if found is None:
+        return None
+    while found[0] == _DESCRIBED and found[1] == _SMALLULONG and found[2] == _APPLICATION_PROPERTIES:
+        found = found[3:]
+    return decode_application_properties(found)
 
 
 def typed_payload(sdk_decode_payload: Callable[[memoryview], Any]) -> Callable[[memoryview], Any]:
@@ -279,6 +299,7 @@ def install() -> None:
 
 
 __all__ = [
+    "application_properties_of",
     "decode_application_properties",
     "install",
     "is_typed",

@@ -1,7 +1,8 @@
 """Application properties keep the AMQP types Busbar knows: sent with them, never failing on an int past
-32 bits, a property that cannot be sent named with the reason; what the SDK-type binding hands over, and
-what the router's bridge therefore sends. Wire types are read with qpid-proton from the bytes
-the emulator stored (tests/shared/envelope/wire_types.py)."""
+32 bits, a property that cannot be sent named with the reason; what an SDK-type trigger's message carries
+(every type, read back from uamqp's message: functions/trigger_properties.py), and what the router's bridge
+therefore sends. Wire types are read with qpid-proton from the bytes the emulator stored
+(tests/shared/envelope/wire_types.py)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import proton
 import pytest
 from azure.servicebus import ServiceBusClient, ServiceBusMessage
 from azure.servicebus import ServiceBusReceivedMessage as SdkReceivedMessage
+from azure.servicebus._pyamqp._decode import decode_payload
 from azure.servicebus._pyamqp._encode import encode_payload
 from azure.servicebus._transport._pyamqp_transport import PyamqpTransport
 from azurefunctions.extensions.bindings.servicebus.utils import get_decoded_message
@@ -32,7 +34,6 @@ from shared.envelope.sdk import sdk_application_properties, to_message
 from shared.router.decision import BRIDGED_FROM
 from shared.router.service import bridged_copy
 from tests.shared.envelope.wire_types import (
-    AFTER_THE_TRIGGER,
     EXACT,
     MOMENT,
     SENT,
@@ -116,17 +117,39 @@ def test_a_property_that_cannot_be_sent_is_named_with_the_reason(value: Any, rea
         sdk_application_properties({"fine": 1, "bad": value})
 
 
-def test_an_sdk_type_binding_hands_over_only_the_types_uamqp_decodes() -> None:
-    # The extension decodes the model-binding content with uamqp and passes on only the SDK message built
-    # from uamqp's Python values (get_sdk_type): the AMQP bytes are not kept, and uamqp gives every integer
-    # type and a timestamp as int (Busbar's receiver shim types what pyamqp decodes, not what uamqp does).
+def test_an_sdk_type_trigger_message_gives_every_property_with_the_amqp_type_it_arrived_with() -> None:
+    # The extension decodes the model-binding content with uamqp and hands over the SDK message built from
+    # uamqp's Python values (every integer type and a timestamp an int, a binary bytes like a string); uamqp's
+    # C message still holds the AMQP types, and the edge reads them back.
     encoded = _encoded(ServiceBusMessage(b"{}", application_properties=_typed(SENT)))
-    incoming = incoming_from_received(_as_binding_delivers(encoded))
-    assert {name: amqp_type(value).value for name, value in incoming.application_properties.items()} == (
-        AFTER_THE_TRIGGER
-    )
+    received = _as_binding_delivers(encoded)
+    plain: dict[Any, Any] = dict(received.application_properties or {})
+    assert plain[b"timestamp"] == timestamp_ms(MOMENT)  # the SDK's plain int
+    incoming = incoming_from_received(received)
+    assert {name: amqp_type(value).value for name, value in incoming.application_properties.items()} == EXACT
     assert incoming.application_properties["binary"] == b"\x00\xff\x10"
-    assert incoming.application_properties["timestamp"] == timestamp_ms(MOMENT)
+    assert incoming.application_properties["timestamp"] == MOMENT
+
+
+def test_types_are_read_back_past_the_annotations_a_received_message_carries() -> None:
+    # A received message has message annotations (sequence number, enqueued time), which uamqp writes back
+    # as a bare map, without their section descriptor: the reading steps over it.
+    sent = ServiceBusMessage(b"{}", application_properties=_typed({"long": Long(5), "at": MOMENT}))
+    sent.raw_amqp_message.annotations = {b"x-opt-sequence-number": 7, b"x-opt-partition-key": b"p"}
+    sent.raw_amqp_message.delivery_annotations = {b"x-opt-lock-token": b"t"}
+    incoming = incoming_from_received(_as_binding_delivers(_encoded(sent)))
+    assert incoming.application_properties == {"long": 5, "at": MOMENT}
+    assert type(incoming.application_properties["long"]) is Long
+
+
+def test_a_message_not_decoded_by_uamqp_keeps_the_sdks_plain_values() -> None:
+    # A received message whose AMQP message is pyamqp's (not the binding extension's uamqp one): nothing to
+    # read types back from, so the SDK's values are taken as they are.
+    encoded = _encoded(ServiceBusMessage(b"{}", application_properties=_typed({"long": Long(5), "n": 7})))
+    received = SdkReceivedMessage(decode_payload(memoryview(encoded)), receiver=None)
+    incoming = incoming_from_received(received)
+    assert incoming.application_properties == {"long": 5, "n": 7}
+    assert type(incoming.application_properties["long"]) is int
 
 
 def test_the_router_bridges_a_copy_with_every_property_type_of_the_original(emulator: EmulatorHandle) -> None:
@@ -135,7 +158,7 @@ def test_the_router_bridges_a_copy_with_every_property_type_of_the_original(emul
     incoming = incoming_from_received(_as_binding_delivers(encoded))
     _send(emulator, queue, bridged_copy(incoming, "fallback"))
     [stored] = stored_properties(emulator, queue)
-    assert types_of(stored) == {**AFTER_THE_TRIGGER, BRIDGED_FROM: "string"}
+    assert types_of(stored) == {**EXACT, BRIDGED_FROM: "string"}
     assert bytes(stored["binary"]) == b"\x00\xff\x10" and int(stored["timestamp"]) == timestamp_ms(MOMENT)
 
 

@@ -66,27 +66,6 @@ EXACT = {
 }
 """The AMQP type of each of :data:`SENT` on the wire."""
 
-AFTER_THE_TRIGGER = {
-    **EXACT,
-    # The Functions extension decodes a trigger's message with uamqp, which gives every integer type and a
-    # timestamp as int: the copy says int, or long past 32 bits.
-    "byte": "int",
-    "short": "int",
-    "small_long": "int",
-    "ubyte": "int",
-    "ushort": "int",
-    "uint": "long",
-    "timestamp": "long",
-    # ... every float as a Python float (a double), and strings, symbols and binaries as bytes: UTF-8 text
-    # is taken as the string it almost always is.
-    "float": "double",
-    "utf8_binary": "string",
-    "symbol": "string",
-}
-"""The AMQP type of each of :data:`SENT` on a copy Busbar made from what a Functions trigger hands over (the
-router's bridge: docs/operations.md, "Application property types on every hop"). Busbar's own receivers
-(re-drive, console) keep :data:`EXACT` (shared/envelope/sdk_property_types.py)."""
-
 _PROTON_TYPES: tuple[tuple[type, str], ...] = (
     (bool, "boolean"),
     (proton.byte, "byte"),
