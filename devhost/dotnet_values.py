@@ -7,11 +7,14 @@ worker encodes trigger metadata from them)."""
 
 from __future__ import annotations
 
+import base64
 import uuid
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
+
+from shared.envelope.properties import Binary
 
 
 def iso(value: datetime) -> str:
@@ -58,3 +61,24 @@ def plain(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [plain(v) for v in value]
     return value
+
+
+def net_datetime(value: datetime, zone: str) -> str:
+    """Json.NET's default ISO text for a date (``yyyy-MM-ddTHH:mm:ss.FFFFFFFK``), in UTC: fractions of a
+    second without trailing zeros (none when zero), then ``zone`` (``K``: ``Z`` for a UTC ``DateTime``,
+    ``+00:00`` for a ``DateTimeOffset``, empty for kind Unspecified)."""
+    utc = value.astimezone(UTC) if value.tzinfo is not None else value
+    text = utc.strftime("%Y-%m-%dT%H:%M:%S")
+    fraction = f"{utc.microsecond:06d}".rstrip("0")
+    return (f"{text}.{fraction}" if fraction else text) + zone
+
+
+def property_json_value(value: Any) -> Any:
+    """An application property as the host's Json.NET writes what its .NET SDK decoded: an AMQP timestamp
+    (a UTC ``DateTime``) as ISO text ending in ``Z``, a binary (``byte[]``) as base64, the rest as
+    :func:`plain`."""
+    if isinstance(value, datetime):
+        return net_datetime(value, "Z")
+    if isinstance(value, Binary):  # told apart from a string only when the AMQP bytes were read typed
+        return base64.b64encode(bytes(value)).decode("ascii")
+    return plain(value)

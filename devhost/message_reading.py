@@ -12,8 +12,10 @@ from typing import Any
 
 from azure.servicebus import ServiceBusReceivedMessage
 
-from devhost.dotnet_values import plain
+from devhost.amqp_payload import take_payload
+from devhost.dotnet_values import plain, property_json_value
 from devhost.worker_protocol import ServiceBusMessageData
+from shared.envelope.sdk_property_types import application_properties_of
 
 
 def message_body(message: ServiceBusReceivedMessage) -> bytes:
@@ -31,9 +33,13 @@ def message_body(message: ServiceBusReceivedMessage) -> bytes:
 
 
 def application_properties(message: ServiceBusReceivedMessage) -> dict[str, Any]:
-    """User properties with str keys and JSON-friendly values."""
-    props = message.application_properties or {}
-    return {str(plain(key)): plain(value) for key, value in props.items()}
+    """User properties with str keys and the JSON values the host's Json.NET writes for what its .NET SDK
+    decoded: typed from the message's AMQP bytes when the receiver kept them (a timestamp is a ``DateTime``
+    there, a binary a ``byte[]``), else from the SDK's plain values (both an ``int`` to azure-servicebus)."""
+    payload = take_payload(message)
+    typed = application_properties_of(payload) if payload is not None else None
+    props = typed if typed is not None else (message.application_properties or {})
+    return {str(plain(key)): property_json_value(value) for key, value in props.items()}
 
 
 def _optional_str(value: Any) -> str | None:

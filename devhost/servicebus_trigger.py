@@ -122,8 +122,9 @@ class ServiceBusListener:
             receiver = self._client.get_subscription_receiver(
                 self.shape.topic_name, self.shape.subscription_name, **kwargs
             )
-        # SDK types get the message's AMQP bytes as it arrived, as the host's extension passes them.
-        return keep_payloads(receiver) if self.shape.payload == "sdk" else receiver
+        # SDK types get the message's AMQP bytes as it arrived, as the host's extension passes them; ``func``
+        # messages' properties are read typed from them, as the host's .NET SDK reads them.
+        return keep_payloads(receiver) if self.shape.payload in ("sdk", "func") else receiver
 
     def _renewal_seconds(self) -> float:
         duration = self.options.max_auto_lock_renewal_duration

@@ -46,14 +46,26 @@ RULES = (
         exempt=("devhost.__main__",),
         # The decoders azure-servicebus lacks for char and decimal, which the host side needs to read what
         # the .NET Functions host reads: SDK codec entries, no Busbar logic (pinned below), one
-        # implementation for devhost and Busbar's library.
-        allowed=("shared.envelope.sdk_codec",),
+        # implementation for devhost and Busbar's library. Likewise the typed reading of an application-
+        # properties section (and the value classes it gives), which the host side needs to write each value
+        # as the .NET host does.
+        allowed=(
+            "shared.envelope.sdk_codec",
+            "shared.envelope.sdk_property_types",
+            "shared.envelope.properties",
+        ),
     ),
     Rule(
         "shared.envelope.sdk_codec",
         ("shared",),
         "devhost imports the codec shim: it must not bring Busbar's logic along",
         # The class a decoded char is, so that Busbar sends it as a char again; pinned as stdlib-only below.
+        allowed=("shared.envelope.properties",),
+    ),
+    Rule(
+        "shared.envelope.sdk_property_types",
+        ("shared",),
+        "devhost imports the typed property decoding: it must not bring Busbar's logic along",
         allowed=("shared.envelope.properties",),
     ),
     Rule(

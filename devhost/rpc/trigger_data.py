@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from devhost.dotnet_values import iso, plain
+from devhost.dotnet_values import iso, net_datetime, plain
 from devhost.rpc.protos import load as load_protos
 from devhost.worker_protocol import (
     HttpInput,
@@ -132,14 +132,8 @@ def _sys(function_name: str) -> Any:
 
 def _net_datetime(value: datetime, *, offset: bool) -> str:
     """Json.NET's ISO text for a ``DateTime`` (``offset`` False: the extension's ``ExpiresAt.DateTime``,
-    kind Unspecified, written without a zone) or a ``DateTimeOffset`` (``+00:00``); fractions of a second
-    to 7 digits without trailing zeros."""
-    utc = value.astimezone(UTC) if value.tzinfo is not None else value
-    text = utc.strftime("%Y-%m-%dT%H:%M:%S")
-    fraction = f"{utc.microsecond:06d}".rstrip("0")
-    if fraction:
-        text += "." + fraction
-    return json.dumps(text + ("+00:00" if offset else ""))
+    kind Unspecified, written without a zone) or a ``DateTimeOffset`` (``+00:00``)."""
+    return json.dumps(net_datetime(value, "+00:00" if offset else ""))
 
 
 def _single_value(net_type: str, value: Any) -> Any:

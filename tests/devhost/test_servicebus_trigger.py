@@ -7,12 +7,13 @@ import logging
 import time
 import uuid
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 from azure.servicebus import ServiceBusClient, ServiceBusMessage, ServiceBusSubQueue
+from azure.servicebus._pyamqp.types import TYPE, VALUE, AMQPTypes
 
 from devhost.bindings import BindingError
 from devhost.testing import HostHandle, running_host
@@ -87,6 +88,38 @@ def test_the_function_receives_the_metadata_the_host_passes(
         "UserProperties",
     ):
         assert key in seen["metadata_keys"]
+
+
+def test_typed_properties_reach_a_function_as_the_hosts_json_writes_what_its_dotnet_sdk_decoded(
+    host: HostHandle, shared_emulator: EmulatorHandle, work_queue: str, module_records: Records
+) -> None:
+    # The host's .NET SDK reads an AMQP timestamp as a UTC DateTime and a binary as byte[]; Json.NET writes
+    # them as ISO text ending in Z and as base64. azure-servicebus alone gives an int and bytes.
+    body = f"typed-{uuid.uuid4().hex}"
+    at = datetime(2026, 11, 26, 9, 30, 15, 123000, tzinfo=UTC)
+    properties: Any = {
+        "at": at,
+        "on_the_second": datetime(2026, 11, 26, 9, 30, 15, tzinfo=UTC),
+        "blob": {TYPE: AMQPTypes.binary, VALUE: b"\x00\xff\x10"},
+        "long": {TYPE: AMQPTypes.long, VALUE: 5},
+        "ubyte": {TYPE: AMQPTypes.ubyte, VALUE: 250},
+        "text": "t",
+    }
+    send(
+        shared_emulator.connection_string,
+        work_queue,
+        ServiceBusMessage(body, application_properties=properties),
+    )
+    module_records.wait(lambda rs: any(r.get("body") == body for r in rs))
+    (seen,) = module_records.of("work", body=body)
+    assert seen["user_properties"] == {
+        "at": "2026-11-26T09:30:15.123Z",
+        "on_the_second": "2026-11-26T09:30:15Z",
+        "blob": "AP8Q",
+        "long": 5,
+        "ubyte": 250,
+        "text": "t",
+    }
 
 
 def test_a_failing_message_is_abandoned_redelivered_and_dead_lettered_after_max_delivery_count(
