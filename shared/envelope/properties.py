@@ -96,6 +96,9 @@ class TypedInt(int):
     def __repr__(self) -> str:
         return f"{type(self).__name__}({int(self)})"
 
+    def __str__(self) -> str:  # the number, as for any int (int's str() would give the repr above)
+        return int.__repr__(self)
+
 
 class Byte(TypedInt):
     __slots__ = ()
@@ -144,6 +147,9 @@ class Float32(float):
 
     def __repr__(self) -> str:
         return f"Float32({float(self)!r})"
+
+    def __str__(self) -> str:
+        return float.__repr__(self)
 
 
 class Char(str):
