@@ -205,7 +205,8 @@ def encode_properties(properties: Mapping[str, Any] | None) -> str:
 
 
 def decode_properties(text: str | None) -> dict[str, PropertyValue]:
-    """The application properties typed JSON text stands for (``None`` or empty text: none)."""
+    """The application properties typed JSON text stands for (``None`` or empty text: none); raises
+    :class:`PropertyCodecError` naming the first property whose JSON is not a typed value, and why."""
     if text is None or not text.strip():
         return {}
     try:
@@ -214,4 +215,10 @@ def decode_properties(text: str | None) -> dict[str, PropertyValue]:
         raise PropertyCodecError(f"application properties are not JSON: {exc}") from exc
     if not isinstance(loaded, dict):
         raise PropertyCodecError(f"application properties must be a JSON object, got {type(loaded).__name__}")
-    return with_known_types({str(name): decode_value(value) for name, value in loaded.items()})
+    decoded: dict[str, PropertyValue] = {}
+    for name, value in loaded.items():
+        try:
+            decoded[str(name)] = decode_value(value)
+        except PropertyCodecError as error:
+            raise PropertyCodecError(f"application property {name!r}: {error}") from None
+    return with_known_types(decoded)

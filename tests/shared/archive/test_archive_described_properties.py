@@ -1,6 +1,6 @@
 """Described application properties in the archive's typed JSON: descriptor and the described value's type
 come back as they went in, the JSON is spelled as docs/operations.md shows it, and a row that is not valid
-``$described`` JSON is refused with the reason (the replay reports such a row invalid, by its property)."""
+``$described`` JSON is refused naming the property, with the reason (the replay reports the row invalid)."""
 
 from __future__ import annotations
 
@@ -80,8 +80,8 @@ def test_a_received_described_binary_is_kept_binary_and_a_described_string_text(
 def test_a_row_whose_described_value_is_not_valid_is_refused_with_the_reason(
     value: str, message: str
 ) -> None:
-    with pytest.raises(PropertyCodecError, match=message):
-        decode_properties(f'{{"p": {{"$described": {value}}}}}')
+    with pytest.raises(PropertyCodecError, match="application property 'p': " + message):
+        decode_properties(f'{{"fine": 1, "p": {{"$described": {value}}}}}')
 
 
 def test_a_plain_integer_inside_a_described_value_is_an_integer_of_unknown_type_as_elsewhere() -> None:
