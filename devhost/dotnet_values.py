@@ -1,6 +1,6 @@
 """Values in the text forms the Functions host serialises them in (trigger metadata, binding data):
-timestamps as ISO-8601 UTC, durations as .NET TimeSpan text, decimals as JSON numbers, anything else
-JSON-friendly.
+timestamps as ISO-8601 UTC, durations as .NET TimeSpan text, decimals as JSON numbers, a .NET
+``DateTimeOffset`` or ``TimeSpan`` given in ticks as Json.NET writes it, anything else JSON-friendly.
 
 Pure; both sides of the worker boundary use it (the host reads message properties into plain values, the
 worker encodes trigger metadata from them)."""
@@ -31,6 +31,38 @@ def timespan(value: timedelta) -> str:
     if value.microseconds:
         text += f".{value.microseconds:06d}0"
     return f"{days}.{text}" if days else text
+
+
+_TICKS_PER_SECOND = 10_000_000
+_DOTNET_EPOCH = datetime(1, 1, 1, tzinfo=UTC)  # tick 0 of a .NET DateTime
+
+
+def timespan_ticks(ticks: int) -> str:
+    """A .NET ``TimeSpan`` of ``ticks`` as Json.NET writes it (``TimeSpan.ToString()``, the constant
+    format): ``[-][d.]hh:mm:ss[.fffffff]``."""
+    seconds, fraction = divmod(abs(ticks), _TICKS_PER_SECOND)
+    minutes, second = divmod(seconds, 60)
+    hours, minute = divmod(minutes, 60)
+    days, hour = divmod(hours, 24)
+    text = f"{hour:02d}:{minute:02d}:{second:02d}"
+    if days:
+        text = f"{days}.{text}"
+    if fraction:
+        text = f"{text}.{fraction:07d}"
+    return f"-{text}" if ticks < 0 else text
+
+
+def datetime_offset_ticks(utc_ticks: int) -> str:
+    """A .NET ``DateTimeOffset`` of ``utc_ticks`` at offset zero as Json.NET writes it: ISO 8601, up to
+    seven fraction digits without trailing zeros, ``+00:00``. Raises ``OverflowError`` outside the years
+    1..9999 (no ``DateTimeOffset`` is)."""
+    seconds, ticks = divmod(utc_ticks, _TICKS_PER_SECOND)
+    if seconds < 0:
+        raise OverflowError(f"{utc_ticks} ticks is before the year 1")
+    moment = _DOTNET_EPOCH + timedelta(seconds=seconds)
+    fraction = f"{ticks:07d}".rstrip("0")
+    text = f"{moment.year:04d}-{moment:%m-%dT%H:%M:%S}"
+    return f"{text}.{fraction}+00:00" if fraction else f"{text}+00:00"
 
 
 def plain(value: Any) -> Any:

@@ -3,6 +3,16 @@ hands the worker as plain data (body, the typed fields by trigger-metadata name,
 
 The worker builds ``func.ServiceBusMessage`` and its metadata from that
 (the runtime binds it: ``devhost.worker.binding``).
+
+Application properties are the host's .NET SDK's reading of them (``AmqpMessageConverter
+.TryGetNetObjectFromAmqpObject``, azure-sdk-for-net ``sdk/servicebus/Azure.Messaging.ServiceBus/src/Amqp/
+AmqpMessageConverter.cs``), which the host writes with Json.NET: an AMQP described value with the descriptor
+``com.microsoft:uri`` is a ``Uri`` (its text), ``com.microsoft:datetime-offset`` a ``DateTimeOffset``
+(ISO 8601 with the offset), ``com.microsoft:timespan`` a ``TimeSpan`` (``d.hh:mm:ss.fffffff``); the SDK leaves
+a property with any other descriptor out of ``ApplicationProperties``, and so does devhost. azure-servicebus
+keeps a descriptor only on the values its ``Described*`` classes hold (integers, floats, strings, symbols,
+binaries, lists and maps, timestamps): a described null, boolean or uuid reaches devhost without its
+descriptor and is passed on as the plain value.
 """
 
 from __future__ import annotations
@@ -11,8 +21,9 @@ import json
 from typing import Any
 
 from azure.servicebus import ServiceBusReceivedMessage
+from azure.servicebus._pyamqp.described import Described
 
-from devhost.dotnet_values import plain
+from devhost.dotnet_values import datetime_offset_ticks, plain, timespan_ticks
 from devhost.worker_protocol import ServiceBusMessageData
 
 
@@ -30,10 +41,39 @@ def message_body(message: ServiceBusReceivedMessage) -> bytes:
     return json.dumps(plain(value)).encode("utf-8")
 
 
+_URI, _DATETIME_OFFSET, _TIMESPAN = (
+    b"com.microsoft:uri",
+    b"com.microsoft:datetime-offset",
+    b"com.microsoft:timespan",
+)
+_LEFT_OUT = object()
+
+
+def _dotnet_described(value: Described) -> Any:
+    """What the host's SDK makes of a described value (:data:`_LEFT_OUT`: it leaves the property out)."""
+    descriptor = value.descriptor  # type: ignore[attr-defined]  # set by pyamqp's Described.__new__
+    if descriptor == _URI and isinstance(value, bytes):
+        return bytes(value).decode("utf-8")
+    if descriptor in (_DATETIME_OFFSET, _TIMESPAN) and isinstance(value, int):
+        if descriptor == _TIMESPAN:
+            return timespan_ticks(int(value))
+        try:
+            return datetime_offset_ticks(int(value))
+        except OverflowError:  # no DateTimeOffset (the host's SDK would fail the receive): the ticks
+            return int(value)
+    return _LEFT_OUT
+
+
 def application_properties(message: ServiceBusReceivedMessage) -> dict[str, Any]:
-    """User properties with str keys and JSON-friendly values."""
-    props = message.application_properties or {}
-    return {str(plain(key)): plain(value) for key, value in props.items()}
+    """User properties with str keys and JSON-friendly values, as the host's SDK reads them."""
+    result: dict[str, Any] = {}
+    for key, value in (message.application_properties or {}).items():
+        if isinstance(value, Described):
+            value = _dotnet_described(value)
+            if value is _LEFT_OUT:
+                continue
+        result[str(plain(key))] = plain(value)
+    return result
 
 
 def _optional_str(value: Any) -> str | None:
