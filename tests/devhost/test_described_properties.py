@@ -24,7 +24,12 @@ from devhost.testing import HostHandle, running_host
 from emulator.testing import EmulatorHandle
 from tests.devhost.conftest import APPS, Records, app_settings
 from tests.devhost.typed_sender import dotnet_message, send_typed
-from tests.shared.envelope.wire_types import DESCRIBED_BY_PROTON, DESCRIBED_EXACT, decode_section, types_of
+from tests.shared.envelope.wire_types import (
+    DESCRIBED_BY_PROTON,
+    DESCRIBED_EXACT,
+    stored_properties,
+    types_of,
+)
 
 amqp_payload.install()  # as devhost's trigger listeners do
 
@@ -85,7 +90,8 @@ def test_the_host_side_reads_described_properties_as_the_dotnet_sdk_and_passes_s
     assert data.properties == AS_THE_HOST_WRITES_THEM
     decoded = proton.Message()
     decoded.decode(content[content.index(LOCK_TOKEN_MARKER) + len(LOCK_TOKEN_MARKER) :])
-    sent = {str(name): value for name, value in dict(decoded.properties or {}).items()}
+    raw: dict[Any, Any] = dict(decoded.properties or {})
+    sent = {str(name): value for name, value in raw.items()}
     assert types_of(sent) == {**DESCRIBED_EXACT, "tenant": "string"}
 
 
@@ -123,10 +129,5 @@ def test_the_dotnet_sender_puts_the_described_types_on_the_wire_as_tests_expect(
     # The premise of the tests above: proton writes each property described, as Microsoft.Azure.Amqp does.
     queue = shared_emulator.create_queue()
     _send_dotnet(shared_emulator, queue, "m")
-
-    def read() -> Any:
-        entity = shared_emulator.emulator.namespace.queues[queue.lower()]
-        return [stored.parsed.application_properties_raw for stored in entity.main.peek(0, 10)]
-
-    [raw] = shared_emulator.call(read)
-    assert types_of(decode_section(raw)) == {**DESCRIBED_EXACT, "tenant": "string"}
+    [stored] = stored_properties(shared_emulator, queue)
+    assert types_of(stored) == {**DESCRIBED_EXACT, "tenant": "string"}

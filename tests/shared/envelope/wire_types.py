@@ -146,7 +146,7 @@ def wire_type(value: Any) -> str:
     """The AMQP type of a value proton decoded (a described value: ``described(<descriptor's type and
     value>, <described value's type>)``)."""
     if isinstance(value, proton.Described):
-        descriptor = value.descriptor
+        descriptor: Any = value.descriptor
         text = str(descriptor) if isinstance(descriptor, str) else str(int(descriptor))
         return f"described({wire_type(descriptor)} {text}, {wire_type(value.value)})"
     for python_type, name in _PROTON_TYPES:
