@@ -6,7 +6,7 @@ The host's Service Bus extension gives an SDK-type trigger the message's own AMQ
 worker as the sender wrote it. azure-servicebus decodes a transfer into plain Python values (a long, a
 timestamp and an int all become ``int``) and drops the bytes, so devhost keeps them itself: a receiver
 marked with :func:`keep_payloads` records each message's payload on receipt, keyed by its delivery tag
-(the lock token's bytes), and :func:`take_payload` hands it over once.
+(the lock token's bytes), and :func:`take_payload` hands it to the message.
 
 The SDK's receive links assemble a message in ``ReceiverLink._incoming_transfer`` (``_pyamqp/receiver.py``
 and ``_pyamqp/aio/_receiver_async.py``): frames with ``more`` set are appended to ``_received_payload``,
@@ -16,9 +16,10 @@ it. tests/devhost/test_amqp_payload.py fails if the SDK moves any of this.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections import OrderedDict
-from typing import Any
+from typing import Any, cast
 
 from azure.servicebus._pyamqp import receiver as sync_receiver
 from azure.servicebus._pyamqp.aio import _receiver_async as async_receiver
@@ -28,6 +29,8 @@ MAX_KEPT = 4096
 go first."""
 
 _STORE = "_devhost_amqp_payloads"
+_ON_MESSAGE = "_devhost_amqp_payload"
+_MISSING = object()
 _WRAPPED = "__devhost_payload__"
 
 
@@ -39,13 +42,19 @@ def keep_payloads[R](receiver: R) -> R:
 
 
 def take_payload(message: Any) -> bytes | None:
-    """The AMQP bytes ``message`` (a ``ServiceBusReceivedMessage``) arrived with, once; ``None`` when its
-    receiver was not marked or the payload was already taken."""
+    """The AMQP bytes ``message`` (a ``ServiceBusReceivedMessage``) arrived with; ``None`` when its receiver
+    was not marked. The receiver hands them over once and the message keeps them from then on, so every
+    reader of one message (its trigger metadata, its ``model_binding_data``) gets the same bytes."""
+    kept = getattr(message, _ON_MESSAGE, _MISSING)
+    if kept is not _MISSING:
+        return cast(bytes | None, kept)
     store = getattr(getattr(message, "_receiver", None), _STORE, None)
     tag = getattr(message, "_delivery_tag", None)
     if store is None or tag is None:
         return None
     payload: bytes | None = store.pop(bytes(tag), None)
+    with contextlib.suppress(AttributeError):  # a message class without a __dict__: read once only
+        setattr(message, _ON_MESSAGE, payload)
     return payload
 
 

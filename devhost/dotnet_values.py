@@ -1,6 +1,7 @@
 """Values in the text forms the Functions host serialises them in (trigger metadata, binding data):
 timestamps as ISO-8601 UTC, durations as .NET TimeSpan text, decimals as JSON numbers, anything else
-JSON-friendly.
+JSON-friendly (a .NET ``DateTimeOffset`` or ``TimeSpan`` given in ticks: ``shared.envelope.properties``'s
+``datetime_offset_text`` / ``timespan_text``).
 
 Pure; both sides of the worker boundary use it (the host reads message properties into plain values, the
 worker encodes trigger metadata from them)."""

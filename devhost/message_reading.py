@@ -3,6 +3,16 @@ hands the worker as plain data (body, the typed fields by trigger-metadata name,
 
 The worker builds ``func.ServiceBusMessage`` and its metadata from that
 (the runtime binds it: ``devhost.worker.binding``).
+
+Application properties are the host's .NET SDK's reading of them (``AmqpMessageConverter
+.TryGetNetObjectFromAmqpObject``, azure-sdk-for-net ``sdk/servicebus/Azure.Messaging.ServiceBus/src/Amqp/
+AmqpMessageConverter.cs``), which the host writes with Json.NET: an AMQP described value with the descriptor
+``com.microsoft:uri`` is a ``Uri`` (its text), ``com.microsoft:datetime-offset`` a ``DateTimeOffset``
+(ISO 8601 with the offset), ``com.microsoft:timespan`` a ``TimeSpan`` (``d.hh:mm:ss.fffffff``); the SDK leaves
+a property with any other descriptor out of ``ApplicationProperties``, and so does devhost. azure-servicebus
+keeps a descriptor only on the values its ``Described*`` classes hold (integers, floats, strings, symbols,
+binaries, lists and maps, timestamps): a described null, boolean or uuid reaches devhost without its
+descriptor and is passed on as the plain value.
 """
 
 from __future__ import annotations
@@ -11,10 +21,13 @@ import json
 from typing import Any
 
 from azure.servicebus import ServiceBusReceivedMessage
+from azure.servicebus._pyamqp.described import Described
 
 from devhost.amqp_payload import take_payload
 from devhost.dotnet_values import plain, property_json_value
 from devhost.worker_protocol import ServiceBusMessageData
+from shared.envelope.properties import DATETIME_OFFSET, TIMESPAN, URI, datetime_offset_text, timespan_text
+from shared.envelope.properties import Described as TypedDescribed
 from shared.envelope.sdk_property_types import application_properties_of
 
 
@@ -32,14 +45,46 @@ def message_body(message: ServiceBusReceivedMessage) -> bytes:
     return json.dumps(plain(value)).encode("utf-8")
 
 
+_LEFT_OUT = object()
+
+
+def _dotnet_described(descriptor: Any, value: Any) -> Any:
+    """What the host's SDK makes of a described value (:data:`_LEFT_OUT`: it leaves the property out)."""
+    if isinstance(descriptor, bytes):
+        descriptor = descriptor.decode("ascii", errors="replace")
+    if descriptor == URI and isinstance(value, bytes | str):
+        return value.decode("utf-8") if isinstance(value, bytes) else str(value)
+    if descriptor in (DATETIME_OFFSET, TIMESPAN) and isinstance(value, int) and not isinstance(value, bool):
+        if descriptor == TIMESPAN:
+            return timespan_text(int(value))
+        try:
+            return datetime_offset_text(int(value))
+        except OverflowError:  # no DateTimeOffset (the host's SDK would fail the receive): the ticks
+            return int(value)
+    return _LEFT_OUT
+
+
+def _as_dotnet(value: Any) -> Any:
+    if isinstance(value, TypedDescribed):  # read typed from the AMQP bytes
+        return _dotnet_described(value.descriptor, value.value)
+    if isinstance(value, Described):  # azure-servicebus's own reading keeps some descriptors
+        return _dotnet_described(value.descriptor, value)  # type: ignore[attr-defined]
+    return value
+
+
 def application_properties(message: ServiceBusReceivedMessage) -> dict[str, Any]:
     """User properties with str keys and the JSON values the host's Json.NET writes for what its .NET SDK
     decoded: typed from the message's AMQP bytes when the receiver kept them (a timestamp is a ``DateTime``
-    there, a binary a ``byte[]``), else from the SDK's plain values (both an ``int`` to azure-servicebus)."""
+    there, a binary a ``byte[]``, a described value its .NET type), else from the SDK's values (a timestamp
+    an ``int`` to azure-servicebus)."""
     payload = take_payload(message)
     typed = application_properties_of(payload) if payload is not None else None
-    props = typed if typed is not None else (message.application_properties or {})
-    return {str(plain(key)): property_json_value(value) for key, value in props.items()}
+    result: dict[str, Any] = {}
+    for key, value in (typed if typed is not None else (message.application_properties or {})).items():
+        dotnet = _as_dotnet(value)
+        if dotnet is not _LEFT_OUT:
+            result[str(plain(key))] = property_json_value(dotnet)
+    return result
 
 
 def _optional_str(value: Any) -> str | None:

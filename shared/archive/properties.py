@@ -22,6 +22,10 @@ AMQP types included, :func:`encode_properties` was given:
     decimal128
 ``{"$char": "<one character>"}`` and ``{"$symbol": "<ASCII text>"}``
     char and symbol
+``{"$described": {"descriptor": "<symbol>" | <ulong code>, "value": <the described value, encoded so>}}``
+    an AMQP described value (:class:`~shared.envelope.properties.Described`): a JSON string is a symbol
+    descriptor, a JSON integer a ulong code; a .NET ``DateTimeOffset``, say, is
+    ``{"$described": {"descriptor": "com.microsoft:datetime-offset", "value": {"$long": "<UTC ticks>"}}}``
 
 Rows written before the typed tags existed hold plain integers; they decode as before, and Busbar's own
 stamps (``busbar.redrive.at``, ...) get their type back by name
@@ -52,6 +56,7 @@ from shared.envelope.properties import (
     AmqpType,
     Binary,
     Char,
+    Described,
     Float32,
     PropertyTypeError,
     PropertyValue,
@@ -75,8 +80,22 @@ _INT_TAGS = {f"${kind}": cls for kind, cls in TYPED_INTS.items()}
 _TAGS = ("$bytes", "$datetime", "$uuid", "$float", "$float32", "$decimal", "$char", "$symbol", *_INT_TAGS)
 
 
+_DESCRIBED = "$described"
+
+
 class PropertyCodecError(ValueError):
     """An application property cannot be encoded, or stored JSON is not valid typed-property JSON."""
+
+
+def _received_value(value: Any) -> Any:
+    if isinstance(value, Binary):
+        return bytes(value)
+    if isinstance(value, Described):
+        return Described(value.descriptor, _received_value(value.value))
+    if isinstance(value, bytes):
+        with contextlib.suppress(UnicodeDecodeError):  # not UTF-8: genuinely binary, keep the bytes
+            return value.decode("utf-8")
+    return value
 
 
 def normalise_received(raw: Mapping[Any, Any] | None) -> dict[str, PropertyValue]:
@@ -85,12 +104,7 @@ def normalise_received(raw: Mapping[Any, Any] | None) -> dict[str, PropertyValue
     result: dict[str, PropertyValue] = {}
     for key, value in (raw or {}).items():
         name = key.decode("utf-8", errors="replace") if isinstance(key, bytes) else str(key)
-        if isinstance(value, Binary):
-            value = bytes(value)
-        elif isinstance(value, bytes):
-            with contextlib.suppress(UnicodeDecodeError):  # not UTF-8: genuinely binary, keep the bytes
-                value = value.decode("utf-8")
-        result[name] = value
+        result[name] = _received_value(value)
     return with_known_types(result)
 
 
@@ -104,6 +118,8 @@ def encode_value(value: Any) -> Any:
         kind = amqp_type(value)
     except PropertyTypeError as error:
         raise PropertyCodecError(f"application property value {error}") from None
+    if isinstance(value, Described):
+        return {_DESCRIBED: {"descriptor": value.descriptor, "value": encode_value(value.value)}}
     if isinstance(value, TypedInt):
         return {f"${kind}": str(int(value))}
     if kind in (AmqpType.NULL, AmqpType.BOOLEAN, AmqpType.STRING):
@@ -132,12 +148,31 @@ def decode_value(value: Any) -> PropertyValue:
         return value
     if isinstance(value, dict) and len(value) == 1:
         ((tag, text),) = value.items()
+        if tag == _DESCRIBED:
+            return _decode_described(text)
         if tag in _TAGS and isinstance(text, str):
             try:
                 return _decode_tagged(tag, text)
             except (ValueError, InvalidOperation) as exc:
                 raise PropertyCodecError(f"invalid {tag} value {text!r}: {exc}") from exc
     raise PropertyCodecError(f"not a typed property value: {value!r}")
+
+
+def _decode_described(fields: Any) -> Described:
+    shape = '{"descriptor": <symbol text or ulong code>, "value": <typed property value>}'
+    if not isinstance(fields, dict) or set(fields) != {"descriptor", "value"}:
+        raise PropertyCodecError(f"invalid {_DESCRIBED} value {fields!r}: expected {shape}")
+    descriptor = fields["descriptor"]
+    if not isinstance(descriptor, str | int) or isinstance(descriptor, bool):
+        raise PropertyCodecError(f"invalid {_DESCRIBED} descriptor {descriptor!r}: expected {shape}")
+    try:
+        inner = decode_value(fields["value"])
+    except PropertyCodecError as error:
+        raise PropertyCodecError(f"invalid {_DESCRIBED} value: {error}") from None
+    try:
+        return Described(descriptor, inner)
+    except PropertyTypeError as error:
+        raise PropertyCodecError(f"invalid {_DESCRIBED} value {fields!r}: {error}") from None
 
 
 def _decode_tagged(tag: str, text: str) -> PropertyValue:
@@ -170,7 +205,8 @@ def encode_properties(properties: Mapping[str, Any] | None) -> str:
 
 
 def decode_properties(text: str | None) -> dict[str, PropertyValue]:
-    """The application properties typed JSON text stands for (``None`` or empty text: none)."""
+    """The application properties typed JSON text stands for (``None`` or empty text: none); raises
+    :class:`PropertyCodecError` naming the first property whose JSON is not a typed value, and why."""
     if text is None or not text.strip():
         return {}
     try:
@@ -179,4 +215,10 @@ def decode_properties(text: str | None) -> dict[str, PropertyValue]:
         raise PropertyCodecError(f"application properties are not JSON: {exc}") from exc
     if not isinstance(loaded, dict):
         raise PropertyCodecError(f"application properties must be a JSON object, got {type(loaded).__name__}")
-    return with_known_types({str(name): decode_value(value) for name, value in loaded.items()})
+    decoded: dict[str, PropertyValue] = {}
+    for name, value in loaded.items():
+        try:
+            decoded[str(name)] = decode_value(value)
+        except PropertyCodecError as error:
+            raise PropertyCodecError(f"application property {name!r}: {error}") from None
+    return with_known_types(decoded)

@@ -8,9 +8,10 @@ columns inside each file, so a single file is self-describing).
 Application properties keep their AMQP types: ``application_properties`` is a JSON object whose values are
 JSON scalars, or one-key tagged objects for the types JSON cannot hold (``{"$bytes": "<base64>"}``,
 ``{"$datetime": "<iso>"}``, ``{"$uuid": "<str>"}``, ``{"$long": "<digits>"}`` and the other integer types,
-``{"$float32": ...}``, ``{"$decimal": ...}``, ``{"$char": ...}``, ``{"$symbol": ...}``) and for floats JSON
-cannot spell (``{"$float": "nan"|"inf"|"-inf"}``); see :mod:`shared.archive.properties`. Adding tags is
-compatible: rows written before decode as they always did.
+``{"$float32": ...}``, ``{"$decimal": ...}``, ``{"$char": ...}``, ``{"$symbol": ...}``, an AMQP described
+value as ``{"$described": {"descriptor": ..., "value": ...}}``) and for floats JSON cannot spell
+(``{"$float": "nan"|"inf"|"-inf"}``); see :mod:`shared.archive.properties`. Adding tags is compatible: rows
+written before decode as they always did.
 
 Changing this schema is a breaking change for archives already written: only add nullable columns.
 """

@@ -23,6 +23,12 @@ The default AMQP type of each plain Python value (:func:`amqp_type`):
 ``Decimal``        decimal128
 =================  ===========================================================================
 
+An AMQP *described* value (a descriptor, then the value it describes) is held as :class:`Described`, whose
+value is one of the above. The .NET Service Bus SDKs send three .NET types that way (Microsoft, "AMQP 1.0 in
+Service Bus: .NET type mapping"): ``Uri`` (:data:`URI` over a string), ``DateTimeOffset``
+(:data:`DATETIME_OFFSET` over a long of UTC ticks) and ``TimeSpan`` (:data:`TIMESPAN` over a long of ticks);
+any other descriptor is kept the same way.
+
 Busbar's own stamps have a fixed type (:data:`KNOWN_TYPES`): a Functions trigger's message (decoded with
 uamqp) and an archive row written before types were recorded hand ``busbar.redrive.at`` back as an ``int``
 of epoch milliseconds, and :func:`with_known_types` makes it a timestamp again. Pure.
@@ -33,6 +39,7 @@ from __future__ import annotations
 import contextlib
 import uuid
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from enum import StrEnum
@@ -63,6 +70,7 @@ class AmqpType(StrEnum):
     BINARY = "binary"
     STRING = "string"
     SYMBOL = "symbol"
+    DESCRIBED = "described"  # not a primitive type: a descriptor and a value of one of the types above
 
 
 class PropertyTypeError(ValueError):
@@ -87,6 +95,9 @@ class TypedInt(int):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({int(self)})"
+
+    def __str__(self) -> str:  # the number, as for any int (int's str() would give the repr above)
+        return int.__repr__(self)
 
 
 class Byte(TypedInt):
@@ -137,6 +148,9 @@ class Float32(float):
     def __repr__(self) -> str:
         return f"Float32({float(self)!r})"
 
+    def __str__(self) -> str:
+        return float.__repr__(self)
+
 
 class Char(str):
     """An AMQP ``char``: one Unicode code point (.NET ``char``)."""
@@ -175,7 +189,87 @@ TYPED_INTS: dict[AmqpType, type[TypedInt]] = {
 }
 """The integer wrapper of each AMQP integer type."""
 
-PropertyValue = str | bool | int | float | bytes | datetime | uuid.UUID | Decimal | None
+URI = "com.microsoft:uri"
+"""The descriptor of a .NET ``Uri`` (over a string: ``Uri.AbsoluteUri``)."""
+DATETIME_OFFSET = "com.microsoft:datetime-offset"
+"""The descriptor of a .NET ``DateTimeOffset`` (over a long: ``DateTimeOffset.UtcTicks``)."""
+TIMESPAN = "com.microsoft:timespan"
+"""The descriptor of a .NET ``TimeSpan`` (over a long: ``TimeSpan.Ticks``)."""
+
+_TICKS_PER_SECOND = 10_000_000
+_DOTNET_EPOCH = datetime(1, 1, 1, tzinfo=UTC)  # tick 0 of a .NET DateTime
+
+
+@dataclass(frozen=True, slots=True)
+class Described:
+    """An AMQP described value: ``descriptor`` (a symbol, given as ``str``, or a ulong code, given as
+    ``int``) and the application-property ``value`` it describes, sent again with both types.
+
+    It is no ``int`` or ``str``: code that reads a property gets this object, whose ``str()`` is readable
+    (the text a .NET consumer's value has for :data:`URI`, :data:`DATETIME_OFFSET` and :data:`TIMESPAN`,
+    as the Functions host's Json.NET writes it; the described value's own text for any other descriptor)."""
+
+    descriptor: str | int
+    value: PropertyValue
+
+    def __post_init__(self) -> None:
+        descriptor = self.descriptor
+        try:
+            if isinstance(descriptor, str):
+                object.__setattr__(self, "descriptor", str(Symbol(descriptor)))
+            elif isinstance(descriptor, int) and not isinstance(descriptor, bool):
+                object.__setattr__(self, "descriptor", int(ULong(descriptor)))
+            else:
+                raise PropertyTypeError(f"got a {type(descriptor).__name__}")
+        except PropertyTypeError as error:
+            raise PropertyTypeError(
+                f"an AMQP descriptor is a symbol (ASCII str) or a ulong code, {descriptor!r} is not: {error}"
+            ) from None
+        try:
+            amqp_type(self.value)
+        except PropertyTypeError as error:
+            raise PropertyTypeError(f"a described value must be a scalar: {error}") from None
+
+    def __str__(self) -> str:
+        value = self.value
+        ticks = int(value) if isinstance(value, int) and not isinstance(value, bool) else None
+        if self.descriptor == DATETIME_OFFSET and ticks is not None:
+            with contextlib.suppress(OverflowError):  # past a datetime's years: the ticks themselves
+                return datetime_offset_text(ticks)
+        if self.descriptor == TIMESPAN and ticks is not None:
+            return timespan_text(ticks)
+        return str(value)  # a Uri's text, or the value any other descriptor describes
+
+
+def datetime_offset_text(utc_ticks: int) -> str:
+    """A .NET ``DateTimeOffset`` (UTC ticks, offset zero, as the SDK decodes it) as Json.NET writes it:
+    ISO 8601, up to seven fraction digits without trailing zeros, ``+00:00``. Raises ``OverflowError``
+    outside the years 1..9999."""
+    seconds, ticks = divmod(utc_ticks, _TICKS_PER_SECOND)
+    if seconds < 0:
+        raise OverflowError(f"{utc_ticks} ticks is before the year 1")
+    moment = _DOTNET_EPOCH + timedelta(seconds=seconds)
+    text = f"{moment.year:04d}-{moment:%m-%dT%H:%M:%S}"
+    fraction = f"{ticks:07d}".rstrip("0")
+    return f"{text}.{fraction}+00:00" if fraction else f"{text}+00:00"
+
+
+def timespan_text(ticks: int) -> str:
+    """A .NET ``TimeSpan`` (ticks) as ``TimeSpan.ToString()`` (and Json.NET) writes it:
+    ``[-][d.]hh:mm:ss[.fffffff]``."""
+    seconds, fraction = divmod(abs(ticks), _TICKS_PER_SECOND)
+    minutes, second = divmod(seconds, 60)
+    hours, minute = divmod(minutes, 60)
+    days, hour = divmod(hours, 24)
+    text = f"{hour:02d}:{minute:02d}:{second:02d}"
+    if days:
+        text = f"{days}.{text}"
+    if fraction:
+        text = f"{text}.{fraction:07d}"
+    return f"-{text}" if ticks < 0 else text
+
+
+PropertyValue = str | bool | int | float | bytes | datetime | uuid.UUID | Decimal | Described | None
 """A value an application property can hold (the subclasses above included)."""
 
 
@@ -220,6 +314,8 @@ def amqp_type(value: object) -> AmqpType:
         return AmqpType.UUID
     if isinstance(value, Decimal):
         return AmqpType.DECIMAL128
+    if isinstance(value, Described):
+        return AmqpType.DESCRIBED
     raise PropertyTypeError(f"a value of type {type(value).__name__} is not an AMQP scalar: {value!r}")
 
 

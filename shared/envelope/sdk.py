@@ -30,6 +30,7 @@ from shared.envelope import (
 )
 from shared.envelope.properties import (
     AmqpType,
+    Described,
     PropertyTypeError,
     amqp_type,
     check_decimal128,
@@ -147,7 +148,8 @@ def to_message(envelope: Envelope, partition_key: PartitionKeyPolicy) -> Service
 # value goes through encode_unknown instead: every int as a 32-bit int (raising outside it) and every
 # bytes value decoded as UTF-8 text first (_transport/_pyamqp_transport.py), so Busbar never sends plain
 # ints or bytes. The SDK has no encoder for char (:mod:`shared.envelope.sdk_codec` adds one), decimal32 and
-# decimal64 (Busbar sends every decimal as decimal128).
+# decimal64 (Busbar sends every decimal as decimal128). A described value is given as {TYPE: described,
+# VALUE: (descriptor, value)}, each of the two in this same form (_encode.py: encode_described).
 _SDK_TYPES: dict[AmqpType, str] = {
     AmqpType.BYTE: AMQPTypes.byte,
     AmqpType.SHORT: AMQPTypes.short,
@@ -172,6 +174,8 @@ def sdk_value(value: Any) -> Any:
     (:func:`~shared.envelope.properties.amqp_type`). Raises :class:`PropertyTypeError` for a value the SDK
     cannot send (a decimal128 out of range, a value that is not an AMQP scalar)."""
     kind = amqp_type(value)
+    if kind is AmqpType.DESCRIBED:
+        return _sdk_described(value)
     if kind in _PLAIN:
         return str(value) if kind is AmqpType.STRING else value
     if kind is AmqpType.INT:
@@ -194,6 +198,16 @@ def sdk_value(value: Any) -> Any:
     else:
         value = int(value)  # an integer type: the plain int behind its wrapper
     return {TYPE: sdk_type, VALUE: value}
+
+
+def _sdk_described(value: Described) -> dict[str, Any]:
+    descriptor = value.descriptor
+    sdk_descriptor = (
+        {TYPE: AMQPTypes.symbol, VALUE: descriptor.encode("ascii")}
+        if isinstance(descriptor, str)
+        else {TYPE: AMQPTypes.ulong, VALUE: descriptor}
+    )
+    return {TYPE: AMQPTypes.described, VALUE: (sdk_descriptor, sdk_value(value.value))}
 
 
 def sdk_application_properties(properties: Mapping[str, Any]) -> dict[str, Any]:

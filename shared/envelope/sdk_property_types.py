@@ -20,7 +20,16 @@ string                                     ``bytes`` (as the SDK: it reads ``Dea
 binary                                     :class:`Binary` (``bytes``, told apart from a string)
 symbol                                     :class:`Symbol` (the SDK's ``bytes`` if it is not ASCII)
 char, decimal32/64/128                     :class:`Char`, ``Decimal`` (:mod:`shared.envelope.sdk_codec`)
+described (symbol or ulong descriptor)     :class:`Described`: the descriptor and the value it
+                                           describes, typed as above (a string as ``str``)
 =========================================  ===================================================
+
+The SDK itself decodes a described value to the value it describes and keeps the descriptor only as an
+attribute of its ``Described*`` classes (``_pyamqp/_decode.py``: ``_decode_described``), so a copy made from
+it would go out without the descriptor: a .NET ``DateTimeOffset`` (``com.microsoft:datetime-offset`` over a
+long) as a plain long. A described value whose descriptor is neither a symbol nor a ulong, or that describes
+a list or a map, is kept as the SDK decodes it (a copy then goes out as Busbar sends that value, or is
+refused).
 
 A timestamp is a ``datetime``, not an ``int`` subclass: a ``datetime`` is what Busbar already sends and
 archives as a timestamp (``{"$datetime": ...}``, its own ``busbar.redrive.at``), what a .NET consumer reads
@@ -66,8 +75,10 @@ from azure.servicebus._transport import _pyamqp_transport
 from shared.envelope.properties import (
     Binary,
     Byte,
+    Described,
     Float32,
     Long,
+    PropertyTypeError,
     Short,
     Symbol,
     UByte,
@@ -124,9 +135,25 @@ _TYPING: dict[int, Callable[[Any], Any]] = {
 
 def _typed_value(buffer: memoryview) -> tuple[memoryview, Any]:
     code = buffer[0]
+    if code == _DESCRIBED:
+        return _described(buffer)
     rest, value = _decode._DECODE_BY_CONSTRUCTOR[code](buffer[1:], 0)
     typing = _TYPING.get(code)
     return rest, (value if typing is None else typing(value))
+
+
+def _described(buffer: memoryview) -> tuple[memoryview, Any]:
+    rest, descriptor = _typed_value(buffer[1:])
+    rest, value = _typed_value(rest)
+    if isinstance(descriptor, Symbol | ULong):
+        try:
+            if type(value) is bytes:  # a string, as the SDK decodes one (a binary is Binary)
+                value = value.decode("utf-8")
+            return rest, Described(descriptor, value)
+        except (PropertyTypeError, UnicodeDecodeError):  # a list or a map described, say: the SDK's reading
+            pass
+    sdk_rest, sdk_value = _decode._DECODE_BY_CONSTRUCTOR[_DESCRIBED](buffer[1:], 0)
+    return sdk_rest, sdk_value
 
 
 def decode_application_properties(section: memoryview) -> dict[Any, Any]:

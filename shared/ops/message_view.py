@@ -2,7 +2,8 @@
 
 The body is shown as text, pretty-printed when it is JSON, and cut at :data:`BODY_LIMIT` bytes (the full
 size is reported); application properties are split into NServiceBus headers, Busbar's re-drive history
-(``busbar.redrive.*``) and the rest.
+(``busbar.redrive.*``) and the rest. A described property (a .NET ``DateTimeOffset``, ``TimeSpan`` or ``Uri``)
+is shown as its text (:class:`~shared.envelope.properties.Described`), as a .NET consumer would print it.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import json
 from datetime import datetime, timedelta
 from typing import Any
 
+from shared.envelope.properties import Described
 from shared.ops.failures import exception_of
 from shared.redrive.message import DEAD_LETTER_PROPERTIES, REDRIVE_PREFIX, DeadLetter
 
@@ -25,6 +27,8 @@ def _jsonable(value: Any) -> Any:
         return value.total_seconds()
     if isinstance(value, bytes):
         return value.decode("utf-8", errors="replace")
+    if isinstance(value, Described):
+        return str(value)
     return value
 
 

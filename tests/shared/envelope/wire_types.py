@@ -5,7 +5,9 @@ decoded here with qpid-proton, an AMQP client independent of azure-servicebus an
 (:mod:`shared.envelope.sdk_property_types`), whose Python types name every AMQP type. ``SENT`` is the
 ".NET-shaped" message these tests start from: a property of every type a Functions trigger can decode
 (char and decimal it cannot; Busbar's own receivers read them through shared/envelope/sdk_codec.py:
-docs/operations.md).
+docs/operations.md). ``DESCRIBED`` is its sibling for AMQP described values: the three .NET types the .NET
+Service Bus SDKs send described (``Uri``, ``DateTimeOffset``, ``TimeSpan``) and two descriptors nobody knows,
+as Busbar holds them and (``DESCRIBED_BY_PROTON``) as a .NET sender puts them on the wire.
 """
 
 from __future__ import annotations
@@ -16,7 +18,22 @@ from typing import Any
 
 import proton
 
-from shared.envelope.properties import Byte, Float32, Int, Long, Short, Symbol, UByte, UInt, ULong, UShort
+from shared.envelope.properties import (
+    DATETIME_OFFSET,
+    TIMESPAN,
+    URI,
+    Byte,
+    Described,
+    Float32,
+    Int,
+    Long,
+    Short,
+    Symbol,
+    UByte,
+    UInt,
+    ULong,
+    UShort,
+)
 
 MOMENT = datetime(2026, 11, 26, 9, 30, 15, 123000, tzinfo=UTC)
 
@@ -66,6 +83,41 @@ EXACT = {
 }
 """The AMQP type of each of :data:`SENT` on the wire."""
 
+MOMENT_TICKS = 639_312_822_151_234_567
+"""``DateTimeOffset.UtcTicks`` of 2026-11-26T09:30:15.1234567+00:00 (100 ns past :data:`MOMENT`'s
+milliseconds, which only ticks can say)."""
+DURATION_TICKS = 937_845_000_001
+"""``TimeSpan.Ticks`` of 1 day 2:03:04.5000001."""
+CUSTOM_CODE = 0x0000_4689_0000_0001
+"""A ulong descriptor nobody knows (domain 0x4689, code 1)."""
+
+DESCRIBED: dict[str, Any] = {
+    "uri": Described(URI, "https://example.com/orders/A-1?tenant=acme"),
+    "offset": Described(DATETIME_OFFSET, Long(MOMENT_TICKS)),
+    "duration": Described(TIMESPAN, Long(DURATION_TICKS)),
+    "custom_symbol": Described("example:grade", Symbol("gold")),
+    "custom_code": Described(CUSTOM_CODE, UInt(7)),
+}
+"""Described application properties, as Busbar holds them (:class:`Described`)."""
+
+DESCRIBED_BY_PROTON: dict[str, Any] = {
+    "uri": proton.Described(proton.symbol(URI), "https://example.com/orders/A-1?tenant=acme"),
+    "offset": proton.Described(proton.symbol(DATETIME_OFFSET), MOMENT_TICKS),  # proton's int: a long
+    "duration": proton.Described(proton.symbol(TIMESPAN), DURATION_TICKS),
+    "custom_symbol": proton.Described(proton.symbol("example:grade"), proton.symbol("gold")),
+    "custom_code": proton.Described(proton.ulong(CUSTOM_CODE), proton.uint(7)),
+}
+"""The same, as a .NET sender writes them (Microsoft.Azure.Amqp: ``DescribedType(AmqpSymbol, value)``)."""
+
+DESCRIBED_EXACT = {
+    "uri": "described(symbol com.microsoft:uri, string)",
+    "offset": "described(symbol com.microsoft:datetime-offset, long)",
+    "duration": "described(symbol com.microsoft:timespan, long)",
+    "custom_symbol": "described(symbol example:grade, symbol)",
+    "custom_code": f"described(ulong {CUSTOM_CODE}, uint)",
+}
+"""The wire type of each of :data:`DESCRIBED`: descriptor (type and value) and the described value's type."""
+
 _PROTON_TYPES: tuple[tuple[type, str], ...] = (
     (bool, "boolean"),
     (proton.byte, "byte"),
@@ -91,7 +143,12 @@ _PROTON_TYPES: tuple[tuple[type, str], ...] = (
 
 
 def wire_type(value: Any) -> str:
-    """The AMQP type of a value proton decoded."""
+    """The AMQP type of a value proton decoded (a described value: ``described(<descriptor's type and
+    value>, <described value's type>)``)."""
+    if isinstance(value, proton.Described):
+        descriptor: Any = value.descriptor
+        text = str(descriptor) if isinstance(descriptor, str) else str(int(descriptor))
+        return f"described({wire_type(descriptor)} {text}, {wire_type(value.value)})"
     for python_type, name in _PROTON_TYPES:
         if isinstance(value, python_type):
             return name
