@@ -2,11 +2,14 @@
 Python worker: ``python -m devhost.worker --host 127.0.0.1 --port <Settlement gRPC port>
 --functions-grpc-max-message-length <n>``, plus a socket pair of its own (``devhost.worker_frames``).
 
-The worker gets the app settings as its environment and in its start frame, imports and indexes the app
-and runs invocations concurrently; this side matches outcomes to invocations by id. If the process dies,
-every invocation in flight fails with :class:`WorkerProcessExited` (so its messages are abandoned, as for
-any failure: nothing is lost) and a new worker is started, as the host restarts a language worker. The
-function code then shares no interpreter (nor GIL) with the receive loops, HTTP server and gRPC service.
+The worker gets the app settings as its environment. The host starts it as the Functions host starts a
+language worker (``devhost.worker_handshake``: init, functions metadata, a load per function, in FunctionRpc
+messages): its runtime imports and indexes the app, and the host reads its own index from what the runtime
+indexed. The worker then runs invocations concurrently; this side matches outcomes to invocations by id.
+If the process dies, every invocation in flight fails with :class:`WorkerProcessExited` (so its messages
+are abandoned, as for any failure: nothing is lost) and a new worker is started, as the host restarts a
+language worker. The function code then shares no interpreter (nor GIL) with the receive loops, HTTP
+server and gRPC service.
 
 Both are bounded as the Functions host bounds them (``devhost.worker_restarts``): a worker that has not
 indexed the app in time is killed (:class:`WorkerStartTimeout`), restarts are one at a time and spaced, and
@@ -29,19 +32,21 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from devhost.function_indexing import AppLoadError
+from devhost.rpc.protos import load as load_protos
 from devhost.worker_channel import WorkerOptions
 from devhost.worker_frames import (
     CHANNEL_FD_ARGUMENT,
     CancelInvocation,
     InvocationDone,
+    RpcMessage,
     ShutdownWorker,
     StartWorker,
     WorkerLog,
-    WorkerReady,
-    WorkerStartFailed,
     encode,
     read_frame,
 )
+from devhost.worker_handshake import start_worker
 from devhost.worker_protocol import FunctionMetadata, InvocationOutcome, InvocationRequest
 from devhost.worker_restarts import (
     EXCEEDED_MESSAGE,
@@ -53,6 +58,7 @@ from devhost.worker_restarts import (
 
 logger = logging.getLogger("devhost.Worker")
 
+SCRIPT_FILE_SETTING = "PYTHON_SCRIPT_FILE_NAME"
 EXIT_WAIT_SECONDS = 10.0  # after ShutdownWorker (in-flight invocations are drained before): then killed
 # The directory holding the devhost package: the worker imports it however the host was started.
 _SOURCE_ROOT = str(Path(__file__).resolve().parents[1])
@@ -94,10 +100,13 @@ class _Process:
             return None
 
 
-def _environment(settings: dict[str, str]) -> dict[str, str]:
+def _environment(settings: dict[str, str], app_path: Path) -> dict[str, str]:
     environment = {**os.environ, **settings}
     python_path = environment.get("PYTHONPATH")
     environment["PYTHONPATH"] = os.pathsep.join(p for p in (_SOURCE_ROOT, python_path) if p)
+    # The runtime imports the app's script by this app setting (function_app.py unless set): devhost
+    # runs the script it was given, whatever its name.
+    environment[SCRIPT_FILE_SETTING] = app_path.name
     return environment
 
 
@@ -131,15 +140,18 @@ class ProcessWorker:
         worker_arguments: list[str],
         on_exhausted: Callable[[], None] | None = None,
     ) -> ProcessWorker:
-        """Start the worker process and wait until it has indexed the app; raises its start-up error
-        (AppLoadError, BindingError, ValueError) as the worker raised it, or :class:`WorkerStartTimeout`."""
+        """Start the worker process and wait until its runtime has indexed the app and the host has read
+        what it indexed; raises AppLoadError (the runtime's failure, or what the host refuses), BindingError
+        or :class:`WorkerStartTimeout`."""
+        if not options.app_path.is_file():
+            raise AppLoadError(f"function app script not found: {options.app_path.resolve()}")
         channel = cls(options, worker_arguments, on_exhausted)
         channel._current = asyncio.ensure_future(channel._spawn(restart=False))
         await channel._current
         return channel
 
     def functions(self) -> list[FunctionMetadata]:
-        """The app's functions, as the worker indexed them."""
+        """The app's functions, as the host read them from what the worker's runtime indexed."""
         return list(self._functions)
 
     @property
@@ -168,7 +180,7 @@ class ProcessWorker:
                     str(worker_end.fileno()),
                 ],
                 pass_fds=(worker_end.fileno(),),
-                env=_environment(self._options.settings),
+                env=_environment(self._options.settings, self._options.app_path),
             )
         except BaseException:
             host_end.close()
@@ -226,27 +238,43 @@ class ProcessWorker:
         timeout = options.function_timeout
         process.send(
             StartWorker(
-                app_path=str(options.app_path),
-                settings=dict(options.settings),
                 function_timeout_seconds=None if timeout is None else timeout.total_seconds(),
-                thread_count=options.thread_count,
                 log_level=logging.getLogger().getEffectiveLevel(),
                 logger_levels=_logger_levels(),
             )
         )
-        while True:
-            frame = await read_frame(process.reader)
-            if isinstance(frame, WorkerLog):
-                _relog(frame)
-                continue
-            break
-        if isinstance(frame, WorkerReady):
-            return frame.functions
-        process.writer.close()
-        code = await process.exit_code(EXIT_WAIT_SECONDS)
-        if isinstance(frame, WorkerStartFailed):
-            raise frame.error
-        raise WorkerProcessExited(f"the worker process exited with code {code} before it indexed the app")
+        protos = load_protos()
+
+        async def exchange(message: Any) -> Any:
+            process.send(RpcMessage(message.SerializeToString()))
+            while True:
+                frame = await read_frame(process.reader)
+                if isinstance(frame, WorkerLog):
+                    _relog(frame)
+                elif isinstance(frame, RpcMessage):
+                    return protos.StreamingMessage.FromString(frame.data)
+                elif frame is None:
+                    process.writer.close()
+                    code = await process.exit_code(EXIT_WAIT_SECONDS)
+                    raise WorkerProcessExited(
+                        f"the worker process exited with code {code} before it indexed the app"
+                    )
+
+        try:
+            indexed = await start_worker(exchange, options.app_path, options.settings)
+        except Exception:  # refused: the worker exits on the closed channel (and is reaped)
+            process.writer.close()
+            if await process.exit_code(EXIT_WAIT_SECONDS) is None:
+                process.popen.kill()
+                await process.exit_code(EXIT_WAIT_SECONDS)
+            raise
+        logger.info(
+            "azure-functions-runtime %s runs the app's %d functions (Python %s)",
+            indexed.runtime_version,
+            len(indexed.functions),
+            indexed.python_version,
+        )
+        return indexed.functions
 
     async def _read(self, process: _Process) -> None:
         """Hand outcomes to their invocations until the process goes away; then fail what is left."""

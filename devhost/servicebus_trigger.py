@@ -316,16 +316,13 @@ class ServiceBusListener:
 
     def _input(self, messages: list[ServiceBusReceivedMessage], *, batch: bool) -> ServiceBusInput:
         """What the worker gets for ``messages``: the ``model_binding_data`` contents for SDK types (as the
-        host's extension sends them), else each body, with the fields ``func`` messages carry."""
+        host's extension sends them), else each body with its trigger metadata's fields and properties."""
         kind = self.shape.payload
         if kind == "sdk":
             return ServiceBusInput(
                 kind, batch, binding_data=tuple(model_binding_content(m) for m in messages)
             )
-        with_metadata = kind == "func"
-        return ServiceBusInput(
-            kind, batch, messages=tuple(message_data(m, with_metadata=with_metadata) for m in messages)
-        )
+        return ServiceBusInput(kind, batch, messages=tuple(message_data(m) for m in messages))
 
     async def _process_one(
         self, receiver: ServiceBusReceiver, message: ServiceBusReceivedMessage, *, settle_inline: bool = False

@@ -1,11 +1,13 @@
 """The wire between the host and a worker process: length-prefixed pickle frames on a stream socket.
 
 The host starts ``python -m devhost.worker`` with one end of a socket pair (``--devhost-channel-fd``) and
-sends :class:`StartWorker`; the worker imports and indexes the app and answers :class:`WorkerReady` or
-:class:`WorkerStartFailed`. Then the host sends ``InvocationRequest``s (and :class:`CancelInvocation`,
-:class:`ShutdownWorker`), the worker answers :class:`InvocationDone` per invocation, tagged with its id,
-and forwards what the function code logs as :class:`WorkerLog` -- as the Python worker streams its
-invocation responses and logs to the host over gRPC in Azure. Both ends are asyncio streams.
+sends :class:`StartWorker`; then it starts the worker as the Functions host does, with FunctionRpc
+messages (``StreamingMessage``: init, functions metadata, a load per function; ``devhost.worker_handshake``)
+carried as :class:`RpcMessage` frames, each answered by one. Then the host sends ``InvocationRequest``s
+(and :class:`CancelInvocation`, :class:`ShutdownWorker`), the worker answers :class:`InvocationDone` per
+invocation, tagged with its id, and forwards what the function code logs as :class:`WorkerLog` -- as the
+Python worker streams its invocation responses and logs to the host over gRPC in Azure. Both ends are
+asyncio streams.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import pickle
 import struct
 from dataclasses import dataclass
 
-from devhost.worker_protocol import FunctionMetadata, InvocationOutcome
+from devhost.worker_protocol import InvocationOutcome
 
 CHANNEL_FD_ARGUMENT = "--devhost-channel-fd"
 _HEADER = struct.Struct(">I")
@@ -23,12 +25,9 @@ _HEADER = struct.Struct(">I")
 
 @dataclass(frozen=True, slots=True)
 class StartWorker:
-    """Host -> worker, first frame: what to load (the settings resolve the app's ``%expr%`` bindings)."""
+    """Host -> worker, first frame: the app and what devhost's worker needs beyond FunctionRpc."""
 
-    app_path: str
-    settings: dict[str, str]
-    function_timeout_seconds: float | None
-    thread_count: int | None
+    function_timeout_seconds: float | None  # host.json's functionTimeout (devhost's worker enforces it)
     log_level: int  # the host's root log level: what the worker forwards
     # Loggers the host set a level on (e.g. "azure": WARNING), so the worker does not forward what the host
     # would drop.
@@ -36,18 +35,10 @@ class StartWorker:
 
 
 @dataclass(frozen=True, slots=True)
-class WorkerReady:
-    """Worker -> host: the app is indexed."""
+class RpcMessage:
+    """Either way: one FunctionRpc ``StreamingMessage``, serialised (a request, or the answer to one)."""
 
-    functions: list[FunctionMetadata]
-
-
-@dataclass(frozen=True, slots=True)
-class WorkerStartFailed:
-    """Worker -> host: the app cannot be hosted. ``error`` is the worker's exception itself (AppLoadError,
-    BindingError, ValueError...), so the host refuses to start with the same class and message."""
-
-    error: Exception
+    data: bytes
 
 
 @dataclass(frozen=True, slots=True)

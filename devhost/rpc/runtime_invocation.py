@@ -2,12 +2,12 @@
 arguments, makes the ``func.Context``, runs the function (a coroutine on the loop, a plain function on the
 runtime's thread pool, as in Azure) and encodes the response, exactly as Azure's Python 3.13 worker does.
 
-Only in devhost's worker process: the runtime keeps the functions in a module-global registry (and its
-thread pool in a module global), so it must own the process, as it owns the worker in Azure. devhost
-indexes the app and registers the runtime's own ``FunctionInfo`` for each function in that registry (what
-``worker_init_request`` would do after importing the app itself); the one thing it adds is a thin wrapper
-around each function that notes the classes of the arguments the runtime bound, which devhost's invocation
-log records.
+Only in devhost's worker process, after the runtime's own ``worker_init_request`` imported and indexed the
+app into its registry (``devhost.rpc.runtime_driver``): the runtime keeps the functions in a module-global
+registry (and its thread pool in a module global), so it must own the process, as it owns the worker in
+Azure. The one thing devhost adds is a thin wrapper around each indexed function that notes the classes of
+the arguments the runtime bound, which devhost's invocation log records: the runtime's ``FunctionInfo``
+is kept as it registered it, with only its callable wrapped.
 """
 
 from __future__ import annotations
@@ -15,7 +15,9 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
+import json
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -57,10 +59,30 @@ def _class_name(value: Any) -> str:
     return f"{kind.__module__}.{kind.__qualname__}"
 
 
+@dataclass(frozen=True, slots=True)
+class _Indexed:
+    """What an invocation request needs of one indexed function."""
+
+    name: str
+    function_id: str
+    trigger_arg: str
+    http: bool  # an HTTP trigger: the response is the ``$return`` value
+
+
+def _indexed(metadata: Any) -> _Indexed:
+    """One function's ``RpcFunctionMetadata`` as the invocations need it (its trigger's raw binding)."""
+    bindings = [json.loads(raw) for raw in metadata.raw_bindings]
+    trigger = next(b for b in bindings if str(b.get("type", "")).lower().endswith("trigger"))
+    return _Indexed(
+        str(metadata.name), str(metadata.function_id), str(trigger["name"]), trigger["type"] == HTTP_TRIGGER
+    )
+
+
 class RuntimeInvocations:
     """The worker's invocations, each through the runtime's ``invocation_request``."""
 
-    def __init__(self, functions: Sequence[Any], *, timeout: timedelta | None) -> None:
+    def __init__(self, indexed: Sequence[Any], *, timeout: timedelta | None) -> None:
+        """``indexed``: the runtime's ``RpcFunctionMetadata`` of each function it indexed."""
         from azure_functions_runtime import handle_event
         from azure_functions_runtime.utils import threadpool
 
@@ -69,16 +91,19 @@ class RuntimeInvocations:
         self.timeout = None if timeout is None else timeout.total_seconds()
         self.protos = load_protos()
         self._bound: dict[str, tuple[tuple[str, str], ...]] = {}
-        handle_event.protos = self.protos  # the runtime's worker_init_request keeps them so
         # The proxy worker starts the runtime's pool (PYTHON_THREADPOOL_THREAD_COUNT, read from the
         # environment the host gave the worker process).
         threadpool.start_threadpool_executor()
-        self._ids: dict[str, str] = {}
-        for info in functions:
+        self._functions: dict[str, _Indexed] = {}
+        registry = handle_event._functions
+        for metadata in indexed:
+            info = registry.get_function(metadata.function_id)
+            if info is None:
+                raise LookupError(f"the runtime did not register function '{metadata.name}'")
             wrapped = info._replace(func=self._noting_arguments(info.func, is_async=info.is_async))
-            # Registry._functions: the runtime's registry has no public way to add a ready FunctionInfo.
-            handle_event._functions._functions[info.function_id] = wrapped
-            self._ids[info.name.lower()] = info.function_id
+            # Registry._functions: the runtime's registry has no public way to replace an entry.
+            registry._functions[info.function_id] = wrapped
+            self._functions[info.name.lower()] = _indexed(metadata)
 
     def _note(self, invocation_id: str | None, arguments: dict[str, Any]) -> None:
         if invocation_id is not None:
@@ -106,28 +131,29 @@ class RuntimeInvocations:
 
         return run
 
-    def _request(self, function_name: str, trigger_arg: str, request: InvocationRequest) -> RuntimeRequest:
+    def _request(self, function: _Indexed, request: InvocationRequest) -> RuntimeRequest:
         protos = self.protos
-        typed, metadata = trigger_data(request.input, function_name)
+        typed, metadata = trigger_data(request.input, function.name)
         invocation = protos.InvocationRequest(
             invocation_id=request.invocation_id,
-            function_id=self._ids[function_name.lower()],
-            input_data=[protos.ParameterBinding(name=trigger_arg, data=typed)],
+            function_id=function.function_id,
+            input_data=[protos.ParameterBinding(name=function.trigger_arg, data=typed)],
             trigger_metadata=metadata,
         )
         return RuntimeRequest(protos.StreamingMessage(invocation_request=invocation), {"protos": protos})
 
-    async def invoke(
-        self, function_name: str, trigger_type: str, trigger_arg: str, request: InvocationRequest
-    ) -> InvocationOutcome:
+    async def invoke(self, request: InvocationRequest) -> InvocationOutcome:
         """Run one invocation through the runtime; its outcome (binding and function failures included)."""
+        function = self._functions.get(request.function_name.lower())
+        if function is None:
+            return InvocationOutcome(False, f"no function named '{request.function_name}'", "LookupError")
         invocation_id = request.invocation_id
         try:
-            runtime_request = self._request(function_name, trigger_arg, request)
+            runtime_request = self._request(function, request)
         except Exception as exc:  # trigger data the host could not send (a str body that is not UTF-8)
             return InvocationOutcome(False, str(exc), type(exc).__name__)
         token = _ASYNC_INVOCATION.set(invocation_id)
-        _RUNNING[invocation_id] = function_name
+        _RUNNING[invocation_id] = function.name
         deadline = asyncio.timeout(self.timeout)
         try:
             async with deadline:
@@ -138,7 +164,7 @@ class RuntimeInvocations:
             assert self.timeout is not None
             message = (
                 f"Timeout value of {timedelta(seconds=self.timeout)} was exceeded by function: "
-                f"Functions.{function_name}"
+                f"Functions.{function.name}"
             )
             return InvocationOutcome(
                 False, message, FunctionTimeoutError.__name__, self._bound.pop(invocation_id, ())
@@ -151,7 +177,7 @@ class RuntimeInvocations:
             # serialize_exception: "<type>: <message>"
             kind, _, message = response.result.exception.message.partition(": ")
             return InvocationOutcome(False, message, kind, bound)
-        if trigger_type != HTTP_TRIGGER:
+        if not function.http:
             return InvocationOutcome(True, bound=bound)
         return InvocationOutcome(True, bound=bound, http=http_output_of(response.return_value))
 

@@ -190,8 +190,9 @@ def _service_bus(data: ServiceBusInput, function_name: str) -> tuple[Any, dict[s
             collection = protos.CollectionModelBindingData(model_binding_data=contents)
             return protos.TypedData(collection_model_binding_data=collection), {"sys": _sys(function_name)}
         return protos.TypedData(model_binding_data=contents[0]), {"sys": _sys(function_name)}
-    # A ``str`` parameter gets the body as text (a body that is not UTF-8 fails the invocation), any other
-    # the body's bytes.
+    # The host binds the trigger as ``string`` (no dataType, or ``string``: the body as text; here a body
+    # that is not UTF-8 fails the invocation) or as ``byte[]`` (``binary``: the body's bytes), and sends
+    # the message's binding data as trigger metadata either way.
     text = data.payload == "str"
     if data.batch:
         metadata = _batch_metadata(data.messages, function_name)

@@ -1,12 +1,17 @@
-"""The worker process's side of the channel: load the app, then run invocations as the host sends them.
+"""The worker process's side of the channel: the runtime answers the host's start-up requests, then runs
+invocations as the host sends them.
 
-Runs on the worker's own event loop: every request becomes a task (coroutine functions run on this loop,
-plain ones in the worker's thread pool, functionTimeout as in-process), and each outcome goes back tagged
-with its invocation id as soon as it is known, in whatever order invocations finish. Log records of the
-function code are forwarded to the host, which logs them as its own (the Python worker streams them to
-the host in Azure). The process's ``sys.argv`` carries the worker arguments the host started it with
-(``--host``/``--port``/``--functions-grpc-max-message-length``): the binding extension's
-``ServiceBusMessageActions`` reads them to reach the host's Settlement service.
+As Azure's Python proxy worker does, the process hands the host's FunctionRpc requests to
+``azure_functions_runtime`` (``devhost.rpc.runtime_driver``): ``worker_init_request`` (the runtime imports
+and indexes the app), ``functions_metadata_request`` (what it indexed) and ``function_load_request``. Then
+it runs on its own event loop: every invocation becomes a task, run by the runtime's ``invocation_request``
+(``devhost.rpc.runtime_invocation``; coroutine functions on this loop, plain ones in the runtime's thread
+pool; functionTimeout as devhost bounds it), and each outcome goes back tagged with its invocation id as
+soon as it is known, in whatever order invocations finish. Log records are forwarded to the host, which
+logs them as its own (the Python worker streams them to the host in Azure). The process's ``sys.argv``
+carries the worker arguments the host started it with (``--host``/``--port``/
+``--functions-grpc-max-message-length``): the binding extension's ``ServiceBusMessageActions`` reads them
+to reach the host's Settlement service.
 """
 
 from __future__ import annotations
@@ -15,27 +20,22 @@ import asyncio
 import contextlib
 import logging
 import os
-import pickle
 import socket
 from datetime import timedelta
-from pathlib import Path
 
-from azure_functions_runtime.version import VERSION as runtime_version
-
-from devhost.rpc.runtime_invocation import current_invocation
-from devhost.worker.function_worker import FunctionWorker
+from devhost.rpc.runtime_driver import RuntimeDriver
+from devhost.rpc.runtime_invocation import RuntimeInvocations, current_invocation
 from devhost.worker_frames import (
     CancelInvocation,
     InvocationDone,
+    RpcMessage,
     ShutdownWorker,
     StartWorker,
     WorkerLog,
-    WorkerReady,
-    WorkerStartFailed,
     encode,
     read_frame,
 )
-from devhost.worker_protocol import InvocationRequest
+from devhost.worker_protocol import InvocationOutcome, InvocationRequest
 
 logger = logging.getLogger("devhost.worker")
 
@@ -82,22 +82,29 @@ class _ForwardLogs(logging.Handler):
             self._writer.write(frame)
 
 
-def _portable(exc: Exception) -> Exception:
-    """``exc`` if it survives pickling (the host re-raises it as it is), else a RuntimeError saying it."""
-    try:
-        copy: Exception = pickle.loads(pickle.dumps(exc))
-    except Exception:
-        return RuntimeError(f"{type(exc).__name__}: {exc}")
-    return copy
-
-
 class _Serving:
     """One connection to the host."""
 
-    def __init__(self, worker: FunctionWorker, writer: asyncio.StreamWriter) -> None:
-        self.worker = worker
+    def __init__(self, writer: asyncio.StreamWriter, timeout: timedelta | None) -> None:
         self.writer = writer
+        self.timeout = timeout
+        self.driver = RuntimeDriver()
+        self.invocations: RuntimeInvocations | None = None  # once the runtime has indexed the app
         self.running: dict[str, asyncio.Task[None]] = {}
+
+    async def answer(self, frame: RpcMessage) -> None:
+        """Hand one host request to the runtime and send its answer back."""
+        protos = self.driver.protos
+        message = protos.StreamingMessage.FromString(frame.data)
+        if not self.driver.handles(message):
+            logger.warning("Ignoring a %s the worker does not handle", message.WhichOneof("content"))
+            return
+        answer = await self.driver.handle(message)
+        if answer.WhichOneof("content") == "function_metadata_response" and self.invocations is None:
+            indexed = answer.function_metadata_response.function_metadata_results
+            self.invocations = RuntimeInvocations(list(indexed), timeout=self.timeout)
+        if not self.writer.is_closing():
+            self.writer.write(encode(RpcMessage(answer.SerializeToString())))
 
     def start(self, request: InvocationRequest) -> None:
         task = asyncio.create_task(self._run(request), name=f"invocation-{request.invocation_id}")
@@ -105,7 +112,10 @@ class _Serving:
         task.add_done_callback(lambda _: self.running.pop(request.invocation_id, None))
 
     async def _run(self, request: InvocationRequest) -> None:
-        outcome = await self.worker.invoke(request)
+        if self.invocations is None:
+            outcome = InvocationOutcome(False, "the app is not indexed", "LookupError")
+        else:
+            outcome = await self.invocations.invoke(request)
         if not self.writer.is_closing():
             self.writer.write(encode(InvocationDone(request.invocation_id, outcome)))
 
@@ -113,6 +123,10 @@ class _Serving:
         task = self.running.get(invocation_id)
         if task is not None:
             task.cancel()
+
+    def close(self) -> None:
+        if self.invocations is not None:
+            self.invocations.close()
 
 
 async def serve(channel_fd: int) -> bool:
@@ -127,30 +141,17 @@ async def serve(channel_fd: int) -> bool:
     for name, level in start.logger_levels.items():
         logging.getLogger(name).setLevel(level)
     root.addHandler(_ForwardLogs(asyncio.get_running_loop(), writer))
-    try:
-        worker = FunctionWorker.load(
-            Path(start.app_path),
-            start.settings,
-            timeout=None
-            if start.function_timeout_seconds is None
-            else timedelta(seconds=start.function_timeout_seconds),
-            thread_count=start.thread_count,
-            runtime_invocation=True,
-        )
-    except Exception as exc:  # AppLoadError, BindingError, ValueError: the host refuses to start with it
-        writer.write(encode(WorkerStartFailed(_portable(exc))))
-        await writer.drain()
-        return True
-    logger.info(
-        "azure-functions-runtime %s runs the app's %d functions", runtime_version, len(worker.functions())
+    timeout = (
+        None if start.function_timeout_seconds is None else timedelta(seconds=start.function_timeout_seconds)
     )
-    writer.write(encode(WorkerReady(worker.functions())))
-    serving = _Serving(worker, writer)
+    serving = _Serving(writer, timeout)
     stopped = False
     while True:
         frame = await read_frame(reader)
         if isinstance(frame, InvocationRequest):
             serving.start(frame)
+        elif isinstance(frame, RpcMessage):
+            await serving.answer(frame)
         elif isinstance(frame, CancelInvocation):
             serving.cancel(frame.invocation_id)
         elif isinstance(frame, ShutdownWorker):
@@ -160,7 +161,7 @@ async def serve(channel_fd: int) -> bool:
             break
     if stopped:  # running functions finish first, and their outcomes still go out
         await asyncio.gather(*serving.running.values(), return_exceptions=True)
-        worker.close()
+        serving.close()
         with contextlib.suppress(ConnectionError):
             await writer.drain()
     else:  # the host is gone: nobody waits for an outcome
