@@ -6,8 +6,8 @@ Only in devhost's worker process, after the runtime's own ``worker_init_request`
 app into its registry (``devhost.rpc.runtime_driver``): the runtime keeps the functions in a module-global
 registry (and its thread pool in a module global), so it must own the process, as it owns the worker in
 Azure. The one thing devhost adds is a thin wrapper around each indexed function that notes the classes of
-the arguments the runtime bound, which devhost's invocation log records: the runtime's ``FunctionInfo``
-is kept as it registered it, with only its callable wrapped.
+the arguments the runtime bound, which devhost's invocation log records: each function is registered again
+through the registry's own method with everything the runtime derived for it, only its callable wrapped.
 """
 
 from __future__ import annotations
@@ -100,9 +100,25 @@ class RuntimeInvocations:
             info = registry.get_function(metadata.function_id)
             if info is None:
                 raise LookupError(f"the runtime did not register function '{metadata.name}'")
-            wrapped = info._replace(func=self._noting_arguments(info.func, is_async=info.is_async))
-            # Registry._functions: the runtime's registry has no public way to replace an entry.
-            registry._functions[info.function_id] = wrapped
+            # Registered again through the registry's own method, with what the runtime derived for it
+            # unchanged (has_return covers explicit and implicit returns alike) and only the callable wrapped.
+            registry.add_func_to_registry_and_return_funcinfo(
+                self._noting_arguments(info.func, is_async=info.is_async),
+                function_name=info.name,
+                function_id=info.function_id,
+                directory=info.directory,
+                requires_context=info.requires_context,
+                has_explicit_return=info.has_return,
+                has_implicit_return=False,
+                deferred_bindings_enabled=info.deferred_bindings_enabled,
+                settlement_client_arg=info.settlement_client_arg,
+                input_types=dict(info.input_types),
+                output_types=dict(info.output_types),
+                return_type=info.return_type,
+            )
+            again = registry.get_function(info.function_id)
+            if again is None or again._replace(func=info.func) != info:
+                raise RuntimeError(f"the runtime registered '{info.name}' differently the second time")
             self._functions[info.name.lower()] = _indexed(metadata)
 
     def _note(self, invocation_id: str | None, arguments: dict[str, Any]) -> None:
