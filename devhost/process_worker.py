@@ -1,11 +1,14 @@
 """The worker channel that runs the function code in its own process, as the Functions host runs the
 Python worker: ``python -m devhost.worker --host 127.0.0.1 --port <Settlement gRPC port>
---functions-grpc-max-message-length <n>``, plus a socket pair of its own (``devhost.worker_frames``).
+--functions-grpc-max-message-length <n>``, plus a socket pair of its own carrying FunctionRpc
+``StreamingMessage``s (``devhost.worker_frames``).
 
 The worker gets the app settings as its environment. The host starts it as the Functions host starts a
-language worker (``devhost.worker_handshake``: init, functions metadata, a load per function, in FunctionRpc
-messages): its runtime imports and indexes the app, and the host reads its own index from what the runtime
-indexed. The worker then runs invocations concurrently; this side matches outcomes to invocations by id.
+language worker (``devhost.worker_handshake``: init, functions metadata, a load per function): its runtime
+imports and indexes the app, and the host reads its own index from what the runtime indexed. The worker
+then runs invocations concurrently (``InvocationRequest`` out, ``InvocationResponse`` back:
+``devhost.invocation_rpc``); this side matches responses to invocations by id, and logs the worker's
+``RpcLog``s as the host logs them.
 If the process dies, every invocation in flight fails with :class:`WorkerProcessExited` (so its messages
 are abandoned, as for any failure: nothing is lost) and a new worker is started, as the host restarts a
 language worker. The function code then shares no interpreter (nor GIL) with the receive loops, HTTP
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import os
 import socket
@@ -33,18 +37,18 @@ from pathlib import Path
 from typing import Any
 
 from devhost.function_indexing import AppLoadError
+from devhost.invocation_rpc import invocation_message, invocation_outcome
 from devhost.rpc.protos import load as load_protos
 from devhost.worker_channel import WorkerOptions
 from devhost.worker_frames import (
+    BOUND_ARGUMENTS_CATEGORY,
     CHANNEL_FD_ARGUMENT,
-    CancelInvocation,
-    InvocationDone,
-    RpcMessage,
-    ShutdownWorker,
-    StartWorker,
-    WorkerLog,
+    FUNCTION_TIMEOUT_VARIABLE,
+    ROOT_LOG_CATEGORY,
     encode,
+    python_level,
     read_frame,
+    rpc_level,
 )
 from devhost.worker_handshake import start_worker
 from devhost.worker_protocol import FunctionMetadata, InvocationOutcome, InvocationRequest
@@ -59,7 +63,7 @@ from devhost.worker_restarts import (
 logger = logging.getLogger("devhost.Worker")
 
 SCRIPT_FILE_SETTING = "PYTHON_SCRIPT_FILE_NAME"
-EXIT_WAIT_SECONDS = 10.0  # after ShutdownWorker (in-flight invocations are drained before): then killed
+EXIT_WAIT_SECONDS = 10.0  # after WorkerTerminate (in-flight invocations are drained before): then killed
 # The directory holding the devhost package: the worker imports it however the host was started.
 _SOURCE_ROOT = str(Path(__file__).resolve().parents[1])
 
@@ -85,12 +89,22 @@ class _Process:
         self.popen = popen
         self.reader = reader
         self.writer = writer
-        self.pending: dict[str, asyncio.Future[InvocationOutcome]] = {}
+        # Invocations in flight, by id: the future of the worker's InvocationResponse, the function's name
+        # (what its logs are logged under), the argument classes the worker reported.
+        self.pending: dict[str, asyncio.Future[Any]] = {}
+        self.names: dict[str, str] = {}
+        self.bound: dict[str, tuple[tuple[str, str], ...]] = {}
         self.alive = True
 
-    def send(self, value: object) -> None:
+    def send(self, message: Any) -> None:
+        """Send one ``StreamingMessage``."""
         if self.alive and not self.writer.is_closing():
-            self.writer.write(encode(value))
+            self.writer.write(encode(message))
+
+    def forget(self, invocation_id: str) -> None:
+        self.pending.pop(invocation_id, None)
+        self.names.pop(invocation_id, None)
+        self.bound.pop(invocation_id, None)
 
     async def exit_code(self, wait: float) -> int | None:
         """The process's exit code, waiting up to ``wait`` seconds for it."""
@@ -100,13 +114,18 @@ class _Process:
             return None
 
 
-def _environment(settings: dict[str, str], app_path: Path) -> dict[str, str]:
+def _environment(options: WorkerOptions) -> dict[str, str]:
+    settings = options.settings
     environment = {**os.environ, **settings}
     python_path = environment.get("PYTHONPATH")
     environment["PYTHONPATH"] = os.pathsep.join(p for p in (_SOURCE_ROOT, python_path) if p)
     # The runtime imports the app's script by this app setting (function_app.py unless set): devhost
     # runs the script it was given, whatever its name.
-    environment[SCRIPT_FILE_SETTING] = app_path.name
+    environment[SCRIPT_FILE_SETTING] = options.app_path.name
+    # devhost's worker enforces host.json's functionTimeout (no FunctionRpc message carries it).
+    environment.pop(FUNCTION_TIMEOUT_VARIABLE, None)
+    if options.function_timeout is not None:
+        environment[FUNCTION_TIMEOUT_VARIABLE] = str(options.function_timeout.total_seconds())
     return environment
 
 
@@ -126,6 +145,7 @@ class ProcessWorker:
         self._arguments = worker_arguments
         self._on_exhausted = on_exhausted
         self._functions: list[FunctionMetadata] = []
+        self._by_name: dict[str, FunctionMetadata] = {}
         self._current: asyncio.Future[_Process] | None = None
         self._readers: set[asyncio.Task[None]] = set()
         self._closing = False
@@ -180,7 +200,7 @@ class ProcessWorker:
                     str(worker_end.fileno()),
                 ],
                 pass_fds=(worker_end.fileno(),),
-                env=_environment(self._options.settings, self._options.app_path),
+                env=_environment(self._options),
             )
         except BaseException:
             host_end.close()
@@ -204,6 +224,7 @@ class ProcessWorker:
         try:
             async with deadline:
                 self._functions = await self._handshake(process)
+                self._by_name = {function.name.lower(): function for function in self._functions}
         except TimeoutError:
             if not deadline.expired():  # the app's own TimeoutError, raised at import
                 writer.close()
@@ -235,33 +256,24 @@ class ProcessWorker:
 
     async def _handshake(self, process: _Process) -> list[FunctionMetadata]:
         options = self._options
-        timeout = options.function_timeout
-        process.send(
-            StartWorker(
-                function_timeout_seconds=None if timeout is None else timeout.total_seconds(),
-                log_level=logging.getLogger().getEffectiveLevel(),
-                logger_levels=_logger_levels(),
-            )
-        )
-        protos = load_protos()
 
         async def exchange(message: Any) -> Any:
-            process.send(RpcMessage(message.SerializeToString()))
+            process.send(message)
             while True:
-                frame = await read_frame(process.reader)
-                if isinstance(frame, WorkerLog):
-                    _relog(frame)
-                elif isinstance(frame, RpcMessage):
-                    return protos.StreamingMessage.FromString(frame.data)
-                elif frame is None:
+                answer = await read_frame(process.reader)
+                if answer is None:
                     process.writer.close()
                     code = await process.exit_code(EXIT_WAIT_SECONDS)
                     raise WorkerProcessExited(
                         f"the worker process exited with code {code} before it indexed the app"
                     )
+                if answer.WhichOneof("content") == "rpc_log":
+                    _relog(answer.rpc_log, None)
+                elif answer.request_id == message.request_id:
+                    return answer
 
         try:
-            indexed = await start_worker(exchange, options.app_path, options.settings)
+            indexed = await start_worker(exchange, options.app_path, options.settings, _log_categories())
         except Exception:  # refused: the worker exits on the closed channel (and is reaped)
             process.writer.close()
             if await process.exit_code(EXIT_WAIT_SECONDS) is None:
@@ -277,17 +289,24 @@ class ProcessWorker:
         return indexed.functions
 
     async def _read(self, process: _Process) -> None:
-        """Hand outcomes to their invocations until the process goes away; then fail what is left."""
+        """Hand responses to their invocations until the process goes away; then fail what is left."""
         while True:
-            frame = await read_frame(process.reader)
-            if frame is None:
+            message = await read_frame(process.reader)
+            if message is None:
                 break
-            if isinstance(frame, InvocationDone):
-                future = process.pending.pop(frame.invocation_id, None)
+            kind = message.WhichOneof("content")
+            if kind == "invocation_response":
+                response = message.invocation_response
+                future = process.pending.pop(response.invocation_id, None)
                 if future is not None and not future.done():
-                    future.set_result(frame.outcome)
-            elif isinstance(frame, WorkerLog):
-                _relog(frame)
+                    future.set_result(response)
+            elif kind == "rpc_log":
+                log = message.rpc_log
+                if log.category == BOUND_ARGUMENTS_CATEGORY:
+                    if log.invocation_id in process.pending:
+                        process.bound[log.invocation_id] = tuple(json.loads(log.properties).items())
+                else:
+                    _relog(log, process.names.get(log.invocation_id))
         process.alive = False
         process.writer.close()
         restarting = not self._closing
@@ -367,20 +386,36 @@ class ProcessWorker:
 
     async def invoke(self, request: InvocationRequest) -> InvocationOutcome:
         """Run one invocation in the worker process; cancelling it cancels the invocation there."""
+        function = self._by_name.get(request.function_name.lower())
+        if function is None:
+            return InvocationOutcome(False, f"no function named '{request.function_name}'", "LookupError")
+        message = invocation_message(function, request)
         process = await self._process()
         if not process.alive:  # it died a moment ago; its restart is under way
             process = await self._process()
         if not process.alive:
             raise WorkerProcessExited("the worker process exited before the invocation started")
-        future: asyncio.Future[InvocationOutcome] = asyncio.get_running_loop().create_future()
-        process.pending[request.invocation_id] = future
-        process.send(request)
+        invocation_id = request.invocation_id
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        process.pending[invocation_id] = future
+        process.names[invocation_id] = function.name
+        process.send(message)
         try:
-            return await future
+            response = await future
         except asyncio.CancelledError:
-            process.pending.pop(request.invocation_id, None)
-            process.send(CancelInvocation(request.invocation_id))
+            process.forget(invocation_id)
+            process.send(
+                load_protos().StreamingMessage(
+                    invocation_cancel=load_protos().InvocationCancel(invocation_id=invocation_id)
+                )
+            )
             raise
+        except BaseException:
+            process.forget(invocation_id)
+            raise
+        bound = process.bound.pop(invocation_id, ())
+        process.names.pop(invocation_id, None)
+        return invocation_outcome(function, response, bound)
 
     async def close(self) -> None:
         """Stop the worker process: running functions finish first (up to a bound), then it is killed."""
@@ -392,7 +427,7 @@ class ProcessWorker:
             current.cancel()
         with contextlib.suppress(Exception, asyncio.CancelledError):
             process = await current
-            process.send(ShutdownWorker())
+            process.send(load_protos().StreamingMessage(worker_terminate=load_protos().WorkerTerminate()))
             if await process.exit_code(EXIT_WAIT_SECONDS) is None:
                 logger.warning("Worker process %d did not stop; killing it", process.popen.pid)
                 process.popen.kill()
@@ -401,27 +436,29 @@ class ProcessWorker:
             await asyncio.wait(self._readers, timeout=EXIT_WAIT_SECONDS)
 
 
-def _logger_levels() -> dict[str, int]:
-    loggers = list(logging.Logger.manager.loggerDict.items())
-    return {
-        name: logger.level
-        for name, logger in loggers
-        if isinstance(logger, logging.Logger) and logger.level != logging.NOTSET
-    }
+def _log_categories() -> dict[str, int]:
+    """The host's log levels, as the init request's ``log_categories`` tell a worker: the root's, and each
+    logger the host set a level on (e.g. "azure": WARNING), so the worker does not send what the host would
+    drop."""
+    categories = {ROOT_LOG_CATEGORY: rpc_level(logging.getLogger().getEffectiveLevel())}
+    for name, known in list(logging.Logger.manager.loggerDict.items()):
+        if isinstance(known, logging.Logger) and known.level != logging.NOTSET:
+            categories[name] = rpc_level(known.level)
+    return categories
 
 
-def _relog(frame: WorkerLog) -> None:
-    """Log a worker's record as the Functions host does: a function's own log under the category
+def _relog(log: Any, function_name: str | None) -> None:
+    """Log a worker's ``RpcLog`` as the Functions host does: a function's own log under the category
     ``Function.<name>.User`` with its invocation id; a system log (the runtime's, the worker's) kept off
     the console as the host keeps it (here: at DEBUG, under its own logger)."""
-    extra = {"invocation_id": frame.invocation_id, "worker_logger": frame.logger}
-    if frame.system:
-        logging.getLogger(frame.logger).log(logging.DEBUG, "%s", frame.message, extra=extra)
-    elif frame.function_name is not None:
-        category = f"Function.{frame.function_name}.User"
-        logging.getLogger(category).log(frame.level, "%s", frame.message, extra=extra)
+    extra = {"invocation_id": log.invocation_id or None, "worker_logger": log.category}
+    if log.log_category == load_protos().RpcLog.System:
+        logging.getLogger(log.category).log(logging.DEBUG, "%s", log.message, extra=extra)
+    elif function_name is not None:
+        category = f"Function.{function_name}.User"
+        logging.getLogger(category).log(python_level(log.level), "%s", log.message, extra=extra)
     else:  # the app's code outside an invocation (at import, in its own threads)
-        logging.getLogger(frame.logger).log(frame.level, "%s", frame.message, extra=extra)
+        logging.getLogger(log.category).log(python_level(log.level), "%s", log.message, extra=extra)
 
 
 def _retrieve(future: asyncio.Future[Any]) -> None:

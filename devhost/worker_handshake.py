@@ -61,9 +61,15 @@ def _rpc_exception(result: Any) -> str:
     return f"Result: {status}\nException: {result.exception.message}\nStack: {result.exception.stack_trace}"
 
 
-async def start_worker(exchange: Exchange, app_path: Path, settings: Mapping[str, str]) -> IndexedApp:
-    """Init the worker on ``app_path``'s directory, read its functions, load each. Raises AppLoadError when
-    the worker cannot index or load the app, BindingError or AppLoadError when the host refuses what it
+async def start_worker(
+    exchange: Exchange,
+    app_path: Path,
+    settings: Mapping[str, str],
+    log_categories: Mapping[str, int] | None = None,
+) -> IndexedApp:
+    """Init the worker on ``app_path``'s directory, read its functions, load each. ``log_categories``:
+    the host's log levels (``RpcLog.Level`` by category) the worker is told. Raises AppLoadError when the
+    worker cannot index or load the app, BindingError or AppLoadError when the host refuses what it
     indexed."""
     protos = load_protos()
     directory = str(app_path.resolve().parent)
@@ -71,7 +77,9 @@ async def start_worker(exchange: Exchange, app_path: Path, settings: Mapping[str
         await exchange(
             _request(
                 worker_init_request=protos.WorkerInitRequest(
-                    host_version=HOST_VERSION, function_app_directory=directory
+                    host_version=HOST_VERSION,
+                    function_app_directory=directory,
+                    log_categories=dict(log_categories or {}),
                 )
             )
         )

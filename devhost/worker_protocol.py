@@ -1,11 +1,13 @@
-"""What crosses the boundary between the host and the worker that runs the function code.
+"""What the host side knows of functions and invocations, at the boundary with the worker.
 
 In Azure the Functions host (.NET) and the Python worker are two processes: the host indexes nothing of the
 app itself, it asks the worker (and reads its answer into ``FunctionMetadata``:
-``devhost.function_indexing``), turns each trigger into plain invocation data (``InvocationRequest``) and
-gets back an outcome (``InvocationOutcome``). devhost draws the same line: every
-type here is a frozen dataclass of plain values (str, bytes, numbers, datetimes, dicts and tuples of them),
-picklable and free of SDK and ``azure.functions`` objects, so the worker can run in another process.
+``devhost.function_indexing``), turns each trigger into invocation data (``InvocationRequest``) and gets
+back an outcome (``InvocationOutcome``). devhost draws the same line: the triggers and the HTTP front end
+hand a ``WorkerChannel`` these values, which a worker process gets as FunctionRpc messages
+(``devhost.invocation_rpc``) and the in-process worker as they are. Every type here is a frozen dataclass of
+plain values (str, bytes, numbers, datetimes, dicts and tuples of them), picklable and free of SDK and
+``azure.functions`` objects.
 """
 
 from __future__ import annotations

@@ -1,6 +1,8 @@
-"""Invocations run by ``azure_functions_runtime`` itself: its ``invocation_request`` entry point binds the
-arguments, makes the ``func.Context``, runs the function (a coroutine on the loop, a plain function on the
-runtime's thread pool, as in Azure) and encodes the response, exactly as Azure's Python 3.13 worker does.
+"""Invocations run by ``azure_functions_runtime`` itself: the host's ``InvocationRequest`` goes to its
+``invocation_request`` entry point, which binds the arguments, makes the ``func.Context``, runs the function
+(a coroutine on the loop, a plain function on the runtime's thread pool, as in Azure) and answers the
+``InvocationResponse``, exactly as Azure's Python 3.13 worker does. devhost bounds each invocation by
+host.json's ``functionTimeout`` here (a timed-out invocation fails with ``FunctionTimeoutError``).
 
 Only in devhost's worker process, after the runtime's own ``worker_init_request`` imported and indexed the
 app into its registry (``devhost.rpc.runtime_driver``): the runtime keeps the functions in a module-global
@@ -15,22 +17,17 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
-import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
 import azure.functions as func
 from azure_functions_runtime.utils.executor import invocation_id_cv
 
-from devhost.rpc.http_return import http_output_of
 from devhost.rpc.protos import load as load_protos
 from devhost.rpc.runtime_driver import RuntimeRequest
-from devhost.rpc.trigger_data import trigger_data
-from devhost.worker_protocol import InvocationOutcome, InvocationRequest
 
-HTTP_TRIGGER = "httpTrigger"
+BoundArguments = tuple[tuple[str, str], ...]  # parameter -> the bound value's class ("module.QualName")
 # The invocation a coroutine function runs for (the runtime sets its own context variable for plain
 # functions only, in the thread it runs them on).
 _ASYNC_INVOCATION: contextvars.ContextVar[str | None] = contextvars.ContextVar("invocation", default=None)
@@ -59,25 +56,6 @@ def _class_name(value: Any) -> str:
     return f"{kind.__module__}.{kind.__qualname__}"
 
 
-@dataclass(frozen=True, slots=True)
-class _Indexed:
-    """What an invocation request needs of one indexed function."""
-
-    name: str
-    function_id: str
-    trigger_arg: str
-    http: bool  # an HTTP trigger: the response is the ``$return`` value
-
-
-def _indexed(metadata: Any) -> _Indexed:
-    """One function's ``RpcFunctionMetadata`` as the invocations need it (its trigger's raw binding)."""
-    bindings = [json.loads(raw) for raw in metadata.raw_bindings]
-    trigger = next(b for b in bindings if str(b.get("type", "")).lower().endswith("trigger"))
-    return _Indexed(
-        str(metadata.name), str(metadata.function_id), str(trigger["name"]), trigger["type"] == HTTP_TRIGGER
-    )
-
-
 class RuntimeInvocations:
     """The worker's invocations, each through the runtime's ``invocation_request``."""
 
@@ -90,11 +68,11 @@ class RuntimeInvocations:
         self._threadpool = threadpool
         self.timeout = None if timeout is None else timeout.total_seconds()
         self.protos = load_protos()
-        self._bound: dict[str, tuple[tuple[str, str], ...]] = {}
+        self._bound: dict[str, BoundArguments] = {}
         # The proxy worker starts the runtime's pool (PYTHON_THREADPOOL_THREAD_COUNT, read from the
         # environment the host gave the worker process).
         threadpool.start_threadpool_executor()
-        self._functions: dict[str, _Indexed] = {}
+        self._names: dict[str, str] = {}  # function id -> name
         registry = handle_event._functions
         for metadata in indexed:
             info = registry.get_function(metadata.function_id)
@@ -119,7 +97,7 @@ class RuntimeInvocations:
             again = registry.get_function(info.function_id)
             if again is None or again._replace(func=info.func) != info:
                 raise RuntimeError(f"the runtime registered '{info.name}' differently the second time")
-            self._functions[info.name.lower()] = _indexed(metadata)
+            self._names[info.function_id] = info.name
 
     def _note(self, invocation_id: str | None, arguments: dict[str, Any]) -> None:
         if invocation_id is not None:
@@ -147,55 +125,38 @@ class RuntimeInvocations:
 
         return run
 
-    def _request(self, function: _Indexed, request: InvocationRequest) -> RuntimeRequest:
+    async def invoke(self, message: Any) -> tuple[Any, BoundArguments]:
+        """Run the host's ``InvocationRequest`` (``message``, a ``StreamingMessage``) through the runtime:
+        its ``InvocationResponse`` (binding and function failures included) and the classes of the arguments
+        the runtime bound."""
         protos = self.protos
-        typed, metadata = trigger_data(request.input, function.name)
-        invocation = protos.InvocationRequest(
-            invocation_id=request.invocation_id,
-            function_id=function.function_id,
-            input_data=[protos.ParameterBinding(name=function.trigger_arg, data=typed)],
-            trigger_metadata=metadata,
-        )
-        return RuntimeRequest(protos.StreamingMessage(invocation_request=invocation), {"protos": protos})
-
-    async def invoke(self, request: InvocationRequest) -> InvocationOutcome:
-        """Run one invocation through the runtime; its outcome (binding and function failures included)."""
-        function = self._functions.get(request.function_name.lower())
-        if function is None:
-            return InvocationOutcome(False, f"no function named '{request.function_name}'", "LookupError")
-        invocation_id = request.invocation_id
-        try:
-            runtime_request = self._request(function, request)
-        except Exception as exc:  # trigger data the host could not send (a str body that is not UTF-8)
-            return InvocationOutcome(False, str(exc), type(exc).__name__)
+        invocation = message.invocation_request
+        invocation_id = invocation.invocation_id
+        name = self._names.get(invocation.function_id, invocation.function_id)
+        request = RuntimeRequest(message, {"protos": protos})
         token = _ASYNC_INVOCATION.set(invocation_id)
-        _RUNNING[invocation_id] = function.name
+        _RUNNING[invocation_id] = name
         deadline = asyncio.timeout(self.timeout)
         try:
             async with deadline:
-                response = await self._events.invocation_request(runtime_request)
+                response = await self._events.invocation_request(request)
         except TimeoutError:
             if not deadline.expired():
                 raise
             assert self.timeout is not None
-            message = (
-                f"Timeout value of {timedelta(seconds=self.timeout)} was exceeded by function: "
-                f"Functions.{function.name}"
-            )
-            return InvocationOutcome(
-                False, message, FunctionTimeoutError.__name__, self._bound.pop(invocation_id, ())
+            limit = timedelta(seconds=self.timeout)
+            text = f"Timeout value of {limit} was exceeded by function: Functions.{name}"
+            response = protos.InvocationResponse(
+                invocation_id=invocation_id,
+                result=protos.StatusResult(
+                    status=protos.StatusResult.Failure,
+                    exception=protos.RpcException(message=f"{FunctionTimeoutError.__name__}: {text}"),
+                ),
             )
         finally:
             _ASYNC_INVOCATION.reset(token)
             _RUNNING.pop(invocation_id, None)
-        bound = self._bound.pop(invocation_id, ())
-        if response.result.status != self.protos.StatusResult.Success:
-            # serialize_exception: "<type>: <message>"
-            kind, _, message = response.result.exception.message.partition(": ")
-            return InvocationOutcome(False, message, kind, bound)
-        if not function.http:
-            return InvocationOutcome(True, bound=bound)
-        return InvocationOutcome(True, bound=bound, http=http_output_of(response.return_value))
+        return response, self._bound.pop(invocation_id, ())
 
     def close(self) -> None:
         """Stop the runtime's thread pool (running functions finish first)."""
