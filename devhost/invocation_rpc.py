@@ -1,5 +1,6 @@
 """An invocation in FunctionRpc messages, the host's side: the ``InvocationRequest`` the Functions host sends
-for a trigger's data, and how it reads the worker's ``InvocationResponse``.
+for a trigger's data, how it reads the worker's ``InvocationResponse``, and ``InvocationCancel`` /
+``WorkerTerminate``.
 
 The request carries the function's id (from the worker's metadata), the trigger parameter's ``TypedData``
 and the trigger metadata, built by the host's conversion rules (:mod:`devhost.rpc.trigger_data`). The
@@ -49,3 +50,15 @@ def invocation_outcome(
     if function.trigger_type != HTTP_TRIGGER:
         return InvocationOutcome(True, bound=bound)
     return InvocationOutcome(True, bound=bound, http=http_output_of(response.return_value))
+
+
+def cancel_message(invocation_id: str) -> Any:
+    """``InvocationCancel``: the host gave up on ``invocation_id`` (its drain time passed)."""
+    protos = load_protos()
+    return protos.StreamingMessage(invocation_cancel=protos.InvocationCancel(invocation_id=invocation_id))
+
+
+def terminate_message() -> Any:
+    """``WorkerTerminate``: the worker ends once its running invocations have finished."""
+    protos = load_protos()
+    return protos.StreamingMessage(worker_terminate=protos.WorkerTerminate())

@@ -37,20 +37,17 @@ from pathlib import Path
 from typing import Any
 
 from devhost.function_indexing import AppLoadError
-from devhost.invocation_rpc import invocation_message, invocation_outcome
-from devhost.rpc.protos import load as load_protos
+from devhost.invocation_rpc import cancel_message, invocation_message, invocation_outcome, terminate_message
 from devhost.worker_channel import WorkerOptions
 from devhost.worker_frames import (
     BOUND_ARGUMENTS_CATEGORY,
     CHANNEL_FD_ARGUMENT,
     FUNCTION_TIMEOUT_VARIABLE,
-    ROOT_LOG_CATEGORY,
     encode,
-    python_level,
     read_frame,
-    rpc_level,
 )
 from devhost.worker_handshake import start_worker
+from devhost.worker_logs import log_categories, relog
 from devhost.worker_protocol import FunctionMetadata, InvocationOutcome, InvocationRequest
 from devhost.worker_restarts import (
     EXCEEDED_MESSAGE,
@@ -268,12 +265,12 @@ class ProcessWorker:
                         f"the worker process exited with code {code} before it indexed the app"
                     )
                 if answer.WhichOneof("content") == "rpc_log":
-                    _relog(answer.rpc_log, None)
+                    relog(answer.rpc_log, None)
                 elif answer.request_id == message.request_id:
                     return answer
 
         try:
-            indexed = await start_worker(exchange, options.app_path, options.settings, _log_categories())
+            indexed = await start_worker(exchange, options.app_path, options.settings, log_categories())
         except Exception:  # refused: the worker exits on the closed channel (and is reaped)
             process.writer.close()
             if await process.exit_code(EXIT_WAIT_SECONDS) is None:
@@ -306,7 +303,7 @@ class ProcessWorker:
                     if log.invocation_id in process.pending:
                         process.bound[log.invocation_id] = tuple(json.loads(log.properties).items())
                 else:
-                    _relog(log, process.names.get(log.invocation_id))
+                    relog(log, process.names.get(log.invocation_id))
         process.alive = False
         process.writer.close()
         restarting = not self._closing
@@ -404,11 +401,7 @@ class ProcessWorker:
             response = await future
         except asyncio.CancelledError:
             process.forget(invocation_id)
-            process.send(
-                load_protos().StreamingMessage(
-                    invocation_cancel=load_protos().InvocationCancel(invocation_id=invocation_id)
-                )
-            )
+            process.send(cancel_message(invocation_id))
             raise
         except BaseException:
             process.forget(invocation_id)
@@ -427,38 +420,13 @@ class ProcessWorker:
             current.cancel()
         with contextlib.suppress(Exception, asyncio.CancelledError):
             process = await current
-            process.send(load_protos().StreamingMessage(worker_terminate=load_protos().WorkerTerminate()))
+            process.send(terminate_message())
             if await process.exit_code(EXIT_WAIT_SECONDS) is None:
                 logger.warning("Worker process %d did not stop; killing it", process.popen.pid)
                 process.popen.kill()
                 await process.exit_code(EXIT_WAIT_SECONDS)
         if self._readers:
             await asyncio.wait(self._readers, timeout=EXIT_WAIT_SECONDS)
-
-
-def _log_categories() -> dict[str, int]:
-    """The host's log levels, as the init request's ``log_categories`` tell a worker: the root's, and each
-    logger the host set a level on (e.g. "azure": WARNING), so the worker does not send what the host would
-    drop."""
-    categories = {ROOT_LOG_CATEGORY: rpc_level(logging.getLogger().getEffectiveLevel())}
-    for name, known in list(logging.Logger.manager.loggerDict.items()):
-        if isinstance(known, logging.Logger) and known.level != logging.NOTSET:
-            categories[name] = rpc_level(known.level)
-    return categories
-
-
-def _relog(log: Any, function_name: str | None) -> None:
-    """Log a worker's ``RpcLog`` as the Functions host does: a function's own log under the category
-    ``Function.<name>.User`` with its invocation id; a system log (the runtime's, the worker's) kept off
-    the console as the host keeps it (here: at DEBUG, under its own logger)."""
-    extra = {"invocation_id": log.invocation_id or None, "worker_logger": log.category}
-    if log.log_category == load_protos().RpcLog.System:
-        logging.getLogger(log.category).log(logging.DEBUG, "%s", log.message, extra=extra)
-    elif function_name is not None:
-        category = f"Function.{function_name}.User"
-        logging.getLogger(category).log(python_level(log.level), "%s", log.message, extra=extra)
-    else:  # the app's code outside an invocation (at import, in its own threads)
-        logging.getLogger(log.category).log(python_level(log.level), "%s", log.message, extra=extra)
 
 
 def _retrieve(future: asyncio.Future[Any]) -> None:
