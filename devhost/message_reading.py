@@ -1,8 +1,8 @@
 """The host's side of a received message: what it reads from the SDK's ``ServiceBusReceivedMessage`` and
 hands the worker as plain data (body, the typed fields by trigger-metadata name, application properties).
 
-The worker builds ``func.ServiceBusMessage`` and its metadata from that
-(the runtime binds it: ``devhost.worker.binding``).
+``devhost.rpc.trigger_data`` makes the FunctionRpc trigger data of it, which the runtime binds
+(``func.ServiceBusMessage`` and its metadata, ``str``, ``bytes``).
 
 Application properties are the host's .NET SDK's reading of them (``AmqpMessageConverter
 .TryGetNetObjectFromAmqpObject``, azure-sdk-for-net ``sdk/servicebus/Azure.Messaging.ServiceBus/src/Amqp/
@@ -126,11 +126,9 @@ def message_fields(message: ServiceBusReceivedMessage) -> dict[str, Any]:
     }
 
 
-def message_data(message: ServiceBusReceivedMessage, *, with_metadata: bool) -> ServiceBusMessageData:
-    """What the worker gets for ``message``: the body, plus fields and properties for ``func`` messages
-    (``str``/``bytes`` payloads need only the body, and reading the fields is a real share of the cost)."""
-    if not with_metadata:
-        return ServiceBusMessageData(message_body(message))
+def message_data(message: ServiceBusReceivedMessage) -> ServiceBusMessageData:
+    """What the host sends for ``message`` (not an SDK type): the body, and the fields and properties of
+    its trigger metadata (the host sends its binding data whatever the parameter's type)."""
     return ServiceBusMessageData(
         message_body(message), message_fields(message), application_properties(message)
     )

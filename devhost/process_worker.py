@@ -1,12 +1,18 @@
 """The worker channel that runs the function code in its own process, as the Functions host runs the
 Python worker: ``python -m devhost.worker --host 127.0.0.1 --port <Settlement gRPC port>
---functions-grpc-max-message-length <n>``, plus a socket pair of its own (``devhost.worker_frames``).
+--functions-grpc-max-message-length <n>``, plus a socket pair of its own carrying FunctionRpc
+``StreamingMessage``s (``devhost.worker_frames``).
 
-The worker gets the app settings as its environment and in its start frame, imports and indexes the app
-and runs invocations concurrently; this side matches outcomes to invocations by id. If the process dies,
-every invocation in flight fails with :class:`WorkerProcessExited` (so its messages are abandoned, as for
-any failure: nothing is lost) and a new worker is started, as the host restarts a language worker. The
-function code then shares no interpreter (nor GIL) with the receive loops, HTTP server and gRPC service.
+The worker gets the app settings as its environment. The host starts it as the Functions host starts a
+language worker (``devhost.worker_handshake``: init, functions metadata, a load per function): its runtime
+imports and indexes the app, and the host reads its own index from what the runtime indexed. The worker
+then runs invocations concurrently (``InvocationRequest`` out, ``InvocationResponse`` back:
+``devhost.invocation_rpc``); this side matches responses to invocations by id, and logs the worker's
+``RpcLog``s as the host logs them.
+If the process dies, every invocation in flight fails with :class:`WorkerProcessExited` (so its messages
+are abandoned, as for any failure: nothing is lost) and a new worker is started, as the host restarts a
+language worker. The function code then shares no interpreter (nor GIL) with the receive loops, HTTP
+server and gRPC service.
 
 Both are bounded as the Functions host bounds them (``devhost.worker_restarts``): a worker that has not
 indexed the app in time is killed (:class:`WorkerStartTimeout`), restarts are one at a time and spaced, and
@@ -19,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import os
 import socket
@@ -29,19 +36,18 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from devhost.function_indexing import AppLoadError
+from devhost.invocation_rpc import cancel_message, invocation_message, invocation_outcome, terminate_message
 from devhost.worker_channel import WorkerOptions
 from devhost.worker_frames import (
+    BOUND_ARGUMENTS_CATEGORY,
     CHANNEL_FD_ARGUMENT,
-    CancelInvocation,
-    InvocationDone,
-    ShutdownWorker,
-    StartWorker,
-    WorkerLog,
-    WorkerReady,
-    WorkerStartFailed,
+    FUNCTION_TIMEOUT_VARIABLE,
     encode,
     read_frame,
 )
+from devhost.worker_handshake import start_worker
+from devhost.worker_logs import log_categories, relog
 from devhost.worker_protocol import FunctionMetadata, InvocationOutcome, InvocationRequest
 from devhost.worker_restarts import (
     EXCEEDED_MESSAGE,
@@ -53,7 +59,8 @@ from devhost.worker_restarts import (
 
 logger = logging.getLogger("devhost.Worker")
 
-EXIT_WAIT_SECONDS = 10.0  # after ShutdownWorker (in-flight invocations are drained before): then killed
+SCRIPT_FILE_SETTING = "PYTHON_SCRIPT_FILE_NAME"
+EXIT_WAIT_SECONDS = 10.0  # after WorkerTerminate (in-flight invocations are drained before): then killed
 # The directory holding the devhost package: the worker imports it however the host was started.
 _SOURCE_ROOT = str(Path(__file__).resolve().parents[1])
 
@@ -79,12 +86,22 @@ class _Process:
         self.popen = popen
         self.reader = reader
         self.writer = writer
-        self.pending: dict[str, asyncio.Future[InvocationOutcome]] = {}
+        # Invocations in flight, by id: the future of the worker's InvocationResponse, the function's name
+        # (what its logs are logged under), the argument classes the worker reported.
+        self.pending: dict[str, asyncio.Future[Any]] = {}
+        self.names: dict[str, str] = {}
+        self.bound: dict[str, tuple[tuple[str, str], ...]] = {}
         self.alive = True
 
-    def send(self, value: object) -> None:
+    def send(self, message: Any) -> None:
+        """Send one ``StreamingMessage``."""
         if self.alive and not self.writer.is_closing():
-            self.writer.write(encode(value))
+            self.writer.write(encode(message))
+
+    def forget(self, invocation_id: str) -> None:
+        self.pending.pop(invocation_id, None)
+        self.names.pop(invocation_id, None)
+        self.bound.pop(invocation_id, None)
 
     async def exit_code(self, wait: float) -> int | None:
         """The process's exit code, waiting up to ``wait`` seconds for it."""
@@ -94,10 +111,18 @@ class _Process:
             return None
 
 
-def _environment(settings: dict[str, str]) -> dict[str, str]:
+def _environment(options: WorkerOptions) -> dict[str, str]:
+    settings = options.settings
     environment = {**os.environ, **settings}
     python_path = environment.get("PYTHONPATH")
     environment["PYTHONPATH"] = os.pathsep.join(p for p in (_SOURCE_ROOT, python_path) if p)
+    # The runtime imports the app's script by this app setting (function_app.py unless set): devhost
+    # runs the script it was given, whatever its name.
+    environment[SCRIPT_FILE_SETTING] = options.app_path.name
+    # devhost's worker enforces host.json's functionTimeout (no FunctionRpc message carries it).
+    environment.pop(FUNCTION_TIMEOUT_VARIABLE, None)
+    if options.function_timeout is not None:
+        environment[FUNCTION_TIMEOUT_VARIABLE] = str(options.function_timeout.total_seconds())
     return environment
 
 
@@ -117,6 +142,7 @@ class ProcessWorker:
         self._arguments = worker_arguments
         self._on_exhausted = on_exhausted
         self._functions: list[FunctionMetadata] = []
+        self._by_name: dict[str, FunctionMetadata] = {}
         self._current: asyncio.Future[_Process] | None = None
         self._readers: set[asyncio.Task[None]] = set()
         self._closing = False
@@ -131,15 +157,18 @@ class ProcessWorker:
         worker_arguments: list[str],
         on_exhausted: Callable[[], None] | None = None,
     ) -> ProcessWorker:
-        """Start the worker process and wait until it has indexed the app; raises its start-up error
-        (AppLoadError, BindingError, ValueError) as the worker raised it, or :class:`WorkerStartTimeout`."""
+        """Start the worker process and wait until its runtime has indexed the app and the host has read
+        what it indexed; raises AppLoadError (the runtime's failure, or what the host refuses), BindingError
+        or :class:`WorkerStartTimeout`."""
+        if not options.app_path.is_file():
+            raise AppLoadError(f"function app script not found: {options.app_path.resolve()}")
         channel = cls(options, worker_arguments, on_exhausted)
         channel._current = asyncio.ensure_future(channel._spawn(restart=False))
         await channel._current
         return channel
 
     def functions(self) -> list[FunctionMetadata]:
-        """The app's functions, as the worker indexed them."""
+        """The app's functions, as the host read them from what the worker's runtime indexed."""
         return list(self._functions)
 
     @property
@@ -168,7 +197,7 @@ class ProcessWorker:
                     str(worker_end.fileno()),
                 ],
                 pass_fds=(worker_end.fileno(),),
-                env=_environment(self._options.settings),
+                env=_environment(self._options),
             )
         except BaseException:
             host_end.close()
@@ -192,6 +221,7 @@ class ProcessWorker:
         try:
             async with deadline:
                 self._functions = await self._handshake(process)
+                self._by_name = {function.name.lower(): function for function in self._functions}
         except TimeoutError:
             if not deadline.expired():  # the app's own TimeoutError, raised at import
                 writer.close()
@@ -223,43 +253,57 @@ class ProcessWorker:
 
     async def _handshake(self, process: _Process) -> list[FunctionMetadata]:
         options = self._options
-        timeout = options.function_timeout
-        process.send(
-            StartWorker(
-                app_path=str(options.app_path),
-                settings=dict(options.settings),
-                function_timeout_seconds=None if timeout is None else timeout.total_seconds(),
-                thread_count=options.thread_count,
-                log_level=logging.getLogger().getEffectiveLevel(),
-                logger_levels=_logger_levels(),
-            )
+
+        async def exchange(message: Any) -> Any:
+            process.send(message)
+            while True:
+                answer = await read_frame(process.reader)
+                if answer is None:
+                    process.writer.close()
+                    code = await process.exit_code(EXIT_WAIT_SECONDS)
+                    raise WorkerProcessExited(
+                        f"the worker process exited with code {code} before it indexed the app"
+                    )
+                if answer.WhichOneof("content") == "rpc_log":
+                    relog(answer.rpc_log, None)
+                elif answer.request_id == message.request_id:
+                    return answer
+
+        try:
+            indexed = await start_worker(exchange, options.app_path, options.settings, log_categories())
+        except Exception:  # refused: the worker exits on the closed channel (and is reaped)
+            process.writer.close()
+            if await process.exit_code(EXIT_WAIT_SECONDS) is None:
+                process.popen.kill()
+                await process.exit_code(EXIT_WAIT_SECONDS)
+            raise
+        logger.info(
+            "azure-functions-runtime %s runs the app's %d functions (Python %s)",
+            indexed.runtime_version,
+            len(indexed.functions),
+            indexed.python_version,
         )
-        while True:
-            frame = await read_frame(process.reader)
-            if isinstance(frame, WorkerLog):
-                _relog(frame)
-                continue
-            break
-        if isinstance(frame, WorkerReady):
-            return frame.functions
-        process.writer.close()
-        code = await process.exit_code(EXIT_WAIT_SECONDS)
-        if isinstance(frame, WorkerStartFailed):
-            raise frame.error
-        raise WorkerProcessExited(f"the worker process exited with code {code} before it indexed the app")
+        return indexed.functions
 
     async def _read(self, process: _Process) -> None:
-        """Hand outcomes to their invocations until the process goes away; then fail what is left."""
+        """Hand responses to their invocations until the process goes away; then fail what is left."""
         while True:
-            frame = await read_frame(process.reader)
-            if frame is None:
+            message = await read_frame(process.reader)
+            if message is None:
                 break
-            if isinstance(frame, InvocationDone):
-                future = process.pending.pop(frame.invocation_id, None)
+            kind = message.WhichOneof("content")
+            if kind == "invocation_response":
+                response = message.invocation_response
+                future = process.pending.pop(response.invocation_id, None)
                 if future is not None and not future.done():
-                    future.set_result(frame.outcome)
-            elif isinstance(frame, WorkerLog):
-                _relog(frame)
+                    future.set_result(response)
+            elif kind == "rpc_log":
+                log = message.rpc_log
+                if log.category == BOUND_ARGUMENTS_CATEGORY:
+                    if log.invocation_id in process.pending:
+                        process.bound[log.invocation_id] = tuple(json.loads(log.properties).items())
+                else:
+                    relog(log, process.names.get(log.invocation_id))
         process.alive = False
         process.writer.close()
         restarting = not self._closing
@@ -339,20 +383,32 @@ class ProcessWorker:
 
     async def invoke(self, request: InvocationRequest) -> InvocationOutcome:
         """Run one invocation in the worker process; cancelling it cancels the invocation there."""
+        function = self._by_name.get(request.function_name.lower())
+        if function is None:
+            return InvocationOutcome(False, f"no function named '{request.function_name}'", "LookupError")
+        message = invocation_message(function, request)
         process = await self._process()
         if not process.alive:  # it died a moment ago; its restart is under way
             process = await self._process()
         if not process.alive:
             raise WorkerProcessExited("the worker process exited before the invocation started")
-        future: asyncio.Future[InvocationOutcome] = asyncio.get_running_loop().create_future()
-        process.pending[request.invocation_id] = future
-        process.send(request)
+        invocation_id = request.invocation_id
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        process.pending[invocation_id] = future
+        process.names[invocation_id] = function.name
+        process.send(message)
         try:
-            return await future
+            response = await future
         except asyncio.CancelledError:
-            process.pending.pop(request.invocation_id, None)
-            process.send(CancelInvocation(request.invocation_id))
+            process.forget(invocation_id)
+            process.send(cancel_message(invocation_id))
             raise
+        except BaseException:
+            process.forget(invocation_id)
+            raise
+        bound = process.bound.pop(invocation_id, ())
+        process.names.pop(invocation_id, None)
+        return invocation_outcome(function, response, bound)
 
     async def close(self) -> None:
         """Stop the worker process: running functions finish first (up to a bound), then it is killed."""
@@ -364,36 +420,13 @@ class ProcessWorker:
             current.cancel()
         with contextlib.suppress(Exception, asyncio.CancelledError):
             process = await current
-            process.send(ShutdownWorker())
+            process.send(terminate_message())
             if await process.exit_code(EXIT_WAIT_SECONDS) is None:
                 logger.warning("Worker process %d did not stop; killing it", process.popen.pid)
                 process.popen.kill()
                 await process.exit_code(EXIT_WAIT_SECONDS)
         if self._readers:
             await asyncio.wait(self._readers, timeout=EXIT_WAIT_SECONDS)
-
-
-def _logger_levels() -> dict[str, int]:
-    loggers = list(logging.Logger.manager.loggerDict.items())
-    return {
-        name: logger.level
-        for name, logger in loggers
-        if isinstance(logger, logging.Logger) and logger.level != logging.NOTSET
-    }
-
-
-def _relog(frame: WorkerLog) -> None:
-    """Log a worker's record as the Functions host does: a function's own log under the category
-    ``Function.<name>.User`` with its invocation id; a system log (the runtime's, the worker's) kept off
-    the console as the host keeps it (here: at DEBUG, under its own logger)."""
-    extra = {"invocation_id": frame.invocation_id, "worker_logger": frame.logger}
-    if frame.system:
-        logging.getLogger(frame.logger).log(logging.DEBUG, "%s", frame.message, extra=extra)
-    elif frame.function_name is not None:
-        category = f"Function.{frame.function_name}.User"
-        logging.getLogger(category).log(frame.level, "%s", frame.message, extra=extra)
-    else:  # the app's code outside an invocation (at import, in its own threads)
-        logging.getLogger(frame.logger).log(frame.level, "%s", frame.message, extra=extra)
 
 
 def _retrieve(future: asyncio.Future[Any]) -> None:

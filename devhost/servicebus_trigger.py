@@ -122,9 +122,9 @@ class ServiceBusListener:
             receiver = self._client.get_subscription_receiver(
                 self.shape.topic_name, self.shape.subscription_name, **kwargs
             )
-        # SDK types get the message's AMQP bytes as it arrived, as the host's extension passes them; ``func``
-        # messages' properties are read typed from them, as the host's .NET SDK reads them.
-        return keep_payloads(receiver) if self.shape.payload in ("sdk", "func") else receiver
+        # SDK types get the message's AMQP bytes as it arrived, as the host's extension passes them; other
+        # triggers' metadata has the properties read typed from them, as the host's .NET SDK reads them.
+        return keep_payloads(receiver)
 
     def _renewal_seconds(self) -> float:
         duration = self.options.max_auto_lock_renewal_duration
@@ -323,16 +323,13 @@ class ServiceBusListener:
 
     def _input(self, messages: list[ServiceBusReceivedMessage], *, batch: bool) -> ServiceBusInput:
         """What the worker gets for ``messages``: the ``model_binding_data`` contents for SDK types (as the
-        host's extension sends them), else each body, with the fields ``func`` messages carry."""
+        host's extension sends them), else each body with its trigger metadata's fields and properties."""
         kind = self.shape.payload
         if kind == "sdk":
             return ServiceBusInput(
                 kind, batch, binding_data=tuple(model_binding_content(m) for m in messages)
             )
-        with_metadata = kind == "func"
-        return ServiceBusInput(
-            kind, batch, messages=tuple(message_data(m, with_metadata=with_metadata) for m in messages)
-        )
+        return ServiceBusInput(kind, batch, messages=tuple(message_data(m) for m in messages))
 
     async def _process_one(
         self, receiver: ServiceBusReceiver, message: ServiceBusReceivedMessage, *, settle_inline: bool = False

@@ -1,9 +1,9 @@
 """How the host talks to the worker that runs the function code: a :class:`WorkerChannel`.
 
-Everything that crosses it is a ``devhost.worker_protocol`` value. Two channels: by default
-``devhost.process_worker.ProcessWorker`` (the worker in its own process, as in Azure) and, for debuggers
-and tests that read the app's in-memory state, ``devhost.in_process_worker.InProcessWorker`` (same
-process, every value pickled on the way).
+Everything that crosses it is a ``devhost.worker_protocol`` value or a FunctionRpc message. Two channels:
+by default ``devhost.process_worker.ProcessWorker`` (the worker in its own process, as in Azure) and, for
+debuggers and tests that read the app's in-memory state, ``devhost.in_process_worker.InProcessWorker``
+(same process, every value pickled on the way).
 """
 
 from __future__ import annotations
@@ -19,9 +19,10 @@ from devhost.worker_restarts import WorkerLimits
 
 @dataclass(frozen=True, slots=True)
 class WorkerOptions:
-    """What a worker needs to start: the app, the settings its ``%expr%`` bindings resolve against,
-    host.json's functionTimeout, ``PYTHON_THREADPOOL_THREAD_COUNT`` and the bounds on a worker process's
-    start-up and restarts (the Functions host's unless a test shortens them)."""
+    """What a worker needs to start: the app, the app settings (its environment; the host resolves the
+    ``%expr%`` bindings against them), host.json's functionTimeout, ``PYTHON_THREADPOOL_THREAD_COUNT``
+    (the in-process worker's pool; a worker process's runtime reads the setting) and the bounds on a
+    worker process's start-up and restarts (the Functions host's unless a test shortens them)."""
 
     app_path: Path
     settings: dict[str, str]
@@ -40,7 +41,7 @@ class WorkerChannel(Protocol):
         ...
 
     def functions(self) -> list[FunctionMetadata]:
-        """The app's functions, as the worker indexed them."""
+        """The app's functions, as the host read them from the worker's ``RpcFunctionMetadata``."""
         ...
 
     async def invoke(self, request: InvocationRequest) -> InvocationOutcome:

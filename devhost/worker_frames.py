@@ -1,102 +1,73 @@
-"""The wire between the host and a worker process: length-prefixed pickle frames on a stream socket.
+"""The wire between the host and a worker process: FunctionRpc ``StreamingMessage``s, each serialised and
+length-prefixed, on a stream socket -- what the Functions host and the Python worker exchange over their
+gRPC stream in Azure.
 
 The host starts ``python -m devhost.worker`` with one end of a socket pair (``--devhost-channel-fd``) and
-sends :class:`StartWorker`; the worker imports and indexes the app and answers :class:`WorkerReady` or
-:class:`WorkerStartFailed`. Then the host sends ``InvocationRequest``s (and :class:`CancelInvocation`,
-:class:`ShutdownWorker`), the worker answers :class:`InvocationDone` per invocation, tagged with its id,
-and forwards what the function code logs as :class:`WorkerLog` -- as the Python worker streams its
-invocation responses and logs to the host over gRPC in Azure. Both ends are asyncio streams.
+starts it as the Functions host starts a worker (``devhost.worker_handshake``: ``WorkerInitRequest``,
+``FunctionsMetadataRequest``, a ``FunctionLoadRequest`` per function, each answered by its response).
+Then the host sends ``InvocationRequest``s (and ``InvocationCancel``, ``WorkerTerminate``); the worker
+answers an ``InvocationResponse`` per invocation, in whatever order they finish, and streams what the code
+logs as ``RpcLog``s. Both ends are asyncio streams.
+
+Two things devhost adds, named here: host.json's ``functionTimeout`` reaches the worker (which enforces it)
+in :data:`FUNCTION_TIMEOUT_VARIABLE`, and before each ``InvocationResponse`` the worker sends an ``RpcLog``
+of category :data:`BOUND_ARGUMENTS_CATEGORY` listing the classes of the arguments the runtime bound (the
+invocation log records them; the host consumes it and logs nothing).
 """
 
 from __future__ import annotations
 
 import asyncio
-import pickle
+import logging
 import struct
-from dataclasses import dataclass
+from typing import Any
 
-from devhost.worker_protocol import FunctionMetadata, InvocationOutcome
+from devhost.rpc.protos import load as load_protos
 
 CHANNEL_FD_ARGUMENT = "--devhost-channel-fd"
+FUNCTION_TIMEOUT_VARIABLE = "DEVHOST_FUNCTION_TIMEOUT_SECONDS"
+BOUND_ARGUMENTS_CATEGORY = "devhost.BoundArguments"
+ROOT_LOG_CATEGORY = "root"
 _HEADER = struct.Struct(">I")
 
-
-@dataclass(frozen=True, slots=True)
-class StartWorker:
-    """Host -> worker, first frame: what to load (the settings resolve the app's ``%expr%`` bindings)."""
-
-    app_path: str
-    settings: dict[str, str]
-    function_timeout_seconds: float | None
-    thread_count: int | None
-    log_level: int  # the host's root log level: what the worker forwards
-    # Loggers the host set a level on (e.g. "azure": WARNING), so the worker does not forward what the host
-    # would drop.
-    logger_levels: dict[str, int]
+# logging's levels and RpcLog.Level (ILogger's): Trace 0, Debug 1, Information 2, Warning 3, Error 4,
+# Critical 5, None 6.
+_TO_RPC = (
+    (logging.CRITICAL, 5),
+    (logging.ERROR, 4),
+    (logging.WARNING, 3),
+    (logging.INFO, 2),
+    (logging.DEBUG, 1),
+)
+_FROM_RPC = {0: logging.DEBUG, 1: logging.DEBUG, 2: logging.INFO, 3: logging.WARNING, 4: logging.ERROR}
 
 
-@dataclass(frozen=True, slots=True)
-class WorkerReady:
-    """Worker -> host: the app is indexed."""
-
-    functions: list[FunctionMetadata]
-
-
-@dataclass(frozen=True, slots=True)
-class WorkerStartFailed:
-    """Worker -> host: the app cannot be hosted. ``error`` is the worker's exception itself (AppLoadError,
-    BindingError, ValueError...), so the host refuses to start with the same class and message."""
-
-    error: Exception
+def rpc_level(level: int) -> int:
+    """``RpcLog.Level`` for a ``logging`` level (a level past CRITICAL: None, nothing is logged)."""
+    if level > logging.CRITICAL:
+        return 6
+    return next((rpc for python, rpc in _TO_RPC if level >= python), 0)
 
 
-@dataclass(frozen=True, slots=True)
-class InvocationDone:
-    """Worker -> host: how invocation ``invocation_id`` ended."""
-
-    invocation_id: str
-    outcome: InvocationOutcome
-
-
-@dataclass(frozen=True, slots=True)
-class CancelInvocation:
-    """Host -> worker: the host gave up on ``invocation_id`` (drain time exceeded)."""
-
-    invocation_id: str
+def python_level(level: int) -> int:
+    """The ``logging`` level for an ``RpcLog.Level``."""
+    if level >= 6:
+        return logging.CRITICAL + 10
+    return _FROM_RPC.get(level, logging.CRITICAL)
 
 
-@dataclass(frozen=True, slots=True)
-class ShutdownWorker:
-    """Host -> worker: let running invocations finish, then exit."""
-
-
-@dataclass(frozen=True, slots=True)
-class WorkerLog:
-    """Worker -> host: one log record of the function code (or the worker), already formatted, with the
-    invocation it was logged in (if any) and whether it is a system log, as the Python worker's ``RpcLog``
-    carries them."""
-
-    logger: str
-    level: int
-    message: str
-    invocation_id: str | None = None
-    function_name: str | None = None
-    system: bool = False
-
-
-def encode(value: object) -> bytes:
-    """``value`` as one frame."""
-    data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+def encode(message: Any) -> bytes:
+    """``message`` (a ``StreamingMessage``) as one frame."""
+    data: bytes = message.SerializeToString()
     return _HEADER.pack(len(data)) + data
 
 
-async def read_frame(reader: asyncio.StreamReader) -> object | None:
-    """The next frame's value; None when the other end has closed the stream (or died)."""
+async def read_frame(reader: asyncio.StreamReader) -> Any | None:
+    """The next ``StreamingMessage``; None when the other end has closed the stream (or died)."""
     try:
         header = await reader.readexactly(_HEADER.size)
         (length,) = _HEADER.unpack(header)
         data = await reader.readexactly(length)
     except (asyncio.IncompleteReadError, ConnectionError):
         return None
-    value: object = pickle.loads(data)
-    return value
+    return load_protos().StreamingMessage.FromString(data)

@@ -1,10 +1,13 @@
-"""What crosses the boundary between the host and the worker that runs the function code.
+"""What the host side knows of functions and invocations, at the boundary with the worker.
 
 In Azure the Functions host (.NET) and the Python worker are two processes: the host indexes nothing of the
-app itself, it asks the worker (``FunctionMetadata``), turns each trigger into plain invocation data
-(``InvocationRequest``) and gets back an outcome (``InvocationOutcome``). devhost draws the same line: every
-type here is a frozen dataclass of plain values (str, bytes, numbers, datetimes, dicts and tuples of them),
-picklable and free of SDK and ``azure.functions`` objects, so the worker can run in another process.
+app itself, it asks the worker (and reads its answer into ``FunctionMetadata``:
+``devhost.function_indexing``), turns each trigger into invocation data (``InvocationRequest``) and gets
+back an outcome (``InvocationOutcome``). devhost draws the same line: the triggers and the HTTP front end
+hand a ``WorkerChannel`` these values, which a worker process gets as FunctionRpc messages
+(``devhost.invocation_rpc``) and the in-process worker as they are. Every type here is a frozen dataclass of
+plain values (str, bytes, numbers, datetimes, dicts and tuples of them), picklable and free of SDK and
+``azure.functions`` objects.
 """
 
 from __future__ import annotations
@@ -14,12 +17,15 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
-PayloadKind = Literal["func", "sdk", "str", "bytes"]
+# What the host sends for a Service Bus trigger, by the parameter type its binding requests: the body as a
+# string, the body's bytes (``dataType`` ``binary``), or the binding extension's model binding data (SDK
+# types, deferred binding).
+PayloadKind = Literal["str", "bytes", "sdk"]
 
 
 @dataclass(frozen=True, slots=True)
 class ServiceBusShape:
-    """How a Service Bus function wants its messages (the picklable part of the worker's trigger shape)."""
+    """How a Service Bus function wants its messages, read from its trigger binding as the host reads it."""
 
     entity: str
     queue_name: str | None
@@ -28,8 +34,10 @@ class ServiceBusShape:
     sessions: bool
     batch: bool
     auto_complete: bool | None  # the binding's autoCompleteMessages; None: host.json's default
-    payload: PayloadKind  # the binding extension's SDK types, ``func`` messages, ``str`` or ``bytes``
-    actions_arg: str | None  # the parameter that gets ``ServiceBusMessageActions``, if any
+    payload: PayloadKind
+    # The parameter that gets ``ServiceBusMessageActions``: the host never learns it (the worker binds it);
+    # only the in-process worker, whose coroutines run on the host's loop, says (see FunctionMetadata).
+    actions_arg: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,17 +45,20 @@ class FunctionMetadata:
     """What the host needs to know about one indexed function."""
 
     name: str
+    function_id: str  # the worker's id for it (``RpcFunctionMetadata.function_id``)
     trigger_type: str
-    trigger: Mapping[str, Any]  # the trigger binding, ``%expr%`` resolved, enums as their values
+    trigger: Mapping[str, Any]  # the trigger's raw binding, ``%expr%`` resolved
     trigger_arg: str
-    is_async: bool  # a coroutine function (in-process: its gRPC settlements wait until it returns)
     service_bus: ServiceBusShape | None = None
+    # A coroutine function. The host never learns it; the in-process worker says, as its coroutines run on
+    # the host's own loop (their gRPC settlements must wait until they return).
+    is_async: bool = False
 
 
 @dataclass(frozen=True, slots=True)
 class ServiceBusMessageData:
-    """One received message as the worker needs it: the body and, for ``func`` messages, the fields and
-    application properties read from the SDK message (trigger-metadata names, typed values)."""
+    """One received message as the host sends it: the body, and the fields and application properties
+    read from the SDK message for its trigger metadata (trigger-metadata names, typed values)."""
 
     body: bytes
     fields: dict[str, Any] = field(default_factory=dict)
@@ -56,7 +67,7 @@ class ServiceBusMessageData:
 
 @dataclass(frozen=True, slots=True)
 class ServiceBusInput:
-    """A Service Bus trigger: ``messages`` (``func``/``str``/``bytes`` payloads) or ``binding_data`` (the
+    """A Service Bus trigger: ``messages`` (``str``/``bytes`` payloads) or ``binding_data`` (the
     ``model_binding_data`` contents the host's extension sends for SDK types), one entry per message."""
 
     payload: PayloadKind

@@ -1,10 +1,10 @@
 """``python -m devhost.rpc.index_app <app directory>``: the functions ``azure_functions_runtime`` indexes in
 an app, as JSON on stdout (the runtime's version, and per function its id and raw bindings).
 
-It answers, with Azure's own indexing code, what the Functions host would learn from the app; a test
-compares it with what devhost's worker indexes. A failed index prints the runtime's exception (type and
-message, as the host logs it) on stderr and exits 1. Runs the runtime in this process: call it in a
-subprocess.
+It answers, with Azure's own indexing code, what the Functions host learns from the app: a tool to look
+at an app, and, in a process of its own, the reference a test holds devhost's index to. A failed index
+prints the runtime's exception (type and message, as the host logs it) on stderr and exits 1. Runs the
+runtime in this process: call it in a subprocess.
 """
 
 from __future__ import annotations
@@ -16,16 +16,34 @@ from pathlib import Path
 from typing import Any
 
 from devhost.rpc.runtime_driver import RuntimeDriver
+from devhost.worker_handshake import HOST_VERSION
 
 
 async def index(app_directory: Path) -> dict[str, Any]:
     """Init the runtime on ``app_directory`` and read back its function metadata."""
-    driver = RuntimeDriver(app_directory)
-    init = await driver.init()
-    if init.result.status != driver.protos.StatusResult.Success:
-        failure = init.result.exception
-        raise RuntimeError(f"{failure.type or 'Exception'}: {failure.message}")
-    metadata = await driver.metadata()
+    driver = RuntimeDriver()
+    protos = driver.protos
+    directory = str(app_directory.resolve())
+    init = (
+        await driver.handle(
+            protos.StreamingMessage(
+                request_id="init",
+                worker_init_request=protos.WorkerInitRequest(
+                    host_version=HOST_VERSION, function_app_directory=directory
+                ),
+            )
+        )
+    ).worker_init_response
+    if init.result.status != protos.StatusResult.Success:
+        raise RuntimeError(init.result.exception.message)
+    metadata = (
+        await driver.handle(
+            protos.StreamingMessage(
+                request_id="metadata",
+                functions_metadata_request=protos.FunctionsMetadataRequest(function_app_directory=directory),
+            )
+        )
+    ).function_metadata_response
     return {
         "runtimeVersion": driver.version,
         "functions": [

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from devhost.rpc.protos import load as load_protos
@@ -27,44 +26,44 @@ class RuntimeRequest:
     properties: dict[str, Any] = field(default_factory=dict)
 
 
-class RuntimeDriver:
-    """The runtime behind one worker process: init, metadata, load, invoke."""
+# The host's requests the proxy worker hands the runtime: message field -> (entry point, response field).
+_ENTRY_POINTS = {
+    "worker_init_request": ("worker_init_request", "worker_init_response"),
+    "functions_metadata_request": ("functions_metadata_request", "function_metadata_response"),
+    "function_load_request": ("function_load_request", "function_load_response"),
+    "function_environment_reload_request": (
+        "function_environment_reload_request",
+        "function_environment_reload_response",
+    ),
+}
 
-    def __init__(self, app_directory: Path, host: str = "127.0.0.1") -> None:
-        self.app_directory = app_directory.resolve()
+
+class RuntimeDriver:
+    """The runtime behind one worker process: each host request to its entry point, each answer back."""
+
+    def __init__(self, host: str = "127.0.0.1") -> None:
         self.host = host
         self.protos = load_protos()
-        # The host starts the worker in the app's directory with the app's root importable (the proxy
-        # worker's ``sys.path`` setup); the runtime imports ``function_app`` from there.
-        if str(self.app_directory) not in sys.path:
-            sys.path.insert(0, str(self.app_directory))
         from azure_functions_runtime import handle_event
         from azure_functions_runtime.version import VERSION
 
         self._events = handle_event
         self.version: str = VERSION
 
-    def _wrap(self, **content: Any) -> RuntimeRequest:
-        message = self.protos.StreamingMessage(**content)
-        return RuntimeRequest(message, {"host": self.host, "protos": self.protos})
+    def handles(self, message: Any) -> bool:
+        """Whether ``message`` (a ``StreamingMessage``) is a request this driver hands the runtime."""
+        return message.WhichOneof("content") in _ENTRY_POINTS
 
-    async def init(self, host_version: str = "4.1040.0") -> Any:
-        """``WorkerInitRequest``: the runtime imports and indexes the app; its ``WorkerInitResponse``."""
-        request = self.protos.WorkerInitRequest(
-            host_version=host_version, function_app_directory=str(self.app_directory)
-        )
-        return await self._events.worker_init_request(self._wrap(worker_init_request=request))
-
-    async def metadata(self) -> Any:
-        """``FunctionsMetadataRequest``: the indexed functions (``RpcFunctionMetadata`` with raw bindings)."""
-        request = self.protos.FunctionsMetadataRequest(function_app_directory=str(self.app_directory))
-        return await self._events.functions_metadata_request(self._wrap(functions_metadata_request=request))
-
-    async def load(self, function_id: str) -> Any:
-        """``FunctionLoadRequest`` for one indexed function."""
-        request = self.protos.FunctionLoadRequest(function_id=function_id)
-        return await self._events.function_load_request(self._wrap(function_load_request=request))
-
-    async def invoke(self, invocation: Any) -> Any:
-        """``InvocationRequest`` -> ``InvocationResponse`` (the function ran, or the failure it raised)."""
-        return await self._events.invocation_request(self._wrap(invocation_request=invocation))
+    async def handle(self, message: Any) -> Any:
+        """The runtime's answer to one host request (init, functions metadata, function load, environment
+        reload), as a ``StreamingMessage`` with the request's id."""
+        kind = message.WhichOneof("content")
+        entry_point, answer = _ENTRY_POINTS[kind]
+        directory = getattr(message, kind).function_app_directory if kind != "function_load_request" else ""
+        if directory and directory not in sys.path:
+            # The worker starts with the app's root importable: the runtime imports ``function_app`` (or
+            # PYTHON_SCRIPT_FILE_NAME) from there.
+            sys.path.insert(0, directory)
+        request = RuntimeRequest(message, {"host": self.host, "protos": self.protos})
+        response = await getattr(self._events, entry_point)(request)
+        return self.protos.StreamingMessage(request_id=message.request_id, **{answer: response})

@@ -1,13 +1,15 @@
-"""Invocations run by ``azure_functions_runtime`` itself: its ``invocation_request`` entry point binds the
-arguments, makes the ``func.Context``, runs the function (a coroutine on the loop, a plain function on the
-runtime's thread pool, as in Azure) and encodes the response, exactly as Azure's Python 3.13 worker does.
+"""Invocations run by ``azure_functions_runtime`` itself: the host's ``InvocationRequest`` goes to its
+``invocation_request`` entry point, which binds the arguments, makes the ``func.Context``, runs the function
+(a coroutine on the loop, a plain function on the runtime's thread pool, as in Azure) and answers the
+``InvocationResponse``, exactly as Azure's Python 3.13 worker does. devhost bounds each invocation by
+host.json's ``functionTimeout`` here (a timed-out invocation fails with ``FunctionTimeoutError``).
 
-Only in devhost's worker process: the runtime keeps the functions in a module-global registry (and its
-thread pool in a module global), so it must own the process, as it owns the worker in Azure. devhost
-indexes the app and registers the runtime's own ``FunctionInfo`` for each function in that registry (what
-``worker_init_request`` would do after importing the app itself); the one thing it adds is a thin wrapper
-around each function that notes the classes of the arguments the runtime bound, which devhost's invocation
-log records.
+Only in devhost's worker process, after the runtime's own ``worker_init_request`` imported and indexed the
+app into its registry (``devhost.rpc.runtime_driver``): the runtime keeps the functions in a module-global
+registry (and its thread pool in a module global), so it must own the process, as it owns the worker in
+Azure. The one thing devhost adds is a thin wrapper around each indexed function that notes the classes of
+the arguments the runtime bound, which devhost's invocation log records: each function is registered again
+through the registry's own method with everything the runtime derived for it, only its callable wrapped.
 """
 
 from __future__ import annotations
@@ -22,13 +24,10 @@ from typing import Any
 import azure.functions as func
 from azure_functions_runtime.utils.executor import invocation_id_cv
 
-from devhost.rpc.http_return import http_output_of
 from devhost.rpc.protos import load as load_protos
 from devhost.rpc.runtime_driver import RuntimeRequest
-from devhost.rpc.trigger_data import trigger_data
-from devhost.worker_protocol import InvocationOutcome, InvocationRequest
 
-HTTP_TRIGGER = "httpTrigger"
+BoundArguments = tuple[tuple[str, str], ...]  # parameter -> the bound value's class ("module.QualName")
 # The invocation a coroutine function runs for (the runtime sets its own context variable for plain
 # functions only, in the thread it runs them on).
 _ASYNC_INVOCATION: contextvars.ContextVar[str | None] = contextvars.ContextVar("invocation", default=None)
@@ -60,7 +59,8 @@ def _class_name(value: Any) -> str:
 class RuntimeInvocations:
     """The worker's invocations, each through the runtime's ``invocation_request``."""
 
-    def __init__(self, functions: Sequence[Any], *, timeout: timedelta | None) -> None:
+    def __init__(self, indexed: Sequence[Any], *, timeout: timedelta | None) -> None:
+        """``indexed``: the runtime's ``RpcFunctionMetadata`` of each function it indexed."""
         from azure_functions_runtime import handle_event
         from azure_functions_runtime.utils import threadpool
 
@@ -68,17 +68,36 @@ class RuntimeInvocations:
         self._threadpool = threadpool
         self.timeout = None if timeout is None else timeout.total_seconds()
         self.protos = load_protos()
-        self._bound: dict[str, tuple[tuple[str, str], ...]] = {}
-        handle_event.protos = self.protos  # the runtime's worker_init_request keeps them so
+        self._bound: dict[str, BoundArguments] = {}
         # The proxy worker starts the runtime's pool (PYTHON_THREADPOOL_THREAD_COUNT, read from the
         # environment the host gave the worker process).
         threadpool.start_threadpool_executor()
-        self._ids: dict[str, str] = {}
-        for info in functions:
-            wrapped = info._replace(func=self._noting_arguments(info.func, is_async=info.is_async))
-            # Registry._functions: the runtime's registry has no public way to add a ready FunctionInfo.
-            handle_event._functions._functions[info.function_id] = wrapped
-            self._ids[info.name.lower()] = info.function_id
+        self._names: dict[str, str] = {}  # function id -> name
+        registry = handle_event._functions
+        for metadata in indexed:
+            info = registry.get_function(metadata.function_id)
+            if info is None:
+                raise LookupError(f"the runtime did not register function '{metadata.name}'")
+            # Registered again through the registry's own method, with what the runtime derived for it
+            # unchanged (has_return covers explicit and implicit returns alike) and only the callable wrapped.
+            registry.add_func_to_registry_and_return_funcinfo(
+                self._noting_arguments(info.func, is_async=info.is_async),
+                function_name=info.name,
+                function_id=info.function_id,
+                directory=info.directory,
+                requires_context=info.requires_context,
+                has_explicit_return=info.has_return,
+                has_implicit_return=False,
+                deferred_bindings_enabled=info.deferred_bindings_enabled,
+                settlement_client_arg=info.settlement_client_arg,
+                input_types=dict(info.input_types),
+                output_types=dict(info.output_types),
+                return_type=info.return_type,
+            )
+            again = registry.get_function(info.function_id)
+            if again is None or again._replace(func=info.func) != info:
+                raise RuntimeError(f"the runtime registered '{info.name}' differently the second time")
+            self._names[info.function_id] = info.name
 
     def _note(self, invocation_id: str | None, arguments: dict[str, Any]) -> None:
         if invocation_id is not None:
@@ -106,54 +125,38 @@ class RuntimeInvocations:
 
         return run
 
-    def _request(self, function_name: str, trigger_arg: str, request: InvocationRequest) -> RuntimeRequest:
+    async def invoke(self, message: Any) -> tuple[Any, BoundArguments]:
+        """Run the host's ``InvocationRequest`` (``message``, a ``StreamingMessage``) through the runtime:
+        its ``InvocationResponse`` (binding and function failures included) and the classes of the arguments
+        the runtime bound."""
         protos = self.protos
-        typed, metadata = trigger_data(request.input, function_name)
-        invocation = protos.InvocationRequest(
-            invocation_id=request.invocation_id,
-            function_id=self._ids[function_name.lower()],
-            input_data=[protos.ParameterBinding(name=trigger_arg, data=typed)],
-            trigger_metadata=metadata,
-        )
-        return RuntimeRequest(protos.StreamingMessage(invocation_request=invocation), {"protos": protos})
-
-    async def invoke(
-        self, function_name: str, trigger_type: str, trigger_arg: str, request: InvocationRequest
-    ) -> InvocationOutcome:
-        """Run one invocation through the runtime; its outcome (binding and function failures included)."""
-        invocation_id = request.invocation_id
-        try:
-            runtime_request = self._request(function_name, trigger_arg, request)
-        except Exception as exc:  # trigger data the host could not send (a str body that is not UTF-8)
-            return InvocationOutcome(False, str(exc), type(exc).__name__)
+        invocation = message.invocation_request
+        invocation_id = invocation.invocation_id
+        name = self._names.get(invocation.function_id, invocation.function_id)
+        request = RuntimeRequest(message, {"protos": protos})
         token = _ASYNC_INVOCATION.set(invocation_id)
-        _RUNNING[invocation_id] = function_name
+        _RUNNING[invocation_id] = name
         deadline = asyncio.timeout(self.timeout)
         try:
             async with deadline:
-                response = await self._events.invocation_request(runtime_request)
+                response = await self._events.invocation_request(request)
         except TimeoutError:
             if not deadline.expired():
                 raise
             assert self.timeout is not None
-            message = (
-                f"Timeout value of {timedelta(seconds=self.timeout)} was exceeded by function: "
-                f"Functions.{function_name}"
-            )
-            return InvocationOutcome(
-                False, message, FunctionTimeoutError.__name__, self._bound.pop(invocation_id, ())
+            limit = timedelta(seconds=self.timeout)
+            text = f"Timeout value of {limit} was exceeded by function: Functions.{name}"
+            response = protos.InvocationResponse(
+                invocation_id=invocation_id,
+                result=protos.StatusResult(
+                    status=protos.StatusResult.Failure,
+                    exception=protos.RpcException(message=f"{FunctionTimeoutError.__name__}: {text}"),
+                ),
             )
         finally:
             _ASYNC_INVOCATION.reset(token)
             _RUNNING.pop(invocation_id, None)
-        bound = self._bound.pop(invocation_id, ())
-        if response.result.status != self.protos.StatusResult.Success:
-            # serialize_exception: "<type>: <message>"
-            kind, _, message = response.result.exception.message.partition(": ")
-            return InvocationOutcome(False, message, kind, bound)
-        if trigger_type != HTTP_TRIGGER:
-            return InvocationOutcome(True, bound=bound)
-        return InvocationOutcome(True, bound=bound, http=http_output_of(response.return_value))
+        return response, self._bound.pop(invocation_id, ())
 
     def close(self) -> None:
         """Stop the runtime's thread pool (running functions finish first)."""

@@ -184,20 +184,23 @@ def _service_bus(data: ServiceBusInput, function_name: str) -> tuple[Any, dict[s
             collection = protos.CollectionModelBindingData(model_binding_data=contents)
             return protos.TypedData(collection_model_binding_data=collection), {"sys": _sys(function_name)}
         return protos.TypedData(model_binding_data=contents[0]), {"sys": _sys(function_name)}
-    # A ``str`` parameter gets the body as text (a body that is not UTF-8 fails the invocation), any other
-    # the body's bytes.
+    # The host binds the trigger as ``string`` (no dataType, or ``string``: the body as text, decoded as
+    # .NET's BinaryData.ToString() does, UTF-8 with U+FFFD for bytes that are not: azure-functions-host#3125)
+    # or as ``byte[]`` (``binary``: the body's bytes), and sends the message's binding data as trigger
+    # metadata either way.
     text = data.payload == "str"
     if data.batch:
         metadata = _batch_metadata(data.messages, function_name)
         if text:
-            strings = protos.CollectionString(string=[m.body.decode("utf-8") for m in data.messages])
+            texts = [m.body.decode("utf-8", errors="replace") for m in data.messages]
+            strings = protos.CollectionString(string=texts)
             return protos.TypedData(collection_string=strings), metadata
         return protos.TypedData(
             collection_bytes=protos.CollectionBytes(bytes=[m.body for m in data.messages])
         ), (metadata)
     [message] = data.messages
     body = (
-        protos.TypedData(string=message.body.decode("utf-8"))
+        protos.TypedData(string=message.body.decode("utf-8", errors="replace"))
         if text
         else protos.TypedData(bytes=message.body)
     )

@@ -1,7 +1,12 @@
-"""Import a v2-model ``function_app.py`` and describe its functions the way the worker indexes them.
+"""Import a v2-model ``function_app.py`` in devhost's own process (the in-process worker) and index it with
+``azure_functions_runtime``'s loader.
 
-Every load imports the script under a fresh module name, so several hosts in one process each get their
-own ``FunctionApp`` (``function_app`` in ``sys.modules`` would otherwise hand every host the first one).
+The worker process leaves all of this to the runtime's ``worker_init_request``; here the runtime may not
+own the process (it keeps one app in module globals), so devhost imports the script itself -- under a fresh
+module name each time, so several hosts in one process each get their own ``FunctionApp`` -- and hands its
+functions to the runtime's loader (``devhost.rpc.load_checks``), which yields the same ``FunctionInfo``
+(how each parameter binds) and ``RpcFunctionMetadata`` (what the host reads) as in the worker process.
+Failures read as there: ``indexing <script> failed: <Type>: <message>``.
 """
 
 from __future__ import annotations
@@ -11,42 +16,24 @@ import inspect
 import sys
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import azure.functions as func
 
-from devhost.bindings import resolve_expression
+from devhost.function_indexing import AppLoadError
 from devhost.rpc.load_checks import RuntimeLoadError, runtime_functions
 
-SUPPORTED_TRIGGERS = ("serviceBusTrigger", "timerTrigger", "httpTrigger")
-# Binding types the Functions host's extension bundle (v4) registers; any other type stops the host with
-# "The binding type(s) ... were not found in the configured extension bundle".
-BUNDLE_BINDING_TYPES = frozenset(
-    t.lower()
-    for t in (
-        *("http", "httpTrigger", "timerTrigger", "serviceBus", "serviceBusTrigger", "queue", "queueTrigger"),
-        *("blob", "blobTrigger", "table", "eventHub", "eventHubTrigger", "eventGrid", "eventGridTrigger"),
-        *("cosmosDB", "cosmosDBTrigger", "signalR", "signalRTrigger", "signalRConnectionInfo", "sendGrid"),
-        *("twilioSms", "durableClient", "orchestrationTrigger", "activityTrigger", "entityTrigger"),
-        *("kafka", "kafkaTrigger", "rabbitMQ", "rabbitMQTrigger", "sql", "sqlTrigger", "mysql"),
-        *("mysqlTrigger", "webPubSub", "webPubSubTrigger", "webPubSubConnection", "webPubSubContext"),
-    )
-)
-
-
-class AppLoadError(RuntimeError):
-    """The script cannot be imported or declares something devhost cannot host."""
+__all__ = ["AppLoadError", "FunctionSpec", "LoadedApp", "import_script", "load_app"]
 
 
 @dataclass(frozen=True, slots=True)
 class FunctionSpec:
-    """One indexed function: its trigger binding (``%expr%`` resolved) and how to call it."""
+    """One indexed function: how to call it, and how the runtime binds its parameters."""
 
     name: str
     trigger_type: str
-    trigger: Mapping[str, Any]
     handler: Callable[..., Any]
     trigger_arg: str
     parameters: Mapping[str, inspect.Parameter] = field(default_factory=dict)
@@ -67,6 +54,14 @@ class FunctionSpec:
         return None
 
 
+@dataclass(frozen=True, slots=True)
+class LoadedApp:
+    """An imported and indexed app: its functions, and the runtime's ``RpcFunctionMetadata`` of each."""
+
+    functions: list[FunctionSpec]
+    metadata: list[Any]
+
+
 def import_script(path: Path) -> Any:
     """Import ``path`` as a new, uniquely named module; its folder goes on ``sys.path`` like the worker's."""
     path = path.resolve()
@@ -85,91 +80,50 @@ def import_script(path: Path) -> Any:
         spec.loader.exec_module(module)
     except Exception as exc:
         del sys.modules[module_name]
-        raise AppLoadError(f"importing {path} failed: {type(exc).__name__}: {exc}") from exc
+        raise AppLoadError(f"indexing {path} failed: {type(exc).__name__}: {exc}") from exc
     return module
 
 
-def find_function_app(module: Any, path: Path) -> func.FunctionApp:
-    """The module's single ``FunctionApp`` (the worker indexes the first FunctionRegister it finds)."""
-    apps = [value for value in vars(module).values() if isinstance(value, func.FunctionApp)]
+def _function_app(module: Any, path: Path) -> func.FunctionRegister:
+    """The module's one ``FunctionRegister``, as the runtime's ``index_function_app`` finds it."""
+    apps = [value for value in vars(module).values() if isinstance(value, func.FunctionRegister)]
+    if len(apps) > 1:
+        raise AppLoadError(
+            f"indexing {path} failed: ValueError: More than one {type(apps[0]).__name__} or other top level "
+            "function app instances are defined."
+        )
     if not apps:
-        raise AppLoadError(f"{path} defines no azure.functions.FunctionApp at module level")
+        raise AppLoadError(
+            f"indexing {path} failed: ValueError: Could not find top level function app instances in "
+            f"{path.name}."
+        )
     return apps[0]
 
 
-def _resolved(binding: Mapping[str, Any], settings: Mapping[str, str], where: str) -> dict[str, Any]:
-    return {
-        key: resolve_expression(value, settings, where=f"{where} binding '{key}'")
-        if isinstance(value, str)
-        else value
-        for key, value in binding.items()
-    }
-
-
-def describe_function(function: Any, settings: Mapping[str, str]) -> FunctionSpec:
-    """The :class:`FunctionSpec` of one ``azure.functions`` Function object."""
-    name: str = function.get_function_name()
-    where = f"function '{name}'"
-    bindings = [binding.get_dict_repr() for binding in function.get_bindings()]
-    triggers = [b for b in bindings if str(b.get("type", "")).endswith("Trigger")]
-    if len(triggers) != 1:
-        raise AppLoadError(f"{where} must have exactly one trigger, has {len(triggers)}")
-    unknown = [
-        str(b.get("type")) for b in bindings if str(b.get("type", "")).lower() not in BUNDLE_BINDING_TYPES
-    ]
-    if unknown:
-        raise AppLoadError(
-            f"The '{name}' function is in error: The binding type(s) '{', '.join(unknown)}' were not "
-            "found in the configured extension bundle. Please ensure the type is correct and the correct "
-            "version of extension bundle is configured."
-        )
-    trigger = _resolved(triggers[0], settings, where)
-    if trigger["type"] not in SUPPORTED_TRIGGERS:
-        raise AppLoadError(
-            f"{where}: trigger type '{trigger['type']}' is not supported by devhost "
-            f"(supported: {', '.join(SUPPORTED_TRIGGERS)})"
-        )
-    for binding in bindings:
-        if binding is triggers[0] or (binding.get("type") == "http" and binding.get("name") == "$return"):
-            continue
-        raise AppLoadError(
-            f"{where}: binding '{binding.get('name')}' of type '{binding.get('type')}' is not supported by "
-            "devhost; Busbar talks to Service Bus through the azure-servicebus SDK, not output bindings"
-        )
+def _spec(function: Any, info: Any) -> FunctionSpec:
+    trigger = function.get_trigger()
     handler = function.get_user_function()
-    parameters = dict(inspect.signature(handler).parameters)
-    trigger_arg = str(trigger["name"])
-    if trigger_arg not in parameters:
-        raise AppLoadError(f"{where}: the handler has no parameter '{trigger_arg}' for its trigger")
     return FunctionSpec(
-        name=name,
-        trigger_type=str(trigger["type"]),
-        trigger=trigger,
+        name=function.get_function_name(),
+        trigger_type=str(trigger.type),
         handler=handler,
-        trigger_arg=trigger_arg,
-        parameters=parameters,
+        trigger_arg=str(trigger.name),
+        parameters=dict(inspect.signature(handler).parameters),
+        runtime=info,
     )
 
 
-def load_functions(path: Path, settings: Mapping[str, str]) -> list[FunctionSpec]:
-    """Import ``path`` and index its functions; names must be unique, as in the host."""
+def load_app(path: Path) -> LoadedApp:
+    """Import ``path`` and index its functions with the runtime's loader (AppLoadError if it cannot)."""
+    path = path.resolve()
     module = import_script(path)
-    app = find_function_app(module, path)
+    app = _function_app(module, path)
     try:
-        functions = app.get_functions()
-    except Exception as exc:  # the library validates (duplicate names, missing triggers) here
-        raise AppLoadError(f"indexing {path} failed: {exc}") from exc
-    try:
-        infos = runtime_functions(functions, path.parent)
+        functions = app.get_functions()  # the library validates (duplicate names, missing triggers) here
+        index = runtime_functions(functions, path.parent)
     except RuntimeLoadError as exc:
         raise AppLoadError(f"indexing {path} failed: {exc}") from exc
-    specs = [
-        replace(spec, runtime=infos[spec.name])
-        for spec in (describe_function(function, settings) for function in functions)
-    ]
-    seen: set[str] = set()
-    for spec in specs:
-        if spec.name.lower() in seen:
-            raise AppLoadError(f"{path}: two functions are named '{spec.name}'")
-        seen.add(spec.name.lower())
-    return specs
+    except Exception as exc:
+        raise AppLoadError(f"indexing {path} failed: {type(exc).__name__}: {exc}") from exc
+    specs = [_spec(function, index.functions[str(function.get_function_name())]) for function in functions]
+    return LoadedApp(specs, index.metadata)

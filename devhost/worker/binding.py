@@ -1,4 +1,4 @@
-"""Binding on the worker's side, by ``azure_functions_runtime``: the host's trigger data in FunctionRpc form
+"""Binding in the in-process worker, by ``azure_functions_runtime``: the host's trigger data in FunctionRpc
 (:mod:`devhost.rpc.trigger_data`) -> the function's arguments, through the runtime's own
 ``from_incoming_proto`` with the parameter's binding and type as the runtime's loader recorded them
 (``FunctionInfo.input_types``), as the runtime's ``invocation_request`` does: ``func.ServiceBusMessage``
@@ -13,11 +13,11 @@ from typing import Any
 
 from devhost.rpc.protos import load as load_protos
 from devhost.rpc.trigger_data import trigger_data
-from devhost.worker.indexing import WorkerFunction
+from devhost.worker.app_loader import FunctionSpec
 from devhost.worker_protocol import InvocationInput
 
 
-def bind_arguments(function: WorkerFunction, data: InvocationInput) -> dict[str, Any]:
+def bind_arguments(function: FunctionSpec, data: InvocationInput) -> dict[str, Any]:
     """The trigger (and Service Bus actions) arguments for one invocation; raises if they cannot be bound."""
     from azure_functions_runtime.bindings.meta import (
         from_incoming_proto,
@@ -25,9 +25,9 @@ def bind_arguments(function: WorkerFunction, data: InvocationInput) -> dict[str,
         is_trigger_binding,
     )
 
-    info = function.spec.runtime
-    trigger_arg = function.metadata.trigger_arg
-    typed, metadata = trigger_data(data, function.metadata.name)
+    info = function.runtime
+    trigger_arg = function.trigger_arg
+    typed, metadata = trigger_data(data, function.name)
     type_info = info.input_types[trigger_arg]
     arguments = {
         trigger_arg: from_incoming_proto(

@@ -1,41 +1,43 @@
-"""The worker process's side of the channel: load the app, then run invocations as the host sends them.
+"""The worker process's side of the channel: FunctionRpc messages from the host, handed to
+``azure_functions_runtime`` as Azure's Python proxy worker hands them.
 
-Runs on the worker's own event loop: every request becomes a task (coroutine functions run on this loop,
-plain ones in the worker's thread pool, functionTimeout as in-process), and each outcome goes back tagged
-with its invocation id as soon as it is known, in whatever order invocations finish. Log records of the
-function code are forwarded to the host, which logs them as its own (the Python worker streams them to
-the host in Azure). The process's ``sys.argv`` carries the worker arguments the host started it with
-(``--host``/``--port``/``--functions-grpc-max-message-length``): the binding extension's
-``ServiceBusMessageActions`` reads them to reach the host's Settlement service.
+The host's start-up requests go to the runtime's entry points (``devhost.rpc.runtime_driver``):
+``worker_init_request`` (the runtime imports and indexes the app; the request's ``log_categories`` set
+which records this process forwards), ``functions_metadata_request`` (what it indexed) and
+``function_load_request``. Then the process runs on its own event loop: every ``InvocationRequest`` becomes
+a task, run by the runtime's ``invocation_request`` (``devhost.rpc.runtime_invocation``; coroutine
+functions on this loop, plain ones in the runtime's thread pool; functionTimeout as devhost bounds it), and
+each ``InvocationResponse`` goes back as soon as it is known, in whatever order invocations finish.
+``InvocationCancel`` cancels a running invocation's task; ``WorkerTerminate`` lets the running ones finish
+and ends the process. Log records go to the host as ``RpcLog``s, tagged with their invocation and marked
+system or user as the Python worker marks them. The process's ``sys.argv`` carries the worker arguments the
+host started it with (``--host``/``--port``/``--functions-grpc-max-message-length``): the binding
+extension's ``ServiceBusMessageActions`` reads them to reach the host's Settlement service.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import os
-import pickle
 import socket
 from datetime import timedelta
-from pathlib import Path
+from typing import Any
 
-from azure_functions_runtime.version import VERSION as runtime_version
-
-from devhost.rpc.runtime_invocation import current_invocation
-from devhost.worker.function_worker import FunctionWorker
+from devhost.rpc.protos import load as load_protos
+from devhost.rpc.runtime_driver import RuntimeDriver
+from devhost.rpc.runtime_invocation import RuntimeInvocations, current_invocation
 from devhost.worker_frames import (
-    CancelInvocation,
-    InvocationDone,
-    ShutdownWorker,
-    StartWorker,
-    WorkerLog,
-    WorkerReady,
-    WorkerStartFailed,
+    BOUND_ARGUMENTS_CATEGORY,
+    FUNCTION_TIMEOUT_VARIABLE,
+    ROOT_LOG_CATEGORY,
     encode,
+    python_level,
     read_frame,
+    rpc_level,
 )
-from devhost.worker_protocol import InvocationRequest
 
 logger = logging.getLogger("devhost.worker")
 
@@ -51,26 +53,27 @@ def is_system_log(logger_name: str) -> bool:
 
 
 class _ForwardLogs(logging.Handler):
-    """Sends each record to the host; callable from any thread (writes happen on the loop)."""
+    """Sends each record to the host as an ``RpcLog``; callable from any thread (writes happen on the
+    loop)."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop, writer: asyncio.StreamWriter) -> None:
         super().__init__()
         self._loop = loop
         self._writer = writer
+        self._protos = load_protos()
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
             invocation = current_invocation()
-            frame = encode(
-                WorkerLog(
-                    record.name,
-                    record.levelno,
-                    self.format(record),
-                    invocation_id=None if invocation is None else invocation[0],
-                    function_name=None if invocation is None else invocation[1],
-                    system=is_system_log(record.name),
-                )
+            protos = self._protos
+            log = protos.RpcLog(
+                invocation_id="" if invocation is None else invocation[0],
+                category=record.name,
+                level=rpc_level(record.levelno),
+                message=self.format(record),
+                log_category=protos.RpcLog.System if is_system_log(record.name) else protos.RpcLog.User,
             )
+            frame = encode(protos.StreamingMessage(rpc_log=log))
             self._loop.call_soon_threadsafe(self._write, frame)
         except RuntimeError:  # the loop has closed: the process is exiting
             pass
@@ -82,85 +85,107 @@ class _ForwardLogs(logging.Handler):
             self._writer.write(frame)
 
 
-def _portable(exc: Exception) -> Exception:
-    """``exc`` if it survives pickling (the host re-raises it as it is), else a RuntimeError saying it."""
-    try:
-        copy: Exception = pickle.loads(pickle.dumps(exc))
-    except Exception:
-        return RuntimeError(f"{type(exc).__name__}: {exc}")
-    return copy
+def _apply_log_categories(categories: Any) -> None:
+    """Set this process's log levels from the init request's ``log_categories`` (the host's levels)."""
+    for category, level in categories.items():
+        target = logging.getLogger() if category == ROOT_LOG_CATEGORY else logging.getLogger(category)
+        target.setLevel(python_level(level))
+
+
+def _function_timeout() -> timedelta | None:
+    seconds = os.environ.get(FUNCTION_TIMEOUT_VARIABLE)
+    return None if not seconds else timedelta(seconds=float(seconds))
 
 
 class _Serving:
     """One connection to the host."""
 
-    def __init__(self, worker: FunctionWorker, writer: asyncio.StreamWriter) -> None:
-        self.worker = worker
+    def __init__(self, writer: asyncio.StreamWriter) -> None:
         self.writer = writer
+        self.protos = load_protos()
+        self.driver = RuntimeDriver()
+        self.invocations: RuntimeInvocations | None = None  # once the runtime has indexed the app
         self.running: dict[str, asyncio.Task[None]] = {}
 
-    def start(self, request: InvocationRequest) -> None:
-        task = asyncio.create_task(self._run(request), name=f"invocation-{request.invocation_id}")
-        self.running[request.invocation_id] = task
-        task.add_done_callback(lambda _: self.running.pop(request.invocation_id, None))
-
-    async def _run(self, request: InvocationRequest) -> None:
-        outcome = await self.worker.invoke(request)
+    def _send(self, message: Any) -> None:
         if not self.writer.is_closing():
-            self.writer.write(encode(InvocationDone(request.invocation_id, outcome)))
+            self.writer.write(encode(message))
+
+    async def answer(self, message: Any) -> None:
+        """Hand one host start-up request to the runtime and send its answer back."""
+        if message.WhichOneof("content") == "worker_init_request":
+            _apply_log_categories(message.worker_init_request.log_categories)
+        answer = await self.driver.handle(message)
+        if answer.WhichOneof("content") == "function_metadata_response" and self.invocations is None:
+            indexed = answer.function_metadata_response.function_metadata_results
+            self.invocations = RuntimeInvocations(list(indexed), timeout=_function_timeout())
+        self._send(answer)
+
+    def start(self, message: Any) -> None:
+        invocation_id = message.invocation_request.invocation_id
+        task = asyncio.create_task(self._run(message), name=f"invocation-{invocation_id}")
+        self.running[invocation_id] = task
+        task.add_done_callback(lambda _: self.running.pop(invocation_id, None))
+
+    async def _run(self, message: Any) -> None:
+        protos = self.protos
+        invocation_id = message.invocation_request.invocation_id
+        if self.invocations is None:
+            failure = protos.RpcException(message="LookupError: the app is not indexed")
+            response = protos.InvocationResponse(
+                invocation_id=invocation_id,
+                result=protos.StatusResult(status=protos.StatusResult.Failure, exception=failure),
+            )
+            bound: tuple[tuple[str, str], ...] = ()
+        else:
+            response, bound = await self.invocations.invoke(message)
+        if bound:
+            log = protos.RpcLog(
+                invocation_id=invocation_id,
+                category=BOUND_ARGUMENTS_CATEGORY,
+                level=protos.RpcLog.Trace,
+                properties=json.dumps(dict(bound)),
+                log_category=protos.RpcLog.System,
+            )
+            self._send(protos.StreamingMessage(rpc_log=log))
+        self._send(protos.StreamingMessage(request_id=message.request_id, invocation_response=response))
 
     def cancel(self, invocation_id: str) -> None:
         task = self.running.get(invocation_id)
         if task is not None:
             task.cancel()
 
+    def close(self) -> None:
+        if self.invocations is not None:
+            self.invocations.close()
+
 
 async def serve(channel_fd: int) -> bool:
     """Serve the host on ``channel_fd`` until it says stop (True) or goes away (False)."""
     sock = socket.socket(fileno=channel_fd)
     reader, writer = await asyncio.open_connection(sock=sock)
-    start = await read_frame(reader)
-    if not isinstance(start, StartWorker):
-        return False
-    root = logging.getLogger()
-    root.setLevel(start.log_level)
-    for name, level in start.logger_levels.items():
-        logging.getLogger(name).setLevel(level)
-    root.addHandler(_ForwardLogs(asyncio.get_running_loop(), writer))
-    try:
-        worker = FunctionWorker.load(
-            Path(start.app_path),
-            start.settings,
-            timeout=None
-            if start.function_timeout_seconds is None
-            else timedelta(seconds=start.function_timeout_seconds),
-            thread_count=start.thread_count,
-            runtime_invocation=True,
-        )
-    except Exception as exc:  # AppLoadError, BindingError, ValueError: the host refuses to start with it
-        writer.write(encode(WorkerStartFailed(_portable(exc))))
-        await writer.drain()
-        return True
-    logger.info(
-        "azure-functions-runtime %s runs the app's %d functions", runtime_version, len(worker.functions())
-    )
-    writer.write(encode(WorkerReady(worker.functions())))
-    serving = _Serving(worker, writer)
+    logging.getLogger().addHandler(_ForwardLogs(asyncio.get_running_loop(), writer))
+    serving = _Serving(writer)
     stopped = False
     while True:
-        frame = await read_frame(reader)
-        if isinstance(frame, InvocationRequest):
-            serving.start(frame)
-        elif isinstance(frame, CancelInvocation):
-            serving.cancel(frame.invocation_id)
-        elif isinstance(frame, ShutdownWorker):
+        message = await read_frame(reader)
+        if message is None:
+            break
+        kind = message.WhichOneof("content")
+        if kind == "invocation_request":
+            serving.start(message)
+        elif kind == "invocation_cancel":
+            serving.cancel(message.invocation_cancel.invocation_id)
+        elif kind == "worker_terminate":
             stopped = True
             break
-        elif frame is None:
-            break
+        elif serving.driver.handles(message):
+            await serving.answer(message)
+        else:
+            logger.warning("Ignoring a %s the worker does not handle", kind)
     if stopped:  # running functions finish first, and their outcomes still go out
         await asyncio.gather(*serving.running.values(), return_exceptions=True)
-        worker.close()
+        serving.close()
         with contextlib.suppress(ConnectionError):
             await writer.drain()
     else:  # the host is gone: nobody waits for an outcome

@@ -84,7 +84,7 @@ def test_the_host_side_reads_described_properties_as_the_dotnet_sdk_and_passes_s
         keep_payloads(client.get_queue_receiver(queue)) as receiver,  # as an SDK-type trigger's receiver
     ):
         [message] = receiver.receive_messages(max_wait_time=5)
-        data = message_data(message, with_metadata=True)
+        data = message_data(message)
         content = model_binding_content(message)
         receiver.complete_message(message)
     assert data.properties == AS_THE_HOST_WRITES_THEM

@@ -1,41 +1,33 @@
-"""Azure's own worker code (``azure_functions_runtime``, the version requirements.txt pins) indexes each app
-as devhost's worker does: the same functions, triggers, trigger parameters and trigger bindings.
+"""The host's index of each app is what Azure's own worker code indexed: devhost's host side reads its
+functions, triggers and trigger bindings from the ``RpcFunctionMetadata`` that ``azure_functions_runtime``
+(the version requirements.txt pins) answers, in the worker process and in the in-process worker alike.
 
-Both sides run in subprocesses (the runtime keeps the app in module globals and changes ``sys.path``, the
-working directory and logging). Until devhost's worker drives the runtime itself (issue 26), this is the
-oracle that catches a divergence in devhost's own indexing.
+The reference is the runtime run on its own in a subprocess (``python -m devhost.rpc.index_app``: it keeps
+the app in module globals and changes ``sys.path``, the working directory and logging).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from devhost.in_process_worker import start_worker
+from devhost.process_worker import ProcessWorker
+from devhost.settlement import worker_arguments
+from devhost.worker_channel import WorkerOptions
+from devhost.worker_protocol import FunctionMetadata
 from tests.devhost.conftest import APPS
 
 REPO = Path(__file__).resolve().parents[2]
-# devhost's indexing of one app, in its own process: name, trigger type, trigger parameter, trigger binding,
-# and whether the trigger parameter is an SDK type.
-_DEVHOST_INDEX = """
-import json, sys
-from pathlib import Path
-from devhost.worker.indexing import index_functions
-settings = json.loads(sys.argv[2])
-out = []
-for function in index_functions(Path(sys.argv[1]), settings):
-    m = function.metadata
-    sdk = m.service_bus is not None and m.service_bus.payload == "sdk"
-    row = {"name": m.name, "type": m.trigger_type, "arg": m.trigger_arg, "trigger": m.trigger}
-    out.append({**row, "sdk": sdk})
-json.dump(out, sys.stdout)
-"""
 _EXPRESSION = re.compile(r"%([A-Za-z0-9_]+)%")
 # Apps devhost's tests run that index without side effects (flaky_start_app and hanging_app die or hang at
 # import on purpose).
@@ -81,24 +73,27 @@ def _resolved(binding: dict[str, Any], settings: dict[str, str]) -> dict[str, An
     }
 
 
-# Enum-valued binding fields: the runtime writes the enum's name (``FUNCTION``, ``MANY``), the library its
-# value; the host parses them without regard to case.
-_ENUM_FIELDS = ("authLevel", "cardinality", "dataType", "accessRights")
+def _host_index(app: Path, settings: dict[str, str], *, worker_process: bool) -> list[FunctionMetadata]:
+    """The functions a host reads from its worker (a worker process, or the in-process worker)."""
+    options = WorkerOptions(app, settings)
 
+    async def index() -> list[FunctionMetadata]:
+        if worker_process:
+            channel: Any = await ProcessWorker.start(options, worker_arguments(1))
+        else:
+            channel = start_worker(options)
+        try:
+            functions: list[FunctionMetadata] = channel.functions()
+            return functions
+        finally:
+            await channel.close()
 
-def _comparable(binding: dict[str, Any]) -> dict[str, Any]:
-    """A trigger binding without what differs only in form: the direction (the runtime's raw binding says
-    ``IN``, devhost keeps the library's enum, 0), the extension's ``properties``, enum fields' case."""
-    comparable = {k: v for k, v in binding.items() if k not in {"direction", "properties"}}
-    for name in _ENUM_FIELDS:
-        if isinstance(comparable.get(name), str):
-            comparable[name] = comparable[name].lower()
-    return comparable
+    return asyncio.run(index())
 
 
 @pytest.mark.subprocess
 @pytest.mark.parametrize("app_file", ["function_app.py", *_TEST_APPS])
-def test_the_runtime_indexes_each_function_as_devhost_does(app_file: str) -> None:
+def test_the_host_reads_each_function_from_what_the_runtime_indexed(app_file: str) -> None:
     app = REPO / app_file if app_file == "function_app.py" else APPS / app_file
     settings = _settings_for(app)
     runtime = _run(
@@ -106,28 +101,39 @@ def test_the_runtime_indexes_each_function_as_devhost_does(app_file: str) -> Non
         _environment(settings, app.name),
         cwd=app.parent,
     )
-    devhost = _run(
-        [sys.executable, "-c", _DEVHOST_INDEX, str(app), json.dumps(settings)],
-        _environment(settings),
-        cwd=app.parent,
-    )
+
+    host = _host_index(app, settings, worker_process=True)
 
     assert runtime["runtimeVersion"] == _pinned_runtime_version()
-    by_name = {function["name"]: function for function in runtime["functions"]}
-    assert sorted(by_name) == sorted(f["name"] for f in devhost)
-    for ours in devhost:
-        bindings = by_name[ours["name"]]["bindings"]
+    assert [(f.name, f.function_id) for f in host] == [
+        (f["name"], f["functionId"]) for f in runtime["functions"]
+    ]
+    for ours, theirs in zip(host, runtime["functions"], strict=True):
+        bindings = theirs["bindings"]
         [trigger] = [b for b in bindings if b["type"].endswith("Trigger")]
-        assert (trigger["type"], trigger["name"]) == (ours["type"], ours["arg"]), ours["name"]
-        assert trigger["direction"] == "IN"
-        # The runtime marks an SDK-type trigger for deferred binding (the host then sends model_binding_data).
-        deferred = trigger.get("properties", {}).get("SupportsDeferredBinding", False)
-        assert deferred == ours["sdk"], ours["name"]
-        assert _comparable(_resolved(trigger, settings)) == _comparable(ours["trigger"]), ours["name"]
-        # devhost answers an HTTP function with its return value: the runtime's only other binding for one.
+        assert (ours.trigger_type, ours.trigger_arg) == (trigger["type"], trigger["name"]), ours.name
+        assert ours.trigger == _resolved(trigger, settings), ours.name
         others = [(b["type"], b["direction"], b["name"]) for b in bindings if b is not trigger]
-        if ours["type"] == "httpTrigger":
-            assert others == [("http", "OUT", "$return")], ours["name"]
+        # devhost answers an HTTP function with its return value: the runtime's only other binding for one.
+        assert others == ([("http", "OUT", "$return")] if ours.trigger_type == "httpTrigger" else []), (
+            ours.name
+        )
+        if ours.service_bus is not None:
+            # The runtime marks an SDK-type trigger for deferred binding: the host sends model_binding_data.
+            deferred = trigger.get("properties", {}).get("SupportsDeferredBinding", False)
+            assert (ours.service_bus.payload == "sdk") == deferred, ours.name
+            assert ours.service_bus.batch == (trigger.get("cardinality") == "MANY"), ours.name
+            assert ours.service_bus.sessions == bool(trigger.get("isSessionsEnabled")), ours.name
+            assert ours.service_bus.auto_complete == trigger.get("autoCompleteMessages"), ours.name
+    # The in-process worker imports the app itself, but the runtime's loader indexes it there: the host
+    # reads the same functions (plus what only a worker on the host's own loop tells it).
+    in_process = _host_index(app, settings, worker_process=False)
+    assert [_without_loop_facts(f) for f in in_process] == host
+
+
+def _without_loop_facts(function: FunctionMetadata) -> FunctionMetadata:
+    service_bus = function.service_bus and replace(function.service_bus, actions_arg=None)
+    return replace(function, is_async=False, service_bus=service_bus)
 
 
 def _pinned_runtime_version() -> str:

@@ -1,7 +1,13 @@
-"""What the Functions host refuses when it starts (with its messages), and how it routes encoded paths."""
+"""What the Functions host refuses when it starts (with its messages), and how it routes encoded paths.
+
+Indexing is the runtime's (``azure_functions_runtime`` in the worker process): what it refuses, devhost
+refuses with its message; what the host refuses in the runtime's metadata, devhost refuses too."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import textwrap
 import urllib.request
 from pathlib import Path
@@ -116,6 +122,28 @@ def test_a_binding_type_the_extension_bundle_does_not_know_refuses_start_up(tmp_
     )
 
 
+def test_a_binding_name_the_host_does_not_accept_refuses_start_up_though_the_runtime_indexed_it(
+    tmp_path: Path,
+) -> None:
+    source = """
+    import azure.functions as func
+
+    app = func.FunctionApp(http_auth_level=func.AuthLevel.ANONYMOUS)
+
+
+    @app.route(route="x", trigger_arg_name="my_req")
+    def underscored(my_req: func.HttpRequest) -> func.HttpResponse:
+        return func.HttpResponse("x")
+    """
+    with pytest.raises(AppLoadError) as refused, running_host(_app(tmp_path, source), settings={}):
+        pass
+    # Utility.ValidateBinding: letters and digits only (the Python runtime indexes the function happily).
+    assert str(refused.value) == (
+        "The 'underscored' function is in error: The binding name my_req is invalid. Please assign a valid "
+        "name to the binding."
+    )
+
+
 BUILTIN_GENERIC_BATCH_APP = """
 import azure.functions as func
 
@@ -162,3 +190,41 @@ def test_an_http_function_annotated_to_return_none_is_refused_as_the_runtime_ref
         f"indexing {app} failed: FunctionLoadError: cannot load the nothing function: Python return "
         'annotation "NoneType" does not match binding type "http"'
     )
+
+
+@pytest.mark.subprocess
+def test_devhost_shows_the_runtimes_indexing_error_as_the_host_logs_it_and_exits_non_zero(
+    tmp_path: Path,
+) -> None:
+    app = _app(tmp_path, BUILTIN_GENERIC_BATCH_APP)
+    (tmp_path / "local.settings.json").write_text('{"Values": {"Sb": "Endpoint=sb://x/;"}}', encoding="utf-8")
+
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "devhost",
+            "--app",
+            str(app),
+            "--settings",
+            str(tmp_path / "local.settings.json"),
+        ],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+    assert done.returncode == 1, done.stdout + done.stderr
+    # GrpcWorkerChannel.HandleWorkerInitError: "Initializing worker process failed", with the worker's
+    # exception as RpcException words it (its message: the runtime's serialize_exception, "<Type>: <text>").
+    failed = "Initializing worker process failed\nResult: Failure\nException: FunctionLoadError: cannot load"
+    assert failed in done.stderr, done.stderr
+    assert "\nStack: Traceback (most recent call last):" in done.stderr, done.stderr
+    assert done.stderr.rstrip().endswith(
+        f"error: AppLoadError: indexing {app.resolve()} failed: FunctionLoadError: cannot load the batch "
+        "function: binding batch has invalid non-type annotation "
+        "list[azure.functions._servicebus.ServiceBusMessage]"
+    ), done.stderr

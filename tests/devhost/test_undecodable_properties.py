@@ -141,7 +141,7 @@ def _received_dotnet_message(emulator: EmulatorHandle) -> tuple[bytes, ServiceBu
         client.get_queue_receiver(queue) as receiver,
     ):
         [message] = receiver.receive_messages(max_wait_time=5)
-        received = model_binding_content(message), message_data(message, with_metadata=True)
+        received = model_binding_content(message), message_data(message)
         receiver.complete_message(message)
     return received
 

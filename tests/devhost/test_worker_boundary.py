@@ -166,14 +166,22 @@ def _received(emulator: EmulatorHandle, queue: str, *messages: ServiceBusMessage
 
 # ------------------------------------------------------------------------------------------- pickling
 
-SHAPE = ServiceBusShape("q", "q", None, None, False, True, None, "func", "actions")
+SHAPE = ServiceBusShape("q", "q", None, None, False, True, None, "str", "actions")
 NOW = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 MESSAGE = ServiceBusMessageData(
     b"body", {"DeliveryCount": 1, "EnqueuedTimeUtc": NOW, "TimeToLive": timedelta(minutes=5)}, {"k": "v"}
 )
 VALUES: list[Any] = [
-    FunctionMetadata("f", "serviceBusTrigger", {"type": "serviceBusTrigger", "name": "m"}, "m", True, SHAPE),
-    ServiceBusInput("func", True, messages=(MESSAGE, ServiceBusMessageData(b"two"))),
+    FunctionMetadata(
+        "f",
+        "f-id",
+        "serviceBusTrigger",
+        {"type": "serviceBusTrigger", "name": "m"},
+        "m",
+        SHAPE,
+        is_async=True,
+    ),
+    ServiceBusInput("str", True, messages=(MESSAGE, ServiceBusMessageData(b"two"))),
     ServiceBusInput("sdk", False, binding_data=(b"\x01lock-and-amqp",)),
     ManualServiceBusInput(b"input", str(uuid.uuid4()), NOW, batch=False),
     HttpInput("POST", "http://h/api/x?q=1", {"X-In": "1"}, {"q": "1"}, {"name": "x"}, b"{}"),
@@ -205,8 +213,11 @@ def test_every_protocol_value_survives_pickling_and_carries_no_library_object(va
 
 def test_the_host_learns_each_function_from_the_worker_as_plain_metadata(worker: Worker) -> None:
     functions = {f.name: f for f in worker.channel.functions()}
+    # The runtime's ids (uuid5 of the name) and raw bindings, read as the host reads them: an untyped
+    # Service Bus trigger is bound as a string.
+    assert functions["single"].function_id == str(uuid.uuid5(uuid.NAMESPACE_OID, "single"))
     assert functions["single"].service_bus == ServiceBusShape(
-        worker.queues["SINGLE"], worker.queues["SINGLE"], None, None, False, False, None, "func", None
+        worker.queues["SINGLE"], worker.queues["SINGLE"], None, None, False, False, None, "str", None
     )
     assert functions["batch"].service_bus is not None and functions["batch"].service_bus.batch
     assert functions["sdk"].service_bus is not None
@@ -214,7 +225,7 @@ def test_the_host_learns_each_function_from_the_worker_as_plain_metadata(worker:
         "sdk",
         "actions",
     )
-    assert functions["echo"].trigger["authLevel"] == "anonymous"  # the library's enum, as its value
+    assert functions["echo"].trigger["authLevel"] == "ANONYMOUS"  # the raw binding: the enum's name
     assert functions["echo"].trigger["methods"] == ["POST"]
     assert functions["boom"].is_async and not functions["echo"].is_async
     assert functions["tick"].trigger["schedule"] == "0 */5 * * * *"
@@ -229,7 +240,7 @@ def test_a_single_message_becomes_a_func_message_with_the_hosts_metadata(
 ) -> None:
     sent = ServiceBusMessage("hello", application_properties={"k": "v", "n": 7}, correlation_id="c-1")
     (message,) = _received(shared_emulator, worker.queues["SINGLE"], sent)
-    data = ServiceBusInput("func", False, messages=(message_data(message, with_metadata=True),))
+    data = ServiceBusInput("str", False, messages=(message_data(message),))
 
     outcome = worker.invoke("single", data)
 
@@ -251,7 +262,7 @@ def test_a_single_message_carries_only_the_binding_data_the_service_bus_extensio
 ) -> None:
     sent = ServiceBusMessage("ttl", time_to_live=timedelta(days=14), subject="s", session_id=None)
     (message,) = _received(shared_emulator, worker.queues["SINGLE"], sent)
-    data = ServiceBusInput("func", False, messages=(message_data(message, with_metadata=True),))
+    data = ServiceBusInput("str", False, messages=(message_data(message),))
 
     outcome = worker.invoke("single", data)
 
@@ -287,9 +298,7 @@ def test_a_batch_becomes_func_messages_sharing_the_hosts_array_metadata(
 ) -> None:
     sent = [ServiceBusMessage(f"m{i}", application_properties={"i": i}) for i in range(3)]
     messages = _received(shared_emulator, worker.queues["BATCH"], *sent)
-    data = ServiceBusInput(
-        "func", True, messages=tuple(message_data(m, with_metadata=True) for m in messages)
-    )
+    data = ServiceBusInput("str", True, messages=tuple(message_data(m) for m in messages))
 
     outcome = worker.invoke("batch", data)
 

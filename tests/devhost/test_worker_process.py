@@ -217,7 +217,8 @@ def test_an_app_that_fails_to_import_refuses_start_up_alike_in_both_workers(
         running_host(app, settings={}, worker_process=worker_process),
     ):
         pass
-    assert str(refused.value) == f"importing {app.resolve()} failed: ValueError: no such region 'mars'"
+    # As the runtime's worker_init_request reports it (the import is part of indexing the app).
+    assert str(refused.value) == f"indexing {app.resolve()} failed: ValueError: no such region 'mars'"
 
 
 BROKEN_APP = """
