@@ -13,6 +13,8 @@ arguments) and ``RpcFunctionMetadata`` (what the host reads its index from).
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,6 +44,12 @@ def runtime_functions(functions: Sequence[Any], app_directory: Path) -> RuntimeI
     from azure_functions_runtime.loader import process_indexed_function
 
     load_binding_registry()  # which SDK-type extensions are installed: the runtime's worker init does this
+    # The runtime looks for the SDK-type (deferred) binding registry once per process, and only if the app
+    # imported azurefunctions.extensions.base: in Azure one app per process. Here one process may load
+    # several apps (in-process workers, tests), and the first without SDK types would make it None for
+    # good; importing the base first makes every app find the registry, which is inert for apps without.
+    with contextlib.suppress(ImportError):
+        importlib.import_module("azurefunctions.extensions.base")
     registry = Registry()
     try:
         metadata, _ = process_indexed_function(load_protos(), registry, list(functions), str(app_directory))

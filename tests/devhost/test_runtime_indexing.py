@@ -169,3 +169,21 @@ def test_an_app_the_runtime_cannot_index_is_refused_with_its_exception(tmp_path:
     assert done.returncode == 1
     assert done.stderr.startswith("the runtime could not index the app: "), done.stderr
     assert "ValueError: A trigger was already registered to this function" in done.stderr, done.stderr
+
+
+def test_one_process_loads_an_app_with_sdk_types_after_an_app_without_them() -> None:
+    # The runtime looks for the SDK-type binding registry once per process, and only once the app has
+    # imported the extensions' base: in Azure one app per process. devhost's own process (in-process
+    # workers, tests) may load an app without SDK types first; the next app with them must still load.
+    script = (
+        "from pathlib import Path\n"
+        "from devhost.worker.app_loader import load_app\n"
+        f"load_app(Path({str(APPS / 'timer_app.py')!r}))\n"
+        f"loaded = load_app(Path({str(APPS / 'extension_app.py')!r}))\n"
+        "print(len(loaded.functions))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    assert int(result.stdout.strip()) > 0
