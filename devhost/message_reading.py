@@ -77,10 +77,13 @@ def application_properties(message: ServiceBusReceivedMessage) -> dict[str, Any]
     decoded: typed from the message's AMQP bytes when the receiver kept them (a timestamp is a ``DateTime``
     there, a binary a ``byte[]``, a described value its .NET type), else from the SDK's values (a timestamp
     an ``int`` to azure-servicebus)."""
+    plain_properties = message.application_properties
+    if not plain_properties:  # the SDK found none: nothing to read typed (and no payload walk to pay)
+        return {}
     payload = take_payload(message)
     typed = application_properties_of(payload) if payload is not None else None
     result: dict[str, Any] = {}
-    for key, value in (typed if typed is not None else (message.application_properties or {})).items():
+    for key, value in (typed if typed is not None else plain_properties).items():
         dotnet = _as_dotnet(value)
         if dotnet is not _LEFT_OUT:
             result[str(plain(key))] = property_json_value(dotnet)
