@@ -1,8 +1,9 @@
 """Journeys of a typed .NET message through every hop Busbar re-sends it on (issue 25, points 1 and 6), end to
 end through ``make run``'s app, the SDK and the documented commands only.
 
-A .NET publisher's order, with an application property of every AMQP type a trigger can read
-(tests/journeys/typed_app.py), fails in the sample billing handler and is dead-lettered; then
+A .NET publisher's order, with an application property of every AMQP type a trigger can read and the .NET
+SDK's described types (``Uri``, ``DateTimeOffset``, ``TimeSpan``, plus two descriptors nobody knows:
+tests/journeys/typed_app.py), fails in the sample billing handler and is dead-lettered; then
 
 * the re-drive timer re-drives it twice, archives it the third time, and ``make replay`` sends it on;
 * or an operator retries it from the console, while the router bridges it to its dedicated topic.
@@ -39,7 +40,7 @@ from tests.journeys.typed_app import (
     eventually,
     typed_app,
 )
-from tests.shared.envelope.wire_types import EXACT, MOMENT, SENT
+from tests.shared.envelope.wire_types import DESCRIBED, DESCRIBED_EXACT, EXACT, MOMENT, SENT
 
 BILLING = "billing"
 INSPECTION_QUEUE = "orders"  # emulator/sample-config.json: a queue no function consumes
@@ -48,6 +49,7 @@ AUDIT = "audit"  # an endpoint the app does not host, subscribed on the dedicate
 
 PUBLISHED_TYPES = {
     **EXACT,
+    **DESCRIBED_EXACT,
     **dict.fromkeys(NSERVICEBUS_HEADERS, "string"),
     "NServiceBus.MessageId": "string",
     "NServiceBus.CorrelationId": "string",
@@ -83,6 +85,9 @@ def assert_arrived_intact(arrived: WireMessage, order: DotnetOrder, expected_typ
     assert values["timestamp"] == int(MOMENT.timestamp() * 1000)  # the same instant, in epoch milliseconds
     assert values["uuid"] == SENT["uuid"] and bytes(values["binary"]) == b"\x00\xff\x10"
     assert bytes(values["utf8_binary"]) == b"abc" and values["symbol"] == "sym"
+    # .NET's Uri, DateTimeOffset and TimeSpan, and two descriptors nobody knows: descriptor and value intact.
+    for name, described in DESCRIBED.items():
+        assert values[name].descriptor == described.descriptor and values[name].value == described.value, name
 
 
 def _archived(app: TypedApp) -> list[Path]:

@@ -29,7 +29,7 @@ from shared.envelope.sdk import sdk_application_properties
 from shared.topology.messages import correlation_stamps
 from tests.devhost.test_make_run import REPO, MakeRun
 from tests.devhost.test_make_run_tools import tool_environment
-from tests.shared.envelope.wire_types import SENT
+from tests.shared.envelope.wire_types import DESCRIBED, SENT
 
 FALLBACK_TOPIC = "busbar-fallback"  # local.settings.sample.json
 ASSEMBLY = "Shipping.Messages, Version=1.0.0.0, Culture=neutral, PublicKeyToken=null"
@@ -61,6 +61,7 @@ class DotnetOrder:
     def message(self) -> ServiceBusMessage:
         properties: Any = {
             **sdk_application_properties(SENT),
+            **sdk_application_properties(DESCRIBED),
             **NSERVICEBUS_HEADERS,
             "NServiceBus.MessageId": self.message_id,
             "NServiceBus.CorrelationId": self.correlation_id,
