@@ -43,7 +43,7 @@ def test_devhost_serves_the_admin_api_over_https_by_default_on_5301() -> None:
 
 def test_devhost_runs_a_standard_namespace_unless_told_premium(tmp_path: Path) -> None:
     assert parse_args(["--with-emulator"]).emulator_sku == "Standard"
-    ports = ["--amqp-port", "0", "--management-port", "0", "--management-tls-port", "0"]
+    ports = ["--amqp-port", "0", "--management-port", "0", "--management-tls-port", "0", "--amqps-port", "0"]
     args = parse_args(
         ["--with-emulator", "--emulator-sku", "Premium", *ports, "--emulator-data-dir", str(tmp_path)]
     )
