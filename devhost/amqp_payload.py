@@ -24,6 +24,8 @@ from typing import Any, cast
 from azure.servicebus._pyamqp import receiver as sync_receiver
 from azure.servicebus._pyamqp.aio import _receiver_async as async_receiver
 
+from shared.envelope.sdk_property_types import link_receiver
+
 MAX_KEPT = 4096
 """Payloads a receiver keeps unclaimed (prefetched messages a closing receiver never hands out); the oldest
 go first."""
@@ -59,10 +61,7 @@ def take_payload(message: Any) -> bytes | None:
 
 
 def _store_of(link: Any) -> OrderedDict[bytes, bytes] | None:
-    # The SDK hands a receive link ``functools.partial(<transport>.enhanced_message_received, receiver)``.
-    on_transfer = getattr(link, "_on_transfer", None)
-    arguments = on_transfer.args if isinstance(on_transfer, functools.partial) else ()
-    store = getattr(arguments[0], _STORE, None) if arguments else None
+    store = getattr(link_receiver(link), _STORE, None)
     return store if isinstance(store, OrderedDict) else None
 
 

@@ -182,31 +182,31 @@ def _section_end(buffer: memoryview) -> memoryview:
 
 
 def _application_properties_section(buffer: memoryview) -> memoryview | None:
+    """The application-properties map of a message's sections (``None`` when it has none), walked as the
+    SDK's decode_payload walks them: the last such section counts.
+
+    Tolerant of uamqp's re-encoding of a message it decoded (:func:`application_properties_of`): it writes
+    the message annotations as a bare map (no section descriptor), stepped over as one value, and the
+    application properties described twice, read through."""
     found = None
-    while buffer:  # walked as the SDK's decode_payload walks it: the last such section counts
-        if buffer[2] == _APPLICATION_PROPERTIES:
-            found = buffer[3:]
-        buffer = _section_end(buffer)
+    while buffer:
+        if buffer[0] == _DESCRIBED and buffer[1] == _SMALLULONG:
+            if buffer[2] == _APPLICATION_PROPERTIES:
+                found = buffer[3:]
+            buffer = _section_end(buffer)
+        else:
+            buffer = _decode._DECODE_BY_CONSTRUCTOR[buffer[0]](buffer[1:])[0]
+    while found is not None and found[:3] == bytes((_DESCRIBED, _SMALLULONG, _APPLICATION_PROPERTIES)):
+        found = found[3:]
     return found
 
 
 def application_properties_of(payload: bytes) -> dict[Any, Any] | None:
     """The application properties of a message's AMQP encoding ``payload``, typed as a
-    :func:`typed_receiver` gets them (``None`` when it has none).
-
-    Read tolerantly, for uamqp's re-encoding of a message it decoded: it writes the message annotations as a
-    bare map (no section descriptor) and the application properties described twice."""
-    buffer, found = memoryview(payload), None
-    while buffer:
-        if buffer[0] == _DESCRIBED and buffer[1] == _SMALLULONG and buffer[2] == _APPLICATION_PROPERTIES:
-            found = buffer[3:]
-        # A section (described), or one of uamqp's bare values: either way one value to step over.
-        buffer = _decode._DECODE_BY_CONSTRUCTOR[buffer[0]](buffer[1:])[0]
-    if found is None:
-        return None
-    while found[0] == _DESCRIBED and found[1] == _SMALLULONG and found[2] == _APPLICATION_PROPERTIES:
-        found = found[3:]
-    return decode_application_properties(found)
+    :func:`typed_receiver` gets them (``None`` when it has none); uamqp's re-encoding of a message is read
+    too (see :func:`_application_properties_section`)."""
+    section = _application_properties_section(memoryview(payload))
+    return None if section is None else decode_application_properties(section)
 
 
 def typed_payload(sdk_decode_payload: Callable[[memoryview], Any]) -> Callable[[memoryview], Any]:
@@ -263,9 +263,15 @@ def wants_types(link: Any) -> bool:
     """Whether ``link`` delivers messages to a :func:`typed_receiver`: the SDK's receiver hands its link
     ``functools.partial(<transport>.enhanced_message_received, receiver)`` (a management or ``$cbs`` link a
     ``ManagementLink`` method, which is never typed)."""
+    return is_typed(link_receiver(link))
+
+
+def link_receiver(link: Any) -> Any:
+    """The receiver a receive link delivers to (``None`` for any other link): the SDK hands its receive
+    link ``functools.partial(<transport>.enhanced_message_received, receiver)``."""
     on_transfer = getattr(link, "_on_transfer", None)
     arguments = on_transfer.args if isinstance(on_transfer, functools.partial) else ()
-    return bool(arguments) and is_typed(arguments[0])
+    return arguments[0] if arguments else None
 
 
 def _marking(incoming_transfer: Any) -> Any:
@@ -330,6 +336,7 @@ __all__ = [
     "decode_application_properties",
     "install",
     "is_typed",
+    "link_receiver",
     "typed_payload",
     "typed_receiver",
     "wants_types",
