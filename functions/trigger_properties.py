@@ -11,7 +11,8 @@ gives them back, and :func:`~shared.envelope.sdk_property_types.application_prop
 Busbar's typed receivers do.
 
 Anything else (a message not decoded by uamqp, a uamqp without these calls) gets ``None``: the caller keeps
-the SDK's plain values. tests/functions/test_trigger_properties.py fails if uamqp or the extension changes.
+the SDK's plain values. tests/shared/envelope/test_property_types.py and test_described_properties.py fail
+if uamqp or the extension changes this.
 """
 
 from __future__ import annotations
