@@ -11,8 +11,8 @@
 No endpoint handles ``Billing.PaymentReceived``: published, it is archived by the fallback router as unrouted.
 
 Every handler notes what it handled in :data:`JOURNAL`, the sample's stand-in for a database, which
-``make run`` logs and the end-to-end tests read (and, with ``BUSBAR_PROBE_RECORD``, the durable test probe
-of :mod:`app.probe` that the chaos run accounts with).
+``make run`` logs (and, with ``BUSBAR_PROBE_RECORD``, in the durable test probe of :mod:`app.probe`, which
+the chaos run accounts with and the end-to-end tests read: the handlers run in the worker process).
 """
 
 from __future__ import annotations
@@ -73,6 +73,7 @@ class Journal:
                 "contract": contract,
                 "key": key,
                 "message_id": context.message_id,
+                "correlation_id": context.correlation_id,
                 "delivery_count": context.incoming.delivery_count,
             }
         )

@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import time
 import uuid
+from pathlib import Path
 
 import httpx
 
 from app.bootstrap import provision
-from app.sample_endpoints import JOURNAL
 from devhost.testing import running_host
 from emulator.server import EmulatorThread
 from tests.functions.busbar_app import APP, HOST_JSON, app_settings, management_for
+from tests.functions.handled_record import HandledRecord
 
 
 def test_provisioning_twice_creates_the_sample_topology_once(private_emulator: EmulatorThread) -> None:
@@ -40,25 +41,23 @@ def test_provisioning_twice_creates_the_sample_topology_once(private_emulator: E
     assert subscriptions[crm].forward_to == crm
 
 
-def test_the_sample_chain_runs_on_the_started_app(private_emulator: EmulatorThread) -> None:
-    settings = app_settings(private_emulator)
+def test_the_sample_chain_runs_on_the_started_app(private_emulator: EmulatorThread, tmp_path: Path) -> None:
+    record = HandledRecord(tmp_path / "probe.jsonl")
+    settings = app_settings(private_emulator, **record.settings)
     order = f"chain-{uuid.uuid4().hex[:8]}"
 
-    # In-process worker: the test reads what the handlers noted in the app's in-memory JOURNAL.
-    with running_host(
-        APP, settings=settings, host_json=HOST_JSON, startup_hook=provision, worker_process=False
-    ) as host:
+    with running_host(APP, settings=settings, host_json=HOST_JSON, startup_hook=provision) as host:
         response = httpx.post(
             f"{host.base_url}/api/events/Shipping.OrderAccepted",
             headers={"x-functions-key": host.function_key("publish_event")},
             json={"order_id": order, "amount": 42},
         )
         deadline = time.monotonic() + 30
-        while len(JOURNAL.entries(order)) < 3 and time.monotonic() < deadline:
+        while len(record.entries(order)) < 3 and time.monotonic() < deadline:
             time.sleep(0.05)
 
     assert response.status_code == 202, response.text
-    assert sorted((e.endpoint, e.contract) for e in JOURNAL.entries(order)) == [
+    assert sorted((e.endpoint, e.contract) for e in record.entries(order)) == [
         ("billing", "Shipping.OrderAccepted"),
         ("crm", "Shipping.OrderAccepted"),
         ("shipping", "Billing.InvoiceIssued"),
@@ -66,18 +65,16 @@ def test_the_sample_chain_runs_on_the_started_app(private_emulator: EmulatorThre
 
 
 def test_under_a_hierarchy_namespace_the_chain_runs_end_to_end_on_prefixed_entities_only(
-    private_emulator: EmulatorThread,
+    private_emulator: EmulatorThread, tmp_path: Path
 ) -> None:
     namespace = f"team-{uuid.uuid4().hex[:6]}"
-    settings = app_settings(private_emulator, BUSBAR_HIERARCHY_NAMESPACE=namespace)
+    record = HandledRecord(tmp_path / "probe.jsonl")
+    settings = app_settings(private_emulator, BUSBAR_HIERARCHY_NAMESPACE=namespace, **record.settings)
     order = f"tree-{uuid.uuid4().hex[:8]}"
     topic = f"{namespace}/{settings['BUSBAR_FALLBACK_TOPIC']}"
     router = settings["BUSBAR_ROUTER_SUBSCRIPTION"]
 
-    # In-process worker: the test reads what the handlers noted in the app's in-memory JOURNAL.
-    with running_host(
-        APP, settings=settings, host_json=HOST_JSON, startup_hook=provision, worker_process=False
-    ) as host:
+    with running_host(APP, settings=settings, host_json=HOST_JSON, startup_hook=provision) as host:
         response = httpx.post(
             f"{host.base_url}/api/events/Shipping.OrderAccepted",
             headers={"x-functions-key": host.function_key("publish_event")},
@@ -87,7 +84,7 @@ def test_under_a_hierarchy_namespace_the_chain_runs_end_to_end_on_prefixed_entit
             deadline = time.monotonic() + 30
             while time.monotonic() < deadline:
                 router_backlog = management.subscriptions.get(*management.scope, topic, router).message_count
-                if len(JOURNAL.entries(order)) >= 3 and router_backlog == 0:
+                if len(record.entries(order)) >= 3 and router_backlog == 0:
                     break
                 time.sleep(0.05)
             queues = {q.name for q in management.queues.list_by_namespace(*management.scope)}
@@ -95,7 +92,7 @@ def test_under_a_hierarchy_namespace_the_chain_runs_end_to_end_on_prefixed_entit
 
     assert response.status_code == 202, response.text
     assert response.json()["topic"] == topic
-    assert sorted((e.endpoint, e.contract) for e in JOURNAL.entries(order)) == [
+    assert sorted((e.endpoint, e.contract) for e in record.entries(order)) == [
         ("billing", "Shipping.OrderAccepted"),
         ("crm", "Shipping.OrderAccepted"),
         ("shipping", "Billing.InvoiceIssued"),

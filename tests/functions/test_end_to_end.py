@@ -2,12 +2,14 @@
 sample handlers, dead-lettering, and the fallback router.
 
 One host serves the whole module (starting one costs seconds); every test uses its own order and customer
-ids, so the journal entries it waits for are its own.
+ids, so the handled events it waits for are its own. The handlers run in the host's worker process: the
+tests read what they handled from the app's test probe (``BUSBAR_PROBE_RECORD``).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -20,7 +22,6 @@ import pytest
 from azure.servicebus import ServiceBusMessage, ServiceBusSubQueue
 from azure.servicebus.amqp import AmqpAnnotatedMessage
 
-from app.sample_endpoints import JOURNAL
 from app.sample_events import (
     CustomerCreated,
     CustomerDeleted,
@@ -37,7 +38,6 @@ from shared.archive.reader import read_archive
 from shared.contracts import ENCLOSED_MESSAGE_TYPES, Event
 from shared.handlers.dispatch import NO_HANDLER, PAYLOAD_VALIDATION_FAILED, PERMANENT_HANDLER_ERROR
 from shared.router.decision import BRIDGED_FROM, NO_MATCHING_SUBSCRIPTION
-from shared.router.service import UNROUTED
 from shared.topology import Publisher, load_topology_options
 from tests.functions.busbar_app import (
     APP,
@@ -47,6 +47,7 @@ from tests.functions.busbar_app import (
     management_for,
     sdk_client_for,
 )
+from tests.functions.handled_record import HandledRecord
 
 WAIT = 30.0
 
@@ -54,10 +55,13 @@ WAIT = 30.0
 class App:
     """The running app as a test sees it: settings, host, an HTTP client with the function key."""
 
-    def __init__(self, settings: dict[str, str], host: HostHandle, archive: Path) -> None:
+    def __init__(
+        self, settings: dict[str, str], host: HostHandle, archive: Path, record: HandledRecord
+    ) -> None:
         self.settings = settings
         self.host = host
         self.archive = archive
+        self.record = record
         self.http = httpx.Client(
             base_url=host.base_url, headers={"x-functions-key": host.host_key}, timeout=60.0
         )
@@ -73,18 +77,17 @@ class App:
 @pytest.fixture(scope="module")
 def app(private_emulator: EmulatorThread, tmp_path_factory: pytest.TempPathFactory) -> Iterator[App]:
     archive = tmp_path_factory.mktemp("archive")
+    record = HandledRecord(tmp_path_factory.mktemp("handled") / "probe.jsonl")
     settings = app_settings(
-        private_emulator, BUSBAR_ARCHIVE_URL=str(archive), BUSBAR_ROUTER_SNAPSHOT_SECONDS="0"
+        private_emulator,
+        BUSBAR_ARCHIVE_URL=str(archive),
+        BUSBAR_ROUTER_SNAPSHOT_SECONDS="0",
+        **record.settings,
     )
-    # In-process worker: the tests read what the handlers noted in the app's in-memory JOURNAL.
     with running_host(
-        APP,
-        settings=settings,
-        host_json=HOST_JSON,
-        startup_hook=create_queues_and_router,
-        worker_process=False,
+        APP, settings=settings, host_json=HOST_JSON, startup_hook=create_queues_and_router
     ) as host:
-        running = App(settings, host, archive)
+        running = App(settings, host, archive, record)
         yield running
         running.http.close()
 
@@ -107,8 +110,8 @@ def wait_for(condition: Callable[[], bool], what: str, timeout: float = WAIT) ->
         time.sleep(0.05)
 
 
-def handled(key: str) -> list[tuple[str, str]]:
-    return sorted((e.endpoint, e.contract) for e in JOURNAL.entries(key))
+def handled(app: App, key: str) -> list[tuple[str, str]]:
+    return sorted((e.endpoint, e.contract) for e in app.record.entries(key))
 
 
 def fresh(prefix: str) -> str:
@@ -169,7 +172,7 @@ def test_each_endpoint_handles_exactly_the_events_it_subscribes_to_over_http_and
         result = publisher.publish(sdk_events)
     assert len(result.sent) == len(SAMPLES)
 
-    wait_for(lambda: all(len(handled(k)) >= len(v) for k, v in expected.items()), "every handler call")
+    wait_for(lambda: all(len(handled(app, k)) >= len(v) for k, v in expected.items()), "every handler call")
     # Invoices reach no subscription: the router records each one, which also gives every other delivery
     # the time to happen, so the comparison below would see an event handled twice or at the wrong endpoint.
     wait_for(
@@ -177,7 +180,7 @@ def test_each_endpoint_handles_exactly_the_events_it_subscribes_to_over_http_and
         "the unrouted invoices",
     )
     wait_for(lambda: len(_archived(app, "Billing.PaymentReceived", paid)) == len(paid), "the payments")
-    assert {k: handled(k) for k in expected} == expected
+    assert {k: handled(app, k) for k in expected} == expected
 
 
 def test_handlers_publish_with_the_incoming_correlation_carried_over(provisioned: App) -> None:
@@ -195,7 +198,7 @@ def test_handlers_publish_with_the_incoming_correlation_carried_over(provisioned
     properties = json.loads(invoice["application_properties"])
     assert properties["NServiceBus.OriginatingEndpoint"] == "billing"
     assert properties["NServiceBus.RelatedTo"]  # the message id of the OrderAccepted billing handled
-    assert JOURNAL.entries(order)[0].correlation_id == f"c-{order}"
+    assert provisioned.record.entries(order)[0].correlation_id == f"c-{order}"
 
 
 # ----------------------------------------------------------------------------------------------- dead-letters
@@ -272,7 +275,10 @@ def test_subscribers_and_router_get_the_extensions_objects_and_subscribers_settl
         **{"Shipping.OrderAccepted": True, "Shipping.IOrderStatusChanged": True},
     )
     _send_to_fallback(provisioned, poison)
-    wait_for(lambda: ("billing", "Shipping.OrderAccepted") in handled(good), "billing handling the order")
+    wait_for(
+        lambda: ("billing", "Shipping.OrderAccepted") in handled(provisioned, good),
+        "billing handling the order",
+    )
     _dead_letters(provisioned, provisioned.settings["BUSBAR_BILLING_QUEUE"], str(poison.message_id))
 
     def settled(records: list[Any]) -> bool:
@@ -300,7 +306,9 @@ def test_a_permanent_handler_error_dead_letters_only_at_the_endpoint_that_raised
     message_id = response.json()["sent"][0]["messageId"]
     assert response.status_code == 202
 
-    wait_for(lambda: handled(order) == [("crm", "Shipping.OrderAccepted")], "crm handling the order")
+    wait_for(
+        lambda: handled(provisioned, order) == [("crm", "Shipping.OrderAccepted")], "crm handling the order"
+    )
     billing_queue = provisioned.settings["BUSBAR_BILLING_QUEUE"]
     candidates = _dead_letters_with(provisioned, billing_queue, lambda m: order.encode() in b"".join(m.body))
     assert len(candidates) == 1
@@ -355,7 +363,9 @@ def _archived(app: App, contract: str, keys: set[str]) -> list[dict[str, Any]]:
     ]
 
 
-def test_an_event_no_subscription_matches_is_archived_as_unrouted(provisioned: App) -> None:
+def test_an_event_no_subscription_matches_is_archived_as_unrouted(
+    provisioned: App, caplog: pytest.LogCaptureFixture
+) -> None:
     key = fresh("lost")
     message = _legacy(
         "Sales.OrderPlaced, Sales;Sales.IOrderEvent", {"order": key}, **{"Sales.OrderPlaced": True}
@@ -369,7 +379,20 @@ def test_an_event_no_subscription_matches_is_archived_as_unrouted(provisioned: A
     assert row["message_id"] == message.message_id
     assert row["source_entity"] == provisioned.settings["BUSBAR_FALLBACK_TOPIC"]
     assert "no subscription on topic" in row["decision_detail"]
-    assert UNROUTED["Sales.OrderPlaced"] >= 1
+    # ... and logged as unrouted by the worker (where the router counts it), relogged by the host as the
+    # function's own log.
+    topic = provisioned.settings["BUSBAR_FALLBACK_TOPIC"]
+    logged = f"unrouted event Sales.OrderPlaced (message {message.message_id}) on {topic}: "
+
+    def unrouted_logs() -> list[logging.LogRecord]:
+        return [
+            r
+            for r in list(caplog.records)
+            if r.name == "Function.fallback_router.User" and r.getMessage().startswith(logged)
+        ]
+
+    wait_for(lambda: bool(unrouted_logs()), "the router's warning")
+    assert [r.levelno for r in unrouted_logs()] == [logging.WARNING]
 
 
 def test_the_router_bridges_to_the_dedicated_topic_preserving_the_message(provisioned: App) -> None:
@@ -407,7 +430,9 @@ def test_the_router_bridges_to_the_dedicated_topic_preserving_the_message(provis
     assert properties[b"Tenant.CustomerUpdated"] is True
     assert properties[BRIDGED_FROM.encode()] == app.settings["BUSBAR_FALLBACK_TOPIC"].encode()
     # crm still receives it on the fallback topic, and a bridged event is not an unrouted one.
-    wait_for(lambda: handled(customer) == [("crm", "Tenant.CustomerUpdated")], "crm handling the customer")
+    wait_for(
+        lambda: handled(app, customer) == [("crm", "Tenant.CustomerUpdated")], "crm handling the customer"
+    )
     assert _archived(app, "Tenant.CustomerUpdated", {customer}) == []
 
 

@@ -3,7 +3,9 @@ by Busbar; the subscriber abandons the message, the broker redelivers it, and on
 (``MaxDeliveryCountExceeded``) once MaxDeliveryCount deliveries have all failed, exactly as in Azure.
 
 The failure is injected where a real handler would meet it, in the sample's "database" (the journal), for
-this test's own order ids only.
+this test's own order ids only: the host runs Busbar's app through ``apps/flaky_shipping_app.py``, whose
+journal in the worker process fails as many times as the test writes into a file, and which notes each
+attempt there; what the handlers did handle is read from the app's test probe.
 """
 
 from __future__ import annotations
@@ -12,29 +14,33 @@ import json
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
 from azure.mgmt.servicebus.models import SBQueue, SBQueueProperties
 from azure.servicebus import ServiceBusMessage, ServiceBusSubQueue
 
-from app.sample_endpoints import JOURNAL
 from app.sample_events import InvoiceIssued
 from devhost.testing import running_host
 from emulator.server import EmulatorThread
 from shared.contracts import ENCLOSED_MESSAGE_TYPES, enclosed_types_header
-from shared.handlers.context import HandlerContext
 from tests.functions.busbar_app import (
-    APP,
     HOST_JSON,
     app_settings,
     create_queues_and_router,
     management_for,
     sdk_client_for,
 )
+from tests.functions.handled_record import HandledRecord
 
 WAIT = 30.0
 MAX_DELIVERY_COUNT = 4
+FLAKY_APP = Path(__file__).parent / "apps" / "flaky_shipping_app.py"
+FLAKY_DIR = (
+    "BUSBAR_TEST_FLAKY_DIR"  # the app's setting: where the test sets its failures (never imported here)
+)
 
 
 def _queues_with_a_short_delivery_limit(settings: Mapping[str, str]) -> None:
@@ -45,14 +51,23 @@ def _queues_with_a_short_delivery_limit(settings: Mapping[str, str]) -> None:
         management.queues.create_or_update(group, namespace, settings["BUSBAR_SHIPPING_QUEUE"], queue)
 
 
+@dataclass(frozen=True, slots=True)
+class Running:
+    """The running app: its settings, what its handlers handled, and where its shipping failures are set."""
+
+    settings: dict[str, str]
+    record: HandledRecord
+    flaky: Path
+
+
 @pytest.fixture(scope="module")
-def settings(private_emulator: EmulatorThread) -> Iterator[dict[str, str]]:
-    values = app_settings(private_emulator)
+def running(private_emulator: EmulatorThread, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
+    record = HandledRecord(tmp_path_factory.mktemp("handled") / "probe.jsonl")
+    flaky = tmp_path_factory.mktemp("flaky")
+    values = app_settings(private_emulator, **record.settings, **{FLAKY_DIR: str(flaky)})
     hook = _queues_with_a_short_delivery_limit
-    # In-process worker: the tests inject failures into the app's JOURNAL (monkeypatch) and read it back,
-    # which only works when the function code runs in this process.
-    with running_host(APP, settings=values, host_json=HOST_JSON, startup_hook=hook, worker_process=False):
-        yield values
+    with running_host(FLAKY_APP, settings=values, host_json=HOST_JSON, startup_hook=hook):
+        yield Running(values, record, flaky)
 
 
 def _invoice_for(order: str) -> ServiceBusMessage:
@@ -72,20 +87,12 @@ def _send_to_shipping(settings: dict[str, str], message: ServiceBusMessage) -> N
         sender.send_messages(message)
 
 
-def _failing_journal(monkeypatch: pytest.MonkeyPatch, order: str, failures: int) -> list[int | None]:
-    """Make the shipping handler fail ``failures`` times for ``order``; returns the attempts seen."""
-    attempts: list[int | None] = []
-    note = JOURNAL.note
-
-    def flaky_note(endpoint: str, contract: str, key: str, context: HandlerContext) -> None:
-        if key == order and endpoint == "shipping":
-            attempts.append(len(attempts) + 1)
-            if len(attempts) <= failures:
-                raise ConnectionError("the shipping database is unavailable")
-        note(endpoint, contract, key, context)
-
-    monkeypatch.setattr(JOURNAL, "note", flaky_note)
-    return attempts
+def _failing_journal(running: Running, order: str, failures: int) -> Callable[[], list[int]]:
+    """Make the shipping handler fail ``failures`` times for ``order``; returns a reader of the attempts
+    seen (the delivery count of each)."""
+    (running.flaky / f"{order}.failures").write_text(str(failures))
+    attempts = running.flaky / f"{order}.attempts"
+    return lambda: [int(n) for n in attempts.read_text().splitlines()] if attempts.exists() else []
 
 
 def _wait_for(condition: Callable[[], bool], what: str) -> None:
@@ -111,28 +118,29 @@ def _dead_letters(settings: dict[str, str], message_id: str, expect: bool) -> li
             time.sleep(0.1)
 
 
-def test_a_transient_handler_failure_is_redelivered_until_the_handler_succeeds(
-    settings: dict[str, str], monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_transient_handler_failure_is_redelivered_until_the_handler_succeeds(running: Running) -> None:
     order = f"flaky-{uuid.uuid4().hex[:10]}"
-    attempts = _failing_journal(monkeypatch, order, failures=2)
+    attempts = _failing_journal(running, order, failures=2)
 
-    _send_to_shipping(settings, _invoice_for(order))
+    _send_to_shipping(running.settings, _invoice_for(order))
 
-    _wait_for(lambda: [e.endpoint for e in JOURNAL.entries(order)] == ["shipping"], "the third attempt")
-    assert attempts == [1, 2, 3]
-    assert _dead_letters(settings, f"msg-{order}", expect=False) == []
+    _wait_for(
+        lambda: [e.endpoint for e in running.record.entries(order)] == ["shipping"], "the third attempt"
+    )
+    assert attempts() == [1, 2, 3]  # the broker's delivery count of each attempt: redelivered each time
+    assert [e.delivery_count for e in running.record.entries(order)] == [3]
+    assert _dead_letters(running.settings, f"msg-{order}", expect=False) == []
 
 
 def test_a_handler_that_keeps_failing_is_dead_lettered_by_the_broker_after_max_delivery_count(
-    settings: dict[str, str], monkeypatch: pytest.MonkeyPatch
+    running: Running,
 ) -> None:
     order = f"doomed-{uuid.uuid4().hex[:10]}"
-    attempts = _failing_journal(monkeypatch, order, failures=10_000)
+    attempts = _failing_journal(running, order, failures=10_000)
 
-    _send_to_shipping(settings, _invoice_for(order))
+    _send_to_shipping(running.settings, _invoice_for(order))
 
-    [dead] = _dead_letters(settings, f"msg-{order}", expect=True)
+    [dead] = _dead_letters(running.settings, f"msg-{order}", expect=True)
     assert dead.dead_letter_reason == "MaxDeliveryCountExceeded"
-    assert len(attempts) == MAX_DELIVERY_COUNT
-    assert JOURNAL.entries(order) == []
+    assert attempts() == list(range(1, MAX_DELIVERY_COUNT + 1))
+    assert running.record.entries(order) == []

@@ -22,7 +22,6 @@ from azure.core.exceptions import ResourceNotFoundError
 from azure.mgmt.servicebus.models import SBQueue, SBSubscription, SBSubscriptionProperties, SBTopic
 
 from app import runtime
-from app.sample_endpoints import JOURNAL
 from devhost.testing import running_host
 from emulator.server import EmulatorOptions, EmulatorThread
 from shared.topology.cli import run
@@ -34,15 +33,17 @@ from tests.functions.busbar_app import (
     management_for,
     sdk_client_for,
 )
+from tests.functions.handled_record import HandledRecord
 
 WAIT = 30.0
 ORDER_ACCEPTED = "Shipping.OrderAccepted"
 
 
 class App:
-    def __init__(self, settings: dict[str, str], http: httpx.Client) -> None:
+    def __init__(self, settings: dict[str, str], http: httpx.Client, record: HandledRecord) -> None:
         self.settings = settings
         self.http = http
+        self.record = record
 
     def put(self, endpoint: str, events: list[Any]) -> httpx.Response:
         return self.http.put(f"/api/endpoints/{endpoint}/subscriptions", json={"events": events})
@@ -66,20 +67,18 @@ def single_delivery_emulator() -> Iterator[EmulatorThread]:
 
 
 @pytest.fixture
-def app(single_delivery_emulator: EmulatorThread) -> Iterator[App]:
+def app(single_delivery_emulator: EmulatorThread, tmp_path: Path) -> Iterator[App]:
+    # The handlers run in the worker process: the tests read what they handled from the app's test probe.
+    record = HandledRecord(tmp_path / "probe.jsonl")
     # The router reads the namespace for every event, so what it decides follows each change at once.
-    settings = app_settings(single_delivery_emulator, BUSBAR_ROUTER_SNAPSHOT_SECONDS="0")
+    settings = app_settings(single_delivery_emulator, BUSBAR_ROUTER_SNAPSHOT_SECONDS="0", **record.settings)
     with (
         running_host(
-            APP,
-            settings=settings,
-            host_json=HOST_JSON,
-            startup_hook=create_queues_and_router,
-            worker_process=False,  # the tests read the handlers' in-memory JOURNAL
+            APP, settings=settings, host_json=HOST_JSON, startup_hook=create_queues_and_router
         ) as host,
         httpx.Client(base_url=host.base_url, headers={"x-functions-key": host.host_key}, timeout=60) as http,
     ):
-        running = App(settings, http)
+        running = App(settings, http, record)
         for endpoint, events in (
             ("billing", [ORDER_ACCEPTED, "Shipping.OrderAcceptedV2"]),
             ("crm", ["Shipping.IOrderStatusChanged"]),
@@ -98,8 +97,8 @@ def wait_for(condition: Callable[[], bool], what: str) -> None:
         time.sleep(0.05)
 
 
-def handled(key: str) -> list[str]:
-    return sorted(e.endpoint for e in JOURNAL.entries(key))
+def handled(app: App, key: str) -> list[str]:
+    return sorted(e.endpoint for e in app.record.entries(key))
 
 
 def orders_handled_once(app: App, count: int) -> dict[str, list[str]]:
@@ -109,11 +108,11 @@ def orders_handled_once(app: App, count: int) -> dict[str, list[str]]:
     orders = [f"order-{uuid.uuid4().hex[:10]}" for _ in range(count)]
     for order in orders:
         app.order(order)
-    wait_for(lambda: all(len(handled(o)) >= 3 for o in orders), "every order handled")
+    wait_for(lambda: all(len(handled(app, o)) >= 3 for o in orders), "every order handled")
     last = f"last-{uuid.uuid4().hex[:10]}"
     app.order(last)
-    wait_for(lambda: len(handled(last)) >= 3, "the last order handled")
-    return {o: handled(o) for o in [*orders, last]}
+    wait_for(lambda: len(handled(app, last)) >= 3, "the last order handled")
+    return {o: handled(app, o) for o in [*orders, last]}
 
 
 def cli(app: App, tmp_path: Path, *args: str) -> tuple[int, list[dict[str, Any]]]:
@@ -217,7 +216,7 @@ def test_the_router_sends_no_copy_to_a_subscriber_that_got_the_event_on_the_fall
         # tracked a later order too, a bridged copy of this one would have been handled.
         assert json.loads(b"".join(copy.body))["order_id"] == order
         later = orders_handled_once(app, 1)
-        assert handled(order) == ["crm"]
+        assert handled(app, order) == ["crm"]
         assert all(h == ["billing", "crm", "shipping"] for h in later.values())
     finally:
         with management_for(app.settings) as management:
