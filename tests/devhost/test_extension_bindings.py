@@ -84,7 +84,13 @@ def test_an_sdk_typed_function_gets_the_extensions_objects_and_settles_over_grpc
     code, details = seen["stranger_error"].split("|", 1)
     assert code == "StatusCode.FAILED_PRECONDITION" and details.endswith("not found.")
     # The function's complete crossed gRPC and reached the receiver holding the message.
-    host.wait_for_invocations(lambda rs: any(r.function_name == "inspects" and r.succeeded for r in rs))
+    records = host.wait_for_invocations(
+        lambda rs: any(r.function_name == "inspects" and r.succeeded for r in rs)
+    )
+    # The host's Settlement service took the function's calls for the message it holds, in order (the
+    # stranger's complete, refused, is not one of them).
+    [calls] = [r.settlement_calls for r in records if r.function_name == "inspects" and r.succeeded]
+    assert calls == ("RenewMessageLock", "Complete")
     with (
         ServiceBusClient.from_connection_string(shared_emulator.connection_string) as client,
         client.get_queue_receiver(queue) as receiver,
@@ -182,7 +188,11 @@ def test_session_operations_cross_grpc_to_the_receiver_holding_the_session(
     module_records.wait(lambda rs: any(r.get("body") == f"sess-{run}" for r in rs))
     (seen,) = module_records.of("in_session", body=f"sess-{run}")
     assert seen["session_lock_renewed_until"].endswith("Z")
-    host.wait_for_invocations(lambda rs: any(r.function_name == "in_session" and r.succeeded for r in rs))
+    records = host.wait_for_invocations(
+        lambda rs: any(r.function_name == "in_session" and r.succeeded for r in rs)
+    )
+    # Session operations are not message settlements: the one call the host records is the complete.
+    assert [r.settlement_calls for r in records if r.function_name == "in_session"] == [("Complete",)]
     # devhost holds the session until it idles out; wait for it to be released, then read its state.
     with ServiceBusClient.from_connection_string(shared_emulator.connection_string) as client:
         deadline = time.monotonic() + 90
@@ -196,37 +206,3 @@ def test_session_operations_cross_grpc_to_the_receiver_holding_the_session(
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(1)
-
-
-def test_with_the_worker_in_the_hosts_process_settlement_and_session_calls_cross_the_thread_pool_server(
-    shared_emulator: EmulatorHandle, records: Records
-) -> None:
-    # --in-process-worker serves Settlement from the process-wide thread-pool server (the function's
-    # coroutines would block the host's loop); the same calls must work there. Queues of its own: the
-    # module's host may still be listening on its own.
-    entities = _entities(shared_emulator)
-    settings = app_settings(shared_emulator, records.path, entities)
-    host_json = {"version": "2.0", "extensions": {"serviceBus": {"sessionIdleTimeout": "00:00:02"}}}
-    run = uuid.uuid4().hex[:6]
-    with running_host(
-        APPS / "extension_app.py", settings=settings, host_json=host_json, worker_process=False
-    ) as host:
-        send(shared_emulator.connection_string, entities["INSPECT_QUEUE"], f"inspect-{run}")
-        send(
-            shared_emulator.connection_string,
-            entities["SESSION_QUEUE"],
-            ServiceBusMessage(f"sess-{run}", session_id=f"s-{run}"),
-        )
-        records.wait(lambda rs: {r.get("body") for r in rs} >= {f"inspect-{run}", f"sess-{run}"}, timeout=30)
-        calls = {
-            r.function_name: r.settlement_calls
-            for r in host.wait_for_invocations(
-                lambda rs: {r.function_name for r in rs if r.succeeded} >= {"inspects", "in_session"}
-            )
-        }
-    (inspected,) = records.of("inspects", body=f"inspect-{run}")
-    assert inspected["stranger_error"].startswith("StatusCode.FAILED_PRECONDITION|")
-    (session,) = records.of("in_session", body=f"sess-{run}")
-    assert session["session_lock_renewed_until"].endswith("Z")
-    assert calls["inspects"][-2:] == ("RenewMessageLock", "Complete")
-    assert calls["in_session"] == ("Complete",)

@@ -86,7 +86,7 @@ def test_stopping_the_host_ends_what_is_still_pending_on_its_loop_and_closes_its
     with socket.create_server(("127.0.0.1", 0)) as listener:
         listener.settimeout(10)
         port = listener.getsockname()[1]
-        handle = start_host(APPS / "basic_app.py", settings=settings, worker_process=False)
+        handle = start_host(APPS / "basic_app.py", settings=settings)
         held: list[asyncio.Task[None]] = []
 
         async def hold_a_connection() -> None:

@@ -1,6 +1,6 @@
 """The host's index of each app is what Azure's own worker code indexed: devhost's host side reads its
 functions, triggers and trigger bindings from the ``RpcFunctionMetadata`` that ``azure_functions_runtime``
-(the version requirements.txt pins) answers, in the worker process and in the in-process worker alike.
+(the version requirements.txt pins) answers in the worker process.
 
 The reference is the runtime run on its own in a subprocess (``python -m devhost.rpc.index_app``: it keeps
 the app in module globals and changes ``sys.path``, the working directory and logging).
@@ -14,13 +14,11 @@ import os
 import re
 import subprocess
 import sys
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from devhost.in_process_worker import start_worker
 from devhost.process_worker import ProcessWorker
 from devhost.settlement import worker_arguments
 from devhost.worker_channel import WorkerOptions
@@ -73,15 +71,12 @@ def _resolved(binding: dict[str, Any], settings: dict[str, str]) -> dict[str, An
     }
 
 
-def _host_index(app: Path, settings: dict[str, str], *, worker_process: bool) -> list[FunctionMetadata]:
-    """The functions a host reads from its worker (a worker process, or the in-process worker)."""
+def _host_index(app: Path, settings: dict[str, str]) -> list[FunctionMetadata]:
+    """The functions a host reads from its worker process."""
     options = WorkerOptions(app, settings)
 
     async def index() -> list[FunctionMetadata]:
-        if worker_process:
-            channel: Any = await ProcessWorker.start(options, worker_arguments(1))
-        else:
-            channel = start_worker(options)
+        channel = await ProcessWorker.start(options, worker_arguments(1))
         try:
             functions: list[FunctionMetadata] = channel.functions()
             return functions
@@ -102,7 +97,7 @@ def test_the_host_reads_each_function_from_what_the_runtime_indexed(app_file: st
         cwd=app.parent,
     )
 
-    host = _host_index(app, settings, worker_process=True)
+    host = _host_index(app, settings)
 
     assert runtime["runtimeVersion"] == _pinned_runtime_version()
     assert [(f.name, f.function_id) for f in host] == [
@@ -125,15 +120,6 @@ def test_the_host_reads_each_function_from_what_the_runtime_indexed(app_file: st
             assert ours.service_bus.batch == (trigger.get("cardinality") == "MANY"), ours.name
             assert ours.service_bus.sessions == bool(trigger.get("isSessionsEnabled")), ours.name
             assert ours.service_bus.auto_complete == trigger.get("autoCompleteMessages"), ours.name
-    # The in-process worker imports the app itself, but the runtime's loader indexes it there: the host
-    # reads the same functions (plus what only a worker on the host's own loop tells it).
-    in_process = _host_index(app, settings, worker_process=False)
-    assert [_without_loop_facts(f) for f in in_process] == host
-
-
-def _without_loop_facts(function: FunctionMetadata) -> FunctionMetadata:
-    service_bus = function.service_bus and replace(function.service_bus, actions_arg=None)
-    return replace(function, is_async=False, service_bus=service_bus)
 
 
 def _pinned_runtime_version() -> str:
@@ -169,21 +155,3 @@ def test_an_app_the_runtime_cannot_index_is_refused_with_its_exception(tmp_path:
     assert done.returncode == 1
     assert done.stderr.startswith("the runtime could not index the app: "), done.stderr
     assert "ValueError: A trigger was already registered to this function" in done.stderr, done.stderr
-
-
-def test_one_process_loads_an_app_with_sdk_types_after_an_app_without_them() -> None:
-    # The runtime looks for the SDK-type binding registry once per process, and only once the app has
-    # imported the extensions' base: in Azure one app per process. devhost's own process (in-process
-    # workers, tests) may load an app without SDK types first; the next app with them must still load.
-    script = (
-        "from pathlib import Path\n"
-        "from devhost.worker.app_loader import load_app\n"
-        f"load_app(Path({str(APPS / 'timer_app.py')!r}))\n"
-        f"loaded = load_app(Path({str(APPS / 'extension_app.py')!r}))\n"
-        "print(len(loaded.functions))\n"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=120, check=False
-    )
-    assert result.returncode == 0, result.stderr
-    assert int(result.stdout.strip()) > 0

@@ -1,28 +1,30 @@
-"""The worker boundary: what crosses it is plain and picklable, and a function gets through the channel the
-objects it got before the boundary existed (Service Bus ``func`` messages single and batch, the binding
-extension's SDK types, HTTP requests and responses, timer requests)."""
+"""The worker boundary: what crosses it is plain and picklable, and a function in the worker process gets
+through the channel the objects azure_functions_runtime binds in Azure (Service Bus ``func`` messages single
+and batch, the binding extension's SDK types, HTTP requests and responses, timer requests). The test app
+writes down what it got (in the worker process) for the test to read."""
 
 from __future__ import annotations
 
 import asyncio
 import io
+import json
 import pickle
-import sys
 import textwrap
+import threading
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from types import ModuleType
+from pathlib import Path
 from typing import Any
 
 import pytest
 from azure.servicebus import ServiceBusClient, ServiceBusMessage, ServiceBusReceivedMessage
 
-from devhost.in_process_worker import InProcessWorker, across, start_worker
 from devhost.message_reading import message_data
 from devhost.model_binding_data import model_binding_content
-from devhost.settlement import ensure_settlement_server
+from devhost.process_worker import ProcessWorker
+from devhost.settlement import worker_arguments
 from devhost.worker_channel import WorkerOptions
 from devhost.worker_protocol import (
     FunctionMetadata,
@@ -41,38 +43,77 @@ from emulator.testing import EmulatorHandle
 from tests.devhost.conftest import send
 
 APP = """
+import json
+import os
 import typing
 
 import azure.functions as func
 import azurefunctions.extensions.bindings.servicebus as servicebus
 
 app = func.FunctionApp(http_auth_level=func.AuthLevel.ANONYMOUS)
-SEEN = {}
+
+
+def seen(function, **what):
+    # What the function got, for the test in the host's process: one JSON line, on disk before it returns.
+    with open(os.environ["BOUNDARY_RECORD"], "a", encoding="utf-8") as record:
+        record.write(json.dumps({"function": function, **what}) + "\\n")
+
+
+def _message(msg):
+    return {
+        "body": msg.get_body().decode(),
+        "delivery_count": msg.delivery_count,
+        "user_properties": msg.user_properties,
+        "correlation_id": msg.correlation_id,
+        "message_id": msg.message_id,
+        "lock_token": msg.lock_token,
+        "metadata_keys": sorted(msg.metadata),
+        "metadata": {k: msg.metadata[k] for k in ("DeliveryCount", "UserProperties") if k in msg.metadata},
+        "method_name": msg.metadata.get("sys", {}).get("MethodName"),
+        "time_to_live": repr(msg.time_to_live),
+        "locked_until": repr(msg.locked_until),
+        "state": repr(msg.state),
+        "enqueued_time_utc": None if msg.enqueued_time_utc is None else msg.enqueued_time_utc.isoformat(),
+        "enqueued_zone": repr(None if msg.enqueued_time_utc is None else msg.enqueued_time_utc.tzinfo),
+        "label": msg.label,
+    }
 
 
 @app.service_bus_queue_trigger(arg_name="msg", queue_name="%SINGLE%", connection="Sb")
 def single(msg: func.ServiceBusMessage, context: func.Context) -> None:
-    SEEN["single"] = (msg, context)
+    seen("single", message=_message(msg), context_function=context.function_name)
 
 
 @app.service_bus_queue_trigger(arg_name="msgs", queue_name="%BATCH%", connection="Sb", cardinality="many")
 def batch(msgs: typing.List[func.ServiceBusMessage]) -> None:
-    SEEN["batch"] = msgs
+    seen(
+        "batch",
+        bodies=[m.get_body().decode() for m in msgs],
+        user_properties=[m.user_properties for m in msgs],
+        delivery_counts=msgs[0].metadata["DeliveryCountArray"],
+        user_properties_array=msgs[0].metadata["UserPropertiesArray"],
+        first_locked_until=repr(msgs[0].locked_until),
+    )
 
 
 @app.service_bus_queue_trigger(arg_name="message", queue_name="%SDK%", connection="Sb")
 def sdk(message: servicebus.ServiceBusReceivedMessage, actions: servicebus.ServiceBusMessageActions) -> None:
-    SEEN["sdk"] = message
+    seen(
+        "sdk",
+        body=str(message),
+        lock_token=str(message.lock_token),
+        delivery_count=message.delivery_count,
+    )
 
 
 @app.service_bus_queue_trigger(arg_name="body", queue_name="%SDK%", connection="Sb")
 def text(body: str) -> None:
-    SEEN["text"] = body
+    seen("text", body=body)
 
 
 @app.route(route="echo/{name}", methods=["POST"])
 def echo(req: func.HttpRequest) -> func.HttpResponse:
-    SEEN["echo"] = req
+    seen("echo", method=req.method, url=req.url)
     return func.HttpResponse(
         f"{req.route_params['name']}:{req.get_body().decode()}:{req.params.get('q')}",
         status_code=201,
@@ -111,10 +152,11 @@ async def boom(req: func.HttpRequest) -> func.HttpResponse:
 
 @app.timer_trigger(arg_name="timer", schedule="0 */5 * * * *")
 def tick(timer: func.TimerRequest) -> None:
-    SEEN["tick"] = timer
+    seen("tick", past_due=timer.past_due, schedule_status=timer.schedule_status, schedule=timer.schedule)
 """
 
 FUNC_MESSAGE = "azure.functions.servicebus.ServiceBusMessage"
+RUNTIME_CONTEXT = "azure_functions_runtime.bindings.context.Context"
 SDK_MESSAGE = "azure.servicebus._common.message.ServiceBusReceivedMessage"
 EXTENSION_ACTIONS = (
     "azurefunctions.extensions.bindings.servicebus.serviceBusMessageActions.ServiceBusMessageActions"
@@ -123,32 +165,49 @@ EXTENSION_ACTIONS = (
 
 @dataclass
 class Worker:
-    channel: InProcessWorker
-    app: ModuleType  # the app module as the worker imported it (its SEEN dict)
+    """The app in a worker process, driven through the host's channel from a loop of its own."""
+
+    channel: ProcessWorker
+    loop: asyncio.AbstractEventLoop
+    record: Path  # what the app's functions got, one JSON line per call
     queues: dict[str, str]
 
     def invoke(self, name: str, data: InvocationInput) -> InvocationOutcome:
         request = InvocationRequest(name, str(uuid.uuid4()), data)
-        return asyncio.run(self.channel.invoke(request))
+        return asyncio.run_coroutine_threadsafe(self.channel.invoke(request), self.loop).result(60)
 
-    @property
-    def seen(self) -> dict[str, Any]:
-        seen: dict[str, Any] = self.app.SEEN
-        return seen
+    def seen(self, function: str) -> dict[str, Any]:
+        """What ``function`` got in its last call."""
+        lines = self.record.read_text(encoding="utf-8").splitlines() if self.record.exists() else []
+        calls = [entry for entry in map(json.loads, lines) if entry["function"] == function]
+        assert calls, f"{function} recorded nothing"
+        return calls[-1]
 
 
 @pytest.fixture(scope="module")
 def worker(tmp_path_factory: pytest.TempPathFactory, shared_emulator: EmulatorHandle) -> Iterator[Worker]:
-    path = tmp_path_factory.mktemp("boundary") / "function_app.py"
+    folder = tmp_path_factory.mktemp("boundary")
+    path = folder / "function_app.py"
     path.write_text(textwrap.dedent(APP), encoding="utf-8")
+    record = folder / "seen.jsonl"
     queues = {"SINGLE": "", "BATCH": "", "SDK": ""}
     queues = {name: shared_emulator.create_queue(lock_duration=timedelta(seconds=30)) for name in queues}
-    channel = start_worker(WorkerOptions(path, {"Sb": shared_emulator.connection_string, **queues}))
-    app = next(m for m in list(sys.modules.values()) if getattr(m, "__file__", None) == str(path.resolve()))
+    settings = {"Sb": shared_emulator.connection_string, "BOUNDARY_RECORD": str(record), **queues}
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, name="boundary-host", daemon=True)
+    thread.start()
     try:
-        yield Worker(channel, app, queues)
+        # No Settlement service answers: these functions never settle (the actions client connects lazily).
+        start = ProcessWorker.start(WorkerOptions(path, settings), worker_arguments(1))
+        channel = asyncio.run_coroutine_threadsafe(start, loop).result(120)
+        try:
+            yield Worker(channel, loop, record, queues)
+        finally:
+            asyncio.run_coroutine_threadsafe(channel.close(), loop).result(60)
     finally:
-        asyncio.run(channel.close())
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(30)
+        loop.close()
 
 
 def _received(emulator: EmulatorHandle, queue: str, *messages: ServiceBusMessage) -> list[Any]:
@@ -166,7 +225,7 @@ def _received(emulator: EmulatorHandle, queue: str, *messages: ServiceBusMessage
 
 # ------------------------------------------------------------------------------------------- pickling
 
-SHAPE = ServiceBusShape("q", "q", None, None, False, True, None, "str", "actions")
+SHAPE = ServiceBusShape("q", "q", None, None, False, True, None, "str")
 NOW = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 MESSAGE = ServiceBusMessageData(
     b"body", {"DeliveryCount": 1, "EnqueuedTimeUtc": NOW, "TimeToLive": timedelta(minutes=5)}, {"k": "v"}
@@ -179,7 +238,6 @@ VALUES: list[Any] = [
         {"type": "serviceBusTrigger", "name": "m"},
         "m",
         SHAPE,
-        is_async=True,
     ),
     ServiceBusInput("str", True, messages=(MESSAGE, ServiceBusMessageData(b"two"))),
     ServiceBusInput("sdk", False, binding_data=(b"\x01lock-and-amqp",)),
@@ -207,7 +265,6 @@ def _plain_copy(value: Any) -> Any:
 
 @pytest.mark.parametrize("value", VALUES, ids=lambda v: type(v).__name__)
 def test_every_protocol_value_survives_pickling_and_carries_no_library_object(value: Any) -> None:
-    assert across(value) == value
     assert _plain_copy(value) == value
 
 
@@ -217,17 +274,13 @@ def test_the_host_learns_each_function_from_the_worker_as_plain_metadata(worker:
     # Service Bus trigger is bound as a string.
     assert functions["single"].function_id == str(uuid.uuid5(uuid.NAMESPACE_OID, "single"))
     assert functions["single"].service_bus == ServiceBusShape(
-        worker.queues["SINGLE"], worker.queues["SINGLE"], None, None, False, False, None, "str", None
+        worker.queues["SINGLE"], worker.queues["SINGLE"], None, None, False, False, None, "str"
     )
     assert functions["batch"].service_bus is not None and functions["batch"].service_bus.batch
     assert functions["sdk"].service_bus is not None
-    assert (functions["sdk"].service_bus.payload, functions["sdk"].service_bus.actions_arg) == (
-        "sdk",
-        "actions",
-    )
+    assert functions["sdk"].service_bus.payload == "sdk"
     assert functions["echo"].trigger["authLevel"] == "ANONYMOUS"  # the raw binding: the enum's name
     assert functions["echo"].trigger["methods"] == ["POST"]
-    assert functions["boom"].is_async and not functions["echo"].is_async
     assert functions["tick"].trigger["schedule"] == "0 */5 * * * *"
     assert _plain_copy(list(functions.values())) == list(functions.values())
 
@@ -245,16 +298,18 @@ def test_a_single_message_becomes_a_func_message_with_the_hosts_metadata(
     outcome = worker.invoke("single", data)
 
     assert outcome.succeeded and outcome.http is None
-    assert dict(outcome.bound) == {"msg": FUNC_MESSAGE}  # the context is not a trigger binding
-    msg, context = worker.seen["single"]
-    assert msg.get_body() == b"hello"
-    assert msg.delivery_count == 1  # the host's count: this delivery included
-    assert msg.user_properties == {"k": "v", "n": 7} and msg.correlation_id == "c-1"
-    assert msg.message_id == str(message.message_id) and msg.lock_token == str(message.lock_token)
-    assert msg.metadata["DeliveryCount"] == 1
-    assert msg.metadata["UserProperties"] == {"k": "v", "n": 7}
-    assert msg.metadata["sys"]["MethodName"] == "single"
-    assert context.function_name == "single"
+    # The runtime binds the message and gives the function its own context, as in Azure.
+    assert dict(outcome.bound) == {"msg": FUNC_MESSAGE, "context": RUNTIME_CONTEXT}
+    seen = worker.seen("single")
+    msg = seen["message"]
+    assert msg["body"] == "hello"
+    assert msg["delivery_count"] == 1  # the host's count: this delivery included
+    assert msg["user_properties"] == {"k": "v", "n": 7} and msg["correlation_id"] == "c-1"
+    assert msg["message_id"] == str(message.message_id) and msg["lock_token"] == str(message.lock_token)
+    assert msg["metadata"]["DeliveryCount"] == 1
+    assert msg["metadata"]["UserProperties"] == {"k": "v", "n": 7}
+    assert msg["method_name"] == "single"
+    assert seen["context_function"] == "single"
 
 
 def test_a_single_message_carries_only_the_binding_data_the_service_bus_extension_gives(
@@ -267,10 +322,10 @@ def test_a_single_message_carries_only_the_binding_data_the_service_bus_extensio
     outcome = worker.invoke("single", data)
 
     assert outcome.succeeded, outcome.error_detail
-    msg, _ = worker.seen["single"]
+    msg = worker.seen("single")["message"]
     # ServiceBusTriggerBindingStrategy.AddBindingData: no TimeToLive, LockedUntil, State or dead-letter
     # reason reach a Python function, whatever the message carries; null values are left out.
-    assert set(msg.metadata) == {
+    assert set(msg["metadata_keys"]) == {
         "DeliveryCount",
         "LockToken",
         "ExpiresAtUtc",
@@ -285,12 +340,12 @@ def test_a_single_message_carries_only_the_binding_data_the_service_bus_extensio
         "UserProperties",
         "sys",
     }
-    assert msg.time_to_live is None and msg.locked_until is None and msg.state is None
+    assert (msg["time_to_live"], msg["locked_until"], msg["state"]) == ("None", "None", "None")
     # ExpiresAt.DateTime / EnqueuedTime.DateTime are of kind Unspecified: Json.NET writes them without a
     # zone, and the library makes them naive datetimes.
-    assert msg.enqueued_time_utc is not None and msg.enqueued_time_utc.tzinfo is None
-    assert msg.enqueued_time_utc == message.enqueued_time_utc.replace(tzinfo=None)
-    assert msg.label == "s"
+    assert msg["enqueued_time_utc"] is not None and msg["enqueued_zone"] == "None"
+    assert msg["enqueued_time_utc"] == message.enqueued_time_utc.replace(tzinfo=None).isoformat()
+    assert msg["label"] == "s"
 
 
 def test_a_batch_becomes_func_messages_sharing_the_hosts_array_metadata(
@@ -303,18 +358,17 @@ def test_a_batch_becomes_func_messages_sharing_the_hosts_array_metadata(
     outcome = worker.invoke("batch", data)
 
     assert outcome.succeeded and dict(outcome.bound) == {"msgs": "builtins.list"}
-    batch = worker.seen["batch"]
-    assert [m.get_body() for m in batch] == [m.body for m in data.messages]
-    assert [m.user_properties for m in batch] == [{"i": int(m.get_body()[1:])} for m in batch]
-    assert batch[0].metadata["DeliveryCountArray"] == [1, 1, 1]
-    assert batch[0].metadata["UserPropertiesArray"] == [m.user_properties for m in batch]
-    assert batch[0].locked_until is None  # a batch message carries only what the host's arrays carry
+    batch = worker.seen("batch")
+    assert [body.encode() for body in batch["bodies"]] == [m.body for m in data.messages]
+    assert batch["user_properties"] == [{"i": int(body[1:])} for body in batch["bodies"]]
+    assert batch["delivery_counts"] == [1, 1, 1]
+    assert batch["user_properties_array"] == batch["user_properties"]
+    assert batch["first_locked_until"] == "None"  # a batch message carries only what the host's arrays carry
 
 
 def test_sdk_types_are_decoded_by_the_extension_from_the_hosts_binding_data(
     worker: Worker, shared_emulator: EmulatorHandle
 ) -> None:
-    ensure_settlement_server()  # the extension's actions client needs the host's address on sys.argv
     (message,) = _received(shared_emulator, worker.queues["SDK"], ServiceBusMessage("sdk-body"))
     data = ServiceBusInput("sdk", False, binding_data=(model_binding_content(message),))
 
@@ -322,10 +376,10 @@ def test_sdk_types_are_decoded_by_the_extension_from_the_hosts_binding_data(
 
     assert outcome.succeeded, outcome.error_detail
     assert dict(outcome.bound) == {"message": SDK_MESSAGE, "actions": EXTENSION_ACTIONS}
-    decoded = worker.seen["sdk"]
-    assert str(decoded) == "sdk-body"
-    assert str(decoded.lock_token) == str(message.lock_token)
-    assert decoded.delivery_count == 1
+    decoded = worker.seen("sdk")
+    assert decoded["body"] == "sdk-body"
+    assert decoded["lock_token"] == str(message.lock_token)
+    assert decoded["delivery_count"] == 1
 
 
 def test_a_str_payload_gets_the_body_and_a_manual_run_gets_a_bare_func_message(worker: Worker) -> None:
@@ -333,13 +387,13 @@ def test_a_str_payload_gets_the_body_and_a_manual_run_gets_a_bare_func_message(w
         "text", ServiceBusInput("str", False, messages=(ServiceBusMessageData(b"plain"),))
     )
     assert outcome.succeeded and dict(outcome.bound) == {"body": "builtins.str"}
-    assert worker.seen["text"] == "plain"
+    assert worker.seen("text")["body"] == "plain"
 
     manual = ManualServiceBusInput(b"typed in", "id-1", NOW, batch=False)
     assert worker.invoke("single", manual).succeeded
-    msg, _ = worker.seen["single"]
-    assert (msg.get_body(), msg.message_id, msg.delivery_count, msg.user_properties) == (
-        b"typed in",
+    msg = worker.seen("single")["message"]
+    assert (msg["body"], msg["message_id"], msg["delivery_count"], msg["user_properties"]) == (
+        "typed in",
         "id-1",
         1,
         {},
@@ -364,7 +418,7 @@ def test_an_http_function_gets_its_request_and_its_response_comes_back_plain(wor
     outcome = worker.invoke("echo", request)
 
     assert outcome.succeeded and dict(outcome.bound) == {"req": "azure.functions.http.HttpRequest"}
-    assert worker.seen["echo"].method == "POST" and worker.seen["echo"].url == "http://h/api/echo/ann?q=1"
+    assert worker.seen("echo") == {"function": "echo", "method": "POST", "url": "http://h/api/echo/ann?q=1"}
     assert outcome.http == HttpOutput(201, {"X-Seen": "hi"}, b"ann:b:1", "text/plain; charset=utf-8")
 
 
@@ -388,9 +442,9 @@ def test_a_timer_function_gets_its_timer_request(worker: Worker) -> None:
     outcome = worker.invoke("tick", TimerInput(True, status, {"AdjustForDST": True}))
 
     assert outcome.succeeded and dict(outcome.bound) == {"timer": "azure.functions.timer.TimerRequest"}
-    timer = worker.seen["tick"]
+    timer = worker.seen("tick")
     assert (
-        timer.past_due is True
-        and timer.schedule_status == status
-        and timer.schedule == {"AdjustForDST": True}
+        timer["past_due"] is True
+        and timer["schedule_status"] == status
+        and timer["schedule"] == {"AdjustForDST": True}
     )

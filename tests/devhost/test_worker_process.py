@@ -4,8 +4,11 @@ coroutine function's settlement is applied at once, so its failure reaches the f
 
 from __future__ import annotations
 
+import json
 import logging
 import os
+import subprocess
+import sys
 import textwrap
 import time
 import uuid
@@ -18,12 +21,13 @@ import pytest
 from azure.servicebus import ServiceBusClient
 
 from devhost.__main__ import parse_args
-from devhost.in_process_worker import InProcessWorker
+from devhost.function_indexing import AppLoadError
 from devhost.process_worker import ProcessWorker
 from devhost.testing import HostHandle, running_host
-from devhost.worker.app_loader import AppLoadError
 from emulator.testing import EmulatorHandle
 from tests.devhost.conftest import APPS, Records, app_settings, send
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -206,16 +210,10 @@ def test_an_invocation_past_the_drain_time_is_cancelled_in_the_worker(
     assert not record.succeeded and record.error == "RuntimeError: cancelled"
 
 
-@pytest.mark.parametrize("worker_process", [True, False], ids=["process", "in-process"])
-def test_an_app_that_fails_to_import_refuses_start_up_alike_in_both_workers(
-    tmp_path: Path, worker_process: bool
-) -> None:
+def test_an_app_that_fails_to_import_refuses_start_up(tmp_path: Path) -> None:
     app = tmp_path / "function_app.py"
     app.write_text(textwrap.dedent(BROKEN_APP), encoding="utf-8")
-    with (
-        pytest.raises(AppLoadError) as refused,
-        running_host(app, settings={}, worker_process=worker_process),
-    ):
+    with pytest.raises(AppLoadError) as refused, running_host(app, settings={}):
         pass
     # As the runtime's worker_init_request reports it (the import is part of indexing the app).
     assert str(refused.value) == f"indexing {app.resolve()} failed: ValueError: no such region 'mars'"
@@ -229,15 +227,51 @@ raise ValueError("no such region 'mars'")
 """
 
 
-def test_the_in_process_worker_remains_a_choice_for_debuggers(
+# Run in a process of its own: what a test process has imported depends on the tests it ran before.
+HOST_PROCESS = """
+import json, os, sys
+from pathlib import Path
+
+import httpx
+
+from devhost.testing import running_host
+
+app = Path(sys.argv[1])
+with running_host(app, settings=json.loads(sys.argv[2])) as host:
+    answer = httpx.get(f"{host.base_url}/api/whoami", timeout=30)
+    loaded = sorted(
+        name
+        for name, module in list(sys.modules.items())
+        if name.partition(".")[0] in ("azure_functions_runtime", "app_records")
+        or str(getattr(module, "__file__", None) or "").startswith(str(app.parent))
+    )
+print(json.dumps({"status": answer.status_code, "worker": answer.json()["pid"], "host": os.getpid(),
+                  "loaded": loaded}))
+"""
+
+
+@pytest.mark.subprocess
+def test_the_hosts_process_never_imports_the_app_nor_the_runtime(
     shared_emulator: EmulatorHandle, entities: dict[str, str], tmp_path: Path
 ) -> None:
-    assert parse_args([]).in_process_worker is False
-    assert parse_args(["--in-process-worker"]).in_process_worker is True
+    # azure_functions_runtime keeps one app per process in module globals and changes os.environ, sys.path,
+    # the working directory and logging: it runs in the worker process only, and so does the app. There is
+    # no in-process worker to ask for.
+    assert "in_process_worker" not in vars(parse_args([]))
     # Queues of its own: the module's host listens on the shared ones.
     queues = {name: shared_emulator.create_queue() for name in entities}
     settings = app_settings(shared_emulator, tmp_path / "records.jsonl", queues)
-    with running_host(APPS / "process_app.py", settings=settings, worker_process=False) as host:
-        assert isinstance(host.host.worker, InProcessWorker)
-        assert host.host.settlement is None
-        assert _whoami(host)["pid"] == os.getpid()
+    app = APPS / "process_app.py"
+    done = subprocess.run(
+        [sys.executable, "-c", HOST_PROCESS, str(app), json.dumps(settings)],
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=90,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen["status"] == 200 and seen["worker"] != seen["host"]
+    assert seen["loaded"] == []
