@@ -2,10 +2,11 @@
 
 In Azure a function's ``actions.complete(message)`` is a gRPC call from the Python worker to the Functions
 host's Settlement service, which settles on the receiver holding the message. devhost serves that service
-in its own process (:mod:`devhost.settlement`), so locally the call and its answer share one interpreter.
-This measures the extension's real client against devhost's real service, with a receiver whose
-``complete_message`` returns at once, so only the hop is timed: calls per second and process CPU per call,
-from 1 and from 16 threads (maxConcurrentCalls 1 and 16). Writes ``bench/results/settlement_grpc.json``.
+on each host's event loop (:mod:`devhost.settlement_aio`). This measures the extension's real client against
+devhost's real service, both in this one process, with a receiver whose ``complete_message`` returns at
+once, so only the hop is timed: calls per second and process CPU per call (client, server and gRPC
+threads), from 1 and from 16 threads (maxConcurrentCalls 1 and 16). Writes
+``bench/results/settlement_grpc.json``.
 
 Usage::
 
@@ -32,7 +33,8 @@ sys.path.insert(0, str(ROOT))
 
 import azurefunctions.extensions.bindings.servicebus as servicebus  # noqa: E402
 
-from devhost.settlement import REGISTRY, InvocationSettlement, ensure_settlement_server  # noqa: E402
+from devhost.settlement import REGISTRY, InvocationSettlement, worker_arguments  # noqa: E402
+from devhost.settlement_aio import LoopSettlementServer  # noqa: E402
 
 RESULT_FILE = ROOT / "bench" / "results" / "settlement_grpc.json"
 
@@ -58,7 +60,7 @@ def _loop_thread() -> asyncio.AbstractEventLoop:
 def measure(calls: int, threads: int, loop: asyncio.AbstractEventLoop) -> dict[str, float]:
     """``calls`` completes spread over ``threads`` threads; calls/s and CPU ms per call."""
     messages = [_Message() for _ in range(calls)]
-    invocation = InvocationSettlement(_InstantReceiver(), loop, deferred=False)  # type: ignore[arg-type]
+    invocation = InvocationSettlement(_InstantReceiver(), loop)  # type: ignore[arg-type]
     REGISTRY.register(invocation, messages)  # type: ignore[arg-type]
     actions = servicebus.ServiceBusMessageActions.get_instance()
     share = calls // threads
@@ -92,8 +94,10 @@ def main() -> int:
     )
     parser.add_argument("--calls", type=int, default=3000)
     args = parser.parse_args()
-    ensure_settlement_server()
     loop = _loop_thread()
+    server = asyncio.run_coroutine_threadsafe(LoopSettlementServer.start(), loop).result(30)
+    # Where the extension's client looks for the host, as in a worker process: the worker arguments.
+    sys.argv.extend(worker_arguments(server.port))
     measure(100, 1, loop)  # warm-up: channel connection, first-call paths
     results = {str(threads): measure(args.calls, threads, loop) for threads in (1, 16)}
     for threads, figures in results.items():
@@ -111,8 +115,9 @@ def main() -> int:
             "cpus": os.cpu_count(),
             "platform": platform.platform(),
         },
-        "measure": "extension's ServiceBusMessageActions.complete -> devhost's Settlement service -> an "
-        "instant receiver, in one process; CPU is the whole process's (client, server and gRPC threads)",
+        "measure": "extension's ServiceBusMessageActions.complete -> devhost's Settlement service (grpc.aio, "
+        "on its loop) -> an instant receiver, in one process; CPU is the whole process's (client, server "
+        "and gRPC threads)",
         "load_average_at_end": os.getloadavg(),
         "threads": results,
     }

@@ -8,13 +8,14 @@ prefix, auth levels, keys, admin endpoints). Tests use :mod:`devhost.testing`.
 The function code runs in a worker process, as the Python worker runs beside the host in Azure: the
 ``worker`` package (``python -m devhost.worker``: ``azure_functions_runtime`` imports, indexes, binds and
 runs; see its docstring) answers ``worker_protocol`` requests through a ``worker_channel``:
-``process_worker`` (the default: a child process started with the real worker arguments, FunctionRpc
+``process_worker`` (a child process started with the real worker arguments, FunctionRpc
 ``StreamingMessage``s over a socket pair (``worker_frames``): started with the init / functions metadata /
 load requests by ``worker_handshake``, invoked with ``invocation_rpc``'s requests, its ``RpcLog``s logged
 by ``worker_logs``, restarted if it dies; its start-up and restarts bounded as the host's,
-``worker_restarts``) or ``in_process_worker`` (``--in-process-worker``: same process, every value pickled
-across). Either way the host reads its index from the runtime's ``RpcFunctionMetadata``
-(``function_indexing``).
+``worker_restarts``). The host reads its index from the runtime's ``RpcFunctionMetadata``
+(``function_indexing``). devhost's own process never imports the app nor ``azure_functions_runtime``: the
+runtime keeps one app per process in module globals and changes ``os.environ``, ``sys.path``, the working
+directory and logging.
 
 Host-side modules: ``local_settings`` / ``host_config`` (the two files), ``bindings`` (``%Name%`` and
 connections), ``dispatcher`` + ``invocation_log`` (an invocation through the channel, logged),

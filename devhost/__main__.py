@@ -106,12 +106,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="callable taking the settings mapping, run before the triggers start (e.g. provisioning)",
     )
     parser.add_argument("--log-level", default="INFO", help="devhost log level (default INFO)")
-    parser.add_argument(
-        "--in-process-worker",
-        action="store_true",
-        help="run the function code in devhost's own process rather than a worker process (for debuggers "
-        "and breakpoints; slower under load)",
-    )
     return parser.parse_args(argv)
 
 
@@ -317,7 +311,6 @@ def main(argv: list[str] | None = None) -> int:
         http_port=port,
         drain_seconds=args.drain_seconds,
         startup_hook=hook,
-        worker_process=not args.in_process_worker,
     )
 
     def banner(host: FunctionsHost) -> None:

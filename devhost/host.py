@@ -25,7 +25,6 @@ from devhost.bindings import resolve_connection
 from devhost.dispatcher import Dispatcher
 from devhost.host_config import HostConfig
 from devhost.http_server import HttpRoute, HttpServer, check_route_conflicts, http_route
-from devhost.in_process_worker import start_worker
 from devhost.invocation_log import InvocationLog
 from devhost.key_store import KeyStore
 from devhost.keys import HostKeys, generate_key
@@ -82,9 +81,6 @@ class HostOptions:
     http_port: int = 7071
     drain_seconds: float = 30.0
     startup_hook: StartupHook | None = None
-    # The function code in its own process, as in Azure; False: in this process (debuggers, breakpoints,
-    # tests that read the app's module state).
-    worker_process: bool = True
     # The worker process's start-up and restart bounds: the Functions host's, unless a test shortens them.
     worker_limits: WorkerLimits = field(default_factory=WorkerLimits)
 
@@ -138,22 +134,17 @@ class FunctionsHost:
             if options.startup_hook is not None:
                 logger.info("Running the startup hook")
                 await asyncio.to_thread(options.startup_hook, dict(settings))
-            thread_count = settings.get("PYTHON_THREADPOOL_THREAD_COUNT")
             worker_options = WorkerOptions(
                 app_path=options.app_path,
                 settings=dict(settings),
                 function_timeout=options.host_config.function_timeout,
-                thread_count=int(thread_count) if thread_count else None,
                 limits=options.worker_limits,
             )
-            if options.worker_process:
-                # Started first, as the Functions host's gRPC server: its port is a worker argument.
-                self.settlement = await LoopSettlementServer.start()
-                self.worker = await ProcessWorker.start(
-                    worker_options, worker_arguments(self.settlement.port), self.recycle_requested.set
-                )
-            else:
-                self.worker = await asyncio.to_thread(start_worker, worker_options)
+            # Started first, as the Functions host's gRPC server: its port is a worker argument.
+            self.settlement = await LoopSettlementServer.start()
+            self.worker = await ProcessWorker.start(
+                worker_options, worker_arguments(self.settlement.port), self.recycle_requested.set
+            )
             self.dispatcher = Dispatcher(self.worker, self.log)
             self.functions = self.worker.functions()
             self._by_name = {spec.name.lower(): spec for spec in self.functions}

@@ -3,9 +3,9 @@
 The host's Service Bus extension hands an SDK-type trigger to the worker as ``model_binding_data``: version
 ``1.0``, source ``AzureServiceBusReceivedMessage``, content type ``application/octet-stream`` and content =
 the lock token's GUID bytes (.NET ``Guid.ToByteArray``, i.e. little-endian fields) + ``x-opt-lock-token`` +
-the message's raw AMQP bytes. This module builds that content on the host's side; the worker wraps it and
-calls the converter that ``azurefunctions-extensions-bindings-servicebus`` registered
-(``devhost.worker.binding``), so a function runs the extension's decoding locally as it does in Azure.
+the message's raw AMQP bytes. This module builds that content on the host's side; in the worker process
+``azure_functions_runtime`` calls the converter that ``azurefunctions-extensions-bindings-servicebus``
+registered, so a function runs the extension's decoding locally as it does in Azure.
 
 A char or decimal application property (readable here through :mod:`shared.envelope.sdk_codec`, which the
 listeners install) is written back as the host's SDK writes it: a char as a char, a decimal (``System.

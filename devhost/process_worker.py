@@ -130,8 +130,6 @@ class ProcessWorker:
     """A :class:`~devhost.worker_channel.WorkerChannel` to a worker process (restarted if it dies, within
     the host's bounds). ``on_exhausted`` is called once when the restarts are given up."""
 
-    shares_loop = False  # the functions run on the worker's loop, not the host's
-
     def __init__(
         self,
         options: WorkerOptions,

@@ -46,7 +46,7 @@ from devhost.host_config import ServiceBusOptions
 from devhost.lock_renewal import renew_while_invoked
 from devhost.message_reading import message_data
 from devhost.model_binding_data import model_binding_content
-from devhost.settlement import REGISTRY, InvocationSettlement, ensure_settlement_server
+from devhost.settlement import REGISTRY, InvocationSettlement
 from devhost.worker_protocol import FunctionMetadata, ServiceBusInput
 from shared.envelope.sdk_codec import install as install_sdk_codec
 
@@ -132,8 +132,6 @@ class ServiceBusListener:
 
     async def start(self) -> None:
         """Open the client and start receiving."""
-        if self.shape.actions_arg is not None and self.dispatcher.channel.shares_loop:
-            ensure_settlement_server()  # a worker process got the service's port in its arguments
         self._client = make_client(self.connection)
         self._renewer = AutoLockRenewer(max_lock_renewal_duration=self._renewal_seconds())
         self._start_receiving()
@@ -354,7 +352,6 @@ class ServiceBusListener:
                 renewal.cancel()  # as the host: the lock is renewed only while the function runs
 
         async def settle() -> None:
-            await tracker.apply_pending()
             await self._settle(receiver, [message], tracker, record.succeeded)
 
         if settle_inline:
@@ -377,11 +374,7 @@ class ServiceBusListener:
         *,
         on_listener: Callable[[Callable[[], Awaitable[Any]]], Awaitable[Any]] | None = None,
     ) -> InvocationSettlement:
-        # Only a coroutine running on this very loop must have its settlements wait until it returns.
-        deferred = self.function.is_async and self.dispatcher.channel.shares_loop
-        invocation = InvocationSettlement(
-            receiver, asyncio.get_running_loop(), deferred=deferred, on_listener=on_listener
-        )
+        invocation = InvocationSettlement(receiver, asyncio.get_running_loop(), on_listener=on_listener)
         REGISTRY.register(invocation, messages)
         return invocation
 
@@ -436,7 +429,6 @@ class ServiceBusListener:
             )
         finally:
             REGISTRY.release(tracker)
-        await tracker.apply_pending()
         await self._settle(receiver, messages, tracker, record.succeeded)
 
     async def _settle(

@@ -2,13 +2,12 @@
 
 With the function code in a worker process, each host serves the extension's Settlement calls with a
 ``grpc.aio`` server of its own (its port goes into that worker's arguments), running on the loop that holds
-the receivers: a call is awaited where the receiver lives, with no thread hop per call. The thread-pool
-server in :mod:`devhost.settlement` costs over a millisecond of the host's CPU per call (gRPC threads
-contending for the GIL with the receive loop, and a handoff to the loop and back) and bounded an SDK-typed
-function that settles at about a third of the bare SDK's rate. Semantics and messages are the same: the
-:class:`~devhost.settlement.SettlementRegistry` tells which invocation holds a lock token, an unknown token
-is ``FAILED_PRECONDITION``, a failed call ``UNKNOWN`` with ASP.NET Core's fixed detail. Settlements are
-applied at once: the worker's coroutines do not run on this loop.
+the receivers: a call is awaited where the receiver lives, with no thread hop per call (a thread-pool
+``grpc.server`` cost over a millisecond of the host's CPU per call, gRPC threads contending for the GIL with
+the receive loop, and bounded an SDK-typed function that settles at about a third of the bare SDK's rate).
+The :class:`~devhost.settlement.SettlementRegistry` tells which invocation holds a lock token, an unknown
+token is ``FAILED_PRECONDITION``, a failed call ``UNKNOWN`` with ASP.NET Core's fixed detail. Settlements
+are applied at once: the worker's coroutines do not run on this loop.
 """
 
 from __future__ import annotations
@@ -59,9 +58,6 @@ class AsyncSettlementService(settlement_pb2_grpc.SettlementServicer):  # type: i
             await context.abort(grpc.StatusCode.FAILED_PRECONDITION, lock_token_not_found(call.token))
         assert claimed is not None
         invocation, act = claimed
-        if invocation.deferred:  # not with a worker process; kept for a host that shares its loop
-            invocation.pending.append(act)
-            return Empty()
         via = invocation.on_listener
         try:
             await _on_loop(invocation.loop, act if via is None else lambda: via(act))

@@ -1,8 +1,8 @@
 """Run a devhost in-process for tests: ``with running_host(app, settings=...) as host: ...``.
 
 The host runs on its own event-loop thread, so the test thread can use the synchronous SDK and HTTP
-clients against it. Every host imports the app afresh (under a unique module name). Hosts running at the
-same time share ``os.environ`` (see :mod:`devhost.host`).
+clients against it. Every host starts its own worker process, which imports the app (this process never
+does). Hosts running at the same time share ``os.environ`` (see :mod:`devhost.host`).
 """
 
 from __future__ import annotations
@@ -102,12 +102,11 @@ def start_host(
     keys: ConfiguredKeys | None = None,
     drain_seconds: float = 30.0,
     startup_hook: StartupHook | None = None,
-    worker_process: bool = True,
     worker_limits: WorkerLimits | None = None,
 ) -> HostHandle:
-    """Start a host on a new loop thread and wait until it runs; raise its start-up error if any.
-    ``worker_process=False`` runs the function code in this process (to read the app's module state);
-    ``worker_limits`` shortens the worker process's start-up and restart bounds (the host's by default)."""
+    """Start a host on a new loop thread and wait until it runs; raise its start-up error if any. The
+    function code runs in the host's worker process (never in this one); ``worker_limits`` shortens the
+    worker process's start-up and restart bounds (the host's by default)."""
     options = HostOptions(
         app_path=Path(app),
         settings=dict(settings),
@@ -116,7 +115,6 @@ def start_host(
         http_port=http_port,
         drain_seconds=drain_seconds,
         startup_hook=startup_hook,
-        worker_process=worker_process,
         worker_limits=worker_limits or WorkerLimits(),
     )
     host = FunctionsHost(options)
@@ -167,7 +165,6 @@ def running_host(
     keys: ConfiguredKeys | None = None,
     drain_seconds: float = 30.0,
     startup_hook: StartupHook | None = None,
-    worker_process: bool = True,
     worker_limits: WorkerLimits | None = None,
 ) -> Iterator[HostHandle]:
     """A running host for the ``with`` block; stopped (gracefully) on exit."""
@@ -179,7 +176,6 @@ def running_host(
         keys=keys,
         drain_seconds=drain_seconds,
         startup_hook=startup_hook,
-        worker_process=worker_process,
         worker_limits=worker_limits,
     )
     try:

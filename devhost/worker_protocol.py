@@ -4,8 +4,8 @@ In Azure the Functions host (.NET) and the Python worker are two processes: the 
 app itself, it asks the worker (and reads its answer into ``FunctionMetadata``:
 ``devhost.function_indexing``), turns each trigger into invocation data (``InvocationRequest``) and gets
 back an outcome (``InvocationOutcome``). devhost draws the same line: the triggers and the HTTP front end
-hand a ``WorkerChannel`` these values, which a worker process gets as FunctionRpc messages
-(``devhost.invocation_rpc``) and the in-process worker as they are. Every type here is a frozen dataclass of
+hand a ``WorkerChannel`` these values, which the worker process gets as FunctionRpc messages
+(``devhost.invocation_rpc``). Every type here is a frozen dataclass of
 plain values (str, bytes, numbers, datetimes, dicts and tuples of them), picklable and free of SDK and
 ``azure.functions`` objects.
 """
@@ -35,9 +35,6 @@ class ServiceBusShape:
     batch: bool
     auto_complete: bool | None  # the binding's autoCompleteMessages; None: host.json's default
     payload: PayloadKind
-    # The parameter that gets ``ServiceBusMessageActions``: the host never learns it (the worker binds it);
-    # only the in-process worker, whose coroutines run on the host's loop, says (see FunctionMetadata).
-    actions_arg: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,9 +47,6 @@ class FunctionMetadata:
     trigger: Mapping[str, Any]  # the trigger's raw binding, ``%expr%`` resolved
     trigger_arg: str
     service_bus: ServiceBusShape | None = None
-    # A coroutine function. The host never learns it; the in-process worker says, as its coroutines run on
-    # the host's own loop (their gRPC settlements must wait until they return).
-    is_async: bool = False
 
 
 @dataclass(frozen=True, slots=True)

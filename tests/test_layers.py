@@ -16,6 +16,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("app", "devhost", "emulator", "functions", "shared", "spark")
+RUNTIME = "azure_functions_runtime"
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,8 +78,21 @@ RULES = (
         "devhost",
         ("devhost.worker",),
         "the host reaches the function code only through the worker channel (in Azure: another process)",
-        # The worker package itself, and the channel factory that runs it in this process.
-        exempt=("devhost.worker", "devhost.in_process_worker"),
+        exempt=("devhost.worker",),  # the worker package itself
+    ),
+    Rule(
+        "devhost",
+        (RUNTIME, "devhost.rpc.runtime_driver", "devhost.rpc.runtime_invocation"),
+        "the runtime keeps one app per process in module globals and changes os.environ, sys.path, the "
+        "working directory and logging: it runs in the worker process, never in the host's",
+        # What the worker process runs, and the reference indexer (python -m devhost.rpc.index_app, a
+        # process of its own).
+        exempt=(
+            "devhost.worker",
+            "devhost.rpc.runtime_driver",
+            "devhost.rpc.runtime_invocation",
+            "devhost.rpc.index_app",
+        ),
     ),
     Rule(
         "devhost.worker",
@@ -96,7 +110,7 @@ RULES = (
                 "devhost.message_reading",
                 "devhost.model_binding_data",
             ),
-            *("devhost.worker_channel", "devhost.in_process_worker", "devhost.process_worker"),
+            *("devhost.worker_channel", "devhost.process_worker"),
             *("devhost.testing", "devhost.__main__"),
             "aiohttp",
         ),
@@ -321,19 +335,35 @@ def test_devhost_may_import_the_sdk_codec_shim_and_nothing_else_of_shared(tmp_pa
     ]
 
 
-def test_only_the_channel_factory_reaches_the_worker_side(tmp_path: Path) -> None:
-    """The host side of devhost imports nothing of ``devhost.worker`` (lazily neither); the in-process
-    channel may, and the worker's modules import each other freely."""
+def test_the_host_side_reaches_neither_the_worker_side_nor_the_runtime(tmp_path: Path) -> None:
+    """The host side of devhost imports nothing of ``devhost.worker`` nor of ``azure_functions_runtime``
+    (lazily neither); the worker's modules import each other and the runtime freely."""
     (tmp_path / "devhost" / "worker").mkdir(parents=True)
-    (tmp_path / "devhost" / "__init__.py").write_text("")
-    (tmp_path / "devhost" / "worker" / "__init__.py").write_text("")
-    (tmp_path / "devhost" / "worker" / "binding.py").write_text("from .indexing import WorkerFunction\n")
-    (tmp_path / "devhost" / "worker" / "indexing.py").write_text("")
-    (tmp_path / "devhost" / "host.py").write_text("def f():\n    from devhost.worker import binding\n")
-    (tmp_path / "devhost" / "in_process_worker.py").write_text("from devhost.worker.binding import x\n")
+    (tmp_path / "devhost" / "rpc").mkdir()
+    for package in ("devhost", "devhost/worker", "devhost/rpc"):
+        (tmp_path / package / "__init__.py").write_text("")
+    (tmp_path / "devhost" / "worker" / "process_loop.py").write_text(
+        "from devhost.rpc.runtime_driver import RuntimeDriver\n"
+    )
+    (tmp_path / "devhost" / "rpc" / "runtime_driver.py").write_text(
+        "def f():\n    import azure_functions_runtime\n"
+    )
+    (tmp_path / "devhost" / "host.py").write_text("def f():\n    from devhost.worker import process_loop\n")
+    (tmp_path / "devhost" / "http_return.py").write_text(
+        "def f():\n    from azure_functions_runtime.bindings.meta import to_outgoing_proto\n"
+    )
+    (tmp_path / "devhost" / "dispatcher.py").write_text(
+        "from devhost.rpc.runtime_driver import RuntimeDriver\n"
+    )
     tree = source_tree(tmp_path, ("devhost",))
 
     assert violations(tree) == [
         "devhost.host imports devhost.worker: the host reaches the function code only through the worker "
-        "channel (in Azure: another process)"
+        "channel (in Azure: another process)",
+        "devhost.dispatcher imports devhost.rpc.runtime_driver: the runtime keeps one app per process in "
+        "module globals and changes os.environ, sys.path, the working directory and logging: it runs in the "
+        "worker process, never in the host's",
+        "devhost.http_return imports azure_functions_runtime.bindings.meta: the runtime keeps one app per "
+        "process in module globals and changes os.environ, sys.path, the working directory and logging: it "
+        "runs in the worker process, never in the host's",
     ]

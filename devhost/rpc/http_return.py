@@ -1,17 +1,16 @@
 """An HTTP function's return value made into the response by ``azure_functions_runtime``'s own encoder.
 
-The runtime encodes the value for the ``$return`` HTTP binding (``bindings.meta.to_outgoing_proto``) and
-the host answers with what it got: an ``RpcHttp`` (from a ``func.HttpResponse``) or a string. Anything
-else fails the invocation in Azure with the runtime's ``TypeError`` ("unable to encode outgoing
-TypedData: unsupported type "http" for Python type "dict""), ``None`` and ``bytes`` included: an app that
-returned a dict here would first fail in Azure.
+The runtime encodes the value for the ``$return`` HTTP binding (``bindings.meta.to_outgoing_proto``, in the
+worker process) and the host answers with what it got: an ``RpcHttp`` (from a ``func.HttpResponse``) or a
+string. Anything else fails the invocation in Azure with the runtime's ``TypeError`` ("unable to encode
+outgoing TypedData: unsupported type "http" for Python type "dict""), ``None`` and ``bytes`` included: an
+app that returned a dict here would first fail in Azure.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from devhost.rpc.protos import load as load_protos
 from devhost.worker_protocol import HttpOutput
 
 
@@ -50,11 +49,3 @@ def http_output_of(typed: Any) -> HttpOutput:
     else:
         body = str(getattr(http.body, body_kind)).encode("utf-8")
     return HttpOutput(int(http.status_code or 200), headers, body, content_type)
-
-
-def http_output(result: Any) -> HttpOutput:
-    """The response for ``result`` (the runtime's ``TypeError`` when it makes none)."""
-    from azure_functions_runtime.bindings.meta import to_outgoing_proto
-
-    # The runtime's binding registry is loaded when devhost indexes the app (devhost.rpc.load_checks).
-    return http_output_of(to_outgoing_proto("http", result, pytype=None, protos=load_protos()))

@@ -16,8 +16,8 @@ from azure.servicebus import ServiceBusClient, ServiceBusMessage, ServiceBusSubQ
 from azure.servicebus._pyamqp.types import TYPE, VALUE, AMQPTypes
 
 from devhost.bindings import BindingError
+from devhost.function_indexing import AppLoadError
 from devhost.testing import HostHandle, running_host
-from devhost.worker.app_loader import AppLoadError
 from emulator.testing import EmulatorHandle
 from tests.devhost.conftest import APPS, Records, basic_app_settings, send
 

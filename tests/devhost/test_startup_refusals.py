@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from devhost.bindings import BindingError
+from devhost.function_indexing import AppLoadError
 from devhost.testing import running_host
-from devhost.worker.app_loader import AppLoadError
 
 SB_APP = """
 import azure.functions as func

@@ -179,7 +179,9 @@ class Worker:
     def seen(self, function: str) -> dict[str, Any]:
         """What ``function`` got in its last call."""
         lines = self.record.read_text(encoding="utf-8").splitlines() if self.record.exists() else []
-        calls = [entry for entry in map(json.loads, lines) if entry["function"] == function]
+        calls: list[dict[str, Any]] = [
+            entry for entry in map(json.loads, lines) if entry["function"] == function
+        ]
         assert calls, f"{function} recorded nothing"
         return calls[-1]
 
