@@ -1,9 +1,9 @@
 """devhost: run a Python v2-model ``function_app.py`` on one machine the way the Azure Functions host does.
 
-``python -m devhost`` (or ``make run``) loads ``host.json`` and ``local.settings.json``, imports the app,
-and serves its Service Bus triggers (real ``azure-servicebus`` SDK, PEEK_LOCK, complete/abandon, lock
-renewal, sessions, batches, SDK-type settlement), timer triggers (NCRONTAB) and HTTP triggers (route
-prefix, auth levels, keys, admin endpoints). Tests use :mod:`devhost.testing`.
+``python -m devhost`` (or ``make run``) loads ``host.json`` and ``local.settings.json``, starts the app's
+worker process, and serves its Service Bus triggers (real ``azure-servicebus`` SDK, PEEK_LOCK,
+complete/abandon, lock renewal, sessions, batches, SDK-type settlement), timer triggers (NCRONTAB) and HTTP
+triggers (route prefix, auth levels, keys, admin endpoints). Tests use :mod:`devhost.testing`.
 
 The function code runs in a worker process, as the Python worker runs beside the host in Azure: the
 ``worker`` package (``python -m devhost.worker``: ``azure_functions_runtime`` imports, indexes, binds and
