@@ -90,8 +90,13 @@ def _payload(trigger: Mapping[str, Any]) -> PayloadKind:
     properties = trigger.get("properties") or {}
     if isinstance(properties, Mapping) and properties.get("SupportsDeferredBinding") is True:
         return "sdk"
-    if str(trigger.get("dataType") or "").lower() in ("binary", "stream"):
+    data_type = str(trigger.get("dataType") or "").lower()
+    if data_type in ("binary", "stream"):
         return "bytes"
+    if data_type != "string" and str(trigger.get("cardinality") or "ONE").upper() == "MANY":
+        # No data type is ``object``; for a batch it stays ``object[]`` (``GetDefaultType`` turns only a
+        # plain ``object`` into ``string``), which webjobs-sdk binds element by element through Json.NET.
+        return "object"
     return "str"
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from devhost.rpc.http_return import http_output_of
 from devhost.rpc.protos import load as load_protos
-from devhost.rpc.trigger_data import trigger_data
+from devhost.rpc.trigger_data import TriggerBindingError, trigger_data
 from devhost.worker_protocol import FunctionMetadata, InvocationOutcome, InvocationRequest
 
 HTTP_TRIGGER = "httpTrigger"
@@ -24,7 +24,12 @@ HTTP_TRIGGER = "httpTrigger"
 def invocation_message(function: FunctionMetadata, request: InvocationRequest) -> Any:
     """The ``StreamingMessage`` that asks the worker to run ``request``."""
     protos = load_protos()
-    typed, metadata = trigger_data(request.input, function.name)
+    try:
+        typed, metadata = trigger_data(request.input, function.name)
+    except TriggerBindingError as exc:
+        # As webjobs-sdk's FunctionExecutor wraps a binding failure: the invocation fails, naming the
+        # parameter.
+        raise TriggerBindingError(f"Exception binding parameter '{function.trigger_arg}': {exc}") from None
     invocation = protos.InvocationRequest(
         invocation_id=request.invocation_id,
         function_id=function.function_id,

@@ -18,9 +18,10 @@ from datetime import datetime
 from typing import Any, Literal
 
 # What the host sends for a Service Bus trigger, by the parameter type its binding requests: the body as a
-# string, the body's bytes (``dataType`` ``binary``), or the binding extension's model binding data (SDK
-# types, deferred binding).
-PayloadKind = Literal["str", "bytes", "sdk"]
+# string, the body's bytes (``dataType`` ``binary``), the binding extension's model binding data (SDK
+# types, deferred binding), or, for a batch without a ``dataType`` (``object[]``), each body as Json.NET read
+# and wrote it (:mod:`devhost.dotnet_json`).
+PayloadKind = Literal["str", "bytes", "sdk", "object"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from devhost.dotnet_json import JsonNetReaderError, json_net_roundtrip, poco_binding_error
 from devhost.dotnet_values import iso, net_datetime, plain
 from devhost.rpc.protos import load as load_protos
 from devhost.worker_protocol import (
@@ -75,9 +76,9 @@ HOST_BATCH_ARRAYS: dict[str, tuple[str, str]] = {
     "DeadLetterSourceArray": ("string", "DeadLetterSource"),
     "LockTokenArray": ("string", "LockToken"),
     "ExpiresAtUtcArray": ("DateTime", "ExpiresAtUtc"),
-    "ExpiresAtArray": ("DateTime", "ExpiresAtUtc"),
+    "ExpiresAtArray": ("DateTimeOffset", "ExpiresAtUtc"),
     "EnqueuedTimeUtcArray": ("DateTime", "EnqueuedTimeUtc"),
-    "EnqueuedTimeArray": ("DateTime", "EnqueuedTimeUtc"),
+    "EnqueuedTimeArray": ("DateTimeOffset", "EnqueuedTimeUtc"),
     "MessageIdArray": ("string", "MessageId"),
     "ContentTypeArray": ("string", "ContentType"),
     "ReplyToArray": ("string", "ReplyTo"),
@@ -91,6 +92,9 @@ HOST_BATCH_ARRAYS: dict[str, tuple[str, str]] = {
     "PartitionKeyArray": ("string", "PartitionKey"),
     "TransactionPartitionKeyArray": ("string", "PartitionKey"),
 }
+
+
+_DEFAULT_DATETIME = "0001-01-01T00:00:00"  # Json.NET's text for default(DateTime)
 
 
 def _json(value: Any) -> str:
@@ -120,6 +124,14 @@ def _array(element_type: str, values: Sequence[Any]) -> Any:
         return protos.TypedData(
             collection_sint64=protos.CollectionSInt64(sint64=[int(v or 0) for v in values])
         )
+    if element_type in ("DateTime", "DateTimeOffset"):
+        # DateTime[] (the extension's ``.DateTime``, kind Unspecified: no zone) or DateTimeOffset[]
+        # (``+00:00``), each in Json.NET's ISO text; a missing date is .NET's default(DateTime).
+        zone = "+00:00" if element_type == "DateTimeOffset" else ""
+        texts = [
+            net_datetime(v, zone) if isinstance(v, datetime) else _DEFAULT_DATETIME + zone for v in values
+        ]
+        return protos.TypedData(json=json.dumps(texts, separators=(",", ":")))
     return protos.TypedData(json=_json(list(values)))
 
 
@@ -165,6 +177,22 @@ def _batch_metadata(messages: Sequence[ServiceBusMessageData], function_name: st
     return metadata
 
 
+class TriggerBindingError(ValueError):
+    """The host cannot bind the trigger's data to the parameter: the invocation fails before any worker
+    sees it (in Azure: ``InvalidOperationException`` from webjobs-sdk's binding)."""
+
+
+def _json_net_bodies(messages: Sequence[ServiceBusMessageData]) -> Any:
+    """An untyped batch (``object[]``): each body read and written by Json.NET, sent as one JSON array."""
+    texts = []
+    for message in messages:
+        try:
+            texts.append(json_net_roundtrip(message.body.decode("utf-8", errors="replace")))
+        except JsonNetReaderError as exc:
+            raise TriggerBindingError(poco_binding_error(str(exc))) from None
+    return load_protos().TypedData(json="[" + ",".join(texts) + "]")
+
+
 def _model_binding_data(content: bytes) -> Any:
     protos = load_protos()
     return protos.ModelBindingData(
@@ -191,6 +219,8 @@ def _service_bus(data: ServiceBusInput, function_name: str) -> tuple[Any, dict[s
     text = data.payload == "str"
     if data.batch:
         metadata = _batch_metadata(data.messages, function_name)
+        if data.payload == "object":
+            return _json_net_bodies(data.messages), metadata
         if text:
             texts = [m.body.decode("utf-8", errors="replace") for m in data.messages]
             strings = protos.CollectionString(string=texts)

@@ -48,6 +48,12 @@ def test_an_app_setting_a_trigger_names_must_exist() -> None:
         ({"dataType": "STRING"}, "str"),
         ({"dataType": "BINARY"}, "bytes"),
         ({"properties": {"SupportsDeferredBinding": True}}, "sdk"),  # ParameterBindingData
+        # A batch without a dataType requests object[] (GetDefaultType turns only a plain object into
+        # string): each body goes through Json.NET.
+        ({"cardinality": "MANY"}, "object"),
+        ({"cardinality": "MANY", "dataType": "STRING"}, "str"),  # string[]
+        ({"cardinality": "MANY", "dataType": "BINARY"}, "bytes"),  # byte[][]
+        ({"cardinality": "MANY", "properties": {"SupportsDeferredBinding": True}}, "sdk"),
     ],
 )
 def test_the_host_sends_what_the_binding_requests(fields: dict[str, Any], payload: str) -> None:

@@ -39,6 +39,9 @@ def entities(shared_emulator: EmulatorHandle) -> dict[str, str]:
         ),
         "SETTLE_QUEUE": shared_emulator.create_queue(lock_duration=timedelta(seconds=10)),
         "TEXT_QUEUE": shared_emulator.create_queue(lock_duration=timedelta(seconds=10), max_delivery_count=2),
+        "UNTYPED_BATCH_QUEUE": shared_emulator.create_queue(
+            lock_duration=timedelta(seconds=10), max_delivery_count=2
+        ),
         "BATCH_TOPIC": topic,
         "BATCH_SUBSCRIPTION": subscription,
     }
@@ -192,3 +195,36 @@ def test_a_body_that_is_not_utf8_reaches_a_text_function_with_replacement_charac
     [seen] = [r["text"] for r in module_records.of("text_only") if r.get("text", "").endswith(run)]
     assert seen == f"\ufffd\ufffd not utf-8 {run}"
     assert not [r for r in host.invocations if r.function_name == "text_only" and not r.succeeded]
+
+
+def test_an_untyped_batch_gets_each_body_as_json_net_rewrote_it_and_a_body_that_is_not_json_fails_it(
+    host: HostHandle, shared_emulator: EmulatorHandle, entities: dict[str, str], module_records: Records
+) -> None:
+    # No dataType on a batch: the host binds object[], each body read by Json.NET as an object and the array
+    # written back (a date loses its trailing zero, azure-functions-python-worker#1401); the library then
+    # gives each message the JSON text of what it parsed.
+    queue = entities["UNTYPED_BATCH_QUEUE"]
+    run = uuid.uuid4().hex[:6]
+    send(shared_emulator.connection_string, queue, f'{{"run": "{run}", "at": "2024-01-19T12:50:41.250940Z"}}')
+    records = module_records.wait(lambda rs: any(run in b for r in rs for b in r.get("bodies", [])))
+    [body] = [b for r in records if r["function"] == "untyped_batch" for b in r["bodies"] if run in b]
+    assert body == f'{{"run": "{run}", "at": "2024-01-19T12:50:41.25094Z"}}'
+
+    # A body Json.NET cannot read fails the binding, so the invocation, before the worker sees it: the
+    # message is abandoned, and dead-lettered at the queue's max delivery count (2).
+    send(shared_emulator.connection_string, queue, f"not json {run}")
+    with (
+        ServiceBusClient.from_connection_string(shared_emulator.connection_string) as client,
+        client.get_queue_receiver(queue, sub_queue=ServiceBusSubQueue.DEAD_LETTER, max_wait_time=60) as dlq,
+    ):
+        [dead] = dlq.receive_messages(max_message_count=1, max_wait_time=60)
+        assert str(dead) == f"not json {run}"
+        assert dead.dead_letter_reason == "MaxDeliveryCountExceeded"
+        dlq.complete_message(dead)
+    failed = [r for r in host.invocations if r.function_name == "untyped_batch" and not r.succeeded]
+    assert len(failed) == 2
+    assert all(
+        "Exception binding parameter 'batch': Binding parameters to complex objects" in (r.error or "")
+        for r in failed
+    )
+    assert not any(f"not json {run}" in b for r in module_records.of("untyped_batch") for b in r["bodies"])

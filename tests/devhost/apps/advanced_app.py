@@ -33,6 +33,7 @@ def in_session(msg: func.ServiceBusMessage) -> None:
     subscription_name="%BATCH_SUBSCRIPTION%",
     connection="ServiceBusConnection",
     cardinality="many",
+    data_type=func.DataType.STRING,  # string[]: each body as text (without it, object[] through Json.NET)
 )
 def in_batch(batch: typing.List[func.ServiceBusMessage]) -> None:
     record(
@@ -68,3 +69,13 @@ def settles_itself(
 @app.service_bus_queue_trigger(arg_name="text", queue_name="%TEXT_QUEUE%", connection="ServiceBusConnection")
 def text_only(text: str) -> None:
     record("text_only", text=text)
+
+
+@app.service_bus_queue_trigger(
+    arg_name="batch",
+    queue_name="%UNTYPED_BATCH_QUEUE%",
+    connection="ServiceBusConnection",
+    cardinality="many",
+)
+def untyped_batch(batch: typing.List[func.ServiceBusMessage]) -> None:
+    record("untyped_batch", bodies=[m.get_body().decode() for m in batch])
