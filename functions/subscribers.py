@@ -28,13 +28,16 @@ from functions.message_actions import MessageActions
 from shared.entity_paths import endpoint_queue_path
 from shared.handlers.dispatch import UNREADABLE_MESSAGE, DeadLetter, Retry, truncate
 from shared.handlers.endpoints import Endpoint
+from shared.handlers.handover_detour import detour_of, send_through_handover
 from shared.handlers.subscriber import HandlerFailed, process
 
 TRANSPORT = EnvironmentTransport()
 """The cached clients of the process environment, which the handlers' outgoing messages go through."""
 
 
-def _handle(endpoint: Endpoint, message: ServiceBusReceivedMessage, actions: MessageActions) -> None:
+def _handle(
+    endpoint: Endpoint, queue: str, message: ServiceBusReceivedMessage, actions: MessageActions
+) -> None:
     try:
         incoming = incoming_from_received(message)
     except Exception as error:  # a message that cannot be read never will be: no retry storm
@@ -42,6 +45,12 @@ def _handle(endpoint: Endpoint, message: ServiceBusReceivedMessage, actions: Mes
         actions.deadletter(
             message, deadletter_reason=UNREADABLE_MESSAGE, deadletter_error_description=description
         )
+        return
+    # A copy a migration's handover stamped for this queue may have a twin: it goes through the endpoint's
+    # handover queue first, which lets one copy through (shared.topology.handover).
+    handover = detour_of(incoming, queue)
+    if handover is not None and send_through_handover(TRANSPORT.service_bus_client(), incoming, handover):
+        actions.complete(message)
         return
     outcome = process(endpoint, incoming, TRANSPORT)
     if isinstance(outcome, DeadLetter):
@@ -66,17 +75,18 @@ def register_subscriber(bp: func.Blueprint, endpoint: Endpoint, env: Mapping[str
     """Declare ``endpoint``'s queue trigger on ``bp``, bound to its queue path under ``env``'s hierarchy
     namespace (see :mod:`shared.entity_paths`: a binding expression could not add the prefix)."""
     name = subscriber_name(endpoint)
+    queue = endpoint_queue_path(endpoint, env)
 
     def subscriber(
         message: servicebus.ServiceBusReceivedMessage, message_actions: servicebus.ServiceBusMessageActions
     ) -> None:
-        _handle(endpoint, message, message_actions)
+        _handle(endpoint, queue, message, message_actions)
 
     subscriber.__name__ = subscriber.__qualname__ = name
     subscriber.__doc__ = f"The {endpoint.name} endpoint's input queue."
     trigger = bp.service_bus_queue_trigger(
         arg_name="message",
-        queue_name=endpoint_queue_path(endpoint, env),
+        queue_name=queue,
         connection=CONNECTION,
         auto_complete_messages=False,
     )

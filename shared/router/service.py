@@ -62,7 +62,7 @@ from shared.router.decision import (
 )
 from shared.topology.arm import correlation_properties
 from shared.topology.desired import RuleFilter
-from shared.topology.handover import SNAPSHOT_SECONDS, Handover
+from shared.topology.handover import HANDOVER_PROPERTY, SNAPSHOT_SECONDS, Handover
 from shared.topology.handover import snapshot_seconds as snapshot_seconds  # the app reads it from here
 from shared.topology.names import HierarchyNamespace
 from shared.topology.options import TopologyOptions
@@ -149,6 +149,7 @@ def _retirements(subscription: Any, fallback_topic: str) -> list[Retirement]:
             _rule_of_filter(r.rule, r.filter),
             handover.cutoff_of(r, created, updated),
             handover.endpoint,
+            handover.retired_at,
         )
         for r in handover.retires
         if r.topic.lower() == fallback_topic.lower()
@@ -201,9 +202,14 @@ def dedicated_topic_resolver(options: TopologyOptions) -> Callable[[str], str | 
     return resolve
 
 
-def bridged_copy(message: IncomingMessage, fallback_topic: str) -> ServiceBusMessage:
-    """An exact copy of ``message`` (ids, session, properties, body) marked as bridged from the fallback."""
+def bridged_copy(
+    message: IncomingMessage, fallback_topic: str, handover_stamps: tuple[str, ...] = ()
+) -> ServiceBusMessage:
+    """An exact copy of ``message`` (ids, session, properties, body) marked as bridged from the fallback,
+    and stamped for the handover queues of ``handover_stamps`` (:mod:`shared.topology.handover`)."""
     properties = {**message.application_properties, BRIDGED_FROM: fallback_topic}
+    if handover_stamps:
+        properties[HANDOVER_PROPERTY] = ";".join(handover_stamps)
     # The copy goes where the original went: a PartitionKey that conflicts with the SessionId yields to it.
     return to_message(replace(message, application_properties=properties), PartitionKeyPolicy.SESSION_WINS)
 
@@ -300,7 +306,7 @@ class FallbackRouter:
             decision = decide(message, self._current(fresh=True), self._dedicated)
         if decision.bridge_to is not None:
             with self.client.get_topic_sender(decision.bridge_to) as sender:
-                sender.send_messages(bridged_copy(message, self.fallback_topic))
+                sender.send_messages(bridged_copy(message, self.fallback_topic, decision.handover_stamps))
             log.info(
                 "bridged %s (message %s) to %s", decision.contract, message.message_id, decision.bridge_to
             )
@@ -308,7 +314,7 @@ class FallbackRouter:
             # Subscribers of the dedicated topic that did not get the event on the fallback topic, straight
             # to where their subscriptions forward (the others must not receive it twice).
             with self.client.get_queue_sender(entity) as sender:
-                sender.send_messages(bridged_copy(message, self.fallback_topic))
+                sender.send_messages(bridged_copy(message, self.fallback_topic, decision.handover_stamps))
             log.info("bridged %s (message %s) to %s", decision.contract, message.message_id, entity)
         if decision.unrouted:
             self.recorder.record(message, decision, self.fallback_topic, self.router_subscription)

@@ -25,6 +25,17 @@ and the moment the delete took effect reached the endpoint through the old rule 
 duplicate, never a loss). That window is the skew allowance plus the delete call (and how late ``apply``
 wakes). Sequence numbers would be exact, but the router's copies are numbered by its subscription, not by
 the topic a marker could be scheduled on (see :mod:`shared.router.service`), so nothing here relies on them.
+
+**The detour makes that window exact.** Both copies of a message in the window carry the same MessageId,
+and Service Bus drops a second send of a MessageId into a queue with duplicate detection. So before the
+handover starts, ``apply`` creates the endpoint's **handover queue** (:func:`handover_queue`: duplicate
+detection over :data:`DUPLICATE_WINDOW`, forwarding to the endpoint's queue) and gives each retired rule an
+action that stamps the copies it delivers (:func:`stamp_action`, property :data:`HANDOVER_PROPERTY` = the
+endpoint's queue); the router stamps its bridged copies of messages in the window the same way. The
+endpoint's subscriber sends every stamped copy into its handover queue (marked :data:`DETOURED_PROPERTY`)
+instead of handling it: of two copies of one message only the first gets through, and comes back to the
+endpoint's queue to be handled. After the deletes, ``apply`` writes when they were done
+(:attr:`Handover.retired_at`, on the management plane's clock), which ends the router's stamping.
 """
 
 from __future__ import annotations
@@ -56,6 +67,19 @@ messages enqueued within it before the cutoff are bridged (a possible duplicate 
 MAX_USER_METADATA = 1024
 """Azure's limit on a subscription's ``userMetadata``."""
 
+HANDOVER_PROPERTY = "busbar.handover"
+"""Application property on a copy that may have a twin (a message in a handover's window): the queues,
+separated by ``;``, whose endpoint must pass it through its handover queue."""
+
+DETOURED_PROPERTY = "busbar.handover.detoured"
+"""Application property on a copy sent into a handover queue: handled as it comes back, never detoured
+again."""
+
+DUPLICATE_WINDOW = timedelta(days=1)
+"""How long a handover queue remembers a MessageId: longer than the router can lag behind the broker."""
+
+HANDOVER_QUEUE_SUFFIX = ".handover"
+
 _KEY = "busbar.handover"
 
 
@@ -67,6 +91,29 @@ def snapshot_seconds(env: Mapping[str, str]) -> float:
 def handover_seconds(router_snapshot_seconds: float) -> float:
     """How long a migration keeps the old path after creating the new one."""
     return router_snapshot_seconds + MARGIN_SECONDS
+
+
+def handover_queue(queue: str) -> str:
+    """The handover queue of the endpoint whose input queue is ``queue``."""
+    return f"{queue}{HANDOVER_QUEUE_SUFFIX}"
+
+
+def stamp_action(queue: str, existing: str | None = None) -> str:
+    """The SQL rule action a retired rule gets for the handover: it stamps each copy it delivers with
+    ``queue`` (after the rule's own action, if it had one)."""
+    stamp = "SET [{}] = '{}'".format(HANDOVER_PROPERTY, queue.replace("'", "''"))
+    if existing and stamp.lower() not in existing.lower():
+        return f"{existing.rstrip().rstrip(';')}; {stamp}"
+    return existing or stamp
+
+
+def stamped_queues(value: object) -> tuple[str, ...]:
+    """The queues a :data:`HANDOVER_PROPERTY` value names."""
+    if isinstance(value, bytes):
+        value = value.decode("utf-8", errors="replace")
+    if not isinstance(value, str):
+        return ()
+    return tuple(q.strip() for q in value.split(";") if q.strip())
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +151,9 @@ class Handover:
     anchor: Literal["createdAt", "updatedAt"] = "createdAt"
     """What ``after_seconds`` counts from: the subscription's creation (a subscription the migration
     created), or its last update (only while a record on an existing subscription has no cutoffs yet)."""
+    retired_at: datetime | None = None
+    """When ``apply`` had deleted the retired rules (the management plane's clock); None while it has not
+    said: copies of later messages have no twin, so the router stops stamping them."""
 
     def cutoff(self, created_at: datetime) -> datetime:
         """When the retired rules stop counting, on the management plane's clock."""
@@ -123,17 +173,15 @@ class Handover:
 
     def to_metadata(self) -> str:
         """The ``userMetadata`` text; refused when it would not fit Azure's 1,024 characters."""
-        text = json.dumps(
-            {
-                _KEY: {
-                    "endpoint": self.endpoint,
-                    "afterSeconds": self.after_seconds,
-                    "anchor": self.anchor,
-                    "retires": [r.to_dict() for r in self.retires],
-                }
-            },
-            separators=(",", ":"),
-        )
+        record: dict[str, Any] = {
+            "endpoint": self.endpoint,
+            "afterSeconds": self.after_seconds,
+            "anchor": self.anchor,
+            "retires": [r.to_dict() for r in self.retires],
+        }
+        if self.retired_at is not None:
+            record["retiredAt"] = self.retired_at.isoformat()
+        text = json.dumps({_KEY: record}, separators=(",", ":"))
         if len(text) > MAX_USER_METADATA:
             raise TopologyValidationError(
                 [
@@ -164,7 +212,8 @@ class Handover:
             anchor: Literal["createdAt", "updatedAt"] = (
                 "updatedAt" if record.get("anchor") == "updatedAt" else "createdAt"
             )
-            return cls(str(record["endpoint"]), retires, float(record["afterSeconds"]), anchor)
+            retired_at = _moment(record["retiredAt"]) if record.get("retiredAt") else None
+            return cls(str(record["endpoint"]), retires, float(record["afterSeconds"]), anchor, retired_at)
         except (ValueError, KeyError, TypeError, AttributeError):
             return None
 
@@ -184,10 +233,16 @@ def _filter(raw: Mapping[str, Any]) -> RuleFilter:
 
 __all__ = [
     "CLOCK_SKEW_SECONDS",
+    "DETOURED_PROPERTY",
+    "DUPLICATE_WINDOW",
+    "HANDOVER_PROPERTY",
     "MARGIN_SECONDS",
     "SNAPSHOT_SECONDS",
     "Handover",
     "RetiredRule",
+    "handover_queue",
     "handover_seconds",
     "snapshot_seconds",
+    "stamp_action",
+    "stamped_queues",
 ]

@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 from azure.core.exceptions import HttpResponseError
@@ -46,7 +47,8 @@ from shared.topology.desired import (
     subscription_name,
 )
 from shared.topology.errors import ProvisioningError, TopologyValidationError
-from shared.topology.handover import Handover
+from shared.topology.handover import Handover, handover_queue
+from shared.topology.handover_steps import create_handover_queue, record_retired, stamp_retired_rule
 from shared.topology.names import DEFAULT_RULE_NAME, HierarchyNamespace, rule_name
 from shared.topology.options import MigrationTopologyOptions, TopicRoutingMode, TopologyOptions
 from shared.topology.plan import (
@@ -267,6 +269,10 @@ class Provisioner:
                 result.would_update.append(item.path)
         deletes = [i for i in plan.items if i.action == "delete"]
         self._delete_all([i for i in deletes if not i.after_creates], result, done)
+        retiring = plan.handover is not None and plan.handover.retires and plan.handover_seconds > 0
+        if retiring:
+            assert plan.handover is not None
+            self._prepare_handover(plan.handover, done)
         creates = [i for i in plan.items if i.action == "create"]
         for kind in ("queue", "topic"):
             batch = [i for i in creates if i.kind == kind]
@@ -290,13 +296,49 @@ class Provisioner:
         # the fallback topic they stay for the handover too, so every router has seen the new path (and
         # the cutoff written on it) before they go: see shared.topology.handover.
         late = [i for i in deletes if i.after_creates]
+        m = self.management
         if plan.handover is not None:
             for topic, name in plan.handover_updates:
                 self._record_handover(topic, name, plan.handover, done)
         if late and plan.handover_seconds > 0:
             self.sleep(plan.handover_seconds)
         self._delete_all(late, result, done)
+        if retiring and late:
+            for topic, name in self._handover_records(plan):
+                self._step(
+                    "update", subscription_path(topic, name), partial(record_retired, m, topic, name), done
+                )
         return result
+
+    def _prepare_handover(self, handover: Handover, done: list[str]) -> None:
+        """Before the creates: the endpoint's handover queue, then the retired rules' stamp (so the stamp is
+        on every copy of the handover's window; see :mod:`shared.topology.handover`)."""
+        m = self.management
+        queue = handover_queue(handover.endpoint)
+        self._step("create", queue, lambda: create_handover_queue(m, handover), done)
+        for retired in handover.retires:
+            path = rule_path(retired.topic, retired.subscription, retired.rule)
+            self._step("update", path, partial(stamp_retired_rule, m, handover, retired), done)
+
+    @staticmethod
+    def _handover_records(plan: Plan) -> list[tuple[str, str]]:
+        """The subscriptions that record ``plan``'s handover: those it creates with it, and those apply
+        wrote it on."""
+        created = [
+            (i.spec.topic, i.spec.name)
+            for i in plan.items
+            if i.action == "create"
+            and isinstance(i.spec, SubscriptionSpec)
+            and Handover.parse(i.spec.user_metadata) is not None
+        ]
+        return list(dict.fromkeys([*created, *plan.handover_updates]))
+
+    def _step(self, what: str, path: str, call: Callable[[], Any], done: list[str]) -> None:
+        try:
+            call()
+        except HttpResponseError as exc:
+            raise ProvisioningError(what, path, _status(exc), _code(exc), _message(exc), list(done)) from exc
+        done.append(path)
 
     def _record_handover(self, topic: str, name: str, handover: Handover, done: list[str]) -> None:
         """Write ``handover`` on an existing subscription, keeping the handovers it already records. Two

@@ -4,6 +4,7 @@ none after, whatever the router's snapshot still shows, so no event is lost or d
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from shared.contracts import ENCLOSED_MESSAGE_TYPES
@@ -17,7 +18,8 @@ from shared.router.decision import (
     as_enqueued,
     decide,
 )
-from shared.topology.handover import CLOCK_SKEW_SECONDS
+from shared.router.service import bridged_copy
+from shared.topology.handover import CLOCK_SKEW_SECONDS, HANDOVER_PROPERTY
 
 ACCEPTED = "Shipping.OrderAccepted"
 CATCH_ALL = (SqlRule("$Default", "1=1"),)
@@ -88,3 +90,35 @@ def test_a_deleted_fallback_subscription_still_counts_for_messages_enqueued_befo
 def test_a_naive_enqueued_time_is_read_as_utc() -> None:
     naive = (CUTOFF - timedelta(seconds=10)).replace(tzinfo=None)
     assert decide(order(naive), view(old_rule_shown=False), same_name_topic).bridge_to is None
+
+
+def retired_view(retired_at: datetime | None) -> RoutingSnapshot:
+    snapshot = view(old_rule_shown=False)
+    [retirement] = snapshot.retirements
+    return replace(snapshot, retirements=(replace(retirement, retired_at=retired_at),))
+
+
+def test_a_copy_that_may_have_a_twin_is_stamped_for_the_endpoints_handover_queue() -> None:
+    # Enqueued from the cutoff (less the skew) until the deletes were done: the old rule may have delivered
+    # it too, so the bridged copy is stamped for billing's handover queue, which lets one copy through.
+    gone = CUTOFF + timedelta(seconds=3)
+    for enqueued in (CUTOFF - SKEW, CUTOFF, gone + SKEW - timedelta(milliseconds=1), None):
+        for retired_at in (gone, None):
+            decision = decide(order(enqueued), retired_view(retired_at), same_name_topic)
+            assert decision.bridge_to == ACCEPTED and decision.handover_stamps == ("billing",), decision
+            copy = bridged_copy(order(enqueued), "fallback", decision.handover_stamps)
+            assert (copy.application_properties or {})[HANDOVER_PROPERTY] == "billing"
+
+
+def test_a_copy_of_a_message_enqueued_once_the_rule_was_gone_is_not_stamped() -> None:
+    gone = CUTOFF + timedelta(seconds=3)
+    decision = decide(order(gone + SKEW), retired_view(gone), same_name_topic)
+    assert decision.bridge_to == ACCEPTED and decision.handover_stamps == ()
+    assert HANDOVER_PROPERTY not in (
+        bridged_copy(order(gone + SKEW), "fallback").application_properties or {}
+    )
+
+
+def test_no_copy_no_stamp_before_the_cutoff() -> None:
+    decision = decide(order(CUTOFF - SKEW - timedelta(milliseconds=1)), retired_view(None), same_name_topic)
+    assert decision.bridge_to is None and decision.handover_stamps == ()

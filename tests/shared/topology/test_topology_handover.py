@@ -5,10 +5,12 @@ the emulator's ARM endpoint)."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from azure.servicebus import ServiceBusClient, ServiceBusMessage
 
 from shared.management import ManagementClient
 from shared.router.decision import CorrelationRule, Retirement
@@ -24,7 +26,17 @@ from shared.topology import (
     desired_state,
 )
 from shared.topology.desired import correlation_filter, sql_like_filter
-from shared.topology.handover import MARGIN_SECONDS, Handover, RetiredRule, handover_seconds
+from shared.topology.handover import (
+    DUPLICATE_WINDOW,
+    HANDOVER_PROPERTY,
+    MARGIN_SECONDS,
+    Handover,
+    RetiredRule,
+    handover_queue,
+    handover_seconds,
+    stamp_action,
+    stamped_queues,
+)
 from shared.topology.single_delivery import plan_single_delivery
 
 OA, V2, OD = "Shipping.OrderAccepted", "Shipping.OrderAcceptedV2", "Shipping.OrderDeclined"
@@ -40,6 +52,8 @@ def test_a_handover_round_trips_through_user_metadata_and_anything_else_is_no_ha
         32.0,
     )
     assert Handover.parse(handover.to_metadata()) == handover
+    retired = replace(handover, retired_at=datetime(2026, 11, 27, 13, 0, 5, 120000, tzinfo=UTC))
+    assert Handover.parse(retired.to_metadata()) == retired
     for other in (None, "", "billing", "{not json", '{"other": 1}', '{"busbar.handover": {"retires": 3}}'):
         assert Handover.parse(other) is None
 
@@ -83,7 +97,7 @@ class _Noting:
 
 
 def test_apply_deletes_the_old_fallback_rule_only_after_the_creates_and_the_handover(
-    management: ManagementClient, ns: str
+    management: ManagementClient, sb_client: ServiceBusClient, ns: str
 ) -> None:
     fallback = TopologyOptions(
         hierarchy_namespace=ns,
@@ -108,6 +122,15 @@ def test_apply_deletes_the_old_fallback_rule_only_after_the_creates_and_the_hand
         seen_during_handover["old"] = {
             r.name for r in management.rules.list_by_subscriptions(*scope, old_topic, "billing")
         }
+        # The old rule still delivers, and stamps what it delivers for billing's handover queue.
+        with sb_client.get_topic_sender(old_topic) as sender:
+            sender.send_messages(ServiceBusMessage("order", application_properties={OA: True}))
+        with sb_client.get_queue_receiver(queue, max_wait_time=10) as receiver:
+            [delivered] = receiver.receive_messages(max_message_count=1, max_wait_time=10)
+            seen_during_handover["stamp"] = (delivered.application_properties or {}).get(
+                HANDOVER_PROPERTY.encode()
+            )
+            receiver.complete_message(delivered)
 
     provisioner = Provisioner(Recording(management, calls), sleep=handover_wait)  # type: ignore[arg-type]
     events = [SubscribedEvent(OA)]
@@ -117,16 +140,23 @@ def test_apply_deletes_the_old_fallback_rule_only_after_the_creates_and_the_hand
     )  # fmt: skip
     assert plan.handover_seconds == handover_seconds(0) == MARGIN_SECONDS
     assert plan.to_dict()["handoverSeconds"] == MARGIN_SECONDS
+    assert plan.to_dict()["handoverQueue"] == handover_queue(queue) == f"{queue}.handover"
 
     result = provisioner.apply(plan)
 
     old_rule = f"{old_topic}/billing/{OA}"
     assert result.deleted == [f"{old_topic}/Subscriptions/billing/Rules/{OA}"]
-    creates = [i for i, c in enumerate(calls) if c[0] == "create_or_update"]
     [wait] = [i for i, c in enumerate(calls) if c[0] == "wait"]
     [delete] = [i for i, c in enumerate(calls) if c == ("delete", "rule", old_rule)]
-    assert ("create_or_update", "subscription", f"{topic}/billing") in calls
-    assert creates and max(creates) < wait < delete, calls
+    new_subscription = ("create_or_update", "subscription", f"{topic}/billing")
+    # The stamp first, then the new path, the wait, the delete, and the record of when the rule was gone.
+    stamp = calls.index(("create_or_update", "rule", old_rule))
+    assert stamp < calls.index(new_subscription) < wait < delete, calls
+    assert calls[delete + 1 :] == [new_subscription, new_subscription], calls
+    assert seen_during_handover["stamp"] == queue.encode()
+    detour = management.queues.get(*management.scope, handover_queue(queue))
+    assert detour.requires_duplicate_detection and detour.forward_to == queue
+    assert detour.duplicate_detection_history_time_window == DUPLICATE_WINDOW
     # While the handover lasts both paths exist: the new subscription, recording what it takes over ...
     new = seen_during_handover["new"]
     assert new.forward_to == queue
@@ -142,6 +172,11 @@ def test_apply_deletes_the_old_fallback_rule_only_after_the_creates_and_the_hand
     assert OA not in after and V2 in after
     # The router's snapshot carries the retired rule with its cutoff: the new subscription's createdAt
     # (the management plane's clock) plus the handover.
+    # After the delete, the record says when the rule was gone (the management plane's clock), which ends
+    # the router's stamping.
+    recorded = Handover.parse(management.subscriptions.get(*management.scope, topic, "billing").user_metadata)
+    assert recorded is not None and recorded.retired_at is not None
+    assert recorded.retired_at >= new.created_at + timedelta(seconds=MARGIN_SECONDS)
     view = load_snapshot(management, old_topic, "busbar-router")
     assert view.retirements == (
         Retirement(
@@ -149,6 +184,7 @@ def test_apply_deletes_the_old_fallback_rule_only_after_the_creates_and_the_hand
             CorrelationRule(OA, properties={OA: True}),
             new.created_at + timedelta(seconds=MARGIN_SECONDS),
             queue,
+            recorded.retired_at,
         ),
     )
 
@@ -224,3 +260,13 @@ def test_moving_an_event_onto_a_rule_of_an_existing_subscription_records_a_fixed
     assert subscription.forward_to == f"{ns}/billing"
     [view] = load_snapshot(management, old_topic, "busbar-router").retirements
     assert (view.subscription, view.rule.name, view.cutoff) == ("billing", OA, retired.cutoff)
+
+
+def test_a_retired_rule_gets_an_action_that_stamps_its_copies_keeping_an_action_it_had() -> None:
+    assert stamp_action("team/billing") == "SET [busbar.handover] = 'team/billing'"
+    assert stamp_action("o'brien") == "SET [busbar.handover] = 'o''brien'"
+    assert stamp_action("billing", "SET a = 1;") == "SET a = 1; SET [busbar.handover] = 'billing'"
+    # Stamping again (apply run twice) changes nothing.
+    assert stamp_action("billing", stamp_action("billing")) == stamp_action("billing")
+    assert stamped_queues(b"billing; team/crm") == ("billing", "team/crm")
+    assert stamped_queues(None) == () and stamped_queues(3) == ()
