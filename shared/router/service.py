@@ -136,6 +136,29 @@ def load_snapshot(
     )
 
 
+def with_topic(management: ManagementClient, snapshot: RoutingSnapshot, topic: str) -> RoutingSnapshot:
+    """``snapshot`` with the subscriptions of ``topic`` (a bridge target it did not list, as none of its
+    subscribers is served on the fallback topic) and the handovers they record. A migration that deleted an
+    endpoint's whole fallback subscription left the endpoint served nowhere on the fallback topic, so only
+    here does the router learn that the old subscription delivered what was enqueued before its cutoff."""
+    group, namespace = management.scope
+    listed = list(management.subscriptions.list_by_topic(group, namespace, topic))
+    subscriptions = tuple(
+        SubscriptionRules(
+            s.name,
+            tuple(_rule(r) for r in management.rules.list_by_subscriptions(group, namespace, topic, s.name)),
+            s.forward_to or None,
+        )
+        for s in listed
+    )
+    retirements = tuple(r for s in listed for r in _retirements(s, snapshot.fallback_topic))
+    return replace(
+        snapshot,
+        topic_subscriptions={**snapshot.topic_subscriptions, topic.lower(): subscriptions},
+        retirements=snapshot.retirements + retirements,
+    )
+
+
 def _retirements(subscription: Any, fallback_topic: str) -> list[Retirement]:
     """The fallback rules a migration's new subscription took over, with their cutoff (its creation time
     on the management plane's clock plus the handover); nothing when it records no handover."""
@@ -298,12 +321,31 @@ class FallbackRouter:
                 self._loaded_at = started
             return self._snapshot
 
+    def _with_target(self, snapshot: RoutingSnapshot, message: IncomingMessage) -> RoutingSnapshot:
+        """``snapshot``, with the subscriptions of ``message``'s bridge target when it did not list them
+        (read once per snapshot: kept in it)."""
+        contract = message.contract_type
+        target = self._dedicated(contract) if contract is not None else None
+        if (
+            target is None
+            or target.lower() == snapshot.fallback_topic.lower()
+            or target.lower() in snapshot.topic_subscriptions
+            or target.lower() not in {t.lower() for t in snapshot.existing_topics}
+        ):
+            return snapshot
+        widened = with_topic(self.management, snapshot, target)
+        with self._lock:
+            if self._snapshot is snapshot:
+                self._snapshot = widened
+        return widened
+
     def route(self, message: IncomingMessage) -> RouterDecision:
         """Decide and act; raises (so the broker redelivers) when the bridge or the archive fails."""
-        decision = decide(message, self._current(fresh=False), self._dedicated)
+        decision = decide(message, self._with_target(self._current(fresh=False), message), self._dedicated)
         if decision.unrouted:
             # Declaring an event lost is a strong claim: check against the namespace as it is now.
-            decision = decide(message, self._current(fresh=True), self._dedicated)
+            fresh = self._with_target(self._current(fresh=True), message)
+            decision = decide(message, fresh, self._dedicated)
         if decision.bridge_to is not None:
             with self.client.get_topic_sender(decision.bridge_to) as sender:
                 sender.send_messages(bridged_copy(message, self.fallback_topic, decision.handover_stamps))

@@ -29,13 +29,17 @@ the topic a marker could be scheduled on (see :mod:`shared.router.service`), so 
 **The detour makes that window exact.** Both copies of a message in the window carry the same MessageId,
 and Service Bus drops a second send of a MessageId into a queue with duplicate detection. So before the
 handover starts, ``apply`` creates the endpoint's **handover queue** (:func:`handover_queue`: duplicate
-detection over :data:`DUPLICATE_WINDOW`, forwarding to the endpoint's queue) and gives each retired rule an
-action that stamps the copies it delivers (:func:`stamp_action`, property :data:`HANDOVER_PROPERTY` = the
-endpoint's queue); the router stamps its bridged copies of messages in the window the same way. The
-endpoint's subscriber sends every stamped copy into its handover queue (marked :data:`DETOURED_PROPERTY`)
-instead of handling it: of two copies of one message only the first gets through, and comes back to the
-endpoint's queue to be handled. After the deletes, ``apply`` writes when they were done
-(:attr:`Handover.retired_at`, on the management plane's clock), which ends the router's stamping.
+detection over :data:`DUPLICATE_WINDOW`, forwarding to the endpoint's queue) and gives every rule of the
+subscriptions the old rules are on an action that stamps the copies it delivers (:func:`stamp_action`,
+property :data:`HANDOVER_PROPERTY` = the endpoint's queue). Every rule, because each rule with an action
+yields its own copy: a message two rules take (an event and an interface it implements) then arrives
+twice, both stamped. Once the new path exists, its subscription's rules are stamped too (a router whose
+snapshot does not show the new path yet may bridge to its topic for other subscribers), and the router
+stamps its bridged copies of messages in the window. The endpoint's subscriber sends every stamped copy
+into its handover queue (marked :data:`DETOURED_PROPERTY`) instead of handling it: of two copies of one
+message only the first gets through, and comes back to the endpoint's queue to be handled. After the
+deletes, ``apply`` writes when they were done (:attr:`Handover.retired_at`, on the management plane's
+clock), which ends the router's stamping, and takes the stamps off the rules that stay.
 """
 
 from __future__ import annotations
@@ -105,6 +109,15 @@ def stamp_action(queue: str, existing: str | None = None) -> str:
     if existing and stamp.lower() not in existing.lower():
         return f"{existing.rstrip().rstrip(';')}; {stamp}"
     return existing or stamp
+
+
+def unstamp_action(queue: str, existing: str | None) -> str | None:
+    """``existing`` without the stamp :func:`stamp_action` added for ``queue`` (None when nothing is left)."""
+    if not existing:
+        return existing
+    stamp = "SET [{}] = '{}'".format(HANDOVER_PROPERTY, queue.replace("'", "''")).lower()
+    kept = [c for c in existing.split(";") if c.strip() and c.strip().lower() != stamp]
+    return "; ".join(c.strip() for c in kept) or None
 
 
 def stamped_queues(value: object) -> tuple[str, ...]:
@@ -245,4 +258,5 @@ __all__ = [
     "snapshot_seconds",
     "stamp_action",
     "stamped_queues",
+    "unstamp_action",
 ]

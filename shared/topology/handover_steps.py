@@ -1,6 +1,7 @@
 """The management-plane steps of a handover that ``apply`` takes besides its creates and deletes (see
-:mod:`shared.topology.handover`): before them, the endpoint's handover queue and the retired rules' stamp;
-after them, when the retired rules were gone.
+:mod:`shared.topology.handover`): before them, the endpoint's handover queue and the stamp on the old
+subscriptions' rules; after the creates, the stamp on the new path's; after the deletes, when the old rules
+were gone, and the stamps off again.
 
 Each step is one idempotent call (or a read and a write), so running ``apply`` again after an interruption
 repeats it harmlessly. Errors are the SDK's ``HttpResponseError``: the provisioner reports them.
@@ -8,13 +9,21 @@ repeats it harmlessly. Errors are the SDK's ``HttpResponseError``: the provision
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
 from azure.mgmt.servicebus.models import Action, SBQueue, SBQueueProperties
 
 from shared.management import ManagementClient
-from shared.topology.handover import DUPLICATE_WINDOW, Handover, RetiredRule, handover_queue, stamp_action
+from shared.topology.arm import filter_of
+from shared.topology.handover import (
+    DUPLICATE_WINDOW,
+    Handover,
+    handover_queue,
+    stamp_action,
+    unstamp_action,
+)
 from shared.topology.plan import rule_path
 
 
@@ -36,25 +45,43 @@ def create_handover_queue(management: ManagementClient, handover: Handover) -> s
     return name
 
 
-def stamp_retired_rule(management: ManagementClient, handover: Handover, retired: RetiredRule) -> str | None:
-    """Give ``retired`` the action that stamps its copies for the endpoint's handover queue (same filter,
-    one update of the rule, so every message is delivered once, stamped or not). Its path; None when the
-    rule is gone already."""
+def stamp_subscription(management: ManagementClient, handover: Handover, topic: str, name: str) -> list[str]:
+    """Give every rule of subscription ``topic/name`` (but a ``1=0`` one) the action that stamps its copies
+    for the endpoint's handover queue, one update per rule, the filters unchanged. The rules' paths; none
+    when the subscription is gone."""
+    return _restamp(management, topic, name, lambda action: stamp_action(handover.endpoint, action))
+
+
+def unstamp_subscription(
+    management: ManagementClient, handover: Handover, topic: str, name: str
+) -> list[str]:
+    """Take the stamp of :func:`stamp_subscription` off the rules of ``topic/name`` (what is left of their
+    own actions stays)."""
+    return _restamp(management, topic, name, lambda action: unstamp_action(handover.endpoint, action))
+
+
+def _restamp(
+    management: ManagementClient, topic: str, name: str, action_of: Callable[[str | None], str | None]
+) -> list[str]:
     group, namespace = management.scope
     try:
-        rule: Any = management.rules.get(group, namespace, retired.topic, retired.subscription, retired.rule)
-    except Exception as exc:  # a 404: a concurrent run deleted it, nothing to stamp
+        rules: list[Any] = list(management.rules.list_by_subscriptions(group, namespace, topic, name))
+    except Exception as exc:  # a 404: the subscription is gone, nothing to stamp
         if getattr(exc, "status_code", None) == 404:
-            return None
+            return []
         raise
-    existing = rule.action.sql_expression if rule.action is not None else None
-    wanted = stamp_action(handover.endpoint, existing)
-    if wanted != existing:
-        rule.action = Action(sql_expression=wanted)
-        management.rules.create_or_update(
-            group, namespace, retired.topic, retired.subscription, retired.rule, rule
-        )
-    return rule_path(retired.topic, retired.subscription, retired.rule)
+    paths = []
+    for rule in rules:
+        if filter_of(rule).kind == "false":
+            continue
+        existing = rule.action.sql_expression if rule.action is not None else None
+        wanted = action_of(existing)
+        if wanted == existing:
+            continue
+        rule.action = Action(sql_expression=wanted) if wanted else None
+        management.rules.create_or_update(group, namespace, topic, name, rule.name, rule)
+        paths.append(rule_path(topic, name, rule.name))
+    return paths
 
 
 def record_retired(management: ManagementClient, topic: str, name: str) -> bool:
@@ -80,4 +107,4 @@ def record_retired(management: ManagementClient, topic: str, name: str) -> bool:
     return True
 
 
-__all__ = ["create_handover_queue", "record_retired", "stamp_retired_rule"]
+__all__ = ["create_handover_queue", "record_retired", "stamp_subscription", "unstamp_subscription"]

@@ -48,7 +48,12 @@ from shared.topology.desired import (
 )
 from shared.topology.errors import ProvisioningError, TopologyValidationError
 from shared.topology.handover import Handover, handover_queue
-from shared.topology.handover_steps import create_handover_queue, record_retired, stamp_retired_rule
+from shared.topology.handover_steps import (
+    create_handover_queue,
+    record_retired,
+    stamp_subscription,
+    unstamp_subscription,
+)
 from shared.topology.names import DEFAULT_RULE_NAME, HierarchyNamespace, rule_name
 from shared.topology.options import MigrationTopologyOptions, TopicRoutingMode, TopologyOptions
 from shared.topology.plan import (
@@ -300,25 +305,49 @@ class Provisioner:
         if plan.handover is not None:
             for topic, name in plan.handover_updates:
                 self._record_handover(topic, name, plan.handover, done)
+        records = self._handover_records(plan) if retiring else []
+        if retiring:
+            assert plan.handover is not None
+            for topic, name in records:  # the new path delivers stamped copies too during the handover
+                self._step(
+                    "update",
+                    subscription_path(topic, name),
+                    partial(stamp_subscription, m, plan.handover, topic, name),
+                    done,
+                )
         if late and plan.handover_seconds > 0:
             self.sleep(plan.handover_seconds)
         self._delete_all(late, result, done)
         if retiring and late:
-            for topic, name in self._handover_records(plan):
+            assert plan.handover is not None
+            for topic, name in records:
                 self._step(
                     "update", subscription_path(topic, name), partial(record_retired, m, topic, name), done
+                )
+            for topic, name in [*self._retiring_subscriptions(plan.handover), *records]:
+                self._step(
+                    "update",
+                    subscription_path(topic, name),
+                    partial(unstamp_subscription, m, plan.handover, topic, name),
+                    done,
                 )
         return result
 
     def _prepare_handover(self, handover: Handover, done: list[str]) -> None:
-        """Before the creates: the endpoint's handover queue, then the retired rules' stamp (so the stamp is
-        on every copy of the handover's window; see :mod:`shared.topology.handover`)."""
+        """Before the creates: the endpoint's handover queue, then the stamp on every rule of the old rules'
+        subscriptions (so every copy of the handover's window is stamped; see
+        :mod:`shared.topology.handover`)."""
         m = self.management
         queue = handover_queue(handover.endpoint)
         self._step("create", queue, lambda: create_handover_queue(m, handover), done)
-        for retired in handover.retires:
-            path = rule_path(retired.topic, retired.subscription, retired.rule)
-            self._step("update", path, partial(stamp_retired_rule, m, handover, retired), done)
+        for topic, name in self._retiring_subscriptions(handover):
+            path = subscription_path(topic, name)
+            self._step("update", path, partial(stamp_subscription, m, handover, topic, name), done)
+
+    @staticmethod
+    def _retiring_subscriptions(handover: Handover) -> list[tuple[str, str]]:
+        """The subscriptions the handover's old rules are on."""
+        return list(dict.fromkeys((r.topic, r.subscription) for r in handover.retires))
 
     @staticmethod
     def _handover_records(plan: Plan) -> list[tuple[str, str]]:

@@ -10,11 +10,14 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from azure.mgmt.servicebus.models import SBQueue, SBSubscription, SBTopic
 from azure.servicebus import ServiceBusClient, ServiceBusMessage
 
+from shared.contracts import ENCLOSED_MESSAGE_TYPES
 from shared.management import ManagementClient
+from shared.messages import IncomingMessage
 from shared.router.decision import CorrelationRule, Retirement
-from shared.router.service import load_snapshot
+from shared.router.service import ArchivingRecorder, FallbackRouter, load_snapshot
 from shared.topology import (
     FallbackTopicOptions,
     Provisioner,
@@ -36,6 +39,7 @@ from shared.topology.handover import (
     handover_seconds,
     stamp_action,
     stamped_queues,
+    unstamp_action,
 )
 from shared.topology.single_delivery import plan_single_delivery
 
@@ -122,15 +126,23 @@ def test_apply_deletes_the_old_fallback_rule_only_after_the_creates_and_the_hand
         seen_during_handover["old"] = {
             r.name for r in management.rules.list_by_subscriptions(*scope, old_topic, "billing")
         }
-        # The old rule still delivers, and stamps what it delivers for billing's handover queue.
+        # The old rule still delivers, and every rule of its subscription stamps what it delivers for
+        # billing's handover queue: an event both rules take (V2 carries OA's stamp too) comes twice, both
+        # stamped, so the handover queue lets one through.
         with sb_client.get_topic_sender(old_topic) as sender:
             sender.send_messages(ServiceBusMessage("order", application_properties={OA: True}))
+            sender.send_messages(ServiceBusMessage("v2", application_properties={OA: True, V2: True}))
+        # The new path stamps too: a router whose snapshot predates it may bridge there for others.
+        with sb_client.get_topic_sender(topic) as sender:
+            sender.send_messages(ServiceBusMessage("bridged", application_properties={OA: True}))
         with sb_client.get_queue_receiver(queue, max_wait_time=10) as receiver:
-            [delivered] = receiver.receive_messages(max_message_count=1, max_wait_time=10)
-            seen_during_handover["stamp"] = (delivered.application_properties or {}).get(
-                HANDOVER_PROPERTY.encode()
+            delivered = receiver.receive_messages(max_message_count=10, max_wait_time=10)
+            delivered += receiver.receive_messages(max_message_count=10, max_wait_time=2)
+            seen_during_handover["stamps"] = sorted(
+                (str(m), (m.application_properties or {}).get(HANDOVER_PROPERTY.encode())) for m in delivered
             )
-            receiver.complete_message(delivered)
+            for message in delivered:
+                receiver.complete_message(message)
 
     provisioner = Provisioner(Recording(management, calls), sleep=handover_wait)  # type: ignore[arg-type]
     events = [SubscribedEvent(OA)]
@@ -149,11 +161,28 @@ def test_apply_deletes_the_old_fallback_rule_only_after_the_creates_and_the_hand
     [wait] = [i for i, c in enumerate(calls) if c[0] == "wait"]
     [delete] = [i for i, c in enumerate(calls) if c == ("delete", "rule", old_rule)]
     new_subscription = ("create_or_update", "subscription", f"{topic}/billing")
-    # The stamp first, then the new path, the wait, the delete, and the record of when the rule was gone.
+    # The stamps first, then the new path (stamped too), the wait, the delete, the record of when the rule
+    # was gone, and the stamps off the rules that stay.
     stamp = calls.index(("create_or_update", "rule", old_rule))
-    assert stamp < calls.index(new_subscription) < wait < delete, calls
-    assert calls[delete + 1 :] == [new_subscription, new_subscription], calls
-    assert seen_during_handover["stamp"] == queue.encode()
+    new_path_stamp = calls.index(("create_or_update", "rule", f"{topic}/billing/$Default"))
+    assert stamp < calls.index(new_subscription) < new_path_stamp < wait < delete, calls
+    assert calls[delete + 1 : delete + 3] == [new_subscription, new_subscription], calls
+    assert set(calls[delete + 3 :]) == {
+        ("create_or_update", "rule", f"{old_topic}/billing/{V2}"),
+        ("create_or_update", "rule", f"{topic}/billing/$Default"),
+    }, calls
+    stamped = queue.encode()
+    assert seen_during_handover["stamps"] == [
+        ("bridged", stamped),
+        ("order", stamped),
+        ("v2", stamped),
+        ("v2", stamped),
+    ]
+    for where, subscription in ((old_topic, "billing"), (topic, "billing")):
+        rules = management.rules.list_by_subscriptions(*management.scope, where, subscription)
+        assert all(
+            r.action is None or "busbar.handover" not in (r.action.sql_expression or "") for r in rules
+        )
     detour = management.queues.get(*management.scope, handover_queue(queue))
     assert detour.requires_duplicate_detection and detour.forward_to == queue
     assert detour.duplicate_detection_history_time_window == DUPLICATE_WINDOW
@@ -268,5 +297,53 @@ def test_a_retired_rule_gets_an_action_that_stamps_its_copies_keeping_an_action_
     assert stamp_action("billing", "SET a = 1;") == "SET a = 1; SET [busbar.handover] = 'billing'"
     # Stamping again (apply run twice) changes nothing.
     assert stamp_action("billing", stamp_action("billing")) == stamp_action("billing")
+    assert unstamp_action("billing", stamp_action("billing", "SET a = 1;")) == "SET a = 1"
+    assert unstamp_action("billing", stamp_action("billing")) is None
     assert stamped_queues(b"billing; team/crm") == ("billing", "team/crm")
     assert stamped_queues(None) == () and stamped_queues(3) == ()
+
+
+def test_a_router_behind_a_deleted_fallback_subscription_still_learns_it_delivered_before_the_cutoff(
+    management: ManagementClient, sb_client: ServiceBusClient, ns: str
+) -> None:
+    # A migration (a declarative PUT) deleted billing's whole fallback subscription: billing is served
+    # nowhere on the fallback topic, so the router's snapshot does not list the dedicated topic and finds
+    # no handover there. Bridging an order enqueued before the cutoff, it reads that topic first and learns
+    # the old subscription delivered the order: no second copy.
+    g, n = management.scope
+    fallback, dedicated, queue = f"{ns}/fallback", f"{ns}/{OA}", f"{ns}/billing"
+    management.queues.create_or_update(g, n, queue, SBQueue())
+    for topic in (fallback, dedicated):
+        management.topics.create_or_update(g, n, topic, SBTopic())
+    management.subscriptions.create_or_update(g, n, fallback, "busbar-router", SBSubscription())
+    handover = Handover(queue, (RetiredRule(fallback, "billing", OA, correlation_filter(OA)),), 3600.0)
+    management.subscriptions.create_or_update(
+        g, n, dedicated, "billing", SBSubscription(forward_to=queue, user_metadata=handover.to_metadata())
+    )
+    options = TopologyOptions(
+        hierarchy_namespace=ns,
+        fallback_topic=FallbackTopicOptions(
+            topic_name="fallback", routing_mode=TopicRoutingMode.CorrelationFilter
+        ),
+    )
+    router = FallbackRouter(
+        management=management,
+        client=sb_client,
+        options=options,
+        fallback_topic=fallback,
+        router_subscription="busbar-router",
+        recorder=ArchivingRecorder(None),
+    )
+    assert load_snapshot(management, fallback, "busbar-router").retirements == ()
+    order = IncomingMessage(
+        body=b"{}",
+        message_id="order-1",
+        application_properties={ENCLOSED_MESSAGE_TYPES: OA, OA: True},
+        enqueued_time=datetime.now(UTC),
+    )
+
+    decision = router.route(order)
+
+    assert decision.bridge_to is None and decision.bridge_to_entities == (), decision
+    with sb_client.get_queue_receiver(queue, max_wait_time=2) as receiver:
+        assert receiver.receive_messages(max_message_count=1, max_wait_time=2) == []
