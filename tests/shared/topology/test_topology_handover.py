@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from azure.mgmt.servicebus.models import SBQueue, SBSubscription, SBTopic
+from azure.mgmt.servicebus.models import SBQueue, SBSubscription, SBSubscriptionProperties, SBTopic
 from azure.servicebus import ServiceBusClient, ServiceBusMessage
 
 from shared.contracts import ENCLOSED_MESSAGE_TYPES
@@ -318,7 +318,13 @@ def test_a_router_behind_a_deleted_fallback_subscription_still_learns_it_deliver
     management.subscriptions.create_or_update(g, n, fallback, "busbar-router", SBSubscription())
     handover = Handover(queue, (RetiredRule(fallback, "billing", OA, correlation_filter(OA)),), 3600.0)
     management.subscriptions.create_or_update(
-        g, n, dedicated, "billing", SBSubscription(forward_to=queue, user_metadata=handover.to_metadata())
+        g,
+        n,
+        dedicated,
+        "billing",
+        SBSubscription(
+            properties=SBSubscriptionProperties(forward_to=queue, user_metadata=handover.to_metadata())
+        ),
     )
     options = TopologyOptions(
         hierarchy_namespace=ns,
