@@ -54,9 +54,15 @@ def record(entry: Mapping[str, Any], env: Mapping[str, str] | None = None) -> No
         return
     line = json.dumps({**entry, "at": time.time(), "pid": os.getpid()}, sort_keys=True) + "\n"
     with _lock:
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        try:
-            os.write(fd, line.encode("utf-8"))
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        append_line(path, line)
+
+
+def append_line(path: str | os.PathLike[str], line: str) -> None:
+    """Append ``line`` to ``path`` in one write (O_APPEND: writers in several processes never interleave),
+    on disk before it returns."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, line.encode("utf-8"))
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from app.probe import append_line
 from app.sample_endpoints import JOURNAL
 from function_app import app
 from shared.handlers import HandlerContext
@@ -21,20 +22,11 @@ FLAKY_DIR = "BUSBAR_TEST_FLAKY_DIR"  # set by tests/functions/test_retry_path.py
 _note = JOURNAL.note
 
 
-def _append(path: Path, line: str) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        os.write(fd, line.encode("utf-8"))
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def _flaky_note(endpoint: str, contract: str, key: str, context: HandlerContext) -> None:
     failures = Path(os.environ[FLAKY_DIR]) / f"{key}.failures"
     if endpoint == "shipping" and failures.exists():
         attempts = failures.with_suffix(".attempts")
-        _append(attempts, f"{context.incoming.delivery_count}\n")
+        append_line(attempts, f"{context.incoming.delivery_count}\n")
         if len(attempts.read_text().splitlines()) <= int(failures.read_text()):
             raise ConnectionError("the shipping database is unavailable")
     _note(endpoint, contract, key, context)
