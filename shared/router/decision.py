@@ -112,6 +112,8 @@ class Retirement:
     forward_to: str | None = None
     retired_at: datetime | None = None
     """When the migration had deleted the rule (None: not known yet); see :func:`handover_stamps`."""
+    skew_seconds: float = CLOCK_SKEW_SECONDS
+    """The handover's clock skew allowance (:func:`~shared.topology.handover.skew_allowance`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -280,14 +282,14 @@ def decide(
 
 def handover_stamps(message: IncomingMessage, snapshot: RoutingSnapshot) -> tuple[str, ...]:
     """The queues a bridged copy of ``message`` is stamped for: those of retired rules that take it, when
-    it was enqueued from ``cutoff - CLOCK_SKEW_SECONDS`` (where the router starts bridging) until the
+    it was enqueued from ``cutoff`` less the skew allowance (where the router starts bridging) until the
     deletes were done (``retired_at``, plus the skew allowance; unknown: no end). In that window the rule
     may have delivered the message too, and the endpoint's handover queue lets one of the two copies
     through. Outside it, the copy has no twin and needs no stamp."""
-    skew = timedelta(seconds=CLOCK_SKEW_SECONDS)
     enqueued = None if message.enqueued_time is None else _aware(message.enqueued_time)
     stamps: list[str] = []
     for retired in snapshot.retirements:
+        skew = timedelta(seconds=retired.skew_seconds)
         if not retired.forward_to or rule_matches(retired.rule, message) is Match.NO:
             continue
         if enqueued is not None and enqueued < retired.cutoff - skew:
@@ -307,11 +309,11 @@ def as_enqueued(snapshot: RoutingSnapshot, message: IncomingMessage) -> RoutingS
     possible duplicate, never a loss)."""
     if not snapshot.retirements:
         return snapshot
-    skew = timedelta(seconds=CLOCK_SKEW_SECONDS)
     enqueued = message.enqueued_time
     subscriptions = list(snapshot.subscriptions)
     # In cutoff order: a rule recorded twice (an interrupted migration run again) was there until the later.
     for retired in sorted(snapshot.retirements, key=lambda r: r.cutoff):
+        skew = timedelta(seconds=retired.skew_seconds)
         delivered = enqueued is not None and _aware(enqueued) < retired.cutoff - skew
         found = False
         for index, subscription in enumerate(subscriptions):

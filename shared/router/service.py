@@ -24,8 +24,8 @@ its subscription: "for topics and subscriptions, the sequence number for every s
 (``BrokeredMessage.SequenceNumber`` reference), and the emulator's subscriptions number their copies
 themselves too (``emulator/broker/routing.py``, ``_enqueue``); a scheduled message is renumbered when it
 activates, and a partitioned topic numbers per partition. The two numbers cannot be compared, so the
-boundary is a time on the service's clocks, and :data:`~shared.topology.handover.CLOCK_SKEW_SECONDS`
-around it resolves toward a duplicate, never a loss.
+boundary is a time on the service's clocks, with :data:`~shared.topology.handover.CLOCK_SKEW_SECONDS`
+around it, whose copies the endpoint's handover queue lets through once.
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ from shared.router.decision import (
 )
 from shared.topology.arm import correlation_properties
 from shared.topology.desired import RuleFilter
-from shared.topology.handover import HANDOVER_PROPERTY, SNAPSHOT_SECONDS, Handover
+from shared.topology.handover import HANDOVER_PROPERTY, SNAPSHOT_SECONDS, Handover, skew_allowance
 from shared.topology.handover import snapshot_seconds as snapshot_seconds  # the app reads it from here
 from shared.topology.names import HierarchyNamespace
 from shared.topology.options import TopologyOptions
@@ -173,6 +173,7 @@ def _retirements(subscription: Any, fallback_topic: str) -> list[Retirement]:
             handover.cutoff_of(r, created, updated),
             handover.endpoint,
             handover.retired_at,
+            skew_allowance(handover.after_seconds),
         )
         for r in handover.retires
         if r.topic.lower() == fallback_topic.lower()

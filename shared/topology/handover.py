@@ -16,15 +16,17 @@ deletes the old rules, so:
 
 - a router snapshot read before the new subscription existed is used only for messages enqueued before
   the delete (its age never exceeds the interval), and for them the old rule did deliver: no copy is right;
-- a snapshot that shows the handover decides by enqueued time: before the cutoff (less
-  :data:`CLOCK_SKEW_SECONDS`) the old rule delivered, even once it is gone from the namespace (a backlog);
-  after it, the old rule counts as gone, even while the snapshot still shows it, and the router bridges.
+- a snapshot that shows the handover decides by enqueued time: before the cutoff (less the skew
+  allowance, :func:`skew_allowance`) the old rule delivered, even once it is gone from the namespace (a
+  backlog); after it, the old rule counts as gone, even while the snapshot still shows it, and the router
+  bridges.
 
-What stays ambiguous resolves toward delivery: a message enqueued between ``cutoff - CLOCK_SKEW_SECONDS``
-and the moment the delete took effect reached the endpoint through the old rule *and* is bridged (a
-duplicate, never a loss). That window is the skew allowance plus the delete call (and how late ``apply``
-wakes). Sequence numbers would be exact, but the router's copies are numbered by its subscription, not by
-the topic a marker could be scheduled on (see :mod:`shared.router.service`), so nothing here relies on them.
+What stays ambiguous resolves toward delivery: a message enqueued between the cutoff less the skew
+allowance and the moment the delete took effect reached the endpoint through the old rule *and* is bridged
+(a duplicate, never a loss, until the detour below). That window is the skew allowance plus the delete
+call (and how late ``apply`` wakes). Sequence numbers would be exact, but the router's copies are numbered
+by its subscription, not by the topic a marker could be scheduled on (see :mod:`shared.router.service`), so
+nothing here relies on them.
 
 **The detour makes that window exact.** Both copies of a message in the window carry the same MessageId,
 and Service Bus drops a second send of a MessageId into a queue with duplicate detection. So before the
@@ -64,9 +66,18 @@ SNAPSHOT_SECONDS = AppSetting(
 MARGIN_SECONDS = 2.0
 """Added to the router's snapshot interval: the wait covers a snapshot read just before the create."""
 
-CLOCK_SKEW_SECONDS = 1.0
+CLOCK_SKEW_SECONDS = 5.0
 """How far the management plane's clock (``createdAt``) and the broker's (``EnqueuedTimeUtc``) may differ;
-messages enqueued within it before the cutoff are bridged (a possible duplicate rather than a loss)."""
+messages enqueued within it before the cutoff are bridged too, and the copy the old rule delivered is let
+through the handover queue once with its twin. Wide, as the handover queue makes it cost a detour, not a
+duplicate; at most half the handover (:func:`skew_allowance`), so the router never bridges a message
+enqueued before the retired rule carried its stamp."""
+
+
+def skew_allowance(after_seconds: float) -> float:
+    """The clock skew allowance of a handover lasting ``after_seconds``."""
+    return min(CLOCK_SKEW_SECONDS, after_seconds / 2)
+
 
 MAX_USER_METADATA = 1024
 """Azure's limit on a subscription's ``userMetadata``."""
@@ -255,6 +266,7 @@ __all__ = [
     "RetiredRule",
     "handover_queue",
     "handover_seconds",
+    "skew_allowance",
     "snapshot_seconds",
     "stamp_action",
     "stamped_queues",

@@ -37,6 +37,7 @@ from shared.topology.handover import (
     RetiredRule,
     handover_queue,
     handover_seconds,
+    skew_allowance,
     stamp_action,
     stamped_queues,
     unstamp_action,
@@ -214,6 +215,7 @@ def test_apply_deletes_the_old_fallback_rule_only_after_the_creates_and_the_hand
             new.created_at + timedelta(seconds=MARGIN_SECONDS),
             queue,
             recorded.retired_at,
+            skew_allowance(MARGIN_SECONDS),  # at most half the (2 s) handover
         ),
     )
 
@@ -353,3 +355,10 @@ def test_a_router_behind_a_deleted_fallback_subscription_still_learns_it_deliver
     assert decision.bridge_to is None and decision.bridge_to_entities == (), decision
     with sb_client.get_queue_receiver(queue, max_wait_time=2) as receiver:
         assert receiver.receive_messages(max_message_count=1, max_wait_time=2) == []
+
+
+def test_the_clock_skew_allowance_is_five_seconds_and_at_most_half_the_handover() -> None:
+    # Five seconds either way between ARM's createdAt and the broker's enqueue time; at most half the
+    # handover, so every message the router bridges was enqueued after the old rule carried its stamp.
+    assert skew_allowance(handover_seconds(30)) == 5.0
+    assert skew_allowance(handover_seconds(0)) == 1.0
