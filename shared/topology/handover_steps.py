@@ -84,6 +84,33 @@ def _restamp(
     return paths
 
 
+def record_handover(management: ManagementClient, topic: str, name: str, handover: Handover) -> bool:
+    """Write ``handover`` on the existing subscription ``topic/name`` (the new path is a rule of it),
+    keeping the handovers it already records. Two updates: the first counts the new rules' handover from
+    its own ``updatedAt``, the second writes that instant out as their cutoff, so no later update of the
+    subscription can move it. False when the subscription is gone (nothing of the endpoint's left there)."""
+    group, namespace = management.scope
+    try:
+        current: Any = management.subscriptions.get(group, namespace, topic, name)
+    except Exception as exc:
+        if getattr(exc, "status_code", None) == 404:
+            return False
+        raise
+    taken = {(r.topic.lower(), r.subscription.lower(), r.rule.lower()) for r in handover.retires}
+    previous = Handover.parse(current.user_metadata)
+    kept = tuple(
+        r
+        for r in (previous.fixed(current.created_at, current.updated_at).retires if previous else ())
+        if (r.topic.lower(), r.subscription.lower(), r.rule.lower()) not in taken
+    )
+    pending = replace(handover, retires=kept + handover.retires, anchor="updatedAt")
+    current.user_metadata = pending.to_metadata()
+    updated = management.subscriptions.create_or_update(group, namespace, topic, name, current)
+    current.user_metadata = pending.fixed(updated.created_at, updated.updated_at).to_metadata()
+    management.subscriptions.create_or_update(group, namespace, topic, name, current)
+    return True
+
+
 def record_retired(management: ManagementClient, topic: str, name: str) -> bool:
     """Write on subscription ``topic/name`` that its handover's rules are gone, at the instant of that write
     on the management plane's clock: one update to get the instant (its ``updatedAt``, with every cutoff
@@ -107,4 +134,10 @@ def record_retired(management: ManagementClient, topic: str, name: str) -> bool:
     return True
 
 
-__all__ = ["create_handover_queue", "record_retired", "stamp_subscription", "unstamp_subscription"]
+__all__ = [
+    "create_handover_queue",
+    "record_handover",
+    "record_retired",
+    "stamp_subscription",
+    "unstamp_subscription",
+]

@@ -20,7 +20,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
 from functools import partial
 from typing import Any
 
@@ -50,6 +49,7 @@ from shared.topology.errors import ProvisioningError, TopologyValidationError
 from shared.topology.handover import Handover, handover_queue
 from shared.topology.handover_steps import (
     create_handover_queue,
+    record_handover,
     record_retired,
     stamp_subscription,
     unstamp_subscription,
@@ -370,32 +370,12 @@ class Provisioner:
         done.append(path)
 
     def _record_handover(self, topic: str, name: str, handover: Handover, done: list[str]) -> None:
-        """Write ``handover`` on an existing subscription, keeping the handovers it already records. Two
-        updates: the first counts the new rules' handover from its own ``updatedAt``, the second writes
-        that instant out as their cutoff, so no later update of the subscription can move it."""
-        path = subscription_path(topic, name)
-        m, scope = self.management, self._scope
-        current = self._get(lambda: m.subscriptions.get(*scope, topic, name), path)
-        if current is None:
-            return  # deleted meanwhile: nothing of the endpoint's left there to record on
-        taken = {(r.topic.lower(), r.subscription.lower(), r.rule.lower()) for r in handover.retires}
-        previous = Handover.parse(current.user_metadata)
-        kept = tuple(
-            r
-            for r in (previous.fixed(current.created_at, current.updated_at).retires if previous else ())
-            if (r.topic.lower(), r.subscription.lower(), r.rule.lower()) not in taken
+        """Write ``handover`` on an existing subscription (:func:`~shared.topology.handover_steps.
+        record_handover`)."""
+        m = self.management
+        self._step(
+            "update", subscription_path(topic, name), partial(record_handover, m, topic, name, handover), done
         )
-        pending = replace(handover, retires=kept + handover.retires, anchor="updatedAt")
-        try:
-            current.user_metadata = pending.to_metadata()
-            updated = m.subscriptions.create_or_update(*scope, topic, name, current)
-            current.user_metadata = pending.fixed(updated.created_at, updated.updated_at).to_metadata()
-            m.subscriptions.create_or_update(*scope, topic, name, current)
-        except HttpResponseError as exc:
-            raise ProvisioningError(
-                "update", path, _status(exc), _code(exc), _message(exc), list(done)
-            ) from exc
-        done.append(path)
 
     def _delete_all(self, deletes: list[PlanItem], result: ApplyResult, done: list[str]) -> None:
         # Rules before their subscriptions, subscriptions before anything else.
