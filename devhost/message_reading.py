@@ -94,13 +94,39 @@ def _optional_str(value: Any) -> str | None:
     return None if value is None else str(value)
 
 
+# The SDK's text properties and the AMQP ``properties`` field each reads (``ServiceBusReceivedMessage``).
+_TEXT_PROPERTIES = {
+    "ContentType": "content_type",
+    "CorrelationId": "correlation_id",
+    "MessageId": "message_id",
+    "ReplyTo": "reply_to",
+    "ReplyToSessionId": "reply_to_group_id",
+    "SessionId": "group_id",
+    "Subject": "subject",
+    "To": "to",
+}
+
+
+def _sdk_text(value: Any) -> Any:
+    """An AMQP properties field as the SDK's property reads it: bytes decoded as UTF-8, else as it is."""
+    try:
+        return value.decode("UTF-8")
+    except (AttributeError, UnicodeDecodeError):
+        return value
+
+
 def message_fields(message: ServiceBusReceivedMessage) -> dict[str, Any]:
-    """The typed fields, keyed by trigger-metadata name, read once (the SDK's properties decode the AMQP
-    annotations on every access)."""
-    subject = message.subject  # Label and Subject: each SDK property read decodes the AMQP section again
+    """The typed fields, keyed by trigger-metadata name, read once. The text fields come from the AMQP
+    ``properties`` section as the SDK's properties read them (each of those tests the section's length
+    first, which lists its keys: a dozen listings per message otherwise)."""
+    properties = message.raw_amqp_message.properties
+    texts: dict[str, Any] = dict.fromkeys(_TEXT_PROPERTIES)
+    if properties:
+        for name, field in _TEXT_PROPERTIES.items():
+            texts[name] = _sdk_text(getattr(properties, field))
     return {
-        "ContentType": message.content_type,
-        "CorrelationId": _optional_str(message.correlation_id),
+        "ContentType": texts["ContentType"],
+        "CorrelationId": _optional_str(texts["CorrelationId"]),
         "DeadLetterErrorDescription": message.dead_letter_error_description,
         "DeadLetterReason": message.dead_letter_reason,
         "DeadLetterSource": message.dead_letter_source,
@@ -112,20 +138,20 @@ def message_fields(message: ServiceBusReceivedMessage) -> dict[str, Any]:
         "EnqueuedSequenceNumber": message.enqueued_sequence_number or 0,
         "EnqueuedTimeUtc": message.enqueued_time_utc,
         "ExpiresAtUtc": message.expires_at_utc,
-        "Label": subject,
-        "Subject": subject,
+        "Label": texts["Subject"],
+        "Subject": texts["Subject"],
         "LockedUntil": message.locked_until_utc,
         "LockToken": _optional_str(message.lock_token),
-        "MessageId": _optional_str(message.message_id),
+        "MessageId": _optional_str(texts["MessageId"]),
         "PartitionKey": message.partition_key,
-        "ReplyTo": message.reply_to,
-        "ReplyToSessionId": message.reply_to_session_id,
+        "ReplyTo": texts["ReplyTo"],
+        "ReplyToSessionId": texts["ReplyToSessionId"],
         "ScheduledEnqueueTimeUtc": message.scheduled_enqueue_time_utc,
         "SequenceNumber": message.sequence_number,
-        "SessionId": message.session_id,
+        "SessionId": texts["SessionId"],
         "State": int(getattr(message.state, "value", message.state or 0)),
         "TimeToLive": message.time_to_live,
-        "To": _optional_str(message.to),
+        "To": _optional_str(texts["To"]),
     }
 
 
