@@ -43,7 +43,7 @@ from devhost.batch_cache import BatchCache
 from devhost.bindings import ServiceBusConnection
 from devhost.dispatcher import Dispatcher
 from devhost.host_config import ServiceBusOptions
-from devhost.lock_renewal import renew_while_invoked
+from devhost.lock_renewal import LockRenewal, renew_while_invoked
 from devhost.message_reading import message_data
 from devhost.model_binding_data import model_binding_content
 from devhost.settlement import REGISTRY, InvocationSettlement, ensure_settlement_server
@@ -412,16 +412,15 @@ class ServiceBusListener:
         receiver: ServiceBusReceiver,
         message: ServiceBusReceivedMessage,
         on_listener: Callable[[Callable[[], Awaitable[Any]]], Awaitable[Any]] | None,
-    ) -> asyncio.Task[None]:
+    ) -> LockRenewal | None:
         """Renew ``message``'s lock while its invocation runs (up to ``maxAutoLockRenewalDuration``)."""
-        renewal = renew_while_invoked(
+        return renew_while_invoked(
             receiver,
             message,
             max_seconds=self._renewal_seconds(),
             function_name=self.function.name,
             via=self._via_listener if on_listener is not None else None,
         )
-        return asyncio.create_task(renewal)
 
     async def _process_batch(
         self, receiver: ServiceBusReceiver, messages: list[ServiceBusReceivedMessage]
