@@ -43,7 +43,7 @@ from devhost.worker_frames import (
     BOUND_ARGUMENTS_CATEGORY,
     CHANNEL_FD_ARGUMENT,
     FUNCTION_TIMEOUT_VARIABLE,
-    encode,
+    FrameWriter,
     read_frame,
 )
 from devhost.worker_handshake import start_worker
@@ -86,6 +86,7 @@ class _Process:
         self.popen = popen
         self.reader = reader
         self.writer = writer
+        self._frames = FrameWriter(writer)
         # Invocations in flight, by id: the future of the worker's InvocationResponse, the function's name
         # (what its logs are logged under), the argument classes the worker reported.
         self.pending: dict[str, asyncio.Future[Any]] = {}
@@ -96,7 +97,7 @@ class _Process:
     def send(self, message: Any) -> None:
         """Send one ``StreamingMessage``."""
         if self.alive and not self.writer.is_closing():
-            self.writer.write(encode(message))
+            self._frames.send(message)
 
     def forget(self, invocation_id: str) -> None:
         self.pending.pop(invocation_id, None)
