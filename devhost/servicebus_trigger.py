@@ -262,13 +262,18 @@ class ServiceBusListener:
             _resolve(self._finished)
 
     async def _flush_settlements(self) -> None:
-        while self._settlements:
-            pending = self._settlements
-            self._settlements = []
-            if len(pending) == 1:  # the common case at low concurrency: no gather task
-                await pending[0]()
-            else:
-                await asyncio.gather(*(settle() for settle in pending))
+        """Perform the settlements (and link calls) queued so far, together. Those queued meanwhile wait for
+        the next pass, after the receive that fills the slots these free: the worker is not left idle while
+        invocations finishing one after the other keep the loop settling (they would fall into lockstep:
+        all slots received together, run together, settled together)."""
+        pending = self._settlements
+        if not pending:
+            return
+        self._settlements = []
+        if len(pending) == 1:  # the common case at low concurrency: no gather task
+            await pending[0]()
+        else:
+            await asyncio.gather(*(settle() for settle in pending))
 
     def _batch_cache(self) -> BatchCache[ServiceBusReceivedMessage]:
         options = self.options
