@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -302,7 +303,7 @@ class ProcessWorker:
                 log = message.rpc_log
                 if log.category == BOUND_ARGUMENTS_CATEGORY:
                     if log.invocation_id in process.pending:
-                        process.bound[log.invocation_id] = tuple(json.loads(log.properties).items())
+                        process.bound[log.invocation_id] = _bound_arguments(log.properties)
                 else:
                     relog(log, process.names.get(log.invocation_id))
         process.alive = False
@@ -428,6 +429,12 @@ class ProcessWorker:
                 await process.exit_code(EXIT_WAIT_SECONDS)
         if self._readers:
             await asyncio.wait(self._readers, timeout=EXIT_WAIT_SECONDS)
+
+
+@functools.lru_cache(maxsize=256)
+def _bound_arguments(properties: str) -> tuple[tuple[str, str], ...]:
+    """The worker's bound-arguments log, read (the same text invocation after invocation: read once)."""
+    return tuple(json.loads(properties).items())
 
 
 def _retrieve(future: asyncio.Future[Any]) -> None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -85,6 +86,13 @@ class _ForwardLogs(logging.Handler):
         self._frames.send_frame(frame)
 
 
+@functools.lru_cache(maxsize=256)
+def _bound_json(bound: tuple[tuple[str, str], ...]) -> str:
+    """The bound-arguments log's properties (a function binds the same classes invocation after
+    invocation: made once)."""
+    return json.dumps(dict(bound))
+
+
 def _apply_log_categories(categories: Any) -> None:
     """Set this process's log levels from the init request's ``log_categories`` (the host's levels)."""
     for category, level in categories.items():
@@ -143,7 +151,7 @@ class _Serving:
                 invocation_id=invocation_id,
                 category=BOUND_ARGUMENTS_CATEGORY,
                 level=protos.RpcLog.Trace,
-                properties=json.dumps(dict(bound)),
+                properties=_bound_json(bound),
                 log_category=protos.RpcLog.System,
             )
             self._send(protos.StreamingMessage(rpc_log=log))
