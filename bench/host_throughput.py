@@ -28,7 +28,7 @@ latency-bound, and more cores would raise it. Each configuration runs ``--rounds
 medians are reported (the machine is shared, so single runs are noisy). Writes
 ``bench/results/host_throughput.json``. Usage::
 
-    .venv/bin/python bench/host_throughput.py [--messages 1500] [--rounds 3]
+    .venv/bin/python bench/host_throughput.py [--messages 1500] [--rounds 3] [--levels 1,16,64] [--label x]
 """
 
 from __future__ import annotations
@@ -208,15 +208,21 @@ def main() -> int:
     parser.add_argument("--messages", type=int, default=1500, help="messages per run")
     parser.add_argument("--rounds", type=int, default=3, help="runs per configuration (medians reported)")
     parser.add_argument("--label", default="after", help="the name these figures are filed under")
+    parser.add_argument(
+        "--levels",
+        type=lambda text: tuple(int(level) for level in text.split(",")),
+        default=LEVELS,
+        help="maxConcurrentCalls levels to run, comma-separated (default: 1,16,64)",
+    )
     args = parser.parse_args()
     kinds = ("bare", "host", "host-async", "host-sdk", "idle")
-    queues = [f"{kind}-{c}" for c in LEVELS for kind in kinds]
+    queues = [f"{kind}-{c}" for c in args.levels for kind in kinds]
     with tempfile.TemporaryDirectory() as tmp:
         proc, conn = start_emulator(Path(tmp), queues)
         meter = CpuMeter(proc.pid)
         try:
             levels: dict[str, Any] = {}
-            for concurrency in LEVELS:
+            for concurrency in args.levels:
                 runs: dict[str, list[float]] = {"bare": [], "host": [], "host-async": [], "host-sdk": []}
                 cpu: dict[str, list[dict[str, float]]] = {kind: [] for kind in runs}
                 for _ in range(args.rounds):  # interleaved rounds: load from other processes hits all alike
