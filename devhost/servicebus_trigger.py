@@ -111,6 +111,11 @@ class ServiceBusListener:
         kwargs: dict[str, Any] = {
             "receive_mode": ServiceBusReceiveMode.PEEK_LOCK,
             "prefetch_count": self.options.prefetch_count,
+            # A receive asked for more messages than the entity has waits on the socket for the rest, up to
+            # this long per read whatever its max_wait_time (the SDK's default: 0.2 s): the messages already
+            # in hand, and the settlements of finished invocations, wait as long. The host's processor
+            # hands each message over as it arrives; the short poll bounds the hold instead.
+            "socket_timeout": SHORT_POLL_SECONDS,
         }
         if session:
             kwargs["session_id"] = NEXT_AVAILABLE_SESSION
