@@ -69,7 +69,10 @@ def net_datetime(value: datetime, zone: str) -> str:
     second without trailing zeros (none when zero), then ``zone`` (``K``: ``Z`` for a UTC ``DateTime``,
     ``+00:00`` for a ``DateTimeOffset``, empty for kind Unspecified)."""
     utc = value.astimezone(UTC) if value.tzinfo is not None else value
-    text = utc.strftime("%Y-%m-%dT%H:%M:%S")
+    if utc.year >= 1000:  # isoformat's text, without strftime's cost (the host writes one per message)
+        text = utc.replace(tzinfo=None, microsecond=0).isoformat()
+    else:  # strftime's text for an early year, as before
+        text = utc.strftime("%Y-%m-%dT%H:%M:%S")
     fraction = f"{utc.microsecond:06d}".rstrip("0")
     return (f"{text}.{fraction}" if fraction else text) + zone
 

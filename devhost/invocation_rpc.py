@@ -15,28 +15,26 @@ from typing import Any
 
 from devhost.rpc.http_return import http_output_of
 from devhost.rpc.protos import load as load_protos
-from devhost.rpc.trigger_data import TriggerBindingError, trigger_data
+from devhost.rpc.trigger_data import TriggerBindingError, write_trigger_data
 from devhost.worker_protocol import FunctionMetadata, InvocationOutcome, InvocationRequest
 
 HTTP_TRIGGER = "httpTrigger"
 
 
 def invocation_message(function: FunctionMetadata, request: InvocationRequest) -> Any:
-    """The ``StreamingMessage`` that asks the worker to run ``request``."""
-    protos = load_protos()
+    """The ``StreamingMessage`` that asks the worker to run ``request`` (built in place: no part of it is
+    made apart and copied in)."""
+    message = load_protos().StreamingMessage(request_id=request.invocation_id)
+    invocation = message.invocation_request
+    invocation.invocation_id = request.invocation_id
+    invocation.function_id = function.function_id
     try:
-        typed, metadata = trigger_data(request.input, function.name)
+        write_trigger_data(invocation, request.input, function.name, function.trigger_arg)
     except TriggerBindingError as exc:
         # As webjobs-sdk's FunctionExecutor wraps a binding failure: the invocation fails, naming the
         # parameter.
         raise TriggerBindingError(f"Exception binding parameter '{function.trigger_arg}': {exc}") from None
-    invocation = protos.InvocationRequest(
-        invocation_id=request.invocation_id,
-        function_id=function.function_id,
-        input_data=[protos.ParameterBinding(name=function.trigger_arg, data=typed)],
-        trigger_metadata=metadata,
-    )
-    return protos.StreamingMessage(request_id=request.invocation_id, invocation_request=invocation)
+    return message
 
 
 def invocation_outcome(

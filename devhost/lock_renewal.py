@@ -1,12 +1,15 @@
 """A message's lock, renewed while its invocation runs -- and no longer, as the Service Bus processor under
 the Functions host renews it (up to ``maxAutoLockRenewalDuration``; the renewal stops when the function
-returns, so a message it leaves unsettled is redelivered once its lock lapses)."""
+returns, so a message it leaves unsettled is redelivered once its lock lapses).
+
+Most invocations end long before the first renewal is due, so nothing runs for a message until then: a
+timer on the loop, which starts the renewing task when it fires (cancelled with the invocation)."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from datetime import UTC, datetime
 from typing import Any
 
@@ -20,35 +23,69 @@ logger = logging.getLogger("devhost.ServiceBus")
 LinkCall = Callable[[Callable[[], Awaitable[Any]]], Awaitable[Any]]
 
 
-async def renew_while_invoked(
+class LockRenewal:
+    """One message's renewal: a timer until the first renewal is due, then a task."""
+
+    def __init__(
+        self, loop: asyncio.AbstractEventLoop, delay: float, start: Callable[[], Coroutine[Any, Any, None]]
+    ) -> None:
+        self._loop = loop
+        self._start = start
+        self._task: asyncio.Task[None] | None = None
+        self._timer: asyncio.TimerHandle | None = loop.call_later(delay, self._begin)
+
+    def _begin(self) -> None:
+        self._timer = None
+        self._task = self._loop.create_task(self._start())
+
+    def cancel(self) -> None:
+        """Stop renewing (the invocation ended)."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self._task is not None:
+            self._task.cancel()
+
+
+def _wait_before_renewing(locked_until: datetime, period: float) -> float:
+    """Renew with a third of the lock period left (at least 1 s), as the SDK's renewer margin."""
+    remaining = (locked_until - datetime.now(UTC)).total_seconds()
+    return max(0.1, remaining - max(1.0, period / 3))
+
+
+def renew_while_invoked(
     receiver: ServiceBusReceiver,
     message: ServiceBusReceivedMessage,
     *,
     max_seconds: float,
     function_name: str,
     via: LinkCall | None = None,
-) -> None:
+) -> LockRenewal | None:
     """Renew ``message``'s lock until cancelled (the invocation ended) or ``max_seconds`` have passed;
-    through ``via`` when another coroutine receives on ``receiver`` meanwhile."""
+    through ``via`` when another coroutine receives on ``receiver`` meanwhile. None: the message has no
+    lock to renew."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max_seconds
     locked_until = message.locked_until_utc
     if locked_until is None:
-        return
+        return None
     period = max((locked_until - datetime.now(UTC)).total_seconds(), 1.0)
-    while True:
-        remaining = (locked_until - datetime.now(UTC)).total_seconds()
-        # Renew with a third of the lock period left (at least 1 s), as the SDK's renewer margin.
-        await asyncio.sleep(max(0.1, remaining - max(1.0, period / 3)))
-        if loop.time() >= deadline:
-            return
-        try:
-            if via is not None:
-                locked_until = await via(lambda: receiver.renew_message_lock(message))
-            else:
-                locked_until = await receiver.renew_message_lock(message)
-        except (ServiceBusError, ValueError) as exc:  # settled meanwhile, or the lock already gone
-            logger.warning(
-                "Functions.%s: cannot renew the lock of %s: %s", function_name, message.message_id, exc
-            )
-            return
+
+    async def renewing() -> None:
+        until: datetime = locked_until
+        while True:
+            if loop.time() >= deadline:
+                return
+            try:
+                if via is not None:
+                    until = await via(lambda: receiver.renew_message_lock(message))
+                else:
+                    until = await receiver.renew_message_lock(message)
+            except (ServiceBusError, ValueError) as exc:  # settled meanwhile, or the lock already gone
+                logger.warning(
+                    "Functions.%s: cannot renew the lock of %s: %s", function_name, message.message_id, exc
+                )
+                return
+            await asyncio.sleep(_wait_before_renewing(until, period))
+
+    return LockRenewal(loop, _wait_before_renewing(locked_until, period), renewing)

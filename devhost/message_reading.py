@@ -94,38 +94,66 @@ def _optional_str(value: Any) -> str | None:
     return None if value is None else str(value)
 
 
+# The SDK's text properties and the AMQP ``properties`` field each reads (``ServiceBusReceivedMessage``).
+_TEXT_PROPERTIES = {
+    "ContentType": "content_type",
+    "CorrelationId": "correlation_id",
+    "MessageId": "message_id",
+    "ReplyTo": "reply_to",
+    "ReplyToSessionId": "reply_to_group_id",
+    "SessionId": "group_id",
+    "Subject": "subject",
+    "To": "to",
+}
+
+
+def _sdk_text(value: Any) -> Any:
+    """An AMQP properties field as the SDK's property reads it: bytes decoded as UTF-8, else as it is."""
+    if value is None or type(value) is str:  # most fields are unset: no exception to raise and catch
+        return value
+    try:
+        return value.decode("UTF-8")
+    except (AttributeError, UnicodeDecodeError):
+        return value
+
+
 def message_fields(message: ServiceBusReceivedMessage) -> dict[str, Any]:
-    """The typed fields, keyed by trigger-metadata name, read once (the SDK's properties decode the AMQP
-    annotations on every access)."""
-    subject = message.subject  # Label and Subject: each SDK property read decodes the AMQP section again
+    """The typed fields the host's binding data is made of (``devhost.rpc.trigger_data``'s
+    ``HOST_SINGLE_KEYS`` and ``HOST_BATCH_ARRAYS`` read them), keyed by trigger-metadata name, each read once:
+    the SDK's properties decode their section again on every access. Fields the host does not send (the
+    lock's expiry, the state, the time to live, the dead-letter reason...) are not read. The text fields
+    come from the AMQP ``properties`` section as the SDK's properties read them (each of those tests the
+    section's length first, which lists its keys: a dozen listings per message otherwise)."""
+    properties = message.raw_amqp_message.properties
+    texts: dict[str, Any] = dict.fromkeys(_TEXT_PROPERTIES)
+    if properties:
+        for name, field in _TEXT_PROPERTIES.items():
+            texts[name] = _sdk_text(getattr(properties, field))
+    enqueued = message.enqueued_time_utc
+    time_to_live = message.time_to_live
+    delivery_count = message.delivery_count
     return {
-        "ContentType": message.content_type,
-        "CorrelationId": _optional_str(message.correlation_id),
-        "DeadLetterErrorDescription": message.dead_letter_error_description,
-        "DeadLetterReason": message.dead_letter_reason,
+        "ContentType": texts["ContentType"],
+        "CorrelationId": _optional_str(texts["CorrelationId"]),
         "DeadLetterSource": message.dead_letter_source,
         # The host's .NET SDK counts the current delivery (first delivery = 1); the AMQP header and the
         # Python SDK count earlier ones (first = 0).
-        "DeliveryCount": None if message.delivery_count is None else message.delivery_count + 1,
+        "DeliveryCount": None if delivery_count is None else delivery_count + 1,
         # A .NET ServiceBusReceivedMessage's EnqueuedSequenceNumber is a long, 0 when the broker set no
         # x-opt-enqueue-sequence-number (a message sent straight to the entity); the Python SDK says None.
         "EnqueuedSequenceNumber": message.enqueued_sequence_number or 0,
-        "EnqueuedTimeUtc": message.enqueued_time_utc,
-        "ExpiresAtUtc": message.expires_at_utc,
-        "Label": subject,
-        "Subject": subject,
-        "LockedUntil": message.locked_until_utc,
+        "EnqueuedTimeUtc": enqueued,
+        # The SDK's expires_at_utc, from the two values already read.
+        "ExpiresAtUtc": enqueued + time_to_live if enqueued and time_to_live else None,
+        "Subject": texts["Subject"],
         "LockToken": _optional_str(message.lock_token),
-        "MessageId": _optional_str(message.message_id),
+        "MessageId": _optional_str(texts["MessageId"]),
         "PartitionKey": message.partition_key,
-        "ReplyTo": message.reply_to,
-        "ReplyToSessionId": message.reply_to_session_id,
-        "ScheduledEnqueueTimeUtc": message.scheduled_enqueue_time_utc,
+        "ReplyTo": texts["ReplyTo"],
+        "ReplyToSessionId": texts["ReplyToSessionId"],
         "SequenceNumber": message.sequence_number,
-        "SessionId": message.session_id,
-        "State": int(getattr(message.state, "value", message.state or 0)),
-        "TimeToLive": message.time_to_live,
-        "To": _optional_str(message.to),
+        "SessionId": texts["SessionId"],
+        "To": _optional_str(texts["To"]),
     }
 
 

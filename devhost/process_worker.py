@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -43,7 +44,7 @@ from devhost.worker_frames import (
     BOUND_ARGUMENTS_CATEGORY,
     CHANNEL_FD_ARGUMENT,
     FUNCTION_TIMEOUT_VARIABLE,
-    encode,
+    FrameWriter,
     read_frame,
 )
 from devhost.worker_handshake import start_worker
@@ -86,6 +87,7 @@ class _Process:
         self.popen = popen
         self.reader = reader
         self.writer = writer
+        self._frames = FrameWriter(writer)
         # Invocations in flight, by id: the future of the worker's InvocationResponse, the function's name
         # (what its logs are logged under), the argument classes the worker reported.
         self.pending: dict[str, asyncio.Future[Any]] = {}
@@ -96,7 +98,7 @@ class _Process:
     def send(self, message: Any) -> None:
         """Send one ``StreamingMessage``."""
         if self.alive and not self.writer.is_closing():
-            self.writer.write(encode(message))
+            self._frames.send(message)
 
     def forget(self, invocation_id: str) -> None:
         self.pending.pop(invocation_id, None)
@@ -299,7 +301,7 @@ class ProcessWorker:
                 log = message.rpc_log
                 if log.category == BOUND_ARGUMENTS_CATEGORY:
                     if log.invocation_id in process.pending:
-                        process.bound[log.invocation_id] = tuple(json.loads(log.properties).items())
+                        process.bound[log.invocation_id] = _bound_arguments(log.properties)
                 else:
                     relog(log, process.names.get(log.invocation_id))
         process.alive = False
@@ -425,6 +427,12 @@ class ProcessWorker:
                 await process.exit_code(EXIT_WAIT_SECONDS)
         if self._readers:
             await asyncio.wait(self._readers, timeout=EXIT_WAIT_SECONDS)
+
+
+@functools.lru_cache(maxsize=256)
+def _bound_arguments(properties: str) -> tuple[tuple[str, str], ...]:
+    """The worker's bound-arguments log, read (the same text invocation after invocation: read once)."""
+    return tuple(json.loads(properties).items())
 
 
 def _retrieve(future: asyncio.Future[Any]) -> None:

@@ -43,7 +43,7 @@ from devhost.batch_cache import BatchCache
 from devhost.bindings import ServiceBusConnection
 from devhost.dispatcher import Dispatcher
 from devhost.host_config import ServiceBusOptions
-from devhost.lock_renewal import renew_while_invoked
+from devhost.lock_renewal import LockRenewal, renew_while_invoked
 from devhost.message_reading import message_data
 from devhost.model_binding_data import model_binding_content
 from devhost.settlement import REGISTRY, InvocationSettlement
@@ -111,6 +111,11 @@ class ServiceBusListener:
         kwargs: dict[str, Any] = {
             "receive_mode": ServiceBusReceiveMode.PEEK_LOCK,
             "prefetch_count": self.options.prefetch_count,
+            # A receive asked for more messages than the entity has waits on the socket for the rest, up to
+            # this long per read whatever its max_wait_time (the SDK's default: 0.2 s): the messages already
+            # in hand, and the settlements of finished invocations, wait as long. The host's processor
+            # hands each message over as it arrives; the short poll bounds the hold instead.
+            "socket_timeout": SHORT_POLL_SECONDS,
         }
         if session:
             kwargs["session_id"] = NEXT_AVAILABLE_SESSION
@@ -229,8 +234,12 @@ class ServiceBusListener:
                     await self._wait_for_finished(POLL_SECONDS)
                     continue
                 try:
+                    # Idle, wait for the first message only: asked for more, the SDK holds those that came
+                    # for another 0.2 s hoping for the rest (its further-pull wait) where the host's processor
+                    # hands each message over as it arrives. Busy, the short wait bounds that hold.
                     messages = await receiver.receive_messages(
-                        max_message_count=free, max_wait_time=SHORT_POLL_SECONDS if busy else POLL_SECONDS
+                        max_message_count=free if busy else 1,
+                        max_wait_time=SHORT_POLL_SECONDS if busy else POLL_SECONDS,
                     )
                 except ServiceBusError as exc:
                     logger.warning("Functions.%s: receive failed (%s); retrying", self.function.name, exc)
@@ -260,13 +269,18 @@ class ServiceBusListener:
             _resolve(self._finished)
 
     async def _flush_settlements(self) -> None:
-        while self._settlements:
-            pending = self._settlements
-            self._settlements = []
-            if len(pending) == 1:  # the common case at low concurrency: no gather task
-                await pending[0]()
-            else:
-                await asyncio.gather(*(settle() for settle in pending))
+        """Perform the settlements (and link calls) queued so far, together. Those queued meanwhile wait for
+        the next pass, after the receive that fills the slots these free: the worker is not left idle while
+        invocations finishing one after the other keep the loop settling (they would fall into lockstep:
+        all slots received together, run together, settled together)."""
+        pending = self._settlements
+        if not pending:
+            return
+        self._settlements = []
+        if len(pending) == 1:  # the common case at low concurrency: no gather task
+            await pending[0]()
+        else:
+            await asyncio.gather(*(settle() for settle in pending))
 
     def _batch_cache(self) -> BatchCache[ServiceBusReceivedMessage]:
         options = self.options
@@ -405,16 +419,15 @@ class ServiceBusListener:
         receiver: ServiceBusReceiver,
         message: ServiceBusReceivedMessage,
         on_listener: Callable[[Callable[[], Awaitable[Any]]], Awaitable[Any]] | None,
-    ) -> asyncio.Task[None]:
+    ) -> LockRenewal | None:
         """Renew ``message``'s lock while its invocation runs (up to ``maxAutoLockRenewalDuration``)."""
-        renewal = renew_while_invoked(
+        return renew_while_invoked(
             receiver,
             message,
             max_seconds=self._renewal_seconds(),
             function_name=self.function.name,
             via=self._via_listener if on_listener is not None else None,
         )
-        return asyncio.create_task(renewal)
 
     async def _process_batch(
         self, receiver: ServiceBusReceiver, messages: list[ServiceBusReceivedMessage]

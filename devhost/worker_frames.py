@@ -62,6 +62,36 @@ def encode(message: Any) -> bytes:
     return _HEADER.pack(len(data)) + data
 
 
+class FrameWriter:
+    """Writes frames to ``writer`` in order, those sent during one pass of the event loop together: the
+    requests a receive hands out at once (host) or the responses of invocations that finish together
+    (worker) cost one socket write, not one each. Call on the writer's loop only; :meth:`flush` before
+    draining or closing."""
+
+    def __init__(self, writer: asyncio.StreamWriter) -> None:
+        self.writer = writer
+        self._pending: list[bytes] = []
+
+    def send(self, message: Any) -> None:
+        """Queue ``message`` (a ``StreamingMessage``) for this pass's write."""
+        self.send_frame(encode(message))
+
+    def send_frame(self, frame: bytes) -> None:
+        """Queue an encoded frame for this pass's write."""
+        if not self._pending:
+            asyncio.get_running_loop().call_soon(self.flush)
+        self._pending.append(frame)
+
+    def flush(self) -> None:
+        """Write what is queued now (dropped if the stream is closing: the other end is gone)."""
+        pending = self._pending
+        if not pending:
+            return
+        self._pending = []
+        if not self.writer.is_closing():
+            self.writer.write(pending[0] if len(pending) == 1 else b"".join(pending))
+
+
 async def read_frame(reader: asyncio.StreamReader) -> Any | None:
     """The next ``StreamingMessage``; None when the other end has closed the stream (or died)."""
     try:

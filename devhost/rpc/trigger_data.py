@@ -16,6 +16,7 @@ runtime declares ``RpcHttpTriggerMetadataRemoved``).
 
 from __future__ import annotations
 
+import functools
 import json
 import uuid
 from collections.abc import Mapping, Sequence
@@ -135,35 +136,60 @@ def _array(element_type: str, values: Sequence[Any]) -> Any:
     return protos.TypedData(json=_json(list(values)))
 
 
+def _sys_json(function_name: str) -> str:
+    """The ``sys`` binding data every trigger carries, as Json.NET writes it: ``_json`` of
+    ``{"MethodName": ..., "UtcNow": ..., "RandGuid": ...}``, the name's JSON text made once per function (the
+    time's ISO text and the GUID need no escaping)."""
+    now = iso(datetime.now(UTC))
+    return f'{_method_name_json(function_name)},"UtcNow":"{now}","RandGuid":"{uuid.uuid4()}"}}'
+
+
+@functools.cache
+def _method_name_json(function_name: str) -> str:
+    return '{"MethodName":' + json.dumps(function_name)
+
+
 def _sys(function_name: str) -> Any:
     """The ``sys`` binding data every trigger carries."""
-    return to_rpc(
-        {"MethodName": function_name, "UtcNow": iso(datetime.now(UTC)), "RandGuid": str(uuid.uuid4())}
-    )
+    return load_protos().TypedData(json=_sys_json(function_name))
 
 
 def _net_datetime(value: datetime, *, offset: bool) -> str:
     """Json.NET's ISO text for a ``DateTime`` (``offset`` False: the extension's ``ExpiresAt.DateTime``,
-    kind Unspecified, written without a zone) or a ``DateTimeOffset`` (``+00:00``)."""
-    return json.dumps(net_datetime(value, "+00:00" if offset else ""))
+    kind Unspecified, written without a zone) or a ``DateTimeOffset`` (``+00:00``): a JSON string (the text
+    is digits and separators, nothing to escape)."""
+    return '"' + net_datetime(value, "+00:00" if offset else "") + '"'
 
 
-def _single_value(net_type: str, value: Any) -> Any:
-    if net_type in ("DateTime", "DateTimeOffset") and isinstance(value, datetime):
-        return load_protos().TypedData(json=_net_datetime(value, offset=net_type == "DateTimeOffset"))
-    return to_rpc(value)
+def _put_single(entry: Any, net_type: str, value: Any) -> None:
+    """Write one binding-data value into ``entry`` (a ``TypedData``) as ``ToRpc`` makes it. The types a
+    received message's fields have (str, int, datetime) are written directly; anything else as
+    :func:`to_rpc` makes it."""
+    kind = type(value)
+    if kind is str:
+        entry.string = value
+    elif kind is int:  # JSON text of an int (not a bool: its type is not int)
+        entry.json = str(value)
+    elif isinstance(value, datetime) and net_type in ("DateTime", "DateTimeOffset"):
+        entry.json = _net_datetime(value, offset=net_type == "DateTimeOffset")
+    else:
+        entry.CopyFrom(to_rpc(value))
 
 
-def _single_metadata(message: ServiceBusMessageData, function_name: str) -> dict[str, Any]:
+def _properties_json(properties: Mapping[str, Any]) -> str:
+    return "{}" if not properties else _json(properties)
+
+
+def _put_single_metadata(target: Any, message: ServiceBusMessageData, function_name: str) -> None:
+    """Write one message's trigger metadata into ``target`` (``InvocationRequest.trigger_metadata``)."""
     fields = message.fields
-    metadata = {
-        key: _single_value(net_type, fields.get(field))
-        for key, (net_type, field) in HOST_SINGLE_KEYS.items()
-        if fields.get(field) is not None  # the host leaves out binding data that is null
-    }
-    metadata["ApplicationProperties"] = metadata["UserProperties"] = to_rpc(message.properties)
-    metadata["sys"] = _sys(function_name)
-    return metadata
+    for key, (net_type, field) in HOST_SINGLE_KEYS.items():
+        value = fields.get(field)
+        if value is not None:  # the host leaves out binding data that is null
+            _put_single(target[key], net_type, value)
+    properties = _properties_json(message.properties)
+    target["ApplicationProperties"].json = target["UserProperties"].json = properties
+    target["sys"].json = _sys_json(function_name)
 
 
 def _batch_metadata(messages: Sequence[ServiceBusMessageData], function_name: str) -> dict[str, Any]:
@@ -203,7 +229,14 @@ def _model_binding_data(content: bytes) -> Any:
     )
 
 
+def _text(body: bytes) -> str:
+    # .NET's BinaryData.ToString(): UTF-8 with U+FFFD for bytes that are not (azure-functions-host#3125).
+    return body.decode("utf-8", errors="replace")
+
+
 def _service_bus(data: ServiceBusInput, function_name: str) -> tuple[Any, dict[str, Any]]:
+    """A batch's or SDK types' trigger data (one message's is written in place by
+    :func:`write_trigger_data`)."""
     protos = load_protos()
     if data.payload == "sdk":
         # The extension's SDK types: model binding data, no trigger metadata the converter reads.
@@ -212,43 +245,63 @@ def _service_bus(data: ServiceBusInput, function_name: str) -> tuple[Any, dict[s
             collection = protos.CollectionModelBindingData(model_binding_data=contents)
             return protos.TypedData(collection_model_binding_data=collection), {"sys": _sys(function_name)}
         return protos.TypedData(model_binding_data=contents[0]), {"sys": _sys(function_name)}
-    # The host binds the trigger as ``string`` (no dataType, or ``string``: the body as text, decoded as
-    # .NET's BinaryData.ToString() does, UTF-8 with U+FFFD for bytes that are not: azure-functions-host#3125)
-    # or as ``byte[]`` (``binary``: the body's bytes), and sends the message's binding data as trigger
-    # metadata either way.
-    text = data.payload == "str"
-    if data.batch:
-        metadata = _batch_metadata(data.messages, function_name)
-        if data.payload == "object":
-            return _json_net_bodies(data.messages), metadata
-        if text:
-            texts = [m.body.decode("utf-8", errors="replace") for m in data.messages]
-            strings = protos.CollectionString(string=texts)
-            return protos.TypedData(collection_string=strings), metadata
-        return protos.TypedData(
-            collection_bytes=protos.CollectionBytes(bytes=[m.body for m in data.messages])
-        ), (metadata)
-    [message] = data.messages
-    body = (
-        protos.TypedData(string=message.body.decode("utf-8", errors="replace"))
-        if text
-        else protos.TypedData(bytes=message.body)
+    metadata = _batch_metadata(data.messages, function_name)
+    if data.payload == "object":
+        return _json_net_bodies(data.messages), metadata
+    if data.payload == "str":
+        strings = protos.CollectionString(string=[_text(m.body) for m in data.messages])
+        return protos.TypedData(collection_string=strings), metadata
+    return protos.TypedData(collection_bytes=protos.CollectionBytes(bytes=[m.body for m in data.messages])), (
+        metadata
     )
-    return body, _single_metadata(message, function_name)
 
 
-def _manual(data: ManualServiceBusInput, function_name: str) -> tuple[Any, dict[str, Any]]:
+def _manual_message(data: ManualServiceBusInput) -> ServiceBusMessageData:
     """A manual run (``POST /admin/functions/{name}``): a message made from the input, one delivery."""
-    message = ServiceBusMessageData(
+    return ServiceBusMessageData(
         data.body,
         {"MessageId": data.message_id, "DeliveryCount": 1, "EnqueuedTimeUtc": data.enqueued_time_utc},
         {},
     )
-    if data.batch:
-        return load_protos().TypedData(collection_bytes=load_protos().CollectionBytes(bytes=[data.body])), (
-            _batch_metadata([message], function_name)
-        )
-    return to_rpc(data.body), _single_metadata(message, function_name)
+
+
+def _one_message(data: InvocationInput) -> tuple[Any, ServiceBusMessageData] | None:
+    """For one (not batched) message not bound to SDK types: how its body goes (a ``TypedData`` field and
+    value) and the message; None for any other input."""
+    if isinstance(data, ServiceBusInput) and not data.batch and data.payload != "sdk":
+        # The host binds the trigger as ``string`` (no dataType, or ``string``: the body as text) or as
+        # ``byte[]`` (``binary``: the body's bytes), and sends the message's binding data as trigger metadata
+        # either way.
+        [message] = data.messages
+        body = ("string", _text(message.body)) if data.payload == "str" else ("bytes", message.body)
+        return body, message
+    if isinstance(data, ManualServiceBusInput) and not data.batch:
+        return ("bytes", data.body), _manual_message(data)  # to_rpc of the body's bytes
+    return None
+
+
+def write_trigger_data(invocation: Any, data: InvocationInput, function_name: str, trigger_arg: str) -> None:
+    """Write the trigger parameter's ``TypedData`` and the trigger metadata for ``data`` into ``invocation``
+    (an empty ``InvocationRequest``'s ``input_data`` and ``trigger_metadata``). One message's metadata is
+    written field by field, without building each ``TypedData`` apart and copying it in (the host sends one
+    such request per message)."""
+    one = _one_message(data)
+    binding = invocation.input_data.add(name=trigger_arg)
+    if one is None:
+        typed, metadata = trigger_data(data, function_name)
+        binding.data.CopyFrom(typed)
+        for key, value in metadata.items():
+            invocation.trigger_metadata[key].CopyFrom(value)
+        return
+    (body_field, body), message = one
+    setattr(binding.data, body_field, body)
+    _put_single_metadata(invocation.trigger_metadata, message, function_name)
+
+
+def _written(data: InvocationInput, function_name: str) -> tuple[Any, dict[str, Any]]:
+    invocation = load_protos().InvocationRequest()
+    write_trigger_data(invocation, data, function_name, "trigger")
+    return invocation.input_data[0].data, dict(invocation.trigger_metadata)
 
 
 def _http(data: HttpInput) -> Any:
@@ -277,10 +330,15 @@ def _timer(data: TimerInput) -> Any:
 
 def trigger_data(data: InvocationInput, function_name: str) -> tuple[Any, dict[str, Any]]:
     """The trigger parameter's ``TypedData`` and the invocation's trigger metadata for ``data``."""
+    if _one_message(data) is not None:
+        return _written(data, function_name)
     if isinstance(data, ServiceBusInput):
         return _service_bus(data, function_name)
-    if isinstance(data, ManualServiceBusInput):
-        return _manual(data, function_name)
+    if isinstance(data, ManualServiceBusInput):  # a batch function's manual run
+        message = _manual_message(data)
+        return load_protos().TypedData(collection_bytes=load_protos().CollectionBytes(bytes=[data.body])), (
+            _batch_metadata([message], function_name)
+        )
     if isinstance(data, HttpInput):
         return _http(data), {}
     if isinstance(data, TimerInput):

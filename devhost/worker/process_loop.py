@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -33,6 +34,7 @@ from devhost.worker_frames import (
     BOUND_ARGUMENTS_CATEGORY,
     FUNCTION_TIMEOUT_VARIABLE,
     ROOT_LOG_CATEGORY,
+    FrameWriter,
     encode,
     python_level,
     read_frame,
@@ -56,10 +58,10 @@ class _ForwardLogs(logging.Handler):
     """Sends each record to the host as an ``RpcLog``; callable from any thread (writes happen on the
     loop)."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, writer: asyncio.StreamWriter) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, frames: FrameWriter) -> None:
         super().__init__()
         self._loop = loop
-        self._writer = writer
+        self._frames = frames
         self._protos = load_protos()
 
     def emit(self, record: logging.LogRecord) -> None:
@@ -81,8 +83,14 @@ class _ForwardLogs(logging.Handler):
             self.handleError(record)
 
     def _write(self, frame: bytes) -> None:
-        if not self._writer.is_closing():
-            self._writer.write(frame)
+        self._frames.send_frame(frame)
+
+
+@functools.lru_cache(maxsize=256)
+def _bound_json(bound: tuple[tuple[str, str], ...]) -> str:
+    """The bound-arguments log's properties (a function binds the same classes invocation after
+    invocation: made once)."""
+    return json.dumps(dict(bound))
 
 
 def _apply_log_categories(categories: Any) -> None:
@@ -100,16 +108,15 @@ def _function_timeout() -> timedelta | None:
 class _Serving:
     """One connection to the host."""
 
-    def __init__(self, writer: asyncio.StreamWriter) -> None:
-        self.writer = writer
+    def __init__(self, frames: FrameWriter) -> None:
+        self.frames = frames
         self.protos = load_protos()
         self.driver = RuntimeDriver()
         self.invocations: RuntimeInvocations | None = None  # once the runtime has indexed the app
         self.running: dict[str, asyncio.Task[None]] = {}
 
     def _send(self, message: Any) -> None:
-        if not self.writer.is_closing():
-            self.writer.write(encode(message))
+        self.frames.send(message)
 
     async def answer(self, message: Any) -> None:
         """Hand one host start-up request to the runtime and send its answer back."""
@@ -144,7 +151,7 @@ class _Serving:
                 invocation_id=invocation_id,
                 category=BOUND_ARGUMENTS_CATEGORY,
                 level=protos.RpcLog.Trace,
-                properties=json.dumps(dict(bound)),
+                properties=_bound_json(bound),
                 log_category=protos.RpcLog.System,
             )
             self._send(protos.StreamingMessage(rpc_log=log))
@@ -164,8 +171,9 @@ async def serve(channel_fd: int) -> bool:
     """Serve the host on ``channel_fd`` until it says stop (True) or goes away (False)."""
     sock = socket.socket(fileno=channel_fd)
     reader, writer = await asyncio.open_connection(sock=sock)
-    logging.getLogger().addHandler(_ForwardLogs(asyncio.get_running_loop(), writer))
-    serving = _Serving(writer)
+    frames = FrameWriter(writer)
+    logging.getLogger().addHandler(_ForwardLogs(asyncio.get_running_loop(), frames))
+    serving = _Serving(frames)
     stopped = False
     while True:
         message = await read_frame(reader)
@@ -186,11 +194,13 @@ async def serve(channel_fd: int) -> bool:
     if stopped:  # running functions finish first, and their outcomes still go out
         await asyncio.gather(*serving.running.values(), return_exceptions=True)
         serving.close()
+        frames.flush()
         with contextlib.suppress(ConnectionError):
             await writer.drain()
     else:  # the host is gone: nobody waits for an outcome
         for task in list(serving.running.values()):
             task.cancel()
+    frames.flush()
     writer.close()
     return stopped
 
