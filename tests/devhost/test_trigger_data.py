@@ -93,7 +93,7 @@ def test_a_string_bound_message_is_its_body_as_text_with_replacement_characters(
     assert _forms(request.trigger_metadata)["ApplicationProperties"] == ("json", "{}")
 
 
-def test_the_in_process_worker_binds_the_same_trigger_data_the_worker_process_gets() -> None:
+def test_trigger_data_of_one_message_is_what_its_invocation_request_carries() -> None:
     message = ServiceBusMessageData(b"b", {"DeliveryCount": 1, "EnqueuedTimeUtc": ENQUEUED}, {})
     typed, metadata = trigger_data(ServiceBusInput("bytes", False, messages=(message,)), "on_order")
     request = _request(message)
