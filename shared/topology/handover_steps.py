@@ -84,18 +84,25 @@ def _restamp(
     return paths
 
 
+def _subscription(management: ManagementClient, topic: str, name: str) -> Any:
+    """Subscription ``topic/name`` as ARM returns it; None when it is gone."""
+    try:
+        return management.subscriptions.get(*management.scope, topic, name)
+    except Exception as exc:
+        if getattr(exc, "status_code", None) == 404:
+            return None
+        raise
+
+
 def record_handover(management: ManagementClient, topic: str, name: str, handover: Handover) -> bool:
     """Write ``handover`` on the existing subscription ``topic/name`` (the new path is a rule of it),
     keeping the handovers it already records. Two updates: the first counts the new rules' handover from
     its own ``updatedAt``, the second writes that instant out as their cutoff, so no later update of the
     subscription can move it. False when the subscription is gone (nothing of the endpoint's left there)."""
     group, namespace = management.scope
-    try:
-        current: Any = management.subscriptions.get(group, namespace, topic, name)
-    except Exception as exc:
-        if getattr(exc, "status_code", None) == 404:
-            return False
-        raise
+    current = _subscription(management, topic, name)
+    if current is None:
+        return False
     taken = {(r.topic.lower(), r.subscription.lower(), r.rule.lower()) for r in handover.retires}
     previous = Handover.parse(current.user_metadata)
     kept = tuple(
@@ -117,12 +124,9 @@ def record_retired(management: ManagementClient, topic: str, name: str) -> bool:
     written out first so the update cannot move one), a second to write it. False when the subscription
     records no handover (or is gone)."""
     group, namespace = management.scope
-    try:
-        current: Any = management.subscriptions.get(group, namespace, topic, name)
-    except Exception as exc:
-        if getattr(exc, "status_code", None) == 404:
-            return False
-        raise
+    current = _subscription(management, topic, name)
+    if current is None:
+        return False
     handover = Handover.parse(current.user_metadata)
     if handover is None:
         return False
