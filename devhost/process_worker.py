@@ -37,13 +37,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from devhost.dotnet_values import timespan
 from devhost.function_indexing import AppLoadError
 from devhost.invocation_rpc import cancel_message, invocation_message, invocation_outcome, terminate_message
 from devhost.worker_channel import WorkerOptions
 from devhost.worker_frames import (
     BOUND_ARGUMENTS_CATEGORY,
     CHANNEL_FD_ARGUMENT,
-    FUNCTION_TIMEOUT_VARIABLE,
     FrameWriter,
     read_frame,
 )
@@ -94,6 +94,7 @@ class _Process:
         self.names: dict[str, str] = {}
         self.bound: dict[str, tuple[tuple[str, str], ...]] = {}
         self.alive = True
+        self.restart_requested = False  # killed by the host (a function timeout): restarted, not counted
 
     def send(self, message: Any) -> None:
         """Send one ``StreamingMessage``."""
@@ -121,10 +122,6 @@ def _environment(options: WorkerOptions) -> dict[str, str]:
     # The runtime imports the app's script by this app setting (function_app.py unless set): devhost
     # runs the script it was given, whatever its name.
     environment[SCRIPT_FILE_SETTING] = options.app_path.name
-    # devhost's worker enforces host.json's functionTimeout (no FunctionRpc message carries it).
-    environment.pop(FUNCTION_TIMEOUT_VARIABLE, None)
-    if options.function_timeout is not None:
-        environment[FUNCTION_TIMEOUT_VARIABLE] = str(options.function_timeout.total_seconds())
     return environment
 
 
@@ -315,7 +312,7 @@ class ProcessWorker:
         process.pending.clear()
         if restarting:
             reason = f"the worker process exited with code {code} while the invocation ran"
-            if code == INTENTIONAL_RESTART_EXIT_CODE:
+            if code == INTENTIONAL_RESTART_EXIT_CODE or process.restart_requested:
                 logger.info("Language Worker Process exited and needs to be restarted.")
             else:  # worded as the host's RpcWorkerProcess logs it
                 logger.error(
@@ -336,8 +333,13 @@ class ProcessWorker:
         if code is None:  # it closed the channel but lingers: it is replaced all the same
             process.popen.kill()
             code = await process.exit_code(EXIT_WAIT_SECONDS)
-        # Exit code 200 asks for a restart: a WorkerRestartEvent, not counted as an error.
-        return await self._restart(counted=code != INTENTIONAL_RESTART_EXIT_CODE)
+        # Exit code 200 asks for a restart: a WorkerRestartEvent, not counted as an error; nor is the
+        # restart the host itself asked for (a function timeout).
+        requested = process.restart_requested
+        restarted = await self._restart(counted=code != INTENTIONAL_RESTART_EXIT_CODE and not requested)
+        if requested:
+            logger.warning("Restart of language worker process(es) completed.")
+        return restarted
 
     async def _restart(self, *, counted: bool) -> _Process:
         """Start a new worker as the host's dispatcher does: each error counted, one restart at a time,
@@ -398,7 +400,12 @@ class ProcessWorker:
         process.names[invocation_id] = function.name
         process.send(message)
         try:
-            response = await future
+            async with asyncio.timeout(self._timeout_seconds) as deadline:
+                response = await asyncio.shield(future)
+        except TimeoutError:
+            if not deadline.expired():
+                raise
+            return self._timed_out(process, function.name, invocation_id)
         except asyncio.CancelledError:
             process.forget(invocation_id)
             process.send(cancel_message(invocation_id))
@@ -409,6 +416,33 @@ class ProcessWorker:
         bound = process.bound.pop(invocation_id, ())
         process.names.pop(invocation_id, None)
         return invocation_outcome(function, response, bound)
+
+    @property
+    def _timeout_seconds(self) -> float | None:
+        timeout = self._options.function_timeout
+        return None if timeout is None else timeout.total_seconds()
+
+    def _timed_out(self, process: _Process, name: str, invocation_id: str) -> InvocationOutcome:
+        """The host's answer to an invocation past functionTimeout: the invocation fails, and the worker
+        process that runs it is restarted (a plain function cannot be stopped otherwise; its other
+        invocations fail with it), as azure-functions-host's ``WebScriptHostExceptionHandler.
+        OnTimeoutExceptionAsync`` restarts the worker executing the invocation."""
+        process.forget(invocation_id)
+        process.names.pop(invocation_id, None)
+        assert self._options.function_timeout is not None
+        limit = timespan(self._options.function_timeout)
+        logger.warning(
+            "A function timeout has occurred. Restarting worker process executing invocationId '%s'.",
+            invocation_id,
+        )
+        if process.alive:
+            process.restart_requested = True
+            process.popen.kill()
+        return InvocationOutcome(
+            False,
+            f"Timeout value of {limit} was exceeded by function: Functions.{name}",
+            "FunctionTimeoutException",
+        )
 
     async def close(self) -> None:
         """Stop the worker process: running functions finish first (up to a bound), then it is killed."""

@@ -9,8 +9,7 @@ Then the host sends ``InvocationRequest``s (and ``InvocationCancel``, ``WorkerTe
 answers an ``InvocationResponse`` per invocation, in whatever order they finish, and streams what the code
 logs as ``RpcLog``s. Both ends are asyncio streams.
 
-Two things devhost adds, named here: host.json's ``functionTimeout`` reaches the worker (which enforces it)
-in :data:`FUNCTION_TIMEOUT_VARIABLE`, and before each ``InvocationResponse`` the worker sends an ``RpcLog``
+One thing devhost adds, named here: before each ``InvocationResponse`` the worker sends an ``RpcLog``
 of category :data:`BOUND_ARGUMENTS_CATEGORY` listing the classes of the arguments the runtime bound (the
 invocation log records them; the host consumes it and logs nothing).
 """
@@ -25,7 +24,6 @@ from typing import Any
 from devhost.rpc.protos import load as load_protos
 
 CHANNEL_FD_ARGUMENT = "--devhost-channel-fd"
-FUNCTION_TIMEOUT_VARIABLE = "DEVHOST_FUNCTION_TIMEOUT_SECONDS"
 BOUND_ARGUMENTS_CATEGORY = "devhost.BoundArguments"
 ROOT_LOG_CATEGORY = "root"
 _HEADER = struct.Struct(">I")

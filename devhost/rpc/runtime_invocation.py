@@ -1,8 +1,8 @@
 """Invocations run by ``azure_functions_runtime`` itself: the host's ``InvocationRequest`` goes to its
 ``invocation_request`` entry point, which binds the arguments, makes the ``func.Context``, runs the function
 (a coroutine on the loop, a plain function on the runtime's thread pool, as in Azure) and answers the
-``InvocationResponse``, exactly as Azure's Python 3.13 worker does. devhost bounds each invocation by
-host.json's ``functionTimeout`` here (a timed-out invocation fails with ``FunctionTimeoutError``).
+``InvocationResponse``, exactly as Azure's Python 3.13 worker does. host.json's ``functionTimeout`` is the
+host's (``devhost.process_worker``), as in Azure.
 
 Only in devhost's worker process, after the runtime's own ``worker_init_request`` imported and indexed the
 app into its registry (``devhost.rpc.runtime_driver``): the runtime keeps the functions in a module-global
@@ -14,11 +14,9 @@ through the registry's own method with everything the runtime derived for it, on
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
 import functools
 from collections.abc import Callable, Sequence
-from datetime import timedelta
 from typing import Any
 
 import azure.functions as func
@@ -47,10 +45,6 @@ def current_invocation() -> tuple[str, str] | None:
     return None if name is None else (invocation_id, name)
 
 
-class FunctionTimeoutError(TimeoutError):
-    """The invocation ran longer than host.json's functionTimeout."""
-
-
 def _class_name(value: Any) -> str:
     kind = type(value)
     return f"{kind.__module__}.{kind.__qualname__}"
@@ -59,14 +53,13 @@ def _class_name(value: Any) -> str:
 class RuntimeInvocations:
     """The worker's invocations, each through the runtime's ``invocation_request``."""
 
-    def __init__(self, indexed: Sequence[Any], *, timeout: timedelta | None) -> None:
+    def __init__(self, indexed: Sequence[Any]) -> None:
         """``indexed``: the runtime's ``RpcFunctionMetadata`` of each function it indexed."""
         from azure_functions_runtime import handle_event
         from azure_functions_runtime.utils import threadpool
 
         self._events = handle_event
         self._threadpool = threadpool
-        self.timeout = None if timeout is None else timeout.total_seconds()
         self.protos = load_protos()
         self._bound: dict[str, BoundArguments] = {}
         # The proxy worker starts the runtime's pool (PYTHON_THREADPOOL_THREAD_COUNT, read from the
@@ -136,23 +129,8 @@ class RuntimeInvocations:
         request = RuntimeRequest(message, {"protos": protos})
         token = _ASYNC_INVOCATION.set(invocation_id)
         _RUNNING[invocation_id] = name
-        deadline = asyncio.timeout(self.timeout)
         try:
-            async with deadline:
-                response = await self._events.invocation_request(request)
-        except TimeoutError:
-            if not deadline.expired():
-                raise
-            assert self.timeout is not None
-            limit = timedelta(seconds=self.timeout)
-            text = f"Timeout value of {limit} was exceeded by function: Functions.{name}"
-            response = protos.InvocationResponse(
-                invocation_id=invocation_id,
-                result=protos.StatusResult(
-                    status=protos.StatusResult.Failure,
-                    exception=protos.RpcException(message=f"{FunctionTimeoutError.__name__}: {text}"),
-                ),
-            )
+            response = await self._events.invocation_request(request)
         finally:
             _ASYNC_INVOCATION.reset(token)
             _RUNNING.pop(invocation_id, None)

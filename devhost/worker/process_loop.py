@@ -24,7 +24,6 @@ import json
 import logging
 import os
 import socket
-from datetime import timedelta
 from typing import Any
 
 from devhost.rpc.protos import load as load_protos
@@ -32,7 +31,6 @@ from devhost.rpc.runtime_driver import RuntimeDriver
 from devhost.rpc.runtime_invocation import RuntimeInvocations, current_invocation
 from devhost.worker_frames import (
     BOUND_ARGUMENTS_CATEGORY,
-    FUNCTION_TIMEOUT_VARIABLE,
     ROOT_LOG_CATEGORY,
     FrameWriter,
     encode,
@@ -100,11 +98,6 @@ def _apply_log_categories(categories: Any) -> None:
         target.setLevel(python_level(level))
 
 
-def _function_timeout() -> timedelta | None:
-    seconds = os.environ.get(FUNCTION_TIMEOUT_VARIABLE)
-    return None if not seconds else timedelta(seconds=float(seconds))
-
-
 class _Serving:
     """One connection to the host."""
 
@@ -125,7 +118,7 @@ class _Serving:
         answer = await self.driver.handle(message)
         if answer.WhichOneof("content") == "function_metadata_response" and self.invocations is None:
             indexed = answer.function_metadata_response.function_metadata_results
-            self.invocations = RuntimeInvocations(list(indexed), timeout=_function_timeout())
+            self.invocations = RuntimeInvocations(list(indexed))
         self._send(answer)
 
     def start(self, message: Any) -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from azure.servicebus import ServiceBusClient, ServiceBusMessage, ServiceBusSubQueue
 
+from devhost.process_worker import ProcessWorker
 from devhost.testing import running_host, start_host
 from emulator.testing import EmulatorHandle
 from tests.devhost.conftest import APPS, Records, basic_app_settings, send
@@ -66,7 +67,8 @@ def test_an_invocation_exceeding_function_timeout_fails_and_its_message_is_aband
         send(emulator.connection_string, queue, "slow:3")
         (failed,) = host.wait_for_invocations(1)
         assert failed.outcome == "Failed"
-        assert "Timeout value of 0:00:01 was exceeded by function: Functions.work" in (failed.error or "")
+        # The host's text (a .NET TimeSpan), and the worker that ran it is restarted, as the host does.
+        assert "Timeout value of 00:00:01 was exceeded by function: Functions.work" in (failed.error or "")
         with (
             ServiceBusClient.from_connection_string(emulator.connection_string) as client,
             client.get_queue_receiver(queue, sub_queue=ServiceBusSubQueue.DEAD_LETTER) as receiver,
@@ -75,6 +77,13 @@ def test_an_invocation_exceeding_function_timeout_fails_and_its_message_is_aband
             (dead,) = receiver.receive_messages(max_message_count=1, max_wait_time=10)
             assert dead.dead_letter_reason == "MaxDeliveryCountExceeded"
             receiver.complete_message(dead)
+        # A new worker process serves what comes next; the restart was the host's, not a worker error.
+        send(emulator.connection_string, queue, "after the restart")
+        records.wait(lambda rs: any(r.get("body") == "after the restart" for r in rs))
+        worker = host.host.worker
+        assert isinstance(worker, ProcessWorker) and worker.restarts == 1
+        after = host.wait_for_invocations(2)[-1]
+        assert after.outcome == "Succeeded"
 
 
 def test_stopping_the_host_ends_what_is_still_pending_on_its_loop_and_closes_its_connections(
