@@ -9,7 +9,6 @@ from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 from devhost.invocation_rpc import invocation_message
-from devhost.rpc.trigger_data import trigger_data
 from devhost.worker_protocol import (
     FunctionMetadata,
     InvocationRequest,
@@ -91,16 +90,6 @@ def test_a_string_bound_message_is_its_body_as_text_with_replacement_characters(
         ("string", "café \ufffd")
     ]
     assert _forms(request.trigger_metadata)["ApplicationProperties"] == ("json", "{}")
-
-
-def test_trigger_data_of_one_message_is_what_its_invocation_request_carries() -> None:
-    message = ServiceBusMessageData(b"b", {"DeliveryCount": 1, "EnqueuedTimeUtc": ENQUEUED}, {})
-    typed, metadata = trigger_data(ServiceBusInput("bytes", False, messages=(message,)), "on_order")
-    request = _request(message)
-    assert typed == request.input_data[0].data
-    assert {k: v for k, v in metadata.items() if k != "sys"} == {
-        k: v for k, v in request.trigger_metadata.items() if k != "sys"
-    }
 
 
 def test_a_manual_run_sends_its_input_as_one_message_delivered_once() -> None:
