@@ -428,7 +428,6 @@ class ProcessWorker:
         invocations fail with it), as azure-functions-host's ``WebScriptHostExceptionHandler.
         OnTimeoutExceptionAsync`` restarts the worker executing the invocation."""
         process.forget(invocation_id)
-        process.names.pop(invocation_id, None)
         assert self._options.function_timeout is not None
         limit = timespan(self._options.function_timeout)
         logger.warning(

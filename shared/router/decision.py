@@ -23,6 +23,7 @@ unrouted unless it is certain.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -99,6 +100,16 @@ class RoutingSnapshot:
     topic_subscriptions: Mapping[str, tuple[SubscriptionRules, ...]] = field(default_factory=dict)
     retirements: tuple[Retirement, ...] = ()
     """Fallback rules a declared migration retires (recorded on the new path's subscription)."""
+
+    def has_topic(self, name: str) -> bool:
+        """Whether topic ``name`` exists (Service Bus names are case-insensitive)."""
+        return name.lower() in _lowered(self.existing_topics)
+
+
+@functools.lru_cache(maxsize=8)
+def _lowered(names: frozenset[str]) -> frozenset[str]:
+    # Asked for every routed message, of the same snapshot's names until the next snapshot.
+    return frozenset(n.lower() for n in names)
 
 
 @dataclass(frozen=True, slots=True)
@@ -242,7 +253,7 @@ def decide(
         if (
             target is not None
             and target.lower() != snapshot.fallback_topic.lower()
-            and target.lower() in {t.lower() for t in snapshot.existing_topics}
+            and snapshot.has_topic(target)
         ):
             bridge_to, bridge_to_entities, note = _bridge(message, snapshot, target, matched)
             notes.extend([note] if note else [])

@@ -331,7 +331,7 @@ class FallbackRouter:
             target is None
             or target.lower() == snapshot.fallback_topic.lower()
             or target.lower() in snapshot.topic_subscriptions
-            or target.lower() not in {t.lower() for t in snapshot.existing_topics}
+            or not snapshot.has_topic(target)
         ):
             return snapshot
         widened = with_topic(self.management, snapshot, target)
