@@ -102,21 +102,8 @@ def load_snapshot(
     topics' subscriptions: the cost grows with the namespace."""
     group, namespace = management.scope
     topics = frozenset(t.name for t in management.topics.list_by_namespace(group, namespace))
-
-    def subscriptions_of(topic: str, listed: list[Any]) -> tuple[SubscriptionRules, ...]:
-        return tuple(
-            SubscriptionRules(
-                s.name,
-                tuple(
-                    _rule(r) for r in management.rules.list_by_subscriptions(group, namespace, topic, s.name)
-                ),
-                s.forward_to or None,
-            )
-            for s in listed
-        )
-
     fallback = list(management.subscriptions.list_by_topic(group, namespace, fallback_topic))
-    subscriptions = subscriptions_of(fallback_topic, fallback)
+    subscriptions = _subscriptions_of(management, fallback_topic, fallback)
     served = {
         s.forward_to.lower()
         for s in subscriptions
@@ -129,7 +116,7 @@ def load_snapshot(
             continue
         listed = list(management.subscriptions.list_by_topic(group, namespace, topic))
         if any((s.forward_to or "").lower() in served for s in listed):
-            shared_subscribers[topic.lower()] = subscriptions_of(topic, listed)
+            shared_subscribers[topic.lower()] = _subscriptions_of(management, topic, listed)
             retirements.extend(r for s in listed for r in _retirements(s, fallback_topic))
     return RoutingSnapshot(
         fallback_topic, router_subscription, subscriptions, topics, shared_subscribers, tuple(retirements)
@@ -141,21 +128,28 @@ def with_topic(management: ManagementClient, snapshot: RoutingSnapshot, topic: s
     subscribers is served on the fallback topic) and the handovers they record. A migration that deleted an
     endpoint's whole fallback subscription left the endpoint served nowhere on the fallback topic, so only
     here does the router learn that the old subscription delivered what was enqueued before its cutoff."""
+    listed = list(management.subscriptions.list_by_topic(*management.scope, topic))
+    subscriptions = _subscriptions_of(management, topic, listed)
+    retirements = tuple(r for s in listed for r in _retirements(s, snapshot.fallback_topic))
+    return replace(
+        snapshot,
+        topic_subscriptions={**snapshot.topic_subscriptions, topic.lower(): subscriptions},
+        retirements=snapshot.retirements + retirements,
+    )
+
+
+def _subscriptions_of(
+    management: ManagementClient, topic: str, listed: list[Any]
+) -> tuple[SubscriptionRules, ...]:
+    """``topic``'s subscriptions as listed, each with its rules (one list call per subscription)."""
     group, namespace = management.scope
-    listed = list(management.subscriptions.list_by_topic(group, namespace, topic))
-    subscriptions = tuple(
+    return tuple(
         SubscriptionRules(
             s.name,
             tuple(_rule(r) for r in management.rules.list_by_subscriptions(group, namespace, topic, s.name)),
             s.forward_to or None,
         )
         for s in listed
-    )
-    retirements = tuple(r for s in listed for r in _retirements(s, snapshot.fallback_topic))
-    return replace(
-        snapshot,
-        topic_subscriptions={**snapshot.topic_subscriptions, topic.lower(): subscriptions},
-        retirements=snapshot.retirements + retirements,
     )
 
 
