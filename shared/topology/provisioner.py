@@ -274,10 +274,11 @@ class Provisioner:
                 result.would_update.append(item.path)
         deletes = [i for i in plan.items if i.action == "delete"]
         self._delete_all([i for i in deletes if not i.after_creates], result, done)
-        retiring = plan.handover is not None and plan.handover.retires and plan.handover_seconds > 0
-        if retiring:
-            assert plan.handover is not None
-            self._prepare_handover(plan.handover, done)
+        # A migration off the fallback topic: its copies go through the endpoint's handover queue.
+        retires = plan.handover is not None and plan.handover.retires and plan.handover_seconds > 0
+        handover = plan.handover if retires else None
+        if handover is not None:
+            self._prepare_handover(handover, done)
         creates = [i for i in plan.items if i.action == "create"]
         for kind in ("queue", "topic"):
             batch = [i for i in creates if i.kind == kind]
@@ -301,36 +302,20 @@ class Provisioner:
         # the fallback topic they stay for the handover too, so every router has seen the new path (and
         # the cutoff written on it) before they go: see shared.topology.handover.
         late = [i for i in deletes if i.after_creates]
-        m = self.management
         if plan.handover is not None:
             for topic, name in plan.handover_updates:
                 self._record_handover(topic, name, plan.handover, done)
-        records = self._handover_records(plan) if retiring else []
-        if retiring:
-            assert plan.handover is not None
-            for topic, name in records:  # the new path delivers stamped copies too during the handover
-                self._step(
-                    "update",
-                    subscription_path(topic, name),
-                    partial(stamp_subscription, m, plan.handover, topic, name),
-                    done,
-                )
+        records: list[tuple[str, str]] = []
+        if handover is not None:  # the new path delivers stamped copies too during the handover
+            records = self._handover_records(plan)
+            self._on_each(records, partial(stamp_subscription, self.management, handover), done)
         if late and plan.handover_seconds > 0:
             self.sleep(plan.handover_seconds)
         self._delete_all(late, result, done)
-        if retiring and late:
-            assert plan.handover is not None
-            for topic, name in records:
-                self._step(
-                    "update", subscription_path(topic, name), partial(record_retired, m, topic, name), done
-                )
-            for topic, name in [*self._retiring_subscriptions(plan.handover), *records]:
-                self._step(
-                    "update",
-                    subscription_path(topic, name),
-                    partial(unstamp_subscription, m, plan.handover, topic, name),
-                    done,
-                )
+        if handover is not None and late:
+            self._on_each(records, partial(record_retired, self.management), done)
+            retiring = [*self._retiring_subscriptions(handover), *records]
+            self._on_each(retiring, partial(unstamp_subscription, self.management, handover), done)
         return result
 
     def _prepare_handover(self, handover: Handover, done: list[str]) -> None:
@@ -339,10 +324,15 @@ class Provisioner:
         :mod:`shared.topology.handover`)."""
         m = self.management
         queue = handover_queue(handover.endpoint)
-        self._step("create", queue, lambda: create_handover_queue(m, handover), done)
-        for topic, name in self._retiring_subscriptions(handover):
-            path = subscription_path(topic, name)
-            self._step("update", path, partial(stamp_subscription, m, handover, topic, name), done)
+        self._step("create", queue, partial(create_handover_queue, m, handover), done)
+        self._on_each(self._retiring_subscriptions(handover), partial(stamp_subscription, m, handover), done)
+
+    def _on_each(
+        self, subscriptions: list[tuple[str, str]], step: Callable[[str, str], Any], done: list[str]
+    ) -> None:
+        """``step(topic, name)`` for each subscription, one after the other, its errors reported."""
+        for topic, name in subscriptions:
+            self._step("update", subscription_path(topic, name), partial(step, topic, name), done)
 
     @staticmethod
     def _retiring_subscriptions(handover: Handover) -> list[tuple[str, str]]:
