@@ -7,6 +7,9 @@
 - Billing: ``InvoiceIssued``, published by the billing endpoint when it handles an accepted order;
   ``PaymentReceived``, which no sample endpoint subscribes to (published on the fallback topic, it matches no
   subscription there, so the fallback router archives it as unrouted: ``NoMatchingSubscription``).
+
+Ordering keys (the ``SessionId`` of every publish): the customer lifecycle by ``customer_id``, the Shipping
+and Billing events by ``order_id``.
 """
 
 from __future__ import annotations
@@ -14,13 +17,15 @@ from __future__ import annotations
 from shared.handlers import ContractRegistry, Event
 
 
-class IOrderStatusChanged(Event, contract="Shipping.IOrderStatusChanged", abstract=True):
+class IOrderStatusChanged(
+    Event, contract="Shipping.IOrderStatusChanged", abstract=True, ordering_key="order_id"
+):
     """Any change of an order's status."""
 
     order_id: str
 
 
-class IOrderAccepted(Event, contract="Shipping.IOrderAccepted", abstract=True):
+class IOrderAccepted(Event, contract="Shipping.IOrderAccepted", abstract=True, ordering_key="order_id"):
     """An order was accepted (any version of the contract)."""
 
     order_id: str
@@ -45,7 +50,9 @@ class OrderAcceptedV2(IOrderAccepted, IOrderStatusChanged, contract="Shipping.Or
     currency: str = "EUR"
 
 
-class ICustomerLifecycleEvent(Event, contract="Tenant.ICustomerLifecycleEvent", abstract=True):
+class ICustomerLifecycleEvent(
+    Event, contract="Tenant.ICustomerLifecycleEvent", abstract=True, ordering_key="customer_id"
+):
     """Anything that happens to a customer."""
 
     customer_id: str
@@ -67,7 +74,7 @@ class CustomerDeleted(ICustomerLifecycleEvent, contract="Tenant.CustomerDeleted"
     """A customer was deleted."""
 
 
-class InvoiceIssued(Event, contract="Billing.InvoiceIssued"):
+class InvoiceIssued(Event, contract="Billing.InvoiceIssued", ordering_key="order_id"):
     """Billing issued an invoice for an order."""
 
     order_id: str
@@ -75,7 +82,7 @@ class InvoiceIssued(Event, contract="Billing.InvoiceIssued"):
     amount: float = 0.0
 
 
-class PaymentReceived(Event, contract="Billing.PaymentReceived"):
+class PaymentReceived(Event, contract="Billing.PaymentReceived", ordering_key="order_id"):
     """A customer paid for an order. No sample endpoint subscribes to it (yet)."""
 
     order_id: str

@@ -21,6 +21,13 @@ appear in the enclosed-types header of every event that derives from them::
 ``enclosed_types(OrderAccepted)`` is ``["Shipping.OrderAccepted", "Shipping.IOrderAccepted",
 "Shipping.IOrderStatusChanged"]``: the concrete type first, then its contracts in method-resolution order,
 as NServiceBus core builds the header.
+
+A contract may name the field that is its **ordering boundary** (``ordering_key="customer_id"``; an
+interface's key is inherited by every event deriving from it). Every publish and send of such an event
+carries that field's value as the Service Bus ``SessionId``, so an ordered endpoint (a session-enabled
+input queue) handles the events of one key in publish order (:func:`ordering_key`). Choose a key that
+names one thing with a history (a customer, an order, a device): never a constant (that serialises
+everything) and never unique per message (that orders nothing).
 """
 
 from __future__ import annotations
@@ -34,6 +41,9 @@ ENCLOSED_MESSAGE_TYPES = "NServiceBus.EnclosedMessageTypes"
 
 MAX_CONTRACT_NAME_LENGTH = 260
 """A contract name must fit an entity path (260 characters), since it is the default topic name."""
+
+MAX_SESSION_ID_LENGTH = 128
+"""Service Bus refuses a ``SessionId`` longer than 128 characters, so an ordering key's value must fit."""
 
 
 class ContractError(ValueError):
@@ -53,8 +63,25 @@ class Event(BaseModel):
     is_abstract: ClassVar[bool] = True
     """True for interfaces: they can be subscribed to and handled, but not published."""
 
-    def __init_subclass__(cls, contract: str | None = None, abstract: bool = False, **kwargs: Any) -> None:
+    ordering_key_field: ClassVar[str | None] = None
+    """The field whose value is the event's ordering boundary (its ``SessionId``), or None: unordered."""
+
+    def __init_subclass__(
+        cls,
+        contract: str | None = None,
+        abstract: bool = False,
+        ordering_key: str | None = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init_subclass__(**kwargs)
+        if ordering_key is not None:
+            inherited = cls.ordering_key_field
+            if inherited is not None and inherited != ordering_key:
+                raise ContractError(
+                    f"{cls.__qualname__}: ordering key {ordering_key!r} contradicts the inherited "
+                    f"ordering key {inherited!r}"
+                )
+            cls.ordering_key_field = ordering_key
         if contract is None:
             # A helper base class without its own name (e.g. a mixin of fields): it stays abstract and
             # contributes no name to the enclosed types.
@@ -65,6 +92,17 @@ class Event(BaseModel):
         cls.contract_name = contract
         cls.is_abstract = abstract
 
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        # Fields exist only once pydantic has built the class: the key must name one of them.
+        super().__pydantic_init_subclass__(**kwargs)
+        key = cls.ordering_key_field
+        if key is not None and key not in cls.model_fields:
+            raise ContractError(
+                f"{cls.__qualname__}: ordering key {key!r} is not a field of the contract "
+                f"(fields: {', '.join(cls.model_fields) or 'none'})"
+            )
+
 
 def _check_name(name: str, owner: str) -> None:
     if not name or name != name.strip():
@@ -74,6 +112,28 @@ def _check_name(name: str, owner: str) -> None:
     if ";" in name or "," in name:
         # ';' separates entries of the enclosed-types header and ',' starts an assembly qualification.
         raise ContractError(f"{owner}: contract name {name!r} may not contain ';' or ','")
+
+
+def ordering_key(event: Event) -> str | None:
+    """The event's ordering key (its ``SessionId``): the text of its ordering-key field, or None when the
+    contract has none. An empty value, or one longer than a ``SessionId`` may be, is a
+    :class:`ContractError` naming the field: such an event cannot be put in order, so it is not sent."""
+    field = type(event).ordering_key_field
+    if field is None:
+        return None
+    value = getattr(event, field)
+    text = "" if value is None else str(value)
+    if not text.strip():
+        raise ContractError(
+            f"{type(event).contract_name}: ordering key field {field!r} is empty; the event's order "
+            "cannot be kept without it"
+        )
+    if len(text) > MAX_SESSION_ID_LENGTH:
+        raise ContractError(
+            f"{type(event).contract_name}: ordering key field {field!r} is {len(text)} characters long; "
+            f"a SessionId holds at most {MAX_SESSION_ID_LENGTH}"
+        )
+    return text
 
 
 def enclosed_types(event_type: type[Event]) -> list[str]:

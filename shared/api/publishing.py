@@ -20,7 +20,7 @@ from shared.api import (
     ValidationFailed,
     pydantic_problems,
 )
-from shared.contracts import ContractRegistry
+from shared.contracts import ContractError, ContractRegistry, ordering_key
 from shared.handlers.dispatch import describe_validation_error
 from shared.topology import (
     Publisher,
@@ -70,6 +70,10 @@ class PublishingService:
                 pydantic_problems(error),
             ) from None
         try:
+            session_id = ordering_key(event)
+        except ContractError as error:
+            raise ValidationFailed(f"the body is not a valid {event_type}: {error}", [str(error)]) from None
+        try:
             route = publish_route(self.options, contract)
         except UnmappedEventError as error:
             raise ValidationFailed("the event has no topic in this topology", [str(error)]) from None
@@ -88,6 +92,7 @@ class PublishingService:
             "eventType": event_type,
             "topic": route.topic,
             "routingMode": str(route.routing_mode),
+            "sessionId": session_id,
             "sent": sent,
             "dropped": dropped,
         }

@@ -4,6 +4,12 @@ The endpoint owns its queue (NServiceBus "queue ownership"): each of its subscri
 queue, and one Service Bus-triggered function drains it through a
 :class:`~shared.handlers.dispatch.Dispatcher`. The events it subscribes to are exactly the contracts its
 handlers are registered for.
+
+An **ordered** endpoint handles the events of one ordering key (:func:`shared.contracts.ordering_key`) one at
+a time, in the order they were published: its input queue requires sessions and its trigger is
+session-enabled. Every contract it can receive must therefore have an ordering key (a message without a
+``SessionId`` cannot enter a session-enabled queue); declaring one that does not is an error at start-up
+naming the endpoint and the contract.
 """
 
 from __future__ import annotations
@@ -12,18 +18,47 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from shared.app_settings import AppSetting, read
-from shared.contracts import ContractRegistry
+from shared.contracts import ContractError, ContractRegistry
 from shared.handlers.dispatch import Dispatcher, HandlerRegistry
 
 
 @dataclass(frozen=True)
 class Endpoint:
-    """A named endpoint: its queue setting, its contracts and its handlers."""
+    """A named endpoint: its queue setting, its contracts, its handlers and whether it is ordered."""
 
     name: str
     queue_setting: AppSetting
     contracts: ContractRegistry
     handlers: HandlerRegistry
+    ordered: bool = False
+    """Handle each ordering key's events one at a time in publish order (a session-enabled queue)."""
+
+    def __post_init__(self) -> None:
+        if self.ordered:
+            missing = self.unkeyed_contracts()
+            if missing:
+                raise ContractError(
+                    f"endpoint {self.name!r} is ordered, but it handles {', '.join(missing)} without an "
+                    "ordering key: declare ordering_key=<field> on the contract (or on an interface it "
+                    "implements), or make the endpoint unordered"
+                )
+
+    def received_contracts(self) -> list[str]:
+        """Every concrete contract this endpoint can receive: each handled name and its implementers."""
+        names: list[str] = []
+        for handled in self.subscribed_events():
+            for klass in self.contracts.implementers(handled):
+                if klass.contract_name not in names:
+                    names.append(klass.contract_name)
+        return names
+
+    def unkeyed_contracts(self) -> list[str]:
+        """The contracts this endpoint receives that have no ordering key (an ordered endpoint has none)."""
+        return [
+            name
+            for name in self.received_contracts()
+            if self.contracts.resolve(name).ordering_key_field is None
+        ]
 
     def queue(self, env: Mapping[str, str] | None = None) -> str:
         """The input queue's name, from the endpoint's app setting (or its default)."""

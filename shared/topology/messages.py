@@ -10,7 +10,13 @@ from datetime import UTC, datetime
 
 from azure.servicebus import ServiceBusMessage
 
-from shared.contracts import ENCLOSED_MESSAGE_TYPES, Event, enclosed_types_header, parse_enclosed_types
+from shared.contracts import (
+    ENCLOSED_MESSAGE_TYPES,
+    Event,
+    enclosed_types_header,
+    ordering_key,
+    parse_enclosed_types,
+)
 from shared.topology.options import TopicRoutingMode
 
 MESSAGE_ID = "NServiceBus.MessageId"
@@ -75,7 +81,10 @@ def build_message(
 ) -> ServiceBusMessage:
     """The ``ServiceBusMessage`` that publishes ``event``: JSON body, every header as an application
     property, ``CorrelationId`` and ``ContentType`` promoted, a fresh broker ``MessageId`` (as NServiceBus:
-    not its own message id), and for CorrelationFilter one boolean ``True`` property per enclosed type."""
+    not its own message id), the contract's ordering key as ``SessionId`` (:func:`ordering_key`; an empty
+    key raises :class:`~shared.contracts.ContractError`), and for CorrelationFilter one boolean ``True``
+    property per enclosed type."""
+    session_id = ordering_key(event)
     values = publish_headers(
         event,
         endpoint_name=endpoint_name,
@@ -94,4 +103,5 @@ def build_message(
         message_id=str(uuid.uuid4()),
         correlation_id=values[CORRELATION_ID],
         content_type=JSON_CONTENT_TYPE,
+        session_id=session_id,
     )
