@@ -1,9 +1,10 @@
 """A real Azure Table Storage endpoint for the tests: Azurite's table service, one per test process.
 
-Azurite comes from ``npm ci --prefix tools/azurite`` (``make test`` installs it). :func:`table_connection_string`
-starts ``azurite-table`` on a free port the first time it is asked (data in a temporary directory) and gives
-every later caller of the same process the same service; it is stopped when the process exits. Tests keep
-apart by fresh table names, as they keep apart on the emulator by fresh entity names.
+Azurite comes from ``npm ci --prefix tools/azurite`` (``make test`` installs it).
+:func:`table_connection_string` starts ``azurite-table`` on a free port the first time it is asked (data in a
+temporary directory) and gives every later caller of the same process the same service; it is stopped when
+the process exits. Tests keep apart by fresh table names, as they keep apart on the emulator by fresh entity
+names.
 """
 
 from __future__ import annotations
