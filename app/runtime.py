@@ -18,6 +18,7 @@ from azure.servicebus import ServiceBusClient
 from shared.app_settings import AppSetting, read
 from shared.archive.writer import ArchiveWriter
 from shared.management import ManagementClient, ManagementSettings, SettingsError
+from shared.ordering.held_keys import STORAGE_SETTING, HeldKeys, held_keys_from_settings
 from shared.redrive import settings as archive_settings
 from shared.router.service import (
     ROUTER_SUBSCRIPTION,
@@ -112,6 +113,18 @@ class EnvironmentTransport:
     def service_bus_client(self) -> ServiceBusClient:
         """The cached Service Bus client."""
         return service_bus_client(self._env)
+
+
+def held_keys(env: Mapping[str, str] | None = None) -> HeldKeys:
+    """The cached held-key store of ``AzureWebJobsStorage`` (ordered endpoints)."""
+    values = environment() if env is None else env
+    key = (
+        "held-keys",
+        values.get(STORAGE_SETTING) or "",
+        values.get(f"{STORAGE_SETTING}__tableServiceUri") or "",
+        values.get(f"{STORAGE_SETTING}__accountName") or "",
+    )
+    return _cached(key, lambda: held_keys_from_settings(values))
 
 
 def topology_options(env: Mapping[str, str] | None = None) -> TopologyOptions:

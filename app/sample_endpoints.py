@@ -5,7 +5,10 @@
   amount can never be invoiced: the handler raises :class:`~shared.handlers.dispatch.PermanentHandlerError`.
 - **crm** (queue ``BUSBAR_CRM_QUEUE``) handles two interfaces, polymorphically:
   ``Tenant.ICustomerLifecycleEvent`` (``CustomerCreated``, ``CustomerUpdated``, ``CustomerDeleted``) and
-  ``Shipping.IOrderStatusChanged`` (``OrderAccepted``, ``OrderDeclined``, ``OrderAcceptedV2``).
+  ``Shipping.IOrderStatusChanged`` (``OrderAccepted``, ``OrderDeclined``, ``OrderAcceptedV2``). It is
+  **ordered**: each customer's (and order's) events are handled one at a time in publish order, and a
+  ``CustomerUpdated`` with an empty name (which it cannot record) is dead-lettered and holds that customer's
+  later events until it is resolved (:mod:`shared.ordering`).
 - **shipping** (queue ``BUSBAR_SHIPPING_QUEUE``) handles ``Billing.InvoiceIssued``: it ships invoiced orders.
 
 No endpoint handles ``Billing.PaymentReceived``: published, it is archived by the fallback router as unrouted.
@@ -24,6 +27,7 @@ from dataclasses import dataclass
 
 from app import probe
 from app.sample_events import (
+    CustomerUpdated,
     ICustomerLifecycleEvent,
     InvoiceIssued,
     IOrderStatusChanged,
@@ -54,6 +58,7 @@ class HandledEvent:
     key: str  # the order or customer id
     message_id: str | None
     correlation_id: str | None
+    detail: str = ""  # what the handler recorded (a customer's name)
 
 
 class Journal:
@@ -63,8 +68,8 @@ class Journal:
         self._entries: deque[HandledEvent] = deque(maxlen=capacity)
         self._lock = threading.Lock()
 
-    def note(self, endpoint: str, contract: str, key: str, context: HandlerContext) -> None:
-        entry = HandledEvent(endpoint, contract, key, context.message_id, context.correlation_id)
+    def note(self, endpoint: str, contract: str, key: str, context: HandlerContext, detail: str = "") -> None:
+        entry = HandledEvent(endpoint, contract, key, context.message_id, context.correlation_id, detail)
         with self._lock:
             self._entries.append(entry)
         probe.record(
@@ -75,6 +80,7 @@ class Journal:
                 "message_id": context.message_id,
                 "correlation_id": context.correlation_id,
                 "delivery_count": context.incoming.delivery_count,
+                "detail": detail,
             }
         )
         logger.info("%s handled %s for %s (message %s)", endpoint, contract, key, context.message_id)
@@ -115,8 +121,11 @@ def invoice_accepted_order_v2(event: OrderAcceptedV2, context: HandlerContext) -
 
 @_crm.handles(ICustomerLifecycleEvent)
 def track_customer(event: ICustomerLifecycleEvent, context: HandlerContext) -> None:
-    """CRM follows every customer lifecycle event."""
-    JOURNAL.note("crm", _arrived_as(context, event), event.customer_id, context)
+    """CRM follows every customer lifecycle event; a customer without a name cannot be recorded."""
+    if isinstance(event, CustomerUpdated) and not event.name.strip():
+        raise PermanentHandlerError(f"customer {event.customer_id} has an empty name and cannot be recorded")
+    detail = getattr(event, "name", "")
+    JOURNAL.note("crm", _arrived_as(context, event), event.customer_id, context, detail)
 
 
 @_crm.handles(IOrderStatusChanged)
@@ -137,10 +146,10 @@ def _arrived_as(context: HandlerContext, event: object) -> str:
 
 
 def sample_catalog() -> EndpointCatalog:
-    """The three sample endpoints."""
+    """The three sample endpoints (crm ordered)."""
     contracts = sample_registry()
     return EndpointCatalog(
         Endpoint("billing", BILLING_QUEUE, contracts, _billing),
-        Endpoint("crm", CRM_QUEUE, contracts, _crm),
+        Endpoint("crm", CRM_QUEUE, contracts, _crm, ordered=True),
         Endpoint("shipping", SHIPPING_QUEUE, contracts, _shipping),
     )

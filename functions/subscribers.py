@@ -21,15 +21,19 @@ import azure.functions as func
 import azurefunctions.extensions.bindings.servicebus as servicebus
 from azure.servicebus import ServiceBusReceivedMessage
 
-from app.runtime import CONNECTION, EnvironmentTransport
+from app.runtime import CONNECTION, EnvironmentTransport, environment, held_keys
 from app.services import CATALOG
 from functions.convert import incoming_from_received
 from functions.message_actions import MessageActions
+from shared.api.provisioning.service import entity_defaults
 from shared.entity_paths import endpoint_queue_path
-from shared.handlers.dispatch import UNREADABLE_MESSAGE, DeadLetter, Retry, truncate
+from shared.handlers.dispatch import UNREADABLE_MESSAGE, DeadLetter, Outcome, Retry, truncate
 from shared.handlers.endpoints import Endpoint
 from shared.handlers.handover_detour import detour_of, send_through_handover
 from shared.handlers.subscriber import HandlerFailed, process
+from shared.messages import IncomingMessage
+from shared.ordering.ordered import KeyHolding, process_ordered
+from shared.topology.names import held_queue
 
 TRANSPORT = EnvironmentTransport()
 """The cached clients of the process environment, which the handlers' outgoing messages go through."""
@@ -52,7 +56,7 @@ def _handle(
     if handover is not None and send_through_handover(TRANSPORT.service_bus_client(), incoming, handover):
         actions.complete(message)
         return
-    outcome = process(endpoint, incoming, TRANSPORT)
+    outcome = _process(endpoint, queue, incoming)
     if isinstance(outcome, DeadLetter):
         actions.deadletter(
             message, deadletter_reason=outcome.reason, deadletter_error_description=outcome.description
@@ -64,6 +68,20 @@ def _handle(
         raise HandlerFailed(outcome.description) from outcome.error
     else:
         actions.complete(message)
+
+
+def _process(endpoint: Endpoint, queue: str, incoming: IncomingMessage) -> Outcome:
+    if not endpoint.ordered:
+        return process(endpoint, incoming, TRANSPORT)
+    env = environment()
+    holding = KeyHolding(
+        queue=queue,
+        held_queue=held_queue(queue),
+        keys=held_keys(env),
+        client=TRANSPORT.service_bus_client(),
+        max_delivery_count=entity_defaults(env).max_delivery_count,
+    )
+    return process_ordered(endpoint, incoming, TRANSPORT, holding)
 
 
 def subscriber_name(endpoint: Endpoint) -> str:
@@ -84,11 +102,14 @@ def register_subscriber(bp: func.Blueprint, endpoint: Endpoint, env: Mapping[str
 
     subscriber.__name__ = subscriber.__qualname__ = name
     subscriber.__doc__ = f"The {endpoint.name} endpoint's input queue."
+    # An ordered endpoint's queue requires sessions: the host then hands over one message at a time per
+    # session (key), in order, and keeps the session locked for the invocation.
     trigger = bp.service_bus_queue_trigger(
         arg_name="message",
         queue_name=queue,
         connection=CONNECTION,
         auto_complete_messages=False,
+        is_sessions_enabled=endpoint.ordered,
     )
     bp.function_name(name)(trigger(subscriber))
 

@@ -31,6 +31,7 @@ from azure.servicebus.exceptions import MessageSizeExceededError
 
 from shared.archive.writer import ArchiveWriter
 from shared.envelope.sdk_property_types import typed_receiver
+from shared.ordering.parking import send_resume
 from shared.rate_limit import TokenBucket
 from shared.redrive.copy import CopyError, build_redrive_message, oversize
 from shared.redrive.decision import Decision, Outcome, decide
@@ -304,6 +305,27 @@ class Redriver:
             self.hooks.after_archive([item.dead_letter for item in items])
         for item in items:
             self._complete(state, item, Outcome.ARCHIVE, summary)
+        self._resume_keys(state, items, summary)
+
+    def _resume_keys(self, state: _EntityState, items: Sequence[_Item], summary: RunSummary) -> None:
+        """An archived message of a session-enabled queue may hold its key (an ordered endpoint): a resume
+        signal asks the endpoint to handle the key's parked messages (ignored where the key is not held by
+        it). Sent after the archive, so a key is never released while its blocker is still dead-lettered."""
+        target = state.plan.target
+        if target is None or not target.requires_session:
+            return
+        for item in items:
+            session = item.dead_letter.session_id
+            if not session or item.decision.outcome is not Outcome.ARCHIVE:
+                continue
+            try:
+                send_resume(self.client, target.name, session, item.dead_letter.message_id)
+            except Exception as exc:  # the key stays held; the console shows it and can release it
+                summary.error(
+                    state.plan.source.path,
+                    f"archived {item.dead_letter.message_id} but could not resume its key {session}: "
+                    f"{type(exc).__name__}: {exc}",
+                )
 
     def _redrive(self, state: _EntityState, items: Sequence[_Item], summary: RunSummary) -> None:
         pending: list[_Item] = []

@@ -5,6 +5,9 @@ queue, to the same target, when the management plane counts messages in it.
 * A queue's dead-lettered messages go back to the queue itself.
 * A subscription's go to the queue it forwards to (in NServiceBus topology, the subscriber's endpoint
   queue): only that subscriber gets the copy.
+* An ordered endpoint's hold queue (``<queue>.held``, :func:`shared.topology.names.held_queue`) holds the
+  parked messages of held keys; one that failed while its key was released is dead-lettered there and goes
+  back to the endpoint's queue, where it is recognised as its key's blocker.
 * A subscription without a forward-to queue (or forwarding to a topic) has **no private target**. Its
   messages are never sent to the topic, which would hand a copy to every subscription (the portal
   explorer's behaviour); the policy's ``no_private_target`` archives them (default) or leaves them.
@@ -20,6 +23,9 @@ from typing import Any
 
 from shared.management import ManagementClient
 from shared.redrive.entities import EntityPlan, EntityRef, Target
+from shared.topology.names import held_queue
+
+HELD_SUFFIX = held_queue("")
 
 DEFAULT_MAX_MESSAGE_SIZE_KB = 256  # Standard tier; Premium entities report their own
 
@@ -79,9 +85,10 @@ def plan_entities(queues: Sequence[Any], subscriptions: Sequence[tuple[str, Any]
     targets = {q.name.lower(): target_of_queue(q) for q in queues}
     plans = []
     for queue in queues:
-        plan = EntityPlan(
-            EntityRef.queue(queue.name), targets[queue.name.lower()], None, dead_letter_count(queue)
-        )
+        name = queue.name.lower()
+        endpoint_queue = name.removesuffix(HELD_SUFFIX) if name.endswith(HELD_SUFFIX) else None
+        own = targets.get(endpoint_queue, targets[name]) if endpoint_queue else targets[name]
+        plan = EntityPlan(EntityRef.queue(queue.name), own, None, dead_letter_count(queue))
         plans += _with_transfer(plan, queue)
     for topic, subscription in subscriptions:
         source = EntityRef.subscription(topic, subscription.name)

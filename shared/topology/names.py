@@ -101,3 +101,8 @@ class HierarchyNamespace:
         if self.prefix and name.startswith(self.prefix):
             return name[len(self.prefix) :]
         return name
+
+
+def held_queue(endpoint_queue: str) -> str:
+    """The hold queue of an ordered endpoint's input queue (where a held key's later messages wait)."""
+    return f"{endpoint_queue}.held"

@@ -7,13 +7,15 @@ import uuid
 from collections.abc import Mapping
 from pathlib import Path
 
-from azure.mgmt.servicebus.models import SBQueue
+from azure.mgmt.servicebus.models import SBQueue, SBQueueProperties
 from azure.servicebus import ServiceBusClient
 
 from app.bootstrap import provision_router
 from emulator.server import EmulatorThread
 from shared.api.provisioning.service import entity_defaults
 from shared.management import EMULATOR_NAMESPACE, ManagementClient, ManagementSettings
+from shared.topology.names import held_queue
+from tests.azurite import table_connection_string
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = ROOT / "function_app.py"
@@ -27,6 +29,8 @@ def app_settings(thread: EmulatorThread, **overrides: str) -> dict[str, str]:
     suffix = uuid.uuid4().hex[:8]
     settings = {
         "ServiceBusConnection": emulator.connection_string,
+        # Ordered endpoints (crm) keep their held keys in Table Storage: Azurite's, one per test process.
+        "AzureWebJobsStorage": table_connection_string(),
         "BUSBAR_SUBSCRIPTION_ID": "00000000-0000-0000-0000-000000000000",
         "BUSBAR_RESOURCE_GROUP": "busbar-tests",
         "BUSBAR_NAMESPACE": EMULATOR_NAMESPACE,
@@ -60,11 +64,18 @@ def sdk_client_for(settings: Mapping[str, str]) -> ServiceBusClient:
 def create_queues_and_router(settings: Mapping[str, str]) -> None:
     """Startup hook: the endpoint queues (the triggers listen on them) and the router subscription.
 
-    The endpoints' subscriptions are left to the tests, which provision them over HTTP."""
+    crm is ordered: its queue requires sessions and has its hold queue. The endpoints' subscriptions are
+    left to the tests, which provision them over HTTP."""
     with management_for(settings) as management:
         group, namespace = management.scope
-        for name in ("BUSBAR_BILLING_QUEUE", "BUSBAR_CRM_QUEUE", "BUSBAR_SHIPPING_QUEUE"):
+        for name in ("BUSBAR_BILLING_QUEUE", "BUSBAR_SHIPPING_QUEUE"):
             management.queues.create_or_update(group, namespace, settings[name], SBQueue())
+        crm = settings["BUSBAR_CRM_QUEUE"]
+        management.queues.create_or_update(
+            group, namespace, crm, SBQueue(properties=SBQueueProperties(requires_session=True))
+        )
+        held = SBQueueProperties(requires_session=True, requires_duplicate_detection=True)
+        management.queues.create_or_update(group, namespace, held_queue(crm), SBQueue(properties=held))
         provision_router(
             management,
             settings["BUSBAR_FALLBACK_TOPIC"],

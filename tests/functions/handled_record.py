@@ -26,6 +26,7 @@ class Handled:
     message_id: str | None
     correlation_id: str | None
     delivery_count: int
+    detail: str = ""  # what the handler recorded (crm: the customer's name)
 
 
 class HandledRecord:
@@ -57,6 +58,7 @@ class HandledRecord:
                         entry["message_id"],
                         entry["correlation_id"],
                         entry["delivery_count"],
+                        entry.get("detail", ""),
                     )
                 )
         return entries

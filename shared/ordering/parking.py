@@ -1,0 +1,103 @@
+"""The hold queue of an ordered endpoint: where a held key's later messages wait, in order.
+
+``<queue>.held`` (:func:`shared.topology.names.held_queue`) requires sessions and duplicate detection. A
+parked message is a copy of the original (same ``MessageId``, ``SessionId``, properties and body) sent there
+before the original is completed, so a crash between the two parks it twice and duplicate detection drops
+the second copy: nothing is lost and nothing doubles. Only the invocation that holds the key's session on
+the endpoint queue parks or drains the key, so the hold queue's session of a key has one user at a time.
+
+A **resume signal** is a message to the endpoint queue, in the key's session, that asks the trigger to
+handle the parked messages: the console and the re-drive send one when they archive a blocker, and a
+release interrupted by a transient failure sends one to carry on.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from azure.servicebus import AutoLockRenewer, ServiceBusClient, ServiceBusMessage, ServiceBusReceivedMessage
+
+from shared.envelope import PartitionKeyPolicy
+from shared.envelope.sdk import from_received, readable_body, to_message
+from shared.envelope.sdk_property_types import typed_receiver
+from shared.messages import IncomingMessage
+
+RESUME_PROPERTY = "busbar.hold.resume"
+"""Application property of a resume signal: the ``MessageId`` of the blocker it resolves ("" for any)."""
+
+RECEIVE_WAIT_SECONDS = 2.0
+"""How long a release waits for the next parked message before it takes the key's queue as drained."""
+
+
+def resume_signal(key: str, blocker_message_id: str | None) -> ServiceBusMessage:
+    """The resume signal of ``key`` (in its session), naming the blocker it resolves."""
+    return ServiceBusMessage(
+        b"",
+        session_id=key,
+        message_id=f"busbar-resume-{uuid.uuid4()}",
+        subject="busbar.hold.resume",
+        application_properties={RESUME_PROPERTY: blocker_message_id or ""},
+    )
+
+
+def resume_target(message: IncomingMessage) -> str | None:
+    """The blocker a resume signal resolves ("" for any), or None when ``message`` is no signal."""
+    if RESUME_PROPERTY not in message.application_properties:
+        return None
+    return message.property_text(RESUME_PROPERTY) or ""
+
+
+def send_resume(client: ServiceBusClient, queue: str, key: str, blocker_message_id: str | None) -> None:
+    """Ask the trigger of ``queue`` to handle ``key``'s parked messages."""
+    with client.get_queue_sender(queue) as sender:
+        sender.send_messages(resume_signal(key, blocker_message_id))
+
+
+def park(client: ServiceBusClient, held_queue: str, message: IncomingMessage) -> None:
+    """Send a copy of ``message`` to the end of its key's session in ``held_queue``."""
+    with client.get_queue_sender(held_queue) as sender:
+        sender.send_messages(to_message(message, PartitionKeyPolicy.SESSION_WINS))
+
+
+class ParkedMessages:
+    """The parked messages of one key, received one at a time in order (a session receiver)."""
+
+    def __init__(self, receiver: Any) -> None:
+        self._receiver = receiver
+
+    def next(self) -> tuple[ServiceBusReceivedMessage, IncomingMessage] | None:
+        """The oldest parked message, locked, or None when the key has none left."""
+        received = self._receiver.receive_messages(max_message_count=1, max_wait_time=RECEIVE_WAIT_SECONDS)
+        if not received:
+            return None
+        message = received[0]
+        return message, from_received(message, IncomingMessage, body=readable_body(message))
+
+    def complete(self, message: ServiceBusReceivedMessage) -> None:
+        """The parked message was handled."""
+        self._receiver.complete_message(message)
+
+    def abandon(self, message: ServiceBusReceivedMessage) -> None:
+        """Put the parked message back at the head of its key (a transient failure)."""
+        self._receiver.abandon_message(message)
+
+    def dead_letter(self, message: ServiceBusReceivedMessage, reason: str, description: str) -> None:
+        """The parked message can never succeed: it becomes the key's blocker, in the hold queue's
+        dead-letter queue (the re-drive sends it back to the endpoint queue)."""
+        self._receiver.dead_letter_message(message, reason=reason, error_description=description)
+
+
+@contextmanager
+def parked_messages(client: ServiceBusClient, held_queue: str, key: str) -> Iterator[ParkedMessages]:
+    """The parked messages of ``key`` in ``held_queue``, its session locked (and renewed) meanwhile."""
+    receiver = typed_receiver(
+        client.get_queue_receiver(
+            held_queue, session_id=key, max_wait_time=RECEIVE_WAIT_SECONDS, prefetch_count=0
+        )
+    )
+    with receiver, AutoLockRenewer(max_lock_renewal_duration=600) as renewer:
+        renewer.register(receiver, receiver.session)
+        yield ParkedMessages(receiver)
