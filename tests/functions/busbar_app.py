@@ -7,13 +7,15 @@ import uuid
 from collections.abc import Mapping
 from pathlib import Path
 
-from azure.mgmt.servicebus.models import SBQueue
+from azure.mgmt.servicebus.models import SBQueue, SBQueueProperties
 from azure.servicebus import ServiceBusClient
 
 from app.bootstrap import provision_router
+from app.sample_endpoints import sample_catalog
 from emulator.server import EmulatorThread
 from shared.api.provisioning.service import entity_defaults
 from shared.management import EMULATOR_NAMESPACE, ManagementClient, ManagementSettings
+from shared.topology.queues import endpoint_queues
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = ROOT / "function_app.py"
@@ -63,8 +65,16 @@ def create_queues_and_router(settings: Mapping[str, str]) -> None:
     The endpoints' subscriptions are left to the tests, which provision them over HTTP."""
     with management_for(settings) as management:
         group, namespace = management.scope
-        for name in ("BUSBAR_BILLING_QUEUE", "BUSBAR_CRM_QUEUE", "BUSBAR_SHIPPING_QUEUE"):
-            management.queues.create_or_update(group, namespace, settings[name], SBQueue())
+        for endpoint in sample_catalog():
+            # An ordered endpoint's queues require sessions: the PUT refuses a plain one (needs a new queue).
+            for spec in endpoint_queues(endpoint.queue(settings), ordered=endpoint.ordered):
+                properties = SBQueueProperties(
+                    requires_session=spec.requires_session,
+                    requires_duplicate_detection=spec.requires_duplicate_detection,
+                    duplicate_detection_history_time_window=spec.duplicate_detection_window,
+                )
+                queue = SBQueue(properties=properties)
+                management.queues.create_or_update(group, namespace, spec.name, queue)
         provision_router(
             management,
             settings["BUSBAR_FALLBACK_TOPIC"],
