@@ -3,7 +3,9 @@
 :meth:`Provisioner.plan` only reads (GET / list) and returns what would change: ``create``, ``unchanged``,
 ``delete`` or ``would-update`` per entity. :meth:`Provisioner.apply` carries out the creates and deletes
 of a plan and nothing else: ARM's PUT is create-or-update, and NServiceBus never updates an existing
-entity, so a difference is reported as ``would-update`` (with the differences) and left alone.
+entity, so a difference is reported as ``would-update`` (with the differences) and left alone. A queue
+whose immutable properties differ (``RequiresSession``: :mod:`shared.topology.queues`) is ``refused``
+instead, and a plan holding a refusal is not applied at all.
 
 Concurrency: two runs may plan the same creates. A create that meets an existing entity (409) or a
 delete that meets a missing one (404) counts as done; a repeated PUT of a just-created entity carries the
@@ -65,7 +67,7 @@ from shared.topology.plan import (
     rule_path,
     subscription_path,
 )
-from shared.topology.queues import QueueSpec, immutable_mismatch
+from shared.topology.queues import QueueSpec, immutable_mismatch, like_its_input
 from shared.topology.routing import migration_unmapped_message
 from shared.topology.validation import validate
 
@@ -111,8 +113,19 @@ class Provisioner:
         new subscriptions plus a topic's existing ones would."""
         quotas.check_desired(desired)
         items: list[PlanItem] = []
-        for queue, found in zip(desired.queues, self._parallel(self._get_queue, desired.queues), strict=True):
-            items.append(self._plan_queue(desired.queue_spec(queue), found))
+        found_queues = dict(
+            zip(
+                (q.lower() for q in desired.queues),
+                self._parallel(self._get_queue, desired.queues),
+                strict=True,
+            )
+        )
+        for queue in desired.queues:
+            spec = desired.queue_spec(queue)
+            served = found_queues.get(spec.held_for.lower()) if spec.held_for else None
+            if served is not None:
+                spec = like_its_input(spec, served)
+            items.append(self._plan_queue(spec, found_queues[queue.lower()]))
         topics = list(dict.fromkeys([*desired.forwarding_topics, *desired.topics]))
         topic_state: dict[str, Any] = {}
         for topic, found in zip(topics, self._parallel(self._get_topic, topics), strict=True):
@@ -473,8 +486,8 @@ class Provisioner:
                 item.name,
                 SBQueue(
                     properties=SBQueueProperties(
-                        lock_duration=q.lock_duration,
-                        max_delivery_count=q.max_delivery_count,
+                        lock_duration=wanted.lock_duration or q.lock_duration,
+                        max_delivery_count=wanted.max_delivery_count or q.max_delivery_count,
                         max_size_in_megabytes=q.max_size_in_megabytes,
                         enable_partitioning=q.enable_partitioning,
                         enable_batched_operations=q.enable_batched_operations,

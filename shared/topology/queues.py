@@ -18,7 +18,7 @@ plan reports, and the move to a new queue is in ``docs/topology-guide.md``.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any
 
@@ -41,6 +41,10 @@ class QueueSpec:
     """Duplicate detection over this window; ``None``: no duplicate detection."""
     held_for: str | None = None
     """For a hold queue: the input queue whose held keys it parks."""
+    lock_duration: timedelta | None = None
+    max_delivery_count: int | None = None
+    """Lock duration and max delivery count to create the queue with; ``None``: the provisioner's queue
+    defaults. A hold queue takes its input queue's when that exists already (:func:`like_its_input`)."""
 
     @property
     def requires_duplicate_detection(self) -> bool:
@@ -74,6 +78,16 @@ def endpoint_queues(queue: str, *, ordered: bool) -> tuple[QueueSpec, ...]:
             duplicate_detection_window=HOLD_DUPLICATE_WINDOW,
             held_for=queue,
         ),
+    )
+
+
+def like_its_input(spec: QueueSpec, existing_input: Any) -> QueueSpec:
+    """``spec`` (a hold queue's) with the lock duration and max delivery count of its existing input queue
+    (an ARM ``SBQueue``), so a hold queue added later still matches the queue it serves."""
+    return replace(
+        spec,
+        lock_duration=getattr(existing_input, "lock_duration", None),
+        max_delivery_count=getattr(existing_input, "max_delivery_count", None),
     )
 
 

@@ -196,3 +196,28 @@ def test_an_existing_hold_queue_without_duplicate_detection_is_refused(
     assert refused.path == f"{ns}/crm.held"
     assert f"(the hold queue of {ns}/crm)" in plan.refusals[0]
     assert "RequiresDuplicateDetection is off, the hold queue needs it" in plan.refusals[0]
+
+
+def test_a_hold_queue_added_to_an_existing_ordered_queue_takes_its_lock_duration_and_max_delivery_count(
+    management: ManagementClient, ns: str
+) -> None:
+    management.queues.create_or_update(
+        *management.scope,
+        f"{ns}/crm",
+        SBQueue(
+            properties=SBQueueProperties(
+                requires_session=True, lock_duration=timedelta(seconds=20), max_delivery_count=3
+            )
+        ),
+    )
+    provisioner = Provisioner(management, DEFAULTS)  # 45 s and 4 for the queues it creates otherwise
+
+    plan = provisioner.plan(desired_state(_options(ns), "crm", [UPDATED], ordered=True))
+    provisioner.apply(plan)
+
+    assert [(i.action, i.path) for i in plan.items if i.kind == "queue"] == [
+        ("unchanged", f"{ns}/crm"),
+        ("create", f"{ns}/crm.held"),
+    ]
+    hold = management.queues.get(*management.scope, f"{ns}/crm.held")
+    assert (hold.lock_duration, hold.max_delivery_count) == (timedelta(seconds=20), 3)
