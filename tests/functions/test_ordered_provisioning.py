@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
 import httpx
 import pytest
@@ -18,6 +18,7 @@ from azure.mgmt.servicebus.models import SBQueue, SBQueueProperties
 from app.bootstrap import provision_endpoints
 from app.sample_events import CustomerUpdated, sample_registry
 from app.services import provisioning_from_settings
+from devhost.testing import start_host
 from shared.api import ApiRequest, ApiResponse, guarded
 from shared.api.provisioning.service import entity_defaults
 from shared.app_settings import AppSetting
@@ -25,7 +26,7 @@ from shared.handlers import Endpoint, EndpointCatalog, HandlerContext, HandlerRe
 from shared.management import ManagementClient
 from shared.topology import load_topology_options
 from shared.topology.errors import QueueNeedsRecreatingError
-from tests.functions.busbar_app import management_for
+from tests.functions.busbar_app import APP, HOST_JSON, management_for
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -166,3 +167,18 @@ def test_start_up_provisioning_fails_naming_a_queue_that_needs_a_new_name_and_pr
     with pytest.raises(ResourceNotFoundError):
         management.queues.get(*management.scope, f"{queue}.held")
     assert _forwarding_to(management, queue) == []
+
+
+def test_a_host_whose_start_up_hook_meets_a_queue_that_needs_a_new_name_does_not_start(
+    settings: dict[str, str], management: ManagementClient
+) -> None:
+    queue = f"ordered-{uuid.uuid4().hex[:8]}"
+    management.queues.create_or_update(*management.scope, queue, SBQueue())
+
+    def hook(env: Mapping[str, str]) -> None:  # make run's hook, with the test's ordered endpoint
+        with management_for(env) as client:
+            options, defaults = load_topology_options(env), entity_defaults(env)
+            provision_endpoints(client, options, defaults, env, [_ordered_endpoint(queue)])
+
+    with pytest.raises(QueueNeedsRecreatingError, match=f"queue {queue} .* needs a new queue"):
+        start_host(APP, settings=settings, host_json=HOST_JSON, startup_hook=hook)
