@@ -3,7 +3,9 @@
 ``provision(settings)`` is idempotent (existing entities are left alone, as NServiceBus installers do) and
 runs before the triggers start listening, so the queues and subscriptions they bind to exist:
 
-1. every sample endpoint's input queue, topics and forwarding subscriptions (topology library);
+1. every sample endpoint's input queue (session-enabled, with its hold queue, for an ordered endpoint),
+   topics and forwarding subscriptions (topology library); an existing queue whose ``RequiresSession``
+   differs fails the start-up with a message naming it (it needs a new queue: docs/topology-guide.md);
 2. when a fallback topic is configured: the topic and its catch-all router subscription
    (``BUSBAR_ROUTER_SUBSCRIPTION``, ``$Default`` ``1=1``, no forwarding: the router function reads it).
 """
@@ -11,7 +13,7 @@ runs before the triggers start listening, so the queues and subscriptions they b
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from azure.core.exceptions import HttpResponseError
 from azure.mgmt.servicebus.models import SBSubscription, SBSubscriptionProperties, SBTopic, SBTopicProperties
@@ -19,6 +21,7 @@ from azure.mgmt.servicebus.models import SBSubscription, SBSubscriptionPropertie
 from app.sample_endpoints import sample_catalog
 from shared.api.provisioning.service import entity_defaults
 from shared.app_settings import read
+from shared.handlers.endpoints import Endpoint
 from shared.management import ManagementClient, ManagementSettings
 from shared.router.service import ROUTER_SUBSCRIPTION
 from shared.topology import (
@@ -30,6 +33,7 @@ from shared.topology import (
     desired_state,
     load_topology_options,
 )
+from shared.topology.errors import QueueNeedsRecreatingError
 
 log = logging.getLogger(__name__)
 
@@ -51,14 +55,26 @@ def provision_endpoints(
     options: TopologyOptions,
     defaults: EntityDefaults,
     settings: Mapping[str, str],
+    endpoints: Iterable[Endpoint] | None = None,
 ) -> None:
-    """Every sample endpoint's queue, topics and subscriptions, in one plan."""
+    """Every endpoint's queues, topics and subscriptions, in one plan (``endpoints``: default the sample
+    catalog). An ordered endpoint gets a session-enabled input queue and its hold queue.
+
+    Raises :class:`~shared.topology.errors.QueueNeedsRecreatingError` before changing anything when an
+    existing endpoint queue's ``RequiresSession`` differs from what its endpoint needs: the app must not
+    start on a queue that would refuse (or not order) its messages; the message names the queue and the
+    move to a new one."""
     states = [
-        desired_state(options, endpoint.queue(settings), endpoint.subscribed_events())
-        for endpoint in sample_catalog()
+        desired_state(
+            options, endpoint.queue(settings), endpoint.subscribed_events(), ordered=endpoint.ordered
+        )
+        for endpoint in (sample_catalog() if endpoints is None else endpoints)
     ]
     provisioner = Provisioner(management, defaults)
-    result = provisioner.apply(provisioner.plan(DesiredState.combine(states)))
+    plan = provisioner.plan(DesiredState.combine(states))
+    if plan.refusals:
+        raise QueueNeedsRecreatingError(plan.refusals)
+    result = provisioner.apply(plan)
     log.info(
         "sample endpoints provisioned: %d created, %d unchanged", len(result.created), len(result.unchanged)
     )

@@ -9,8 +9,12 @@ them (:mod:`shared.local_settings`): ``local.settings.json`` (``--settings``), t
 ``apply`` prints the plan before changing anything. ``plan``/``apply`` refuse to give the endpoint a second
 path for an event (``"error": "duplicate-delivery"``, naming both paths) unless ``--migrate`` declares a
 migration that deletes the old path (off the fallback topic, only after the router's snapshot interval,
-``BUSBAR_ROUTER_SNAPSHOT_SECONDS``, plus 2 s: see :mod:`shared.topology.handover`). Exit codes: 0 done,
-2 invalid options or request (a second path included), 3 quota exceeded, 4 refused by the management plane.
+``BUSBAR_ROUTER_SNAPSHOT_SECONDS``, plus 2 s: see :mod:`shared.topology.handover`). ``--ordered``: the
+endpoint is ordered, its input queue requires sessions and its hold queue ``<queue>.held`` is wanted too
+(:mod:`shared.topology.queues`); an existing queue whose ``RequiresSession`` differs is refused (``"error":
+"needs-new-queue"``, the plan's ``refused`` item names it) and nothing is applied. Exit codes: 0 done,
+2 invalid options or request (a second path, a queue that needs a new name included), 3 quota exceeded,
+4 refused by the management plane.
 """
 
 from __future__ import annotations
@@ -52,6 +56,14 @@ def _parser() -> argparse.ArgumentParser:
         sub.add_argument("--hierarchy", help="hierarchy namespace (prefix of queue and topic paths)")
         sub.add_argument("--endpoint", required=name != "validate", help="the endpoint's input queue")
         sub.add_argument("--events", nargs="*", default=[], help="contract names or JSON objects")
+        if name in ("validate", "plan", "apply"):
+            sub.add_argument(
+                "--ordered",
+                action="store_true",
+                help="the endpoint is ordered: its input queue requires sessions and its hold queue "
+                "<queue>.held is provisioned too; an existing queue whose RequiresSession differs is "
+                "refused (exit 2): it needs a new queue",
+            )
         if name in ("plan", "apply"):
             sub.add_argument(
                 "--migrate",
@@ -105,7 +117,11 @@ def run(
             document: dict[str, Any] = {"valid": True, "options": options.to_json_dict()}
             if args.endpoint:
                 document["desired"] = desired_state(
-                    options, args.endpoint, events, false_default_rule=args.false_default_rule
+                    options,
+                    args.endpoint,
+                    events,
+                    false_default_rule=args.false_default_rule,
+                    ordered=args.ordered,
                 ).to_dict()
             emit(document)
             return 0
@@ -117,7 +133,11 @@ def run(
                 emit({"unsubscribed": results})
                 return 0
             desired = desired_state(
-                options, args.endpoint, events, false_default_rule=args.false_default_rule
+                options,
+                args.endpoint,
+                events,
+                false_default_rule=args.false_default_rule,
+                ordered=args.ordered,
             )
             plan = plan_single_delivery(
                 provisioner,
@@ -128,6 +148,9 @@ def run(
                 migrate=args.migrate,
                 router_snapshot_seconds=_router_snapshot_seconds(env),
             )
+            if plan.refusals:  # an immutable property differs: nothing is applied
+                emit({"plan": plan.to_dict(), "error": "needs-new-queue", "errors": plan.refusals})
+                return 2
             emit({"plan": plan.to_dict()})
             if args.command == "apply":
                 emit({"applied": provisioner.apply(plan).to_dict()})

@@ -10,7 +10,7 @@ against a namespace.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from shared.contracts import ENCLOSED_MESSAGE_TYPES
@@ -29,6 +29,7 @@ from shared.topology.options import (
     TopologyOptions,
     parse_routing_mode,
 )
+from shared.topology.queues import QueueSpec, endpoint_queues, merge_queue_specs
 from shared.topology.routing import SubscribeRoute, migration_unmapped_message, subscribe_routes
 from shared.topology.validation import names_error, validation_errors
 
@@ -223,6 +224,16 @@ class DesiredState:
     subscriptions: tuple[SubscriptionSpec, ...] = ()
     forwarding_topics: tuple[str, ...] = field(default=())
     """Topics that subscriptions forward to (hierarchy); they must exist before those subscriptions."""
+    queue_specs: tuple[QueueSpec, ...] = field(default=())
+    """The immutable properties of :attr:`queues` (sessions, duplicate detection); a queue without a spec
+    here is a plain one (:meth:`queue_spec`)."""
+
+    def queue_spec(self, name: str) -> QueueSpec:
+        """The properties ``name`` must have: its spec, or a plain queue's."""
+        for spec in self.queue_specs:
+            if spec.name.lower() == name.lower():
+                return spec
+        return QueueSpec(name)
 
     @staticmethod
     def combine(states: Iterable[DesiredState]) -> DesiredState:
@@ -233,7 +244,9 @@ class DesiredState:
         forwarding: dict[str, str] = {}
         subs: dict[tuple[str, str], SubscriptionSpec] = {}
         errors: list[str] = []
+        specs: list[QueueSpec] = []
         for state in states:
+            specs.extend(state.queue_spec(q) for q in state.queues)
             for q in state.queues:
                 queues.setdefault(q.lower(), q)
             for t in state.topics:
@@ -257,12 +270,17 @@ class DesiredState:
         if errors:
             raise TopologyValidationError(errors)
         return DesiredState(
-            tuple(queues.values()), tuple(topics.values()), tuple(subs.values()), tuple(forwarding.values())
+            tuple(queues.values()),
+            tuple(topics.values()),
+            tuple(subs.values()),
+            tuple(forwarding.values()),
+            tuple(s for s in merge_queue_specs(specs) if s != QueueSpec(s.name)),
         )
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "queues": list(self.queues),
+            "queueProperties": {q: self.queue_spec(q).to_dict() for q in self.queues},
             "topics": list(self.topics),
             "subscriptions": [s.to_dict() for s in self.subscriptions],
         }
@@ -334,8 +352,12 @@ def desired_state(
     subscriptions: Iterable[SubscribedEvent | str | Mapping[str, Any]],
     *,
     false_default_rule: bool = True,
+    ordered: bool = False,
 ) -> DesiredState:
     """Everything ``endpoint_queue`` needs to receive ``subscriptions`` under ``options``.
+
+    ``ordered``: the endpoint is ordered (``Endpoint.ordered``): its input queue requires sessions and
+    its hold queue is wanted too (:func:`shared.topology.queues.endpoint_queues`).
 
     ``false_default_rule``: filtered subscriptions get ``$default`` ``1=0``, as NServiceBus creates them.
     False leaves them with only their event rules (a subscription without rules matches nothing, so
@@ -359,8 +381,14 @@ def desired_state(
     if errors:
         raise TopologyValidationError(errors)
     if isinstance(options, MigrationTopologyOptions):
-        return _migration_state(options, queue, name, events, false_default_rule)
-    return _topic_per_event_state(options, queue, name, resolve_routes(options, events), false_default_rule)
+        state = _migration_state(options, queue, name, events, false_default_rule)
+    else:
+        routes = resolve_routes(options, events)
+        state = _topic_per_event_state(options, queue, name, routes, false_default_rule)
+    if not ordered:
+        return state
+    specs = endpoint_queues(queue, ordered=True)
+    return replace(state, queues=tuple(s.name for s in specs), queue_specs=specs)
 
 
 def _topic_per_event_state(

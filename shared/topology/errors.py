@@ -16,6 +16,12 @@ class IncompatibleRoutingModesError(TopologyValidationError):
     """Events subscribed on one topic by one subscription mix SqlLikeFilter with the catch-all modes."""
 
 
+class QueueNeedsRecreatingError(TopologyValidationError):
+    """A plan found an existing queue whose immutable properties (``RequiresSession``, a hold queue's
+    duplicate detection) differ from the desired ones: the endpoint needs a new queue. ``errors`` holds
+    one reason per queue, naming it; nothing was provisioned."""
+
+
 class UnmappedEventError(LookupError):
     """An event has no topic: ``ThrowIfUnmappedEventTypes`` is set, or the migration topology does not
     know it. The message is NServiceBus's."""

@@ -104,5 +104,7 @@ class HierarchyNamespace:
 
 
 def held_queue(endpoint_queue: str) -> str:
-    """The hold queue of an ordered endpoint's input queue (where a held key's later messages wait)."""
+    """The hold queue of an ordered endpoint whose input queue is ``endpoint_queue`` (give it the
+    hierarchy-prefixed path to get the prefixed one): where the messages of a key held by a dead-lettered
+    blocker wait (see :mod:`shared.topology.queues`)."""
     return f"{endpoint_queue}.held"

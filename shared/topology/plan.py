@@ -9,8 +9,11 @@ from typing import Any, Literal
 
 from shared.topology.desired import RuleSpec, SubscriptionSpec
 from shared.topology.handover import Handover, handover_queue
+from shared.topology.queues import QueueSpec
 
-Action = Literal["create", "unchanged", "delete", "would-update"]
+Action = Literal["create", "unchanged", "delete", "would-update", "refused"]
+"""``refused``: an existing entity the plan cannot use and must not change (a queue whose immutable
+properties differ from the desired ones); a plan holding one is not applied at all."""
 Kind = Literal["queue", "topic", "subscription", "rule"]
 
 
@@ -38,7 +41,7 @@ class PlanItem:
     topic: str | None = None
     subscription: str | None = None
     name: str = ""
-    spec: SubscriptionSpec | RuleSpec | None = None
+    spec: SubscriptionSpec | RuleSpec | QueueSpec | None = None
     implicit: bool = False  # the $Default 1=1 rule ARM creates with every subscription
     after_creates: bool = False
     """A delete that waits for the plan's creates: a migration's old path goes once the new one is there."""
@@ -69,10 +72,16 @@ class Plan:
     def has_changes(self) -> bool:
         return any(i.action in ("create", "delete") for i in self.items)
 
+    @property
+    def refusals(self) -> list[str]:
+        """Why this plan must not be applied: one reason per ``refused`` item (empty: it may be)."""
+        return [str(i.details.get("reason", i.path)) for i in self.items if i.action == "refused"]
+
     def summary(self) -> dict[str, int]:
+        """Items per action; ``refused`` only appears when there is one."""
         out = {"create": 0, "unchanged": 0, "delete": 0, "would-update": 0}
         for item in self.items:
-            out[item.action] += 1
+            out[item.action] = out.get(item.action, 0) + 1
         return out
 
     def to_dict(self) -> dict[str, Any]:

@@ -3,7 +3,9 @@
 :meth:`Provisioner.plan` only reads (GET / list) and returns what would change: ``create``, ``unchanged``,
 ``delete`` or ``would-update`` per entity. :meth:`Provisioner.apply` carries out the creates and deletes
 of a plan and nothing else: ARM's PUT is create-or-update, and NServiceBus never updates an existing
-entity, so a difference is reported as ``would-update`` (with the differences) and left alone.
+entity, so a difference is reported as ``would-update`` (with the differences) and left alone. A queue
+whose immutable properties differ (``RequiresSession``: :mod:`shared.topology.queues`) is ``refused``
+instead, and a plan holding a refusal is not applied at all.
 
 Concurrency: two runs may plan the same creates. A create that meets an existing entity (409) or a
 delete that meets a missing one (404) counts as done; a repeated PUT of a just-created entity carries the
@@ -45,7 +47,7 @@ from shared.topology.desired import (
     resolve_routes,
     subscription_name,
 )
-from shared.topology.errors import ProvisioningError, TopologyValidationError
+from shared.topology.errors import ProvisioningError, QueueNeedsRecreatingError, TopologyValidationError
 from shared.topology.handover import Handover, handover_queue
 from shared.topology.handover_steps import (
     create_handover_queue,
@@ -65,6 +67,7 @@ from shared.topology.plan import (
     rule_path,
     subscription_path,
 )
+from shared.topology.queues import QueueSpec, immutable_mismatch, like_its_input
 from shared.topology.routing import migration_unmapped_message
 from shared.topology.validation import validate
 
@@ -110,8 +113,19 @@ class Provisioner:
         new subscriptions plus a topic's existing ones would."""
         quotas.check_desired(desired)
         items: list[PlanItem] = []
-        for queue, found in zip(desired.queues, self._parallel(self._get_queue, desired.queues), strict=True):
-            items.append(PlanItem("unchanged" if found else "create", "queue", queue, name=queue))
+        found_queues = dict(
+            zip(
+                (q.lower() for q in desired.queues),
+                self._parallel(self._get_queue, desired.queues),
+                strict=True,
+            )
+        )
+        for queue in desired.queues:
+            spec = desired.queue_spec(queue)
+            served = found_queues.get(spec.held_for.lower()) if spec.held_for else None
+            if served is not None:
+                spec = like_its_input(spec, served)
+            items.append(self._plan_queue(spec, found_queues[queue.lower()]))
         topics = list(dict.fromkeys([*desired.forwarding_topics, *desired.topics]))
         topic_state: dict[str, Any] = {}
         for topic, found in zip(topics, self._parallel(self._get_topic, topics), strict=True):
@@ -122,6 +136,22 @@ class Provisioner:
             items.extend(group)
         near = self._check_existing_quotas(items, topic_state)
         return Plan(tuple(items), tuple(near))
+
+    @staticmethod
+    def _plan_queue(spec: QueueSpec, found: Any) -> PlanItem:
+        """A queue's item: created with ``spec``, or kept when it exists as ``spec`` wants, or refused when
+        its immutable properties differ (:func:`shared.topology.queues.immutable_mismatch`)."""
+        if found is None:
+            return PlanItem("create", "queue", spec.name, spec.to_dict(), name=spec.name, spec=spec)
+        reason = immutable_mismatch(spec, found)
+        if reason is None:
+            return PlanItem("unchanged", "queue", spec.name, spec.to_dict(), name=spec.name, spec=spec)
+        existing = bool(getattr(found, "requires_session", False))
+        details = {
+            "requiresSession": {"existing": existing, "desired": spec.requires_session},
+            "reason": reason,
+        }
+        return PlanItem("refused", "queue", spec.name, details, name=spec.name, spec=spec)
 
     def _check_existing_quotas(self, items: list[PlanItem], topic_state: dict[str, Any]) -> list[str]:
         """Quotas on what the plan creates plus what each existing topic already holds.
@@ -264,7 +294,12 @@ class Provisioner:
     # ------------------------------------------------------------------------------------------ apply
 
     def apply(self, plan: Plan) -> ApplyResult:
-        """Carry out the creates and deletes of ``plan``; ``would-update`` items are reported, not done."""
+        """Carry out the creates and deletes of ``plan``; ``would-update`` items are reported, not done.
+
+        A plan with a ``refused`` item is not applied at all: :class:`QueueNeedsRecreatingError` is raised
+        before the first call."""
+        if plan.refusals:
+            raise QueueNeedsRecreatingError(plan.refusals)
         result = ApplyResult()
         done: list[str] = []
         for item in plan.items:
@@ -445,16 +480,20 @@ class Provisioner:
         d = self.defaults
         if item.kind == "queue":
             q = self.queue_defaults
+            wanted = item.spec if isinstance(item.spec, QueueSpec) else QueueSpec(item.name)
             call: Callable[[], Any] = lambda: self.management.queues.create_or_update(  # noqa: E731
                 *self._scope,
                 item.name,
                 SBQueue(
                     properties=SBQueueProperties(
-                        lock_duration=q.lock_duration,
-                        max_delivery_count=q.max_delivery_count,
+                        lock_duration=wanted.lock_duration or q.lock_duration,
+                        max_delivery_count=wanted.max_delivery_count or q.max_delivery_count,
                         max_size_in_megabytes=q.max_size_in_megabytes,
                         enable_partitioning=q.enable_partitioning,
                         enable_batched_operations=q.enable_batched_operations,
+                        requires_session=wanted.requires_session,
+                        requires_duplicate_detection=wanted.requires_duplicate_detection,
+                        duplicate_detection_history_time_window=wanted.duplicate_detection_window,
                     )
                 ),
             )

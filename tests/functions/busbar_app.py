@@ -11,10 +11,11 @@ from azure.mgmt.servicebus.models import SBQueue, SBQueueProperties
 from azure.servicebus import ServiceBusClient
 
 from app.bootstrap import provision_router
+from app.sample_endpoints import sample_catalog
 from emulator.server import EmulatorThread
 from shared.api.provisioning.service import entity_defaults
 from shared.management import EMULATOR_NAMESPACE, ManagementClient, ManagementSettings
-from shared.topology.names import held_queue
+from shared.topology.queues import endpoint_queues
 from tests.azurite import table_connection_string
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -68,14 +69,16 @@ def create_queues_and_router(settings: Mapping[str, str]) -> None:
     left to the tests, which provision them over HTTP."""
     with management_for(settings) as management:
         group, namespace = management.scope
-        for name in ("BUSBAR_BILLING_QUEUE", "BUSBAR_SHIPPING_QUEUE"):
-            management.queues.create_or_update(group, namespace, settings[name], SBQueue())
-        crm = settings["BUSBAR_CRM_QUEUE"]
-        management.queues.create_or_update(
-            group, namespace, crm, SBQueue(properties=SBQueueProperties(requires_session=True))
-        )
-        held = SBQueueProperties(requires_session=True, requires_duplicate_detection=True)
-        management.queues.create_or_update(group, namespace, held_queue(crm), SBQueue(properties=held))
+        for endpoint in sample_catalog():
+            # An ordered endpoint's queues require sessions: the PUT refuses a plain one (needs a new queue).
+            for spec in endpoint_queues(endpoint.queue(settings), ordered=endpoint.ordered):
+                properties = SBQueueProperties(
+                    requires_session=spec.requires_session,
+                    requires_duplicate_detection=spec.requires_duplicate_detection,
+                    duplicate_detection_history_time_window=spec.duplicate_detection_window,
+                )
+                queue = SBQueue(properties=properties)
+                management.queues.create_or_update(group, namespace, spec.name, queue)
         provision_router(
             management,
             settings["BUSBAR_FALLBACK_TOPIC"],

@@ -5,9 +5,12 @@ The HTTP functions (``functions/provisioning_api.py``, ``functions/publishing_ap
 Request bodies are pydantic models with camelCase JSON names; every validation problem is reported at once.
 
 ``PUT /endpoints/{endpoint}/subscriptions`` is declarative: the endpoint ends up subscribed to exactly the
-listed events. The plan (topology library) creates what is missing, and the endpoint's subscriptions and
-rules that no listed event needs any more are deleted. Repeating a PUT reports ``unchanged``. A PUT that
-would leave the endpoint two paths for one event is refused with 409 ``DuplicateDelivery`` (see
+listed events. A hosted endpoint that is ordered gets a session-enabled input queue and its hold queue
+(:mod:`shared.topology.queues`); an existing queue whose ``RequiresSession`` differs is refused with 409
+``QueueNeedsNewName`` naming it, and nothing is provisioned. The plan (topology library) creates what is
+missing, and the endpoint's subscriptions and rules that no listed event needs any more are deleted.
+Repeating a PUT reports ``unchanged``. A PUT that would leave the endpoint two paths for one event is
+refused with 409 ``DuplicateDelivery`` (see
 :mod:`shared.topology.single_delivery`); one that moves an event to another topic deletes the old path only
 after the new one exists.
 """
@@ -98,6 +101,14 @@ class DuplicateDelivery(ApiError):
 
     status = 409
     code = "DuplicateDelivery"
+
+
+class QueueNeedsNewName(ApiError):
+    """An existing queue of the endpoint has an immutable property (``RequiresSession``) the endpoint
+    cannot use: it needs a new queue (the details name the queue; nothing was provisioned)."""
+
+    status = 409
+    code = "QueueNeedsNewName"
 
 
 RETRY_AFTER_SECONDS = 5
@@ -248,9 +259,11 @@ class ProvisioningService:
     def _require_known(self, event_types: list[str]) -> None:
         require_known(self.contracts, event_types)
 
-    def _desired(self, queue: str, entries: list[str | dict[str, Any]]) -> DesiredState:
+    def _desired(
+        self, queue: str, entries: list[str | dict[str, Any]], *, ordered: bool = False
+    ) -> DesiredState:
         try:
-            return desired_state(self.options, queue, entries)
+            return desired_state(self.options, queue, entries, ordered=ordered)
         except TopologyValidationError as error:
             raise ValidationFailed("the subscriptions are invalid for this topology", error.errors) from None
         except UnmappedEventError as error:
@@ -325,7 +338,8 @@ class ProvisioningService:
         body = parse_body(SubscriptionsRequest, request.body)
         self._require_known(body.unmapped_event_types())
         queue = target.queue
-        desired = self._desired(queue, body.entries())
+        ordered = target.hosted is not None and target.hosted.ordered
+        desired = self._desired(queue, body.entries(), ordered=ordered)
         provisioner = self._provisioner_for(body.queue)
         endpoint_lock = [endpoint_key(HierarchyNamespace(self.options.hierarchy_namespace).apply(queue))]
         try:
@@ -339,6 +353,12 @@ class ProvisioningService:
                     # locks (after the endpoint's: never in a cycle) and plan again under them.
                     held.enter_context(self._serialised([topic_key(t) for t in plan.near_quota]))
                     plan = self._plan(provisioner, queue, body.entries(), desired, existing)
+                if plan.refusals:
+                    raise QueueNeedsNewName(
+                        "an existing queue of the endpoint cannot be used: it needs a new queue",
+                        plan.refusals,
+                        plan=plan.to_dict(),
+                    )
                 result = ApplyResult() if body.dry_run else provisioner.apply(plan)
         except QuotaExceededError as error:
             raise QuotaExceeded("the plan would exceed a Service Bus quota", error.violations) from None
@@ -352,6 +372,7 @@ class ProvisioningService:
                 "endpoint": target.name,
                 "hosted": target.hosted is not None,
                 "queue": queue,
+                "ordered": ordered,
                 "dryRun": body.dry_run,
                 "outcome": outcome,
                 "plan": plan.to_dict(),
@@ -421,11 +442,14 @@ class ProvisioningService:
         for endpoint in self.catalog:
             queue = endpoint.queue(self.env)
             try:
-                desired: Any = desired_state(self.options, queue, endpoint.subscribed_events()).to_dict()
+                desired: Any = desired_state(
+                    self.options, queue, endpoint.subscribed_events(), ordered=endpoint.ordered
+                ).to_dict()
             except (TopologyValidationError, UnmappedEventError) as error:
                 desired = {"errors": getattr(error, "errors", [str(error)])}
             endpoints[endpoint.name] = {
                 "queue": queue,
+                "ordered": endpoint.ordered,
                 "events": endpoint.subscribed_events(),
                 "desired": desired,
             }

@@ -114,3 +114,45 @@ def test_validate_without_the_false_default_rule_shows_only_the_event_rules(tmp_
 
     assert rule_names(nservicebus) == ["$default", "Ev.A"]
     assert rule_names(lean) == ["Ev.A"]
+
+
+def test_ordered_plan_shows_the_session_queue_and_the_hold_queue_and_apply_creates_them(
+    emulator: EmulatorHandle, management: ManagementClient, ns: str
+) -> None:
+    args = ["--hierarchy", ns, "--endpoint", "crm", "--events", "Tenant.CustomerUpdated", "--ordered"]
+
+    code, (planned,) = _run(["plan", *args], _env(emulator))
+
+    assert code == 0
+    queues = [
+        (i["action"], i["path"], i["details"]["requiresSession"])
+        for i in planned["plan"]["items"]  # type: ignore[index]
+        if i["kind"] == "queue"
+    ]
+    assert queues == [("create", f"{ns}/crm", True), ("create", f"{ns}/crm.held", True)]
+    code, _ = _run(["apply", *args], _env(emulator))
+    assert code == 0
+    assert management.queues.get(*management.scope, f"{ns}/crm").requires_session is True
+    assert management.queues.get(*management.scope, f"{ns}/crm.held").requires_duplicate_detection is True
+
+
+def test_ordered_apply_on_an_existing_queue_without_sessions_exits_2_naming_it_and_creates_nothing(
+    emulator: EmulatorHandle, management: ManagementClient, ns: str
+) -> None:
+    args = ["--hierarchy", ns, "--endpoint", "crm", "--events", "Tenant.CustomerUpdated"]
+    assert _run(["apply", *args], _env(emulator))[0] == 0  # unordered first: a plain queue
+
+    for command in ("plan", "apply"):
+        code, (document,) = _run([command, *args, "--ordered"], _env(emulator))
+        assert code == 2
+        assert document["error"] == "needs-new-queue"
+        errors = document["errors"]
+        assert isinstance(errors, list) and len(errors) == 1
+        reason = str(errors[0])
+        assert f"queue {ns}/crm (the endpoint's input queue) exists" in reason
+        assert "needs a new queue" in reason
+        refused = [i for i in document["plan"]["items"] if i["action"] == "refused"]  # type: ignore[index]
+        assert [i["path"] for i in refused] == [f"{ns}/crm"]
+    names = [q.name for q in management.queues.list_by_namespace(*management.scope)]
+    assert f"{ns}/crm.held" not in names
+    assert management.queues.get(*management.scope, f"{ns}/crm").requires_session is False
