@@ -219,7 +219,7 @@ def test_publishing_needs_only_the_service_bus_connection_not_the_management_set
     assert len(response.json()["sent"]) == 1
 
 
-# ------------------------------------------------------------------------------------- ordering keys on the wire
+# ---------------------------------------------------------------------------- ordering keys on the wire
 
 
 def watch_fallback_topic(settings: Mapping[str, str]) -> str:

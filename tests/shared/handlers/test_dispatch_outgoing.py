@@ -108,9 +108,7 @@ def test_what_handlers_publish_and_send_carries_each_outgoing_events_own_orderin
     assert sent.session_id == "o-invoiced"
 
 
-def test_a_handler_publishing_or_sending_an_event_with_an_empty_ordering_key_fails_before_anything_is_sent() -> (
-    None
-):
+def test_a_handler_publishing_or_sending_an_event_with_an_empty_key_fails_before_anything_is_sent() -> None:
     publishes, sends = HandlerRegistry(), HandlerRegistry()
 
     @publishes.handles(OrderAccepted)
