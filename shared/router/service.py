@@ -63,7 +63,7 @@ from shared.router.decision import (
     SubscriptionRules,
     decide,
 )
-from shared.router.session import BridgeSession, SessionSource, bridge_session
+from shared.router.session import SessionSource, bridge_session
 from shared.topology.arm import correlation_properties
 from shared.topology.desired import RuleFilter
 from shared.topology.handover import HANDOVER_PROPERTY, SNAPSHOT_SECONDS, Handover, skew_allowance
@@ -367,7 +367,7 @@ class FallbackRouter:
 
     def _with_session(self, message: IncomingMessage, decision: RouterDecision) -> IncomingMessage:
         """``message`` with the SessionId its bridged copies carry, logging where it comes from."""
-        session: BridgeSession = bridge_session(message, self.contracts)
+        session = bridge_session(message, self.contracts)
         if session.problem:
             log.warning(
                 "bridging %s (message %s) as it arrived, without a SessionId: %s",
