@@ -17,6 +17,7 @@ from azure.servicebus import ServiceBusClient
 
 from shared.app_settings import AppSetting, read
 from shared.archive.writer import ArchiveWriter
+from shared.contracts import ContractRegistry
 from shared.management import ManagementClient, ManagementSettings, SettingsError
 from shared.ordering.held_keys import STORAGE_SETTING, HeldKeys, held_keys_from_settings
 from shared.redrive import settings as archive_settings
@@ -198,8 +199,8 @@ def archive_writer(env: Mapping[str, str] | None = None) -> ArchiveWriter:
     return _cached(key, lambda: ArchiveWriter(url, options))
 
 
-def fallback_router(env: Mapping[str, str] | None = None) -> FallbackRouter:
-    """The cached fallback router for the current settings."""
+def fallback_router(contracts: ContractRegistry, env: Mapping[str, str] | None = None) -> FallbackRouter:
+    """The cached fallback router for the current settings, reading ordering keys with ``contracts``."""
     values = environment() if env is None else env
     options = topology_options(values)
     if options.fallback_topic is None or not options.fallback_topic.topic_name:
@@ -217,6 +218,7 @@ def fallback_router(env: Mapping[str, str] | None = None) -> FallbackRouter:
         str(id(management)),
         str(id(client)),
         str(seconds),
+        str(id(contracts)),
     )
     return _cached(
         key,
@@ -224,6 +226,7 @@ def fallback_router(env: Mapping[str, str] | None = None) -> FallbackRouter:
             management=management,
             client=client,
             options=options,
+            contracts=contracts,
             fallback_topic=topic,
             router_subscription=subscription,
             recorder=ArchivingRecorder(writer),

@@ -20,6 +20,7 @@ from shared.app_settings import read
 from shared.contracts import ContractRegistry
 from shared.handlers.endpoints import EndpointCatalog
 from shared.management import SettingsError
+from shared.router.service import FallbackRouter
 from shared.topology import HierarchyNamespace, Publisher, TopologyValidationError
 
 CATALOG = sample_catalog()
@@ -76,6 +77,12 @@ def provisioning_service() -> ProvisioningService:
 def publishing_service() -> PublishingService:
     """The publishing service for the current settings: needs no management settings."""
     return publishing_from_settings(runtime.environment(), CONTRACTS)
+
+
+def fallback_router() -> FallbackRouter:
+    """The fallback router for the current settings: it reads the ordering key of an event that arrives
+    without a SessionId with the app's contracts (raises ``SettingsError`` when misconfigured)."""
+    return runtime.fallback_router(CONTRACTS)
 
 
 def publisher() -> Publisher:

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 import azure.functions as func
 import azurefunctions.extensions.bindings.servicebus as servicebus
 
-from app import runtime
+from app import runtime, services
 from functions.convert import incoming_from_received
 from shared.entity_paths import fallback_topic_binding
 
@@ -32,6 +32,6 @@ def blueprint(env: Mapping[str, str]) -> func.Blueprint:
     )
     def fallback_router(message: servicebus.ServiceBusReceivedMessage) -> None:
         """Bridge or record one event of the fallback topic."""
-        runtime.fallback_router().route(incoming_from_received(message))
+        services.fallback_router().route(incoming_from_received(message))
 
     return bp

@@ -8,13 +8,17 @@ dispatch" behaviour). Everything sent carries the incoming message's correlation
 - ``CorrelationId``: the incoming correlation id, else the incoming message id;
 - ``NServiceBus.ConversationId``: the incoming conversation id, else the incoming message id;
 - ``NServiceBus.RelatedTo``: the incoming message id.
+
+Each outgoing event carries its own contract's ordering key as its ``SessionId`` (never the incoming
+message's). A keyed event whose key is empty is refused where the handler publishes or sends it, so the
+handler fails (and is retried) instead of the dispatch failing halfway through what was already sent.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from shared.contracts import ContractError, Event
+from shared.contracts import ContractError, Event, ordering_key
 from shared.messages import CONVERSATION_ID, RELATED_TO, IncomingMessage
 
 
@@ -60,15 +64,17 @@ class HandlerContext:
         return self.incoming.property_text(CONVERSATION_ID) or self.incoming.message_id
 
     def publish(self, event: Event) -> None:
-        """Publish ``event`` once every handler of the incoming message has succeeded."""
-        _require_concrete(event)
+        """Publish ``event`` once every handler of the incoming message has succeeded (an abstract
+        contract, or an empty ordering key, raises :class:`~shared.contracts.ContractError` now)."""
+        _require_sendable(event)
         self._outgoing.append(OutgoingPublish(event))
 
     def send(self, destination: str, message: Event) -> None:
-        """Send ``message`` to the queue ``destination`` once every handler has succeeded."""
+        """Send ``message`` to the queue ``destination`` once every handler has succeeded (checked now as
+        :meth:`publish` checks)."""
         if not destination or destination != destination.strip():
             raise ValueError(f"send: destination must be a queue name, got {destination!r}")
-        _require_concrete(message)
+        _require_sendable(message)
         self._outgoing.append(OutgoingSend(destination, message))
 
     @property
@@ -86,8 +92,9 @@ class HandlerContext:
         return headers
 
 
-def _require_concrete(message: Event) -> None:
+def _require_sendable(message: Event) -> None:
     if type(message).is_abstract:
         raise ContractError(
             f"{type(message).__qualname__} is an abstract contract and cannot be published or sent"
         )
+    ordering_key(message)  # raises for an empty or too long key: the message could not be sent

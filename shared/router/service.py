@@ -3,8 +3,10 @@
 :func:`shared.router.decision.decide` is pure; this module feeds it a :class:`RoutingSnapshot` read through
 ``azure-mgmt-servicebus`` (cached for ``BUSBAR_ROUTER_SNAPSHOT_SECONDS``, counted from the start of the
 read; re-read before an event is declared unrouted, so a subscription created a moment ago is never
-missed), re-publishes bridged copies with ``azure-servicebus``, and records unrouted events: logged,
-counted, and archived as Parquet (:mod:`shared.archive`) with decision ``NoMatchingSubscription``.
+missed), re-publishes bridged copies with ``azure-servicebus`` (with the SessionId of
+:func:`~shared.router.session.bridge_session`: the one the event arrived with, else its contract's ordering
+key), and records unrouted events: logged, counted, and archived as Parquet (:mod:`shared.archive`) with
+decision ``NoMatchingSubscription``.
 
 **Migrations and a cached snapshot.** Whether an endpoint got an event through a fallback rule was decided
 by the broker when the event was enqueued; the router decides later, on a snapshot up to the interval old.
@@ -45,6 +47,7 @@ from azure.servicebus import ServiceBusClient, ServiceBusMessage
 from shared.app_settings import AppSetting
 from shared.archive.rows import archive_row
 from shared.archive.writer import ArchiveWriter
+from shared.contracts import ContractRegistry
 from shared.envelope import PartitionKeyPolicy
 from shared.envelope.sdk import to_message
 from shared.management import ManagementClient
@@ -60,6 +63,7 @@ from shared.router.decision import (
     SubscriptionRules,
     decide,
 )
+from shared.router.session import SessionSource, bridge_session
 from shared.topology.arm import correlation_properties
 from shared.topology.desired import RuleFilter
 from shared.topology.handover import HANDOVER_PROPERTY, SNAPSHOT_SECONDS, Handover, skew_allowance
@@ -286,6 +290,7 @@ class FallbackRouter:
         management: ManagementClient,
         client: ServiceBusClient,
         options: TopologyOptions,
+        contracts: ContractRegistry,
         fallback_topic: str,
         router_subscription: str,
         recorder: UnroutedRecorder,
@@ -293,6 +298,7 @@ class FallbackRouter:
     ) -> None:
         self.management = management
         self.client = client
+        self.contracts = contracts
         self.fallback_topic = fallback_topic
         self.router_subscription = router_subscription
         self.recorder = recorder
@@ -341,6 +347,8 @@ class FallbackRouter:
             # Declaring an event lost is a strong claim: check against the namespace as it is now.
             fresh = self._with_target(self._current(fresh=True), message)
             decision = decide(message, fresh, self._dedicated)
+        if decision.bridge_to is not None or decision.bridge_to_entities:
+            message = self._with_session(message, decision)
         if decision.bridge_to is not None:
             with self.client.get_topic_sender(decision.bridge_to) as sender:
                 sender.send_messages(bridged_copy(message, self.fallback_topic, decision.handover_stamps))
@@ -356,3 +364,22 @@ class FallbackRouter:
         if decision.unrouted:
             self.recorder.record(message, decision, self.fallback_topic, self.router_subscription)
         return decision
+
+    def _with_session(self, message: IncomingMessage, decision: RouterDecision) -> IncomingMessage:
+        """``message`` with the SessionId its bridged copies carry, logging where it comes from."""
+        session = bridge_session(message, self.contracts)
+        if session.problem:
+            log.warning(
+                "bridging %s (message %s) as it arrived, without a SessionId: %s",
+                decision.contract,
+                message.message_id,
+                session.problem,
+            )
+        elif session.source is SessionSource.ORDERING_KEY:
+            log.info(
+                "bridging %s (message %s) with SessionId %r, its ordering key (it arrived without one)",
+                decision.contract,
+                message.message_id,
+                session.session_id,
+            )
+        return replace(message, session_id=session.session_id)

@@ -436,6 +436,42 @@ def test_the_router_bridges_to_the_dedicated_topic_preserving_the_message(provis
     assert _archived(app, "Tenant.CustomerUpdated", {customer}) == []
 
 
+def test_the_router_gives_a_bridged_event_without_a_session_id_its_ordering_key(provisioned: App) -> None:
+    # A .NET publisher that sets no SessionId: the app's router reads the key with the app's contracts.
+    app = provisioned
+    dedicated = "Tenant.CustomerUpdated"
+    watcher = fresh("watch")
+    with management_for(app.settings) as management:
+        from azure.mgmt.servicebus.models import SBSubscription, SBTopic
+
+        group, namespace = management.scope
+        management.topics.create_or_update(group, namespace, dedicated, SBTopic())
+        management.subscriptions.create_or_update(group, namespace, dedicated, watcher, SBSubscription())
+    customer = fresh("unkeyed")
+    message = _legacy(
+        "Tenant.CustomerUpdated;Tenant.ICustomerLifecycleEvent",
+        {"customer_id": customer},
+        **{"Tenant.CustomerUpdated": True, "Tenant.ICustomerLifecycleEvent": True},
+    )
+    assert message.session_id is None
+    _send_to_fallback(app, message)
+
+    copies: list[Any] = []
+    with (
+        sdk_client_for(app.settings) as client,
+        client.get_subscription_receiver(dedicated, watcher, max_wait_time=WAIT) as receiver,
+    ):
+        # Only this test's event: another test's CustomerUpdated may be bridged to the topic meanwhile.
+        while not any(c.message_id == message.message_id for c in copies):
+            batch = receiver.receive_messages(max_message_count=10, max_wait_time=WAIT)
+            assert batch, "the bridged copy never arrived"
+            for copy in batch:
+                receiver.complete_message(copy)
+            copies.extend(batch)
+    [copy] = [c for c in copies if c.message_id == message.message_id]
+    assert copy.session_id == customer
+
+
 # ----------------------------------------------------------------------------------------------- provisioning
 
 

@@ -1,16 +1,28 @@
 """The HTTP API's contract under devhost: status codes and bodies for every error case, dry runs, the
-topology view, GET and DELETE of subscriptions."""
+topology view, GET and DELETE of subscriptions, and the ordering key a publish puts on the wire."""
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Mapping
 from typing import Any
 
 import httpx
 import pytest
+from azure.mgmt.servicebus.models import SBSubscription
+from azure.servicebus import ServiceBusReceivedMessage
 
 from devhost.testing import running_host
 from emulator.server import EmulatorThread
-from tests.functions.busbar_app import APP, HOST_JSON, create_queues_and_router
+from shared.topology.messages import MESSAGE_ID
+from tests.functions.busbar_app import (
+    APP,
+    HOST_JSON,
+    create_queues_and_router,
+    management_for,
+    sdk_client_for,
+)
+from tests.shared.redrive.redrive_support import text_properties
 
 
 def error_of(response: httpx.Response) -> dict[str, Any]:
@@ -205,3 +217,80 @@ def test_publishing_needs_only_the_service_bus_connection_not_the_management_set
 
     assert response.status_code == 202, response.text
     assert len(response.json()["sent"]) == 1
+
+
+# ---------------------------------------------------------------------------- ordering keys on the wire
+
+
+def watch_fallback_topic(settings: Mapping[str, str]) -> str:
+    """A fresh catch-all subscription on the fallback topic: a copy of every publish from now on."""
+    name = f"watch-{uuid.uuid4().hex[:10]}"
+    with management_for(settings) as management:
+        management.subscriptions.create_or_update(
+            *management.scope, settings["BUSBAR_FALLBACK_TOPIC"], name, SBSubscription()
+        )
+    return name
+
+
+def first_copies(
+    settings: Mapping[str, str], subscription: str, count: int
+) -> list[ServiceBusReceivedMessage]:
+    """The first ``count`` messages the subscription received, in the order it received them."""
+    received: list[ServiceBusReceivedMessage] = []
+    with (
+        sdk_client_for(settings) as client,
+        client.get_subscription_receiver(settings["BUSBAR_FALLBACK_TOPIC"], subscription) as receiver,
+    ):
+        while len(received) < count:
+            batch = receiver.receive_messages(max_message_count=count - len(received), max_wait_time=30)
+            assert batch, f"the subscription received {len(received)} of {count} messages"
+            for message in batch:
+                receiver.complete_message(message)
+            received.extend(batch)
+    return received
+
+
+@pytest.mark.parametrize(
+    ("event_type", "payload", "key"),
+    [
+        ("Tenant.CustomerUpdated", {"customer_id": "c-ordered", "name": "Ada"}, "c-ordered"),
+        # OrderAccepted declares no key itself: it inherits order_id from its interfaces.
+        ("Shipping.OrderAccepted", {"order_id": "o-ordered", "amount": 3}, "o-ordered"),
+    ],
+)
+def test_a_publish_carries_the_contracts_ordering_key_as_session_id_and_answers_it(
+    http: httpx.Client, settings: dict[str, str], event_type: str, payload: dict[str, Any], key: str
+) -> None:
+    watcher = watch_fallback_topic(settings)
+
+    response = http.post(f"/api/events/{event_type}", json=payload)
+
+    assert response.status_code == 202, response.text
+    body = response.json()
+    assert body["sessionId"] == key
+    assert body["topic"] == settings["BUSBAR_FALLBACK_TOPIC"]
+    [sent] = body["sent"]
+    [copy] = first_copies(settings, watcher, 1)
+    assert text_properties(copy)[MESSAGE_ID] == sent["messageId"]
+    assert copy.session_id == key
+
+
+@pytest.mark.parametrize("empty", ["", "   "])
+def test_publishing_with_an_empty_ordering_key_is_400_naming_the_field_and_sends_nothing(
+    http: httpx.Client, settings: dict[str, str], empty: str
+) -> None:
+    watcher = watch_fallback_topic(settings)
+
+    refused = http.post("/api/events/Tenant.CustomerUpdated", json={"customer_id": empty, "name": "Ada"})
+    accepted = http.post("/api/events/Tenant.CustomerUpdated", json={"customer_id": "c-after", "name": "Ada"})
+
+    assert refused.status_code == 400, refused.text
+    error = error_of(refused)
+    assert error["code"] == "ValidationFailed"
+    assert "ordering key field 'customer_id' is empty" in error["details"][0], error
+    assert accepted.status_code == 202, accepted.text
+    # The subscription's first message is the accepted publish: the refused one never reached the topic
+    # (no wait for an absence: the broker keeps a subscription's messages in the order they arrived).
+    [first] = first_copies(settings, watcher, 1)
+    assert text_properties(first)[MESSAGE_ID] == accepted.json()["sent"][0]["messageId"]
+    assert first.session_id == "c-after"

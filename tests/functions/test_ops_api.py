@@ -5,20 +5,25 @@ that changes nothing, and admin-key auth."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
 import httpx
 from azure.servicebus import ServiceBusClient, ServiceBusSubQueue
 
-from devhost.testing import HostHandle
+from devhost.testing import HostHandle, running_host
 from shared.archive.reader import read_archive
 from tests.functions import ops_scene
 from tests.functions.ops_scene import provision, scene
 from tests.shared.redrive.redrive_support import (
+    Provisioner,
+    dead_letter_queue_messages,
     drain_queue,
+    message,
     peek_queue,
     peek_subscription,
+    redrive_env,
     text_properties,
 )
 
@@ -185,3 +190,30 @@ def test_bad_selections_get_a_precise_400(scene: dict[str, Any]) -> None:
     assert empty.status_code == 400 and "groupId" in empty.json()["error"]["message"]
     assert unknown.status_code == 400
     assert bad_path.status_code == 400
+
+
+def test_a_console_retry_sends_a_dead_lettered_message_back_with_its_session_id(
+    emulator: Any, provision: Provisioner, tmp_path: Path
+) -> None:
+    # An ordered endpoint's queue: the retried copy must be back in its key's session, not refused by the
+    # queue for lacking one, nor in another session.
+    queue = provision.queue(requires_session=True)
+    cs = emulator.connection_string
+    failed = message(b'{"customer_id": "c-9"}', message_id="keyed-1", session_id="c-9")
+    dead_letter_queue_messages(cs, queue, [failed], TRANSIENT, session_id="c-9")
+    [dead] = peek_queue(cs, queue, ServiceBusSubQueue.DEAD_LETTER)
+    app = tmp_path / "app" / "function_app.py"
+    app.parent.mkdir()
+    app.write_text(ops_scene.APP)
+
+    settings = redrive_env(emulator, tmp_path / "archive", [queue])
+    with running_host(app, settings=settings) as host, admin(host) as client:
+        response = client.post(
+            "/api/ops/failures/retry", json={"entity": queue, "sequenceNumbers": [dead.sequence_number]}
+        )
+
+    assert response.status_code == 200, response.text
+    assert response.json()["summary"]["totals"]["redriven"] == 1
+    [back] = drain_queue(cs, queue, session_id="c-9")
+    assert (back.message_id, back.session_id) == ("keyed-1", "c-9")
+    assert peek_queue(cs, queue, ServiceBusSubQueue.DEAD_LETTER) == []

@@ -103,3 +103,55 @@ def test_messages_the_redrive_archived_are_replayed_with_their_properties_past_d
         assert (str(message), message.subject) == (f"body-{original}", "Order")
     assert sorted(originals) == sorted(sent)
     assert all(new_id not in sent for new_id in originals.values())
+
+
+def test_dead_lettered_messages_with_a_session_id_are_replayed_into_their_session_in_order(
+    spark: Any, emulator: EmulatorHandle, tmp_path: Path
+) -> None:
+    # An ordered endpoint's queue: each failed event goes back into its key's session, in the order the
+    # session had, through both hops (the re-drive's archive, then the replay).
+    queue = emulator.create_queue(f"ordered-replay-{uuid.uuid4().hex[:8]}", requires_session=True)
+    sessions = ("c-1", "c-2")
+    with ServiceBusClient.from_connection_string(emulator.connection_string) as client:
+        with client.get_queue_sender(queue) as sender:
+            sender.send_messages(
+                [
+                    ServiceBusMessage(f"{session}:{n}", message_id=f"{session}-{n}", session_id=session)
+                    for n in range(3)
+                    for session in sessions
+                ]
+            )
+        for session in sessions:
+            with client.get_queue_receiver(queue, session_id=session) as receiver:
+                for message in receive(receiver, 3, wait=2):
+                    receiver.dead_letter_message(
+                        message, reason="DeserializationFailed", error_description="bad json"
+                    )
+    env = {
+        "ServiceBusConnection": emulator.connection_string,
+        "BUSBAR_SUBSCRIPTION_ID": "sub",
+        "BUSBAR_RESOURCE_GROUP": "rg",
+        "BUSBAR_NAMESPACE": "sbemulatorns",
+        "BUSBAR_MANAGEMENT_ENDPOINT": f"http://127.0.0.1:{emulator.management_port}",
+        "BUSBAR_MANAGEMENT_TOKEN": emulator.emulator.management_token,
+        "BUSBAR_REDRIVE_ENTITIES": queue,
+        "BUSBAR_ARCHIVE_URL": str(tmp_path / "archive"),
+    }
+    assert run_redrive(env, run_id="redrive-keyed", receive_wait=0.5).totals()["archived"] == 6
+    params = parse_params(
+        [
+            *("--archive_path", str(tmp_path / "archive"), "--ledger_path", str(tmp_path / "ledger")),
+            *("--report_path", str(tmp_path / "report"), "--connection_string", emulator.connection_string),
+            *("--run_ids", "redrive-keyed", "--replay_run_id", "keyed"),
+            *management_args(emulator.emulator),
+        ],
+        env={},
+    )
+
+    assert run(params, spark).outcomes == {"sent": 6}
+    with ServiceBusClient.from_connection_string(emulator.connection_string) as client:
+        for session in sessions:
+            with client.get_queue_receiver(queue, session_id=session) as receiver:
+                replayed = drain(receiver, 3, wait=2)
+            assert [m.message_id for m in replayed] == [f"{session}-{n}" for n in range(3)]
+            assert [m.session_id for m in replayed] == [session] * 3

@@ -13,7 +13,7 @@ import pytest
 from azure.mgmt.servicebus.models import SBQueue, SBSubscription, SBSubscriptionProperties, SBTopic
 from azure.servicebus import ServiceBusClient, ServiceBusMessage
 
-from shared.contracts import ENCLOSED_MESSAGE_TYPES
+from shared.contracts import ENCLOSED_MESSAGE_TYPES, ContractRegistry
 from shared.management import ManagementClient
 from shared.messages import IncomingMessage
 from shared.router.decision import CorrelationRule, Retirement
@@ -338,6 +338,7 @@ def test_a_router_behind_a_deleted_fallback_subscription_still_learns_it_deliver
         management=management,
         client=sb_client,
         options=options,
+        contracts=ContractRegistry(),
         fallback_topic=fallback,
         router_subscription="busbar-router",
         recorder=ArchivingRecorder(None),
