@@ -6,7 +6,8 @@ Routes (prefix ``/api``): ``GET ops`` (the page), ``GET ops/entities``, ``GET op
 ``GET ops/failures/{entity}/{sequenceNumber}`` (a queue; a subscription's path URL-encoded as one
 segment also matches here in Azure, whose routing keeps ``%2F`` encoded),
 ``GET ops/failures/{topic}/Subscriptions/{subscription}/{sequenceNumber}`` (a subscription by its path),
-``POST ops/failures/retry``, ``POST ops/failures/archive``, ``GET ops/archive``.
+``POST ops/failures/retry``, ``POST ops/failures/archive``, ``GET ops/archive``, ``GET ops/held`` (the held
+keys of ordered endpoints).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import azure.functions as func
 from app import runtime
 from functions.convert import api_request, http_response
 from shared.api import ApiRequest, ApiResponse, guarded
+from shared.ops.held_keys_view import held_keys_view
 from shared.ops.service import OpsService
 
 PAGE = Path(__file__).with_name("console") / "index.html"
@@ -104,3 +106,15 @@ def ops_archive_messages(req: func.HttpRequest) -> func.HttpResponse:
 def ops_archive(req: func.HttpRequest) -> func.HttpResponse:
     """What the archive holds and the replay command lines."""
     return _serve(req, OpsService.archive)
+
+
+@bp.function_name("ops_held_keys")
+@bp.route(route="ops/held", methods=["GET"], auth_level=func.AuthLevel.ADMIN)
+def ops_held_keys(req: func.HttpRequest) -> func.HttpResponse:
+    """Every ordered endpoint's held keys: the blocker, how many are parked, since when."""
+    from app.services import CATALOG  # the catalog imports the app's handlers: only when asked
+
+    env = runtime.environment()
+    return http_response(
+        guarded(lambda: ApiResponse(200, held_keys_view(CATALOG, env, lambda: runtime.held_keys(env))))
+    )

@@ -249,12 +249,38 @@ def test_a_poison_payload_is_dead_lettered_after_one_delivery_with_the_precise_r
     )
     _send_to_fallback(provisioned, message)
 
-    for queue in ("BUSBAR_BILLING_QUEUE", "BUSBAR_CRM_QUEUE"):
-        [dead] = _dead_letters(provisioned, provisioned.settings[queue], str(message.message_id))
-        assert dead.dead_letter_reason == PAYLOAD_VALIDATION_FAILED
-        assert "order_id: Field required" in (dead.dead_letter_error_description or "")
-        # Dead-lettered on its first delivery: the SDK counts earlier (failed) deliveries, none here.
-        assert dead.delivery_count == 0
+    [dead] = _dead_letters(provisioned, provisioned.settings["BUSBAR_BILLING_QUEUE"], str(message.message_id))
+    assert dead.dead_letter_reason == PAYLOAD_VALIDATION_FAILED
+    assert "order_id: Field required" in (dead.dead_letter_error_description or "")
+    # Dead-lettered on its first delivery: the SDK counts earlier (failed) deliveries, none here.
+    assert dead.delivery_count == 0
+    # crm is ordered: its queue requires sessions and takes no message without a SessionId (no key could be
+    # read from this body), so the broker dead-letters crm's copy in the subscription that forwards it.
+    [refused] = _subscription_dead_letters(provisioned, "BUSBAR_CRM_QUEUE", str(message.message_id))
+    assert "SessionId" in (refused.dead_letter_error_description or "")
+
+
+def _subscription_dead_letters(app: App, queue_setting: str, message_id: str) -> list[Any]:
+    topic = app.settings["BUSBAR_FALLBACK_TOPIC"]
+    with management_for(app.settings) as management:
+        [subscription] = [
+            s.name
+            for s in management.subscriptions.list_by_topic(*management.scope, topic)
+            if (s.forward_to or "").lower() == app.settings[queue_setting].lower()
+        ]
+    found: list[Any] = []
+    with (
+        sdk_client_for(app.settings) as client,
+        client.get_subscription_receiver(
+            topic, subscription, sub_queue=ServiceBusSubQueue.DEAD_LETTER, max_wait_time=1
+        ) as receiver,
+    ):
+        deadline = time.monotonic() + WAIT
+        while not found and time.monotonic() < deadline:
+            found = [m for m in receiver.peek_messages(max_message_count=100) if m.message_id == message_id]
+            if not found:
+                time.sleep(0.1)
+    return found
 
 
 EXTENSION_ACTIONS = (
@@ -408,7 +434,7 @@ def test_the_router_bridges_to_the_dedicated_topic_preserving_the_message(provis
     customer = fresh("bridged")
     message = _legacy(
         "Tenant.CustomerUpdated;Tenant.ICustomerLifecycleEvent",
-        {"customer_id": customer},
+        {"customer_id": customer, "name": "Ada"},
         **{"Tenant.CustomerUpdated": True, "Tenant.ICustomerLifecycleEvent": True},
     )
     message.session_id = "session-7"
@@ -423,7 +449,7 @@ def test_the_router_bridges_to_the_dedicated_topic_preserving_the_message(provis
         receiver.complete_message(copy)
     assert copy.message_id == message.message_id
     assert copy.session_id == "session-7"
-    assert json.loads(b"".join(copy.body)) == {"customer_id": customer}
+    assert json.loads(b"".join(copy.body)) == {"customer_id": customer, "name": "Ada"}
     assert copy.content_type == "application/json"
     properties = copy.application_properties or {}
     assert properties[b"tenant"] == b"acme"

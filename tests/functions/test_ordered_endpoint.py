@@ -144,6 +144,12 @@ def test_a_dead_lettered_event_holds_its_customer_until_archived_then_the_held_o
     assert row is not None and row.status == "held" and row.parked == 2
     assert row.blocker_sequence_number == dead.sequence_number
     del blocker  # the 202's messageId is NServiceBus's header; the broker id is the dead letter's
+    console = app.admin.get("/api/ops/held")
+    assert console.status_code == 200, console.text
+    [crm] = console.json()["endpoints"]
+    [shown] = [k for k in crm["heldKeys"] if k["key"] == held]
+    assert (crm["endpoint"], shown["blockerMessageId"], shown["parked"]) == ("crm", dead.message_id, 2)
+    assert shown["blockerSequenceNumber"] == dead.sequence_number and shown["since"]
 
     archived = app.admin.post(
         "/api/ops/failures/archive",
