@@ -21,12 +21,13 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 from azure.servicebus import ServiceBusClient, ServiceBusMessage, ServiceBusSubQueue
 
+from devhost.lock_renewal import wait_before_renewing
 from devhost.testing import HostHandle, running_host
 from emulator.testing import EmulatorHandle
 from tests.devhost.conftest import APPS, Records, app_settings, send
@@ -186,3 +187,13 @@ def test_a_session_lock_is_renewed_for_the_renewal_duration_from_the_sessions_ac
     assert started[0] == (ids[0], 1) and completed[0] == ids[0]  # well within the first lock
     assert any(count == 2 for _, count in started), started  # the lock lapsed with a message in hand
     assert completed == ids  # each once, in the session's order
+
+
+@pytest.mark.parametrize(("remaining", "renew_after"), [(60.0, 50.0), (10.0, 5.0), (0.3, 0.0)])
+def test_a_message_lock_is_renewed_when_the_hosts_processor_renews_it(
+    remaining: float, renew_after: float
+) -> None:
+    # ReceiverManager.CalculateRenewDelay: renew with half of what remains left, at most 10 s
+    # (Constants.MaximumRenewBufferDuration) before the lock lapses; at once under 0.4 s.
+    locked_until = datetime.now(UTC) + timedelta(seconds=remaining)
+    assert wait_before_renewing(locked_until) == pytest.approx(renew_after, abs=0.5)
