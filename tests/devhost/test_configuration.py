@@ -35,6 +35,9 @@ def test_repository_host_json_is_read() -> None:
     assert config.route_prefix == "api"
     assert config.function_timeout == timedelta(minutes=10)
     assert config.service_bus.max_concurrent_calls == 16
+    assert config.service_bus.max_auto_lock_renewal_duration == timedelta(minutes=10)
+    assert config.service_bus.max_concurrent_sessions == 16
+    assert config.service_bus.session_idle_timeout == timedelta(seconds=2)
     assert config.default_log_level == "Information"
 
 
