@@ -20,6 +20,9 @@ _TIMESPAN = re.compile(
 )
 
 
+_INFINITE = timedelta(milliseconds=1)  # Timeout.InfiniteTimeSpan is -1 ms
+
+
 class HostConfigError(ValueError):
     """host.json is missing, malformed or holds a value the host would reject."""
 
@@ -86,22 +89,51 @@ def _span(raw: Mapping[str, Any], key: str, default: timedelta | None, prefix: s
     return parse_timespan(value, setting=prefix + key)
 
 
+def _lock_renewal(raw: Mapping[str, Any], default: timedelta | None, prefix: str) -> timedelta | None:
+    """``maxAutoLockRenewalDuration``: ``-00:00:00.0010000`` (infinite), zero (no renewal) or positive; the
+    processor options' setter refuses any other negative span."""
+    key = "maxAutoLockRenewalDuration"
+    span = _span(raw, key, default, prefix)
+    if span is None and key in raw:
+        magnitude = parse_timespan(raw[key].strip().lstrip("-"), setting=prefix + key)
+        if magnitude != _INFINITE:
+            raise HostConfigError(
+                f"host.json: {prefix}{key} = {raw[key]!r} is negative; use '-00:00:00.0010000' for no limit"
+            )
+    return span
+
+
+def _session_idle_timeout(raw: Mapping[str, Any], prefix: str) -> timedelta | None:
+    """``sessionIdleTimeout``: unset (the client's try timeout) or positive, as
+    ServiceBusSessionProcessorOptions requires (a zero span would release every session unread)."""
+    key = "sessionIdleTimeout"
+    span = _span(raw, key, None, prefix)
+    if key in raw and (span is None or span <= timedelta(0)):
+        raise HostConfigError(f"host.json: {prefix}{key} = {raw[key]!r} must be a positive TimeSpan")
+    return span
+
+
 def _service_bus(raw: Mapping[str, Any]) -> ServiceBusOptions:
     defaults = ServiceBusOptions()
     auto_complete = raw.get("autoCompleteMessages", True)
     if not isinstance(auto_complete, bool):
         raise HostConfigError("host.json: extensions.serviceBus.autoCompleteMessages must be true or false")
     prefix = "extensions.serviceBus."
+    if _int(raw, "maxConcurrentCallsPerSession", 1, minimum=1) != 1:
+        # The host would run that many invocations of one session at once, which also gives up the order
+        # within a session; devhost serves one at a time and says so rather than differ silently.
+        raise HostConfigError(
+            f"host.json: {prefix}maxConcurrentCallsPerSession other than 1 is not supported by devhost "
+            "(one message at a time per session, the host's default)"
+        )
     batch_wait = _span(raw, "maxBatchWaitTime", defaults.max_batch_wait_time, prefix)
     return ServiceBusOptions(
         max_concurrent_calls=_int(raw, "maxConcurrentCalls", defaults.max_concurrent_calls, minimum=1),
         prefetch_count=_int(raw, "prefetchCount", 0),
-        max_auto_lock_renewal_duration=_span(
-            raw, "maxAutoLockRenewalDuration", defaults.max_auto_lock_renewal_duration, prefix
-        ),
+        max_auto_lock_renewal_duration=_lock_renewal(raw, defaults.max_auto_lock_renewal_duration, prefix),
         auto_complete_messages=auto_complete,
         max_concurrent_sessions=_int(raw, "maxConcurrentSessions", 8, minimum=1),
-        session_idle_timeout=_span(raw, "sessionIdleTimeout", None, prefix),
+        session_idle_timeout=_session_idle_timeout(raw, prefix),
         max_message_batch_size=_int(raw, "maxMessageBatchSize", 1000, minimum=1),
         max_batch_wait_time=batch_wait if batch_wait is not None else defaults.max_batch_wait_time,
         min_message_batch_size=_int(raw, "minMessageBatchSize", 1, minimum=1),

@@ -47,10 +47,18 @@ class LockRenewal:
             self._task.cancel()
 
 
-def _wait_before_renewing(locked_until: datetime, period: float) -> float:
-    """Renew with a third of the lock period left (at least 1 s), as the SDK's renewer margin."""
+MAX_RENEW_BUFFER_SECONDS = 10.0  # Azure.Messaging.ServiceBus Constants.MaximumRenewBufferDuration
+RENEW_AT_ONCE_SECONDS = 0.4
+
+
+def wait_before_renewing(locked_until: datetime) -> float:
+    """Seconds until a lock held until ``locked_until`` is renewed, as the host's processor computes it
+    (ReceiverManager.CalculateRenewDelay): with half of what remains left, at most 10 s before it lapses;
+    at once when less than 0.4 s remains."""
     remaining = (locked_until - datetime.now(UTC)).total_seconds()
-    return max(0.1, remaining - max(1.0, period / 3))
+    if remaining < RENEW_AT_ONCE_SECONDS:
+        return 0.0
+    return remaining - min(remaining / 2, MAX_RENEW_BUFFER_SECONDS)
 
 
 def renew_while_invoked(
@@ -69,7 +77,6 @@ def renew_while_invoked(
     locked_until = message.locked_until_utc
     if locked_until is None:
         return None
-    period = max((locked_until - datetime.now(UTC)).total_seconds(), 1.0)
 
     async def renewing() -> None:
         until: datetime = locked_until
@@ -86,6 +93,6 @@ def renew_while_invoked(
                     "Functions.%s: cannot renew the lock of %s: %s", function_name, message.message_id, exc
                 )
                 return
-            await asyncio.sleep(_wait_before_renewing(until, period))
+            await asyncio.sleep(wait_before_renewing(until))
 
-    return LockRenewal(loop, _wait_before_renewing(locked_until, period), renewing)
+    return LockRenewal(loop, wait_before_renewing(locked_until), renewing)

@@ -2,7 +2,10 @@
 host's extension serves them: up to ``maxConcurrentSessions`` sessions at once, each accepted by a worker
 of its own; one message at a time per session, in order (batch functions: a batch at a time, with a
 minimum-batch cache of the session's own); a session released after ``sessionIdleTimeout`` without
-messages, or when the function calls ``release_session``; session locks renewed while held. Everything
+messages, or when the function calls ``release_session``. The session's lock (a session message has none
+of its own) is renewed from the session's acceptance for up to ``maxAutoLockRenewalDuration``, however many
+messages it hands over meanwhile, as the host's ServiceBusSessionProcessor does
+(``SessionReceiverManager.RenewSessionLock``): a session held longer than that loses its lock. Everything
 else -- invoking, settling, autoComplete and abandon on failure -- is the plain listener's.
 """
 

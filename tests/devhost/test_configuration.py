@@ -35,7 +35,25 @@ def test_repository_host_json_is_read() -> None:
     assert config.route_prefix == "api"
     assert config.function_timeout == timedelta(minutes=10)
     assert config.service_bus.max_concurrent_calls == 16
+    assert config.service_bus.max_auto_lock_renewal_duration == timedelta(minutes=10)
+    assert config.service_bus.max_concurrent_sessions == 16
+    assert config.service_bus.session_idle_timeout == timedelta(seconds=2)
     assert config.default_log_level == "Information"
+
+
+def test_session_options_are_read_with_the_extensions_names_and_timespan_format() -> None:
+    # ServiceBusOptions (extension 5.x): MaxConcurrentSessions (int), SessionIdleTimeout (TimeSpan?),
+    # bound from host.json's camelCase keys; an unset SessionIdleTimeout falls back to the try timeout.
+    options = load_host_config(
+        {
+            "version": "2.0",
+            "extensions": {"serviceBus": {"maxConcurrentSessions": 3, "sessionIdleTimeout": "00:01:30.5"}},
+        }
+    ).service_bus
+    assert options.max_concurrent_sessions == 3
+    assert options.session_idle_timeout == timedelta(minutes=1, seconds=30.5)
+    renewal_off = {"version": "2.0", "extensions": {"serviceBus": {"maxAutoLockRenewalDuration": "00:00:00"}}}
+    assert load_host_config(renewal_off).service_bus.max_auto_lock_renewal_duration == timedelta(0)
 
 
 def test_infinite_timespan_means_no_limit() -> None:
@@ -53,6 +71,25 @@ def test_infinite_timespan_means_no_limit() -> None:
         ({"version": "2.0", "functionTimeout": "ten minutes"}, "functionTimeout"),
         ({"version": "2.0", "extensions": {"serviceBus": {"maxConcurrentCalls": 0}}}, "maxConcurrentCalls"),
         ({"version": "2.0", "extensions": {"serviceBus": {"autoCompleteMessages": "yes"}}}, "autoComplete"),
+        # ServiceBusSessionProcessorOptions: MaxConcurrentSessions >= 1, SessionIdleTimeout positive.
+        (
+            {"version": "2.0", "extensions": {"serviceBus": {"maxConcurrentSessions": 0}}},
+            "maxConcurrentSessions",
+        ),
+        ({"version": "2.0", "extensions": {"serviceBus": {"sessionIdleTimeout": "00:00:00"}}}, "positive"),
+        (
+            {"version": "2.0", "extensions": {"serviceBus": {"sessionIdleTimeout": "-00:00:00.0010000"}}},
+            "positive",
+        ),
+        # Only Timeout.InfiniteTimeSpan may be negative (ServiceBusOptions.MaxAutoLockRenewalDuration).
+        (
+            {"version": "2.0", "extensions": {"serviceBus": {"maxAutoLockRenewalDuration": "-00:05:00"}}},
+            "negative",
+        ),
+        (
+            {"version": "2.0", "extensions": {"serviceBus": {"maxConcurrentCallsPerSession": 2}}},
+            "maxConcurrentCallsPerSession",
+        ),
     ],
 )
 def test_bad_host_json_is_refused_precisely(document: dict[str, object], fragment: str) -> None:
