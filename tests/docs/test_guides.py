@@ -60,6 +60,8 @@ WALKTHROUGHS: dict[str, tuple[str, ...]] = {
         # the router bridges to only after its next snapshot (BUSBAR_ROUTER_SNAPSHOT_SECONDS): an order the
         # operations guide published in that window would not reach billing.
         "docs/topology-guide.md",
+        # The guarantees: a held key of the ordered crm, released by the re-drive (its own customer).
+        "docs/guarantees.md",
     ),
     "deployment-local-trial": ("docs/deployment.md",),
 }
