@@ -127,8 +127,11 @@ module serviceBus 'modules/servicebus.bicep' = {
     provisioningLockQueueName: 'busbar-provisioning-locks'
     endpointQueueNames: [
       billingQueueName
-      crmQueueName
       shippingQueueName
+    ]
+    // crm is ordered (app/sample_endpoints.py): its queue requires sessions and has a hold queue.
+    orderedEndpointQueueNames: [
+      crmQueueName
     ]
     tags: tags
   }

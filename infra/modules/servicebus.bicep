@@ -43,6 +43,9 @@ param routerSubscriptionName string
 @description('Input queues of the endpoints the app hosts (BUSBAR_*_QUEUE settings).')
 param endpointQueueNames array
 
+@description('Input queues of the ordered endpoints the app hosts (sessions), each with its hold queue <queue>.held.')
+param orderedEndpointQueueNames array = []
+
 @description('Entity-path prefix (BUSBAR_HIERARCHY_NAMESPACE); empty: none.')
 param hierarchyNamespace string
 
@@ -94,6 +97,37 @@ resource endpointQueues 'Microsoft.ServiceBus/namespaces/queues@2024-01-01' = [
     parent: namespace
     name: '${armPrefix}${queueName}'
     properties: {
+      lockDuration: 'PT5M'
+      maxDeliveryCount: 10
+      maxSizeInMegabytes: 5120
+    }
+  }
+]
+
+// An ordered endpoint's queue requires sessions (immutable: decided at creation), and its hold queue keeps a
+// held key's later messages in order (sessions) without doubling them (duplicate detection), see
+// shared/topology/queues.py.
+resource orderedEndpointQueues 'Microsoft.ServiceBus/namespaces/queues@2024-01-01' = [
+  for queueName in orderedEndpointQueueNames: {
+    parent: namespace
+    name: '${armPrefix}${queueName}'
+    properties: {
+      requiresSession: true
+      lockDuration: 'PT5M'
+      maxDeliveryCount: 10
+      maxSizeInMegabytes: 5120
+    }
+  }
+]
+
+resource holdQueues 'Microsoft.ServiceBus/namespaces/queues@2024-01-01' = [
+  for queueName in orderedEndpointQueueNames: {
+    parent: namespace
+    name: '${armPrefix}${queueName}.held'
+    properties: {
+      requiresSession: true
+      requiresDuplicateDetection: true
+      duplicateDetectionHistoryTimeWindow: 'PT10M'
       lockDuration: 'PT5M'
       maxDeliveryCount: 10
       maxSizeInMegabytes: 5120
