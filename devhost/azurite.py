@@ -14,8 +14,9 @@ then stops Azurite with SIGTERM) and of a ``kill -9`` of make run's group, and t
 when devhost dies (``PR_SET_PDEATHSIG``), however devhost died: it saves its data and exits, and the next
 ``make run`` finds its ports free and its data whole. Elsewhere it stays in devhost's process group.
 
-A port still taken is refused before Azurite starts, naming the port, its Makefile variable and, when the
-taker is an Azurite an earlier run left on the same data (its pid is recorded there), that process.
+Before Azurite starts, an Azurite still running on the same data (its pid is recorded there) is waited for
+a few seconds, then refused by pid, and a port something already listens on is refused, naming the port and
+its Makefile variable.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ import signal
 import socket
 import subprocess
 import sys
-import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,7 +42,9 @@ SERVICES = ("blob", "queue", "table")
 # What Azurite prints once a service listens (dist/src/azurite.js): the address it actually bound.
 _LISTENING = re.compile(r"Azurite (Blob|Queue|Table) service is successfully listening at http://[^:]+:(\d+)")
 PID_FILE = "azurite.pid"
+LOG_FILE = "azurite.log"
 LINUX = sys.platform == "linux"
+STALE_EXIT_SECONDS = 10.0
 
 
 class AzuriteError(RuntimeError):
@@ -65,6 +68,8 @@ MAKE_VARIABLES = {"blob": "AZURITE_BLOB_PORT", "queue": "AZURITE_QUEUE_PORT", "t
 
 def _port_taken(host: str, port: int) -> bool:
     with socket.socket() as probe:
+        # As Node binds (SO_REUSEADDR): connections of a stopped Azurite left in TIME_WAIT do not count.
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             probe.bind((host, port))
         except OSError:
@@ -83,19 +88,31 @@ def _stale_azurite(location: Path) -> int | None:
     return pid if any("azurite" in part for part in text) and str(location) in text else None
 
 
-def check_ports_free(host: str, ports: AzuritePorts, location: Path) -> None:
-    """Refuse, before starting, ports something else already listens on (0 is always free)."""
+def _exited_within(pid: int, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while Path(f"/proc/{pid}").exists():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def check_free(host: str, ports: AzuritePorts, location: Path) -> None:
+    """Refuse, before starting, data another Azurite still serves and ports something already listens on
+    (0 is always free). An Azurite an earlier devhost started on the same data gets a few seconds to exit:
+    devhost killed, it was sent SIGTERM and may still be saving its files, which a second Azurite on the
+    same data would read half-saved and later overwrite."""
+    stale = _stale_azurite(location)
+    if stale is not None and not _exited_within(stale, STALE_EXIT_SECONDS):
+        raise AzuriteError(
+            f"the Azurite pid {stale} an earlier run started on {location} still runs (two on one data "
+            f"overwrite each other's files): stop it (kill {stale}) and start again"
+        )
     for service, port in ports.named().items():
         if port and _port_taken(host, port):
-            stale = _stale_azurite(location)
-            who = (
-                f"the Azurite pid {stale} an earlier run left on {location} still holds it: stop it "
-                f"(kill {stale}) and start again"
-                if stale is not None
-                else "stop whatever listens there (an Azurite of your own? `ss -ltnp` names it)"
-            )
             raise AzuriteError(
-                f"Azurite's {service} port {port} on {host} is already in use: {who}, or pick another port "
+                f"Azurite's {service} port {port} on {host} is already in use: stop whatever listens there "
+                "(an Azurite of your own? `ss -ltnp` names it), or pick another port "
                 f"(--azurite-{service}-port, make run {MAKE_VARIABLES[service]}=<port>; 0: the OS picks one)"
             )
 
@@ -111,7 +128,7 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child between 
 class AzuriteProcess:
     """A running Azurite; :meth:`start` returns once its three services listen."""
 
-    def __init__(self, process: subprocess.Popen[str], location: Path, host: str, ports: AzuritePorts):
+    def __init__(self, process: subprocess.Popen[bytes], location: Path, host: str, ports: AzuritePorts):
         self.process = process
         self.location = location
         self.host = host
@@ -141,56 +158,49 @@ class AzuriteProcess:
         if shutil.which("node") is None:
             raise AzuriteError("Node.js is not on PATH; Azurite (an npm package) needs Node.js 20 or newer")
         location.mkdir(parents=True, exist_ok=True)
-        check_ports_free(host, ports, location)
+        check_free(host, ports, location)
         arguments = [str(AZURITE), "--location", str(location), "--silent", "--disableTelemetry"]
         for service, port in ports.named().items():
             arguments += [f"--{service}Host", host, f"--{service}Port", str(port)]
-        process = subprocess.Popen(
-            arguments,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            start_new_session=LINUX,
-            preexec_fn=_die_with_parent if LINUX else None,
-        )
+        # Its output goes to a file, not a pipe: a pipe dies with devhost, and Azurite, SIGTERMed then,
+        # would fail writing "closing..." into it and exit before saving its data.
+        log_path = location / LOG_FILE
+        with log_path.open("w", encoding="utf-8") as log:
+            process = subprocess.Popen(
+                arguments,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=LINUX,
+                preexec_fn=_die_with_parent if LINUX else None,
+            )
         listening: dict[str, int] = {}
-        output: list[str] = []
-        ready = threading.Event()
-
-        def read() -> None:
-            assert process.stdout is not None
-            for line in process.stdout:
-                output.append(line.rstrip())
-                match = _LISTENING.search(line)
-                if match:
-                    listening[match.group(1).lower()] = int(match.group(2))
-                    if len(listening) == len(SERVICES):
-                        ready.set()
-                elif ready.is_set():  # what Azurite says while it runs: closing, or an error
-                    level = logging.WARNING if "error" in line.lower() else logging.INFO
-                    logger.log(level, "%s", line.rstrip())
-            ready.set()  # it exited
-            process.stdout.close()
-
-        threading.Thread(target=read, name="azurite-output", daemon=True).start()
-        ready.wait(timeout)
+        deadline = time.monotonic() + timeout
+        while len(listening) < len(SERVICES) and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+            listening = {
+                service.lower(): int(port)
+                for service, port in _LISTENING.findall(log_path.read_text("utf-8"))
+            }
         if len(listening) < len(SERVICES):
             exited = process.poll()
             _terminate(process)
-            said = "\n    ".join(output[-10:]) or "(nothing)"
+            said = "\n    ".join(log_path.read_text("utf-8").splitlines()[-10:]) or "(nothing)"
             why = (
                 f"exited with code {exited}" if exited is not None else f"did not listen within {timeout:g} s"
             )
-            raise AzuriteError(f"Azurite {why}; it said:\n    {said}")
+            raise AzuriteError(f"Azurite {why}; it said ({log_path}):\n    {said}")
         started = cls(process, location, host, AzuritePorts(**listening))
         (location / PID_FILE).write_text(json.dumps({"pid": process.pid}), encoding="utf-8")
-        logger.info("Azurite listening: %s (data in %s)", started.endpoints(), location)
+        logger.info(
+            "Azurite listening: %s (data in %s, its log in %s)", started.endpoints(), location, log_path
+        )
         return started
 
     def stop(self) -> None:
         """SIGTERM (Azurite saves its data and closes), then kill if it has not exited within 10 s."""
         _terminate(self.process)
+        logger.info("Azurite stopped (exit code %s)", self.process.returncode)
         pid_file = self.location / PID_FILE
         try:
             if json.loads(pid_file.read_text(encoding="utf-8")).get("pid") == self.process.pid:
@@ -199,7 +209,7 @@ class AzuriteProcess:
             pass
 
 
-def _terminate(process: subprocess.Popen[str]) -> None:
+def _terminate(process: subprocess.Popen[bytes]) -> None:
     if process.poll() is None:
         process.terminate()
         try:
