@@ -3,10 +3,10 @@
 The rule (devhost/storage_settings.py): a non-empty ``AzureWebJobsStorage`` wins over the identity-based
 ``AzureWebJobsStorage__*`` settings, as the Functions host resolves a connection ("If the configured value is
 both an exact match for a single setting and a prefix match for other settings, the exact match is used",
-MicrosoftDocs/azure-docs includes/functions-storage-blob-connections.md, the Connections section of the
-storage bindings); the environment wins over
-local.settings.json, as ``func start`` gives it. A value meant for the local development storage is Azurite's
-to replace; any other account, or an identity-based connection, is the app's own and Azurite is not started.
+MicrosoftDocs/azure-docs includes/functions-storage-blob-connections.md, the storage bindings' Connections);
+the environment wins over local.settings.json, as ``func start`` gives it. A value meant for the local
+development storage is Azurite's to replace; any other account, or an identity-based connection, is the
+app's own and Azurite is not started.
 """
 
 from __future__ import annotations
