@@ -14,6 +14,7 @@ from app.bootstrap import provision_router
 from emulator.server import EmulatorThread
 from shared.api.provisioning.service import entity_defaults
 from shared.management import EMULATOR_NAMESPACE, ManagementClient, ManagementSettings
+from tests.azurite import table_connection_string
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = ROOT / "function_app.py"
@@ -21,12 +22,14 @@ HOST_JSON = ROOT / "host.json"
 
 
 def app_settings(thread: EmulatorThread, **overrides: str) -> dict[str, str]:
-    """Everything the app reads, pointed at ``thread``'s emulator, with fresh entity names."""
+    """Everything the app reads, pointed at ``thread``'s emulator and this test process's Azurite (its
+    storage account, ``AzureWebJobsStorage``, as make run gives it), with fresh entity names."""
     emulator = thread.emulator
     assert emulator is not None
     suffix = uuid.uuid4().hex[:8]
     settings = {
         "ServiceBusConnection": emulator.connection_string,
+        "AzureWebJobsStorage": table_connection_string(),
         "BUSBAR_SUBSCRIPTION_ID": "00000000-0000-0000-0000-000000000000",
         "BUSBAR_RESOURCE_GROUP": "busbar-tests",
         "BUSBAR_NAMESPACE": EMULATOR_NAMESPACE,
