@@ -22,7 +22,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from devhost.azurite import AzuriteError, AzuritePorts, AzuriteProcess
+from devhost.azurite import AzuriteError, AzuritePorts
+from devhost.azurite_service import AzuriteService
 from devhost.endpoints_record import remove_record, write_record
 from devhost.host import FunctionsHost, HostOptions, StartupHook
 from devhost.host_config import HostConfig, HostConfigError, load_host_config
@@ -300,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
     except (LocalSettingsError, HostConfigError, ValueError, ImportError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    azurite: AzuriteProcess | None = None
+    azurite: AzuriteService | None = None
     storage_elsewhere = storage_configured_elsewhere(local.values, os.environ)
     if args.with_azurite and storage_elsewhere is None:
         try:
@@ -316,13 +317,13 @@ def main(argv: list[str] | None = None) -> int:
             azurite.stop()
 
 
-def start_azurite(args: argparse.Namespace) -> AzuriteProcess:
+def start_azurite(args: argparse.Namespace) -> AzuriteService:
     """Azurite with its data under ``--azurite-data-dir`` on the ``--azurite-*-port`` ports."""
     ports = AzuritePorts(args.azurite_blob_port, args.azurite_queue_port, args.azurite_table_port)
-    return AzuriteProcess.start(args.azurite_data_dir, ports)
+    return AzuriteService.start(args.azurite_data_dir, ports)
 
 
-def storage_banner(azurite: AzuriteProcess | None, elsewhere: str | None) -> list[str]:
+def storage_banner(azurite: AzuriteService | None, elsewhere: str | None) -> list[str]:
     """The banner's lines for the app's storage account."""
     if azurite is not None:
         urls = ", ".join(f"{service} {url}" for service, url in azurite.endpoints().items())
@@ -338,7 +339,7 @@ def run(
     local: LocalSettings,
     host_config: HostConfig,
     hook: StartupHook | None,
-    azurite: AzuriteProcess | None,
+    azurite: AzuriteService | None,
     storage_elsewhere: str | None,
 ) -> int:
     """Everything after Azurite: the emulator, then the host until it stops."""

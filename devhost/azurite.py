@@ -1,18 +1,20 @@
-"""Azurite, Microsoft's Azure Storage emulator, as a child process of devhost: the storage account
-``AzureWebJobsStorage`` names locally, as Core Tools users run Azurite beside ``func start``.
+"""Azurite, Microsoft's Azure Storage emulator, started as a child process of devhost (its supervision:
+``devhost.azurite_service``): the storage account ``AzureWebJobsStorage`` names locally, as Core Tools users
+run Azurite beside ``func start``.
 
 ``python -m devhost --with-azurite`` (``make run``) starts ``tools/azurite/node_modules/.bin/azurite`` (the
 npm package ``make`` installs) with its blob, queue and table services on 127.0.0.1 and its data under
 ``--azurite-data-dir`` (``make run``: ``.data/azurite``, kept across restarts), waits until all three
-listen, reads back the ports they listen on (0 asks the OS for one, as for every other port of make run)
-and stops it with devhost.
+listen and reads back the ports they listen on (0 asks the OS for one, as for every other port of make run).
 
 Azurite keeps its data in LokiJS files that it saves every 5 s and when it stops (SIGTERM): killed with
 SIGKILL, it loses what was written in its last 5 s. So on Linux it runs in a process group of its own, out of
 reach of a terminal's Ctrl-C (devhost drains in-flight invocations first, which may still write to storage,
 then stops Azurite with SIGTERM) and of a ``kill -9`` of make run's group, and the kernel sends it SIGTERM
 when devhost dies (``PR_SET_PDEATHSIG``), however devhost died: it saves its data and exits, and the next
-``make run`` finds its ports free and its data whole. Elsewhere it stays in devhost's process group.
+``make run`` finds its ports free and its data whole. (The kernel sends that signal once per devhost thread
+that dies; ``azurite_signals.cjs``, preloaded into Azurite, keeps the later ones from cutting its save
+short.) Elsewhere it stays in devhost's process group.
 
 Before Azurite starts, an Azurite still running on the same data (its pid is recorded there) is waited for
 a few seconds, then refused by pid, and a port something already listens on is refused, naming the port and
@@ -22,7 +24,7 @@ its Makefile variable.
 from __future__ import annotations
 
 import json
-import logging
+import os
 import re
 import shutil
 import signal
@@ -33,14 +35,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from devhost.storage_settings import development_connection_string
-
-logger = logging.getLogger("devhost.Azurite")
-
 AZURITE = Path(__file__).resolve().parents[1] / "tools" / "azurite" / "node_modules" / ".bin" / "azurite"
 SERVICES = ("blob", "queue", "table")
 # What Azurite prints once a service listens (dist/src/azurite.js): the address it actually bound.
 _LISTENING = re.compile(r"Azurite (Blob|Queue|Table) service is successfully listening at http://[^:]+:(\d+)")
+SIGNALS_PRELOAD = Path(__file__).with_name("azurite_signals.cjs")
 PID_FILE = "azurite.pid"
 LOG_FILE = "azurite.log"
 LINUX = sys.platform == "linux"
@@ -125,91 +124,69 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child between 
     ctypes.CDLL(None).prctl(pr_set_pdeathsig, signal.SIGTERM)
 
 
-class AzuriteProcess:
-    """A running Azurite; :meth:`start` returns once its three services listen."""
-
-    def __init__(self, process: subprocess.Popen[bytes], location: Path, host: str, ports: AzuritePorts):
-        self.process = process
-        self.location = location
-        self.host = host
-        self.ports = ports
-
-    @property
-    def connection_string(self) -> str:
-        """``AzureWebJobsStorage`` for the development account on the ports Azurite listens on."""
-        return development_connection_string(self.host, self.ports.blob, self.ports.queue, self.ports.table)
-
-    def endpoints(self) -> dict[str, str]:
-        """Each service's URL (the development account's path included), for the endpoints record."""
-        return {
-            service: f"http://{self.host}:{port}/devstoreaccount1"
-            for service, port in self.ports.named().items()
-        }
-
-    @classmethod
-    def start(
-        cls, location: Path, ports: AzuritePorts, host: str = "127.0.0.1", timeout: float = 60.0
-    ) -> AzuriteProcess:
-        """Start Azurite with its data under ``location``; raises :class:`AzuriteError` with the reason."""
-        if not AZURITE.exists():
-            raise AzuriteError(
-                f"{AZURITE} is missing: install it with `make {AZURITE.parents[1]}/.installed`"
-            )
-        if shutil.which("node") is None:
-            raise AzuriteError("Node.js is not on PATH; Azurite (an npm package) needs Node.js 20 or newer")
-        location.mkdir(parents=True, exist_ok=True)
-        check_free(host, ports, location)
-        arguments = [str(AZURITE), "--location", str(location), "--silent", "--disableTelemetry"]
-        for service, port in ports.named().items():
-            arguments += [f"--{service}Host", host, f"--{service}Port", str(port)]
-        # Its output goes to a file, not a pipe: a pipe dies with devhost, and Azurite, SIGTERMed then,
-        # would fail writing "closing..." into it and exit before saving its data.
-        log_path = location / LOG_FILE
-        with log_path.open("w", encoding="utf-8") as log:
-            process = subprocess.Popen(
-                arguments,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=LINUX,
-                preexec_fn=_die_with_parent if LINUX else None,
-            )
-        listening: dict[str, int] = {}
-        deadline = time.monotonic() + timeout
-        while len(listening) < len(SERVICES) and process.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.05)
-            listening = {
-                service.lower(): int(port)
-                for service, port in _LISTENING.findall(log_path.read_text("utf-8"))
-            }
-        if len(listening) < len(SERVICES):
-            exited = process.poll()
-            _terminate(process)
-            said = "\n    ".join(log_path.read_text("utf-8").splitlines()[-10:]) or "(nothing)"
-            why = (
-                f"exited with code {exited}" if exited is not None else f"did not listen within {timeout:g} s"
-            )
-            raise AzuriteError(f"Azurite {why}; it said ({log_path}):\n    {said}")
-        started = cls(process, location, host, AzuritePorts(**listening))
-        (location / PID_FILE).write_text(json.dumps({"pid": process.pid}), encoding="utf-8")
-        logger.info(
-            "Azurite listening: %s (data in %s, its log in %s)", started.endpoints(), location, log_path
+def launch(
+    location: Path, ports: AzuritePorts, host: str = "127.0.0.1", timeout: float = 60.0
+) -> tuple[subprocess.Popen[bytes], AzuritePorts]:
+    """Start Azurite with its data under ``location``; once its three services listen, the process and the
+    ports they listen on. Raises :class:`AzuriteError` with the reason."""
+    if not AZURITE.exists():
+        raise AzuriteError(f"{AZURITE} is missing: install it with `make {AZURITE.parents[1]}/.installed`")
+    if shutil.which("node") is None:
+        raise AzuriteError("Node.js is not on PATH; Azurite (an npm package) needs Node.js 20 or newer")
+    location.mkdir(parents=True, exist_ok=True)
+    check_free(host, ports, location)
+    arguments = [str(AZURITE), "--location", str(location), "--silent", "--disableTelemetry"]
+    for service, port in ports.named().items():
+        arguments += [f"--{service}Host", host, f"--{service}Port", str(port)]
+    # Its output goes to a file, not a pipe: a pipe dies with devhost, and Azurite, SIGTERMed then, would
+    # fail writing "closing..." into it and exit before saving its data. Appended: read from here on.
+    log_path = location / LOG_FILE
+    # Every SIGTERM after the first is made harmless (see azurite_signals.cjs), so Azurite always saves.
+    preload = f'--require "{SIGNALS_PRELOAD}"'
+    environment = {**os.environ, "NODE_OPTIONS": f"{os.environ.get('NODE_OPTIONS', '')} {preload}".strip()}
+    with log_path.open("ab") as log:
+        offset = log.tell()
+        process = subprocess.Popen(
+            arguments,
+            env=environment,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=LINUX,
+            preexec_fn=_die_with_parent if LINUX else None,
         )
-        return started
 
-    def stop(self) -> None:
-        """SIGTERM (Azurite saves its data and closes), then kill if it has not exited within 10 s."""
-        _terminate(self.process)
-        logger.info("Azurite stopped (exit code %s)", self.process.returncode)
-        pid_file = self.location / PID_FILE
-        try:
-            if json.loads(pid_file.read_text(encoding="utf-8")).get("pid") == self.process.pid:
-                pid_file.unlink()
-        except (OSError, ValueError):
-            pass
+    def said() -> str:
+        with log_path.open("rb") as log:
+            log.seek(offset)
+            return log.read().decode("utf-8", errors="replace")
+
+    listening: dict[str, int] = {}
+    deadline = time.monotonic() + timeout
+    while len(listening) < len(SERVICES) and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+        listening = {service.lower(): int(port) for service, port in _LISTENING.findall(said())}
+    if len(listening) < len(SERVICES):
+        exited = process.poll()
+        terminate(process)
+        last = "\n    ".join(said().splitlines()[-10:]) or "(nothing)"
+        why = f"exited with code {exited}" if exited is not None else f"did not listen within {timeout:g} s"
+        raise AzuriteError(f"Azurite {why}; it said ({log_path}):\n    {last}")
+    (location / PID_FILE).write_text(json.dumps({"pid": process.pid}), encoding="utf-8")
+    return process, AzuritePorts(**listening)
 
 
-def _terminate(process: subprocess.Popen[bytes]) -> None:
+def forget_pid(location: Path, process: subprocess.Popen[bytes]) -> None:
+    """Remove the pid file if it names ``process``."""
+    pid_file = location / PID_FILE
+    try:
+        if json.loads(pid_file.read_text(encoding="utf-8")).get("pid") == process.pid:
+            pid_file.unlink()
+    except (OSError, ValueError):
+        pass
+
+
+def terminate(process: subprocess.Popen[bytes]) -> None:
     if process.poll() is None:
         process.terminate()
         try:

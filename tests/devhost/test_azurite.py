@@ -11,6 +11,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -18,7 +19,8 @@ import httpx
 import pytest
 from azure.data.tables import TableServiceClient
 
-from devhost.azurite import AzuritePorts, AzuriteProcess
+from devhost.azurite import AzuritePorts
+from devhost.azurite_service import AzuriteService
 from tests.devhost.conftest import APPS
 from tests.devhost.test_make_run import REPO, OutputReader
 
@@ -165,6 +167,35 @@ def test_after_a_kill_9_of_the_process_group_devhost_starts_again_on_the_same_po
         second.kill_group()
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
+@pytest.mark.timeout(300)
+def test_an_azurite_killed_while_the_app_runs_is_started_again_on_its_ports_and_the_app_reaches_it_again(
+    tmp_path: Path,
+) -> None:
+    table = f"t{uuid.uuid4().hex[:12]}"
+    run = Devhost(tmp_path, table)
+    pid_file = tmp_path / "data" / "azurite" / "azurite.pid"
+    try:
+        url, storage = run.ready()
+        killed = json.loads(pid_file.read_text())["pid"]
+        os.kill(killed, signal.SIGKILL)
+        with httpx.Client(base_url=url, timeout=30) as client:
+            # Storage calls fail while Azurite is away (the function raises: 500), then succeed again.
+            deadline = time.monotonic() + 60
+            while client.put("/api/rows/after", content=b"after the restart").status_code != 204:
+                assert time.monotonic() < deadline, "\n".join(run.reader.lines)
+                time.sleep(0.2)
+            assert client.get("/api/rows/after").json() == {"value": "after the restart"}
+        assert json.loads(pid_file.read_text())["pid"] != killed
+        assert read_row(storage, table, "rows", "after") == "after the restart"  # the same ports
+        output = run.interrupt()
+    finally:
+        run.kill_group()
+    assert "Azurite exited (code -9) while the app runs: starting it again" in output
+    assert "Azurite started again" in output and "Azurite stopped (exit code 0)" in output
+
+
 @pytest.mark.subprocess
 @pytest.mark.timeout(120)
 def test_a_taken_azurite_port_refuses_start_up_naming_the_port_and_its_make_variable(tmp_path: Path) -> None:
@@ -191,7 +222,7 @@ def test_an_azurite_still_running_on_the_same_data_is_refused_by_pid_whatever_th
     tmp_path: Path,
 ) -> None:
     location = tmp_path / "data" / "azurite"
-    other = AzuriteProcess.start(location, AzuritePorts(0, 0, 0))
+    other = AzuriteService.start(location, AzuritePorts(0, 0, 0))
     try:
         run = Devhost(tmp_path, "unused")  # OS-picked ports: only the data is shared
         try:
