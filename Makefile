@@ -1,5 +1,5 @@
 # Busbar developer entry points. GNU make; recipes are POSIX sh.
-#   make run    start the Service Bus emulator (data under .data/) and devhost with function_app.py
+#   make run    start the Service Bus emulator and Azurite (data under .data/) and devhost with function_app.py
 #   make test   bootstrap .venv, lint, type-check and run every test
 #   make redrive-plan / replay-dry-run ARCHIVE=...   the runbooks' command lines against the running app
 #   make host-key / master-key   print the running app's keys (KEY=$$(make host-key))
@@ -34,6 +34,10 @@ MANAGEMENT_TLS_PORT ?= 5301
 # SERVICEBUS_FULLY_QUALIFIED_NAMESPACE=localhost:$(AMQPS_PORT) (the SDK's AMQP client always uses 5671 there).
 AMQPS_PORT ?= 5671
 HTTP_PORT ?= 7071
+# Azurite (the Azure Storage emulator, the app's AzureWebJobsStorage under make run): its three services.
+AZURITE_BLOB_PORT ?= 10000
+AZURITE_QUEUE_PORT ?= 10001
+AZURITE_TABLE_PORT ?= 10002
 DATA_DIR ?= .data
 # The settings file `make run` reads (created from local.settings.sample.json when missing).
 SETTINGS ?= local.settings.json
@@ -63,7 +67,7 @@ PY_HINT := install Python 3.13 (e.g. 'pyenv install 3.13' or 'apt-get install py
 VENV_HINT := remove the old virtualenv with 'make distclean' and re-run with Python 3.13 available.
 REPLAY_PY_HINT := install Python 3.12 (e.g. 'pyenv install 3.12' or 'apt-get install python3.12 python3.12-venv'), then re-run, or point at one with 'make REPLAY_PYTHON=/path/to/python3.12 <target>'.
 
-# Java 17+ (Spark replay tests) and Node.js 18+ (Azurite, the Azure Storage emulator the archive tests use).
+# Java 17+ (Spark replay tests) and Node.js 18+ (Azurite, the Azure Storage emulator of make run and the tests).
 define require_java17
 ver=$$(java -version 2>&1 | sed -n 's/.*version "\([0-9][0-9]*\).*/\1/p' | head -1); \
 if [ -z "$$ver" ]; then \
@@ -78,7 +82,7 @@ endef
 define require_node18
 ver=$$(node --version 2>/dev/null | sed -n 's/^v\([0-9][0-9]*\).*/\1/p'); \
 if [ -z "$$ver" ] || ! command -v npm >/dev/null 2>&1; then \
-  echo "error: Node.js/npm not found. The archive tests run Azurite (npm package) as a local Azure Storage endpoint." >&2; \
+  echo "error: Node.js/npm not found. make run and the tests run Azurite (npm package) as the local Azure Storage." >&2; \
   echo "  fix: install Node.js 18 or newer with npm (e.g. 'apt-get install nodejs npm')." >&2; exit 1; \
 elif [ "$$ver" -lt 18 ]; then \
   echo "error: Node.js $$ver found, but Azurite needs Node.js 18 or newer." >&2; exit 1; \
@@ -123,7 +127,7 @@ REPLAY_PYTEST := $(REPLAY_VENV)/bin/python -m pytest $(REPLAY_TESTS)
 help: ## List the targets
 	@echo "Busbar targets:"
 	@awk 'BEGIN { FS = ":.*## " } /^[a-zA-Z_-]+:.*## / { printf "  %-15s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
-	@echo "Variables: PYTHON=$(PYTHON) AMQP_PORT=$(AMQP_PORT) MANAGEMENT_PORT=$(MANAGEMENT_PORT) MANAGEMENT_TLS_PORT=$(MANAGEMENT_TLS_PORT) AMQPS_PORT=$(AMQPS_PORT) HTTP_PORT=$(HTTP_PORT) DATA_DIR=$(DATA_DIR) SETTINGS=$(SETTINGS) HIERARCHY_NAMESPACE=$(HIERARCHY_NAMESPACE) ARCHIVE=$(ARCHIVE) REPLAY_ARGS=... PYTEST_ARGS=..."
+	@echo "Variables: PYTHON=$(PYTHON) AMQP_PORT=$(AMQP_PORT) MANAGEMENT_PORT=$(MANAGEMENT_PORT) MANAGEMENT_TLS_PORT=$(MANAGEMENT_TLS_PORT) AMQPS_PORT=$(AMQPS_PORT) HTTP_PORT=$(HTTP_PORT) AZURITE_BLOB_PORT=$(AZURITE_BLOB_PORT) AZURITE_QUEUE_PORT=$(AZURITE_QUEUE_PORT) AZURITE_TABLE_PORT=$(AZURITE_TABLE_PORT) DATA_DIR=$(DATA_DIR) SETTINGS=$(SETTINGS) HIERARCHY_NAMESPACE=$(HIERARCHY_NAMESPACE) ARCHIVE=$(ARCHIVE) REPLAY_ARGS=... PYTEST_ARGS=..."
 
 check-python: ## Fail unless the interpreter (PYTHON=...) is Python 3.13.x
 	@$(call require_python,$(PYTHON),3.13,$(PY_HINT))
@@ -213,11 +217,13 @@ format: $(STAMP) ## Reformat and apply safe lint fixes
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
 
-# Emulator (data under $(DATA_DIR)/emulator) + Busbar's topology (startup hook, when app/bootstrap.py
-# exists) + devhost running function_app.py. Ctrl-C drains in-flight invocations and stops both. devhost
+# Emulator (data under $(DATA_DIR)/emulator) + Azurite as AzureWebJobsStorage (data under $(DATA_DIR)/azurite,
+# unless $(SETTINGS) names another storage account) + Busbar's topology (startup hook, when app/bootstrap.py
+# exists) + devhost running function_app.py. Ctrl-C drains in-flight invocations and stops them all. devhost
 # keeps the HTTP keys under $(DATA_DIR)/devhost/secrets and, while it runs, records the URLs and ports it
 # listens on in $(DATA_DIR)/devhost/endpoints.json, where the command lines below read them.
-run: $(STAMP) ## Start emulator + devhost with function_app.py (HTTP_PORT, AMQP_PORT, MANAGEMENT_PORT, MANAGEMENT_TLS_PORT, AMQPS_PORT, DATA_DIR, SETTINGS, HIERARCHY_NAMESPACE)
+run: $(STAMP) $(AZURITE_STAMP) ## Start emulator + Azurite + devhost with function_app.py (HTTP_PORT, AMQP_PORT, MANAGEMENT_PORT, MANAGEMENT_TLS_PORT, AMQPS_PORT, AZURITE_BLOB_PORT, AZURITE_QUEUE_PORT, AZURITE_TABLE_PORT, DATA_DIR, SETTINGS, HIERARCHY_NAMESPACE)
+	@$(require_node18)
 	@mkdir -p $(DATA_DIR)/emulator
 	@[ -f "$(SETTINGS)" ] || { cp local.settings.sample.json "$(SETTINGS)"; \
 	  echo "created $(SETTINGS) from local.settings.sample.json"; }
@@ -226,6 +232,8 @@ run: $(STAMP) ## Start emulator + devhost with function_app.py (HTTP_PORT, AMQP_
 	  --port $(HTTP_PORT) --data-dir $(DATA_DIR)/devhost --with-emulator --emulator-data-dir $(DATA_DIR)/emulator \
 	  --emulator-config emulator/sample-config.json --amqp-port $(AMQP_PORT) \
 	  --management-port $(MANAGEMENT_PORT) --management-tls-port $(MANAGEMENT_TLS_PORT) --amqps-port $(AMQPS_PORT) \
+	  --with-azurite --azurite-data-dir $(DATA_DIR)/azurite --azurite-blob-port $(AZURITE_BLOB_PORT) \
+	  --azurite-queue-port $(AZURITE_QUEUE_PORT) --azurite-table-port $(AZURITE_TABLE_PORT) \
 	  --startup-hook app.bootstrap:provision
 
 # The runbooks' command lines with the app's own settings: $(SETTINGS), the endpoints the running `make run`

@@ -75,7 +75,9 @@ class AppProcess:
 
     def start(self, timeout: float = 240.0) -> AppInfo:
         environment = {
-            k: v for k, v in os.environ.items() if not k.startswith(("BUSBAR_", "ServiceBusConnection"))
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("BUSBAR_", "ServiceBusConnection", "AzureWebJobs"))
         }
         self.lines = []
         self._ready.clear()
@@ -84,6 +86,7 @@ class AppProcess:
                 *("make", "--no-print-directory", "run", "HTTP_PORT=0", "AMQP_PORT=0", "MANAGEMENT_PORT=0"),
                 "MANAGEMENT_TLS_PORT=0",
                 "AMQPS_PORT=0",
+                *("AZURITE_BLOB_PORT=0", "AZURITE_QUEUE_PORT=0", "AZURITE_TABLE_PORT=0"),
                 f"DATA_DIR={self.data_dir}",
                 f"SETTINGS={self.settings}",
             ],

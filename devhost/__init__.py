@@ -23,5 +23,6 @@ connections), ``dispatcher`` + ``invocation_log`` (an invocation through the cha
 ``servicebus_trigger`` + ``session_listener`` + ``batch_cache`` + ``lock_renewal``, ``settlement``,
 ``ncrontab`` + ``timer_trigger``, ``routes`` + ``keys`` + ``key_store`` (keys kept across restarts) +
 ``http_server``, ``host`` (orchestration, graceful shutdown), ``__main__`` (CLI; ``endpoints_record``: what
-it listens on, for command-line tools) and ``testing``.
+it listens on, for command-line tools; ``azurite`` + ``storage_settings``: Azurite as ``AzureWebJobsStorage``)
+and ``testing``.
 """

@@ -1,7 +1,7 @@
 """Command line: run ``function_app.py`` locally the way the Azure Functions host runs it.
 
     python -m devhost [--app function_app.py] [--settings local.settings.json] [--host-json host.json]
-                      [--port 7071] [--data-dir .data/devhost] [--with-emulator ...]
+                      [--port 7071] [--data-dir .data/devhost] [--with-emulator ...] [--with-azurite ...]
                       [--startup-hook module:function]
 
 Against a real namespace: leave out ``--with-emulator`` and set ``ServiceBusConnection`` (connection
@@ -22,10 +22,13 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from devhost.azurite import AzuriteError, AzuritePorts
+from devhost.azurite_service import AzuriteService
 from devhost.endpoints_record import remove_record, write_record
 from devhost.host import FunctionsHost, HostOptions, StartupHook
-from devhost.host_config import HostConfigError, load_host_config
-from devhost.local_settings import LocalSettingsError, load_local_settings
+from devhost.host_config import HostConfig, HostConfigError, load_host_config
+from devhost.local_settings import LocalSettings, LocalSettingsError, load_local_settings
+from devhost.storage_settings import STORAGE_SETTING, storage_configured_elsewhere
 
 READY_LINE = "devhost ready"
 EMULATOR_NAMESPACE = "sbemulatorns"
@@ -99,6 +102,19 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "TLS alike (SERVICEBUS_FULLY_QUALIFIED_NAMESPACE=localhost:<port>; the SDK's AMQP client always "
         "uses 5671 for a namespace name; 0 = free)",
     )
+    parser.add_argument(
+        "--with-azurite",
+        action="store_true",
+        help=f"start Azurite (tools/azurite: blob, queue, table) and point {STORAGE_SETTING} at it, unless "
+        f"the settings name another account ({STORAGE_SETTING} not meant for the development storage, or an "
+        f"identity-based {STORAGE_SETTING}__*)",
+    )
+    parser.add_argument(
+        "--azurite-data-dir", type=Path, default=Path(".data/azurite"), help="Azurite's data (kept)"
+    )
+    parser.add_argument("--azurite-blob-port", type=int, default=10000, help="Azurite blob port (0 = free)")
+    parser.add_argument("--azurite-queue-port", type=int, default=10001, help="Azurite queue port (0 = free)")
+    parser.add_argument("--azurite-table-port", type=int, default=10002, help="Azurite table port (0 = free)")
     parser.add_argument(
         "--startup-hook",
         default=None,
@@ -285,6 +301,48 @@ def main(argv: list[str] | None = None) -> int:
     except (LocalSettingsError, HostConfigError, ValueError, ImportError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    azurite: AzuriteService | None = None
+    storage_elsewhere = storage_configured_elsewhere(local.values, os.environ)
+    if args.with_azurite and storage_elsewhere is None:
+        try:
+            # First, while devhost has no other thread: Popen runs a function in the child before exec.
+            azurite = start_azurite(args)
+        except AzuriteError as exc:
+            print(f"error: cannot start Azurite: {exc}", file=sys.stderr)
+            return 1
+    try:
+        return run(args, local, host_config, hook, azurite, storage_elsewhere)
+    finally:
+        if azurite is not None:
+            azurite.stop()
+
+
+def start_azurite(args: argparse.Namespace) -> AzuriteService:
+    """Azurite with its data under ``--azurite-data-dir`` on the ``--azurite-*-port`` ports."""
+    ports = AzuritePorts(args.azurite_blob_port, args.azurite_queue_port, args.azurite_table_port)
+    return AzuriteService.start(args.azurite_data_dir, ports)
+
+
+def storage_banner(azurite: AzuriteService | None, elsewhere: str | None) -> list[str]:
+    """The banner's lines for the app's storage account."""
+    if azurite is not None:
+        urls = ", ".join(f"{service} {url}" for service, url in azurite.endpoints().items())
+        return [
+            f"{STORAGE_SETTING}: {azurite.connection_string}",
+            f"    (Azurite: {urls}; data in {azurite.location})",
+        ]
+    return [f"Storage: {elsewhere}; Azurite not started"] if elsewhere else []
+
+
+def run(
+    args: argparse.Namespace,
+    local: LocalSettings,
+    host_config: HostConfig,
+    hook: StartupHook | None,
+    azurite: AzuriteService | None,
+    storage_elsewhere: str | None,
+) -> int:
+    """Everything after Azurite: the emulator, then the host until it stops."""
     emulator_thread = None
     extra: dict[str, str] = {}
     admin: dict[str, str] = {}
@@ -299,7 +357,12 @@ def main(argv: list[str] | None = None) -> int:
         extra = emulator_settings(emulator_thread.emulator)
         extra |= identity_settings(emulator_thread.emulator, local.values, os.environ)
         admin = emulator_admin_endpoints(emulator_thread.emulator)
+    if azurite is not None:
+        extra[STORAGE_SETTING] = azurite.connection_string  # recorded for tools, as the emulator's settings
     settings = effective_settings(local.values, os.environ, extra)
+    if azurite is not None:
+        # Over the environment too: a value there meant for the development storage names this Azurite.
+        settings[STORAGE_SETTING] = azurite.connection_string
     port = args.port if args.port is not None else (local.http_port or 7071)
     options = HostOptions(
         app_path=args.app,
@@ -327,8 +390,10 @@ def main(argv: list[str] | None = None) -> int:
             lines.append(f"Emulator management (ARM): http://127.0.0.1:{emulator.management_port}")
             lines.extend(admin_banner(admin))
             lines.extend(identity_banner(emulator))
+        lines.extend(storage_banner(azurite, storage_elsewhere))
         if args.data_dir is not None:
-            record = write_record(args.data_dir, host.http.base_url, extra, admin)
+            storage = azurite.endpoints() if azurite is not None else {}
+            record = write_record(args.data_dir, host.http.base_url, extra, admin, storage)
             lines.append(f"Keys kept in {args.data_dir / 'secrets'}; endpoints recorded in {record}")
         lines.append(f"{READY_LINE}: {host.http.base_url} (Ctrl-C to stop)")
         print("\n".join(lines), flush=True)

@@ -116,6 +116,17 @@ resource app 'Microsoft.Web/sites@2024-04-01' = {
           name: 'AzureWebJobsStorage__accountName'
           value: hostStorageAccountName
         }
+        // The endpoints' tables live in the host account too; the account name alone names its blob and queue
+        // services for the host, the table service is named explicitly (Functions' identity-based
+        // AzureWebJobsStorage: __blobServiceUri / __queueServiceUri / __tableServiceUri per service).
+        {
+          name: 'AzureWebJobsStorage__tableServiceUri'
+          value: 'https://${hostStorageAccountName}.table.${environment().suffixes.storage}'
+        }
+        {
+          name: 'AzureWebJobsStorage__credential'
+          value: 'managedidentity'
+        }
         {
           name: 'APPLICATIONINSIGHTS_CONNECTION_STRING'
           value: appInsightsConnectionString

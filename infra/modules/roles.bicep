@@ -8,6 +8,8 @@
 //                                                                    topics, subscriptions, rules
 //  Storage Blob Data Owner               Functions host account      identity-based AzureWebJobsStorage and the
 //                                                                    Flex Consumption deployment container
+//  Storage Table Data Contributor        Functions host account      the endpoints' tables in AzureWebJobsStorage
+//                                                                    (handled message ids, handlers' rows)
 //  Storage Blob Data Contributor         archive container           write the Parquet failure archive
 //  Monitoring Metrics Publisher          Application Insights        telemetry with Entra ID (local auth off)
 //
@@ -27,6 +29,7 @@ var serviceBusDataReceiver = '4f6d3b9b-027b-4f4c-9142-0e5a2a2247e0'
 var contributor = 'b24988ac-6180-42a0-ab88-20f7382dd24c'
 var storageBlobDataOwner = 'b7e6dc6d-f1e8-4753-8033-0f276bb0955b'
 var storageBlobDataContributor = 'ba92f5b4-2d11-453d-a403-e96b0029c9fe'
+var storageTableDataContributor = '0a9a7e1f-b9d0-4cc4-a60d-0319b160aaa3'
 var monitoringMetricsPublisher = '3913510d-42f4-4e42-8a64-420c390055eb'
 
 resource serviceBus 'Microsoft.ServiceBus/namespaces@2024-01-01' existing = {
@@ -90,6 +93,17 @@ resource hostStorageOwnerAssignment 'Microsoft.Authorization/roleAssignments@202
   scope: hostStorage
   properties: {
     roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', storageBlobDataOwner)
+    principalId: principalId
+    principalType: 'ServicePrincipal'
+  }
+}
+
+// Tables only: read, write and delete entities and create tables; no blob or queue data, no account keys.
+resource hostStorageTablesAssignment 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  name: guid(hostStorage.id, principalId, storageTableDataContributor)
+  scope: hostStorage
+  properties: {
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', storageTableDataContributor)
     principalId: principalId
     principalType: 'ServicePrincipal'
   }

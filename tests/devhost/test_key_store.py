@@ -88,14 +88,16 @@ def test_a_damaged_secrets_file_is_refused_with_its_path_and_left_as_it_was(
 
 def test_the_endpoints_record_is_removed_only_by_the_devhost_that_wrote_it(tmp_path: Path) -> None:
     admin = {"adminConnectionString": "Endpoint=sb://localhost:5301;...", "managementCaFile": "/ca.pem"}
+    storage = {"table": "http://127.0.0.1:10002/devstoreaccount1"}
     path = write_record(
-        tmp_path, "http://127.0.0.1:40999", {"ServiceBusConnection": "Endpoint=sb://x"}, admin
+        tmp_path, "http://127.0.0.1:40999", {"ServiceBusConnection": "Endpoint=sb://x"}, admin, storage
     )
     assert json.loads(path.read_text()) == {
         "pid": os.getpid(),
         "http": "http://127.0.0.1:40999",
         "settings": {"ServiceBusConnection": "Endpoint=sb://x"},
         "admin": admin,
+        "storage": storage,
     }
     assert stat.S_IMODE(path.stat().st_mode) == 0o600  # it holds the emulator's management token
     remove_record(tmp_path)

@@ -1,4 +1,4 @@
-"""A newcomer's path: ``make run`` starts the emulator, provisions, runs devhost with the real
+"""A newcomer's path: ``make run`` starts the emulator and Azurite, provisions, runs devhost with the real
 function_app.py, prints a ready line with URLs and keys, serves HTTP, and stops cleanly on Ctrl-C."""
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from azure.data.tables import TableServiceClient
 from azure.servicebus import ServiceBusClient, ServiceBusMessage
 
 REPO = Path(__file__).resolve().parents[2]
@@ -67,7 +68,9 @@ class MakeRun:
     def __init__(self, data_dir: Path, *variables: str) -> None:
         self.settings = data_dir.parent / "local.settings.json"
         environment = {
-            k: v for k, v in os.environ.items() if not k.startswith(("BUSBAR_", "ServiceBusConnection"))
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("BUSBAR_", "ServiceBusConnection", "AzureWebJobs"))
         }
         self.process = subprocess.Popen(
             [
@@ -77,6 +80,9 @@ class MakeRun:
                     "MANAGEMENT_PORT=0",
                     "MANAGEMENT_TLS_PORT=0",
                     "AMQPS_PORT=0",
+                    "AZURITE_BLOB_PORT=0",
+                    "AZURITE_QUEUE_PORT=0",
+                    "AZURITE_TABLE_PORT=0",
                     f"DATA_DIR={data_dir}",
                     f"SETTINGS={self.settings}",
                 ),
@@ -143,6 +149,13 @@ def test_make_run_starts_everything_serves_http_stops_on_ctrl_c_and_reuses_its_d
         )
         master_key = first.banner("Master key")
         connection_string = first.banner("Service Bus connection string")
+        # The sample's AzureWebJobsStorage (UseDevelopmentStorage=true: Azurite's default ports) is replaced
+        # by Azurite's on the ports it listens on, and a table written there ...
+        storage = first.banner("AzureWebJobsStorage")
+        assert "AccountName=devstoreaccount1;" in storage and "TableEndpoint=http://127.0.0.1:" in storage
+        table = f"t{uuid.uuid4().hex[:12]}"
+        with TableServiceClient.from_connection_string(storage) as tables:
+            tables.create_table(table).upsert_entity({"PartitionKey": "p", "RowKey": "r", "marker": marker})
         with httpx.Client(base_url=first.base_url, timeout=30) as client:
             status = client.get("/admin/host/status", headers={"x-functions-key": master_key})
             assert status.status_code == 200 and status.json()["state"] == "Running"
@@ -172,6 +185,9 @@ def test_make_run_starts_everything_serves_http_stops_on_ctrl_c_and_reuses_its_d
         second = MakeRun(tmp_path / "data")
         runs.append(second)
         assert "from local.settings.sample.json" not in second.reader.wait_ready(timeout=90)
+        # ... is there too: Azurite's data is kept under DATA_DIR/azurite.
+        with TableServiceClient.from_connection_string(second.banner("AzureWebJobsStorage")) as tables:
+            assert tables.get_table_client(table).get_entity("p", "r")["marker"] == marker
         with (
             ServiceBusClient.from_connection_string(second.banner("Service Bus connection string")) as sb,
             sb.get_queue_receiver("orders") as rx,

@@ -24,7 +24,8 @@ REASON = "Unfixable"  # not a transient reason: the re-drive policy archives it
 
 def tool_environment() -> dict[str, str]:
     """The user's shell: none of the app's settings exported (the tools must find them themselves)."""
-    return {k: v for k, v in os.environ.items() if not k.startswith(("BUSBAR_", "ServiceBusConnection"))}
+    prefixes = ("BUSBAR_", "ServiceBusConnection", "AzureWebJobs")
+    return {k: v for k, v in os.environ.items() if not k.startswith(prefixes)}
 
 
 def run_tool(command: list[str], cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:

@@ -39,6 +39,9 @@ DEFAULT_PORTS = {
     5300: "management (emulator)",
     5301: "HTTPS management (emulator)",
     5671: "namespace TLS: admin API and AMQP over TLS (emulator)",
+    10000: "blob (Azurite)",
+    10001: "queue (Azurite)",
+    10002: "table (Azurite)",
 }
 # Settings a developer may have exported for the app or another namespace: a user following a guide on a
 # fresh clone has none of them, and the guides must not depend on them. PYTEST_: the harness's own.

@@ -6,9 +6,10 @@ they run; the checkout's own are a developer's and must not be touched, so the g
 File times are kept (``shutil.copy2``), and a requirements file newer than the checkout's
 ``.venv/.installed`` (a fresh worktree's files are newer than the shared virtualenv) is dated just before it:
 the tests run in that virtualenv, so it is installed from these files, and ``make`` must not reinstall it
-(nor write to the checkout's virtualenv). ``.venv``, ``tools/azurite/node_modules`` and
-``tools/checkov/.venv`` are symbolic links to the checkout's (installing them is ``make``'s job, already
-done by the checkout's ``make``)."""
+(nor write to the checkout's virtualenv); so are Azurite's ``package.json`` and ``package-lock.json``, before
+``tools/azurite/node_modules/.installed`` (``make run`` depends on it). ``.venv``,
+``tools/azurite/node_modules`` and ``tools/checkov/.venv`` are symbolic links to the checkout's (installing
+them is ``make``'s job, already done by the checkout's ``make``)."""
 
 from __future__ import annotations
 
@@ -19,8 +20,14 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 LINKED = (".venv", "tools/azurite/node_modules", "tools/checkov/.venv")
-VENV_STAMP = ".venv/.installed"
-VENV_REQUIREMENTS = ("requirements.txt", "requirements-dev.txt")  # the Makefile's prerequisites of the stamp
+# The Makefile's install stamps and their prerequisites, both linked in from the checkout.
+STAMPS = {
+    ".venv/.installed": ("requirements.txt", "requirements-dev.txt"),
+    "tools/azurite/node_modules/.installed": (
+        "tools/azurite/package.json",
+        "tools/azurite/package-lock.json",
+    ),
+}
 
 
 def tracked_files(repo: Path = REPO) -> list[str]:
@@ -53,12 +60,13 @@ def copy_repository(destination: Path, repo: Path = REPO) -> Path:
 
 
 def _date_before_stamp(destination: Path) -> None:
-    stamp = destination / VENV_STAMP
-    if not stamp.exists():
-        return
-    installed = stamp.stat().st_mtime_ns
-    for name in VENV_REQUIREMENTS:
-        path = destination / name
-        if path.stat().st_mtime_ns >= installed:
-            before = installed - 1_000_000_000
-            os.utime(path, ns=(before, before))
+    for stamp_name, prerequisites in STAMPS.items():
+        stamp = destination / stamp_name
+        if not stamp.exists():
+            continue
+        installed = stamp.stat().st_mtime_ns
+        for name in prerequisites:
+            path = destination / name
+            if path.stat().st_mtime_ns >= installed:
+                before = installed - 1_000_000_000
+                os.utime(path, ns=(before, before))

@@ -4,10 +4,10 @@ as written, in the order of its guide, against the app the guide's own ``make ru
 **Where.** In a fresh copy of the repository (tests/docs/repo_copy.py: the working tree's tracked files, the
 checkout's ``.venv`` and tools linked in), never in the checkout, whose ``local.settings.json`` and
 ``.data/`` are a developer's. The guides name ``http://127.0.0.1:7071`` and ``make run`` with its default
-ports, so the walkthroughs need ports 7071, 5672 and 5300: they take a machine-wide lock (one walkthrough at
-a time, across test sessions too; tests/conftest.py's scheduler gives them all to one xdist worker) and
-fail at once, naming the port, when something else listens there (a developer's own ``make run``: stop it
-and run again).
+ports, so the walkthroughs need ports 7071, 5672, 5300 and Azurite's 10000-10002: they take a machine-wide
+lock (one walkthrough at a time, across test sessions too; tests/conftest.py's scheduler gives them all to
+one xdist worker) and fail at once, naming the port, when something else listens there (a developer's own
+``make run``: stop it and run again).
 
 **How.** One bash session per guide, working directory the copy's root, environment the machine's minus
 anything Busbar-specific (``BUSBAR_*``, ``ServiceBus*``, ``AzureWebJobs*``, ...); no variable added, so

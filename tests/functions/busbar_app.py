@@ -24,7 +24,8 @@ HOST_JSON = ROOT / "host.json"
 
 
 def app_settings(thread: EmulatorThread, **overrides: str) -> dict[str, str]:
-    """Everything the app reads, pointed at ``thread``'s emulator, with fresh entity names."""
+    """Everything the app reads, pointed at ``thread``'s emulator and this test process's Azurite (its
+    storage account, ``AzureWebJobsStorage``, as make run gives it), with fresh entity names."""
     emulator = thread.emulator
     assert emulator is not None
     suffix = uuid.uuid4().hex[:8]

@@ -26,6 +26,8 @@ DOCS = REPO / "docs"
 AZURE_HOST_SETTINGS = frozenset(
     {
         "AzureWebJobsStorage__accountName",
+        "AzureWebJobsStorage__tableServiceUri",
+        "AzureWebJobsStorage__credential",
         "APPLICATIONINSIGHTS_CONNECTION_STRING",
         "APPLICATIONINSIGHTS_AUTHENTICATION_STRING",
     }

@@ -14,6 +14,7 @@ SERVICE_BUS_DATA_RECEIVER = "4f6d3b9b-027b-4f4c-9142-0e5a2a2247e0"
 CONTRIBUTOR = "b24988ac-6180-42a0-ab88-20f7382dd24c"
 STORAGE_BLOB_DATA_OWNER = "b7e6dc6d-f1e8-4753-8033-0f276bb0955b"
 STORAGE_BLOB_DATA_CONTRIBUTOR = "ba92f5b4-2d11-453d-a403-e96b0029c9fe"
+STORAGE_TABLE_DATA_CONTRIBUTOR = "0a9a7e1f-b9d0-4cc4-a60d-0319b160aaa3"
 MONITORING_METRICS_PUBLISHER = "3913510d-42f4-4e42-8a64-420c390055eb"
 # More than the app needs: never assigned.
 SERVICE_BUS_DATA_OWNER = "090c5cfd-751d-490a-894a-3ce6f1109419"
@@ -31,6 +32,7 @@ EXPECTED = {
     (SERVICE_BUS_DATA_RECEIVER, NAMESPACE),  # triggers, dead-letter receivers
     (CONTRIBUTOR, NAMESPACE),  # provisioning through azure-mgmt-servicebus
     (STORAGE_BLOB_DATA_OWNER, STORAGE_ACCOUNT),  # identity-based AzureWebJobsStorage + deployment container
+    (STORAGE_TABLE_DATA_CONTRIBUTOR, STORAGE_ACCOUNT),  # the endpoints' tables in AzureWebJobsStorage
     (STORAGE_BLOB_DATA_CONTRIBUTOR, CONTAINER),  # the Parquet archive
     (MONITORING_METRICS_PUBLISHER, APP_INSIGHTS),  # telemetry with Entra ID
 }
@@ -91,9 +93,10 @@ def test_the_archive_role_is_scoped_to_the_archive_container_of_the_archive_acco
     assert accessor_path(account.at("name")) == ["archiveAccountName"]
 
 
-def test_the_host_storage_role_is_scoped_to_the_host_account_not_the_archive() -> None:
-    (assignment,) = [a for a in assignments() if role_of(a) == STORAGE_BLOB_DATA_OWNER]
-    assert accessor_path(scope_of(assignment).at("name")) == ["hostStorageAccountName"]
+def test_the_host_storage_roles_are_scoped_to_the_host_account_not_the_archive() -> None:
+    for role in (STORAGE_BLOB_DATA_OWNER, STORAGE_TABLE_DATA_CONTRIBUTOR):
+        (assignment,) = [a for a in assignments() if role_of(a) == role]
+        assert accessor_path(scope_of(assignment).at("name")) == ["hostStorageAccountName"], role
 
 
 def test_every_assignment_is_for_the_function_apps_identity() -> None:

@@ -130,6 +130,19 @@ def test_storage_is_reached_through_the_identity_with_shared_keys_off() -> None:
         assert account.at("properties", "allowSharedKeyAccess") is False, account.symbol
 
 
+def test_the_host_accounts_tables_are_reached_through_the_identity_as_functions_names_them() -> None:
+    # Identity-based AzureWebJobsStorage (learn.microsoft.com, Azure Functions developer guide, "Connecting to
+    # host storage with an identity"): __accountName names the blob and queue services of an account under
+    # the default DNS suffix; "if AzureWebJobsStorage will be used for any other service" each service's URI
+    # is given (__blobServiceUri, __queueServiceUri, __tableServiceUri). __credential: managedidentity.
+    values = {entry.name: entry.value for entry in bicep_app_settings()}
+    assert values["AzureWebJobsStorage__accountName"] == "hostStorageAccountName"
+    assert values["AzureWebJobsStorage__tableServiceUri"] == (
+        "https://${hostStorageAccountName}.table.${environment().suffixes.storage}"
+    )
+    assert values["AzureWebJobsStorage__credential"] == "managedidentity"
+
+
 def test_the_function_app_runs_python_3_13_on_flex_consumption_with_a_system_assigned_identity() -> None:
     (plan,) = [r for r in bicep_resources() if r.type == "Microsoft.Web/serverfarms"]
     assert plan.at("sku") == {"name": "FC1", "tier": "FlexConsumption"}
