@@ -97,6 +97,7 @@ _SETTING_MODULES: tuple[str, ...] = (
     "shared.api.provisioning.lock",
     "shared.api.provisioning.admission",
     "shared.redrive.settings",
+    "shared.ordering.held_keys",
 )
 
 

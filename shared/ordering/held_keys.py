@@ -25,8 +25,29 @@ from azure.core import MatchConditions
 from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
 from azure.data.tables import TableClient, TableServiceClient, UpdateMode
 
+from shared.app_settings import AppSetting
+
 TABLE_NAME = "busbarheldkeys"
 STORAGE_SETTING = "AzureWebJobsStorage"
+
+SETTINGS: tuple[AppSetting, ...] = (
+    AppSetting(
+        STORAGE_SETTING,
+        "Local only: the storage account's connection string (make run: Azurite's). Ordered endpoints keep "
+        "their held keys in its table service. In Azure use the identity-based settings instead.",
+        secret=True,
+        local_only=True,
+    ),
+    AppSetting(
+        f"{STORAGE_SETTING}__tableServiceUri",
+        "The storage account's table service URL, reached with the managed identity (held keys of ordered "
+        "endpoints).",
+    ),
+    AppSetting(
+        f"{STORAGE_SETTING}__accountName",
+        "The storage account, reached with the managed identity, when no table service URL is set.",
+    ),
+)
 
 HELD = "held"
 """The blocker is dead-lettered: later messages of the key are parked."""
