@@ -229,7 +229,7 @@ run: $(STAMP) ## Start emulator + devhost with function_app.py (HTTP_PORT, AMQP_
 	  --port $(HTTP_PORT) --data-dir $(DATA_DIR)/devhost --with-emulator --emulator-data-dir $(DATA_DIR)/emulator \
 	  --emulator-config emulator/sample-config.json --amqp-port $(AMQP_PORT) \
 	  --management-port $(MANAGEMENT_PORT) --management-tls-port $(MANAGEMENT_TLS_PORT) --amqps-port $(AMQPS_PORT) \
-	  --startup-hook app.bootstrap:provision
+	  --startup-hook app.bootstrap:provision --master-key-url ops_console
 
 # The runbooks' command lines with the app's own settings: $(SETTINGS), the endpoints the running `make run`
 # recorded under $(DATA_DIR) (its actual ports), and HIERARCHY_NAMESPACE as make run takes it.

@@ -13,7 +13,7 @@ import logging
 import os
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -267,19 +267,24 @@ class FunctionsHost:
 
     # --------------------------------------------------------------------------------- output
 
-    def describe(self) -> list[str]:
-        """Core Tools-style lines listing the functions and their URLs."""
+    def describe(self, with_master_key: Collection[str] = ()) -> list[str]:
+        """Core Tools-style lines listing the functions and their URLs. The HTTP functions named in
+        ``with_master_key`` are listed with ``?code=<master key>``, the URL that opens them in a browser (as
+        ``func azure functionapp publish`` prints a deployed function's "Invoke url" with ``?code=<key>``,
+        Microsoft's Python quickstart shows)."""
         lines: list[str] = []
-        assert self.http is not None
+        assert self.http is not None and self.keys is not None
         prefix = self.options.host_config.route_prefix
+        opened = {name.lower() for name in with_master_key}  # function names are case-insensitive
         for spec in self.functions:
             if spec.trigger_type == "httpTrigger":
                 route = http_route(spec)
                 path = "/".join(p for p in (prefix, route.template.template.strip("/")) if p)
                 methods = ",".join(sorted(route.methods))
-                lines.append(
-                    f"{spec.name}: [{methods}] {self.http.base_url}/{path} (auth: {route.auth_level.lower()})"
-                )
+                url, auth = f"{self.http.base_url}/{path}", f"auth: {route.auth_level.lower()}"
+                if spec.name.lower() in opened:
+                    url, auth = f"{url}?code={self.keys.master}", f"{auth}; opens with the master key"
+                lines.append(f"{spec.name}: [{methods}] {url} ({auth})")
             else:
                 lines.append(f"{spec.name}: {spec.trigger_type}")
         return lines
