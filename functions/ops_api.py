@@ -61,10 +61,14 @@ def ops_console(req: func.HttpRequest) -> func.HttpResponse:
             status_code=401,
             mimetype="text/html",
             charset="utf-8",
-            headers=PAGE_HEADERS,
+            headers=dict(PAGE_HEADERS),
         )
     return func.HttpResponse(
-        body=PAGE.read_bytes(), status_code=200, mimetype="text/html", charset="utf-8", headers=PAGE_HEADERS
+        body=PAGE.read_bytes(),
+        status_code=200,
+        mimetype="text/html",
+        charset="utf-8",
+        headers=dict(PAGE_HEADERS),
     )
 
 
