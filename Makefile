@@ -49,6 +49,9 @@ PYTEST_ARGS ?= -n 4
 # job parameters, e.g. REPLAY_ARGS="--reasons MaxDeliveryCountExceeded".
 ARCHIVE ?=
 REPLAY_ARGS ?=
+# Re-drive runbook: extra options of `python -m shared.redrive`, e.g. REDRIVE_ARGS=--verbose (the Azure SDK's
+# HTTP request and AMQP logging, quiet by default).
+REDRIVE_ARGS ?=
 
 # $(call require_python,<interpreter>,<X.Y>,<hint>): fail with a clear message unless the
 # interpreter runs and is Python X.Y.x.
@@ -127,7 +130,7 @@ REPLAY_PYTEST := $(REPLAY_VENV)/bin/python -m pytest $(REPLAY_TESTS)
 help: ## List the targets
 	@echo "Busbar targets:"
 	@awk 'BEGIN { FS = ":.*## " } /^[a-zA-Z_-]+:.*## / { printf "  %-15s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
-	@echo "Variables: PYTHON=$(PYTHON) AMQP_PORT=$(AMQP_PORT) MANAGEMENT_PORT=$(MANAGEMENT_PORT) MANAGEMENT_TLS_PORT=$(MANAGEMENT_TLS_PORT) AMQPS_PORT=$(AMQPS_PORT) HTTP_PORT=$(HTTP_PORT) AZURITE_BLOB_PORT=$(AZURITE_BLOB_PORT) AZURITE_QUEUE_PORT=$(AZURITE_QUEUE_PORT) AZURITE_TABLE_PORT=$(AZURITE_TABLE_PORT) DATA_DIR=$(DATA_DIR) SETTINGS=$(SETTINGS) HIERARCHY_NAMESPACE=$(HIERARCHY_NAMESPACE) ARCHIVE=$(ARCHIVE) REPLAY_ARGS=... PYTEST_ARGS=..."
+	@echo "Variables: PYTHON=$(PYTHON) AMQP_PORT=$(AMQP_PORT) MANAGEMENT_PORT=$(MANAGEMENT_PORT) MANAGEMENT_TLS_PORT=$(MANAGEMENT_TLS_PORT) AMQPS_PORT=$(AMQPS_PORT) HTTP_PORT=$(HTTP_PORT) AZURITE_BLOB_PORT=$(AZURITE_BLOB_PORT) AZURITE_QUEUE_PORT=$(AZURITE_QUEUE_PORT) AZURITE_TABLE_PORT=$(AZURITE_TABLE_PORT) DATA_DIR=$(DATA_DIR) SETTINGS=$(SETTINGS) HIERARCHY_NAMESPACE=$(HIERARCHY_NAMESPACE) ARCHIVE=$(ARCHIVE) REPLAY_ARGS=... REDRIVE_ARGS=... PYTEST_ARGS=..."
 
 check-python: ## Fail unless the interpreter (PYTHON=...) is Python 3.13.x
 	@$(call require_python,$(PYTHON),3.13,$(PY_HINT))
@@ -234,7 +237,7 @@ run: $(STAMP) $(AZURITE_STAMP) ## Start emulator + Azurite + devhost with functi
 	  --management-port $(MANAGEMENT_PORT) --management-tls-port $(MANAGEMENT_TLS_PORT) --amqps-port $(AMQPS_PORT) \
 	  --with-azurite --azurite-data-dir $(DATA_DIR)/azurite --azurite-blob-port $(AZURITE_BLOB_PORT) \
 	  --azurite-queue-port $(AZURITE_QUEUE_PORT) --azurite-table-port $(AZURITE_TABLE_PORT) \
-	  --startup-hook app.bootstrap:provision
+	  --startup-hook app.bootstrap:provision --master-key-url ops_console
 
 # The runbooks' command lines with the app's own settings: $(SETTINGS), the endpoints the running `make run`
 # recorded under $(DATA_DIR) (its actual ports), and HIERARCHY_NAMESPACE as make run takes it.
@@ -255,11 +258,11 @@ host-key: ## Print the host key of the app make run serves (function-level HTTP 
 master-key: ## Print the master key (the console, admin endpoints) of the app make run serves
 	@$(VPY) -m devhost.show_key master --settings "$(SETTINGS)" --data-dir "$(DATA_DIR)/devhost"
 
-redrive-plan: $(STAMP) ## Dead-letter re-drive dry run against the running app: what a run would do (SETTINGS, DATA_DIR)
-	$(APP_ENV) $(VPY) -m shared.redrive plan $(APP_SETTINGS)
+redrive-plan: $(STAMP) ## Dead-letter re-drive dry run against the running app: what a run would do (SETTINGS, DATA_DIR, REDRIVE_ARGS)
+	$(APP_ENV) $(VPY) -m shared.redrive plan $(APP_SETTINGS) $(REDRIVE_ARGS)
 
-redrive-run: $(STAMP) ## One dead-letter re-drive run against the running app (re-drives and archives)
-	$(APP_ENV) $(VPY) -m shared.redrive run $(APP_SETTINGS)
+redrive-run: $(STAMP) ## One dead-letter re-drive run against the running app (re-drives and archives; REDRIVE_ARGS=--verbose logs the SDK's requests)
+	$(APP_ENV) $(VPY) -m shared.redrive run $(APP_SETTINGS) $(REDRIVE_ARGS)
 
 replay-dry-run: $(STAMP) ## Replay plan for ARCHIVE=... (REPLAY_ARGS="--reasons ..." selects); sends nothing
 	@$(require_archive)

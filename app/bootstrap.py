@@ -19,6 +19,7 @@ from azure.core.exceptions import HttpResponseError
 from azure.mgmt.servicebus.models import SBSubscription, SBSubscriptionProperties, SBTopic, SBTopicProperties
 
 from app.sample_endpoints import sample_catalog
+from app.settings import require_valid_settings
 from shared.api.provisioning.service import entity_defaults
 from shared.app_settings import read
 from shared.handlers.endpoints import Endpoint
@@ -39,7 +40,9 @@ log = logging.getLogger(__name__)
 
 
 def provision(settings: Mapping[str, str]) -> None:
-    """Provision the sample endpoints and the fallback router for ``settings`` (idempotent)."""
+    """Provision the sample endpoints and the fallback router for ``settings`` (idempotent). Every invalid
+    app setting is reported first, all in one error, before anything is provisioned."""
+    require_valid_settings(settings)
     options = load_topology_options(settings)
     defaults = entity_defaults(settings)
     with ManagementClient(ManagementSettings.from_env(settings)) as management:

@@ -74,6 +74,15 @@ def new_service_bus_client(env: Mapping[str, str] | None = None, **kwargs: Any) 
     return _service_bus_client_factory(values, **kwargs)[1]()
 
 
+def require_connection(values: Mapping[str, str]) -> None:
+    """Raise :class:`SettingsError` unless ``ServiceBusConnection`` names a connection string or its
+    ``__fullyQualifiedNamespace`` a namespace (the managed identity's)."""
+    if not (values.get(CONNECTION) or values.get(f"{CONNECTION}__fullyQualifiedNamespace") or "").strip():
+        raise SettingsError(
+            f"missing app setting: {CONNECTION} (connection string) or {CONNECTION}__fullyQualifiedNamespace"
+        )
+
+
 def _service_bus_client_factory(
     values: Mapping[str, str], **kwargs: Any
 ) -> tuple[tuple[str, ...], Callable[[], ServiceBusClient]]:
@@ -82,11 +91,8 @@ def _service_bus_client_factory(
         return ("sb", connection_string), lambda: ServiceBusClient.from_connection_string(
             connection_string, **kwargs
         )
+    require_connection(values)
     namespace = (values.get(f"{CONNECTION}__fullyQualifiedNamespace") or "").strip()
-    if not namespace:
-        raise SettingsError(
-            f"missing app setting: {CONNECTION} (connection string) or {CONNECTION}__fullyQualifiedNamespace"
-        )
 
     from azure.identity import DefaultAzureCredential  # heavy; only in Azure
 

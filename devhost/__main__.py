@@ -2,7 +2,7 @@
 
     python -m devhost [--app function_app.py] [--settings local.settings.json] [--host-json host.json]
                       [--port 7071] [--data-dir .data/devhost] [--with-emulator ...] [--with-azurite ...]
-                      [--startup-hook module:function]
+                      [--startup-hook module:function] [--master-key-url FUNCTION ...]
 
 Against a real namespace: leave out ``--with-emulator`` and set ``ServiceBusConnection`` (connection
 string) or ``ServiceBusConnection__fullyQualifiedNamespace`` (DefaultAzureCredential) in
@@ -120,6 +120,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=None,
         metavar="MODULE:FUNCTION",
         help="callable taking the settings mapping, run before the triggers start (e.g. provisioning)",
+    )
+    parser.add_argument(
+        "--master-key-url",
+        action="append",
+        default=[],
+        metavar="FUNCTION",
+        help="list this HTTP function's URL with ?code=<master key>: a page a browser opens with the master "
+        "key, such as Busbar's ops_console (repeatable)",
     )
     parser.add_argument("--log-level", default="INFO", help="devhost log level (default INFO)")
     return parser.parse_args(argv)
@@ -378,7 +386,12 @@ def run(
 
     def banner(host: FunctionsHost) -> None:
         assert host.http is not None and host.keys is not None
-        lines = ["", "Functions:", *(f"    {line}" for line in host.describe()), ""]
+        described = host.describe(with_master_key=args.master_key_url)
+        lines = ["", "Functions:", *(f"    {line}" for line in described), ""]
+        http_functions = {f.name.lower() for f in host.functions if f.trigger_type == "httpTrigger"}
+        for name in args.master_key_url:
+            if name.lower() not in http_functions:
+                lines.append(f"warning: --master-key-url {name}: the app has no HTTP function of that name")
         lines.append(f"Host status: {host.http.base_url}/admin/host/status (master key)")
         lines.append(f"Master key:   {host.keys.master}")
         lines.append(f"Host key:     {host.keys.host}   (any function-level function)")

@@ -13,7 +13,7 @@ import logging
 import os
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -34,6 +34,7 @@ from devhost.servicebus_trigger import ServiceBusListener
 from devhost.session_listener import SessionListener
 from devhost.settlement import worker_arguments
 from devhost.settlement_aio import LoopSettlementServer
+from devhost.startup_problems import StartupProblems
 from devhost.timer_trigger import TimerListener, schedule_zone
 from devhost.worker_channel import WorkerChannel, WorkerOptions
 from devhost.worker_protocol import FunctionMetadata, ManualServiceBusInput
@@ -130,10 +131,12 @@ class FunctionsHost:
         self.state = "Initialized"
         apply_log_levels(options.host_config.log_levels)
         self._apply_environment()
+        problems = StartupProblems()  # every one at once, not one per start (see devhost.startup_problems)
         try:
             if options.startup_hook is not None:
                 logger.info("Running the startup hook")
-                await asyncio.to_thread(options.startup_hook, dict(settings))
+                with problems.collect("the startup hook"):
+                    await asyncio.to_thread(options.startup_hook, dict(settings))
             worker_options = WorkerOptions(
                 app_path=options.app_path,
                 settings=dict(settings),
@@ -142,9 +145,15 @@ class FunctionsHost:
             )
             # Started first, as the Functions host's gRPC server: its port is a worker argument.
             self.settlement = await LoopSettlementServer.start()
-            self.worker = await ProcessWorker.start(
-                worker_options, worker_arguments(self.settlement.port), self.recycle_requested.set
-            )
+            worker: WorkerChannel | None = None
+            with problems.collect("the app"):
+                worker = await ProcessWorker.start(
+                    worker_options, worker_arguments(self.settlement.port), self.recycle_requested.set
+                )
+            if worker is None:  # nothing more to index: report what is known
+                problems.raise_any()
+                raise RuntimeError("the worker did not start")  # not reached: its failure was collected
+            self.worker = worker
             self.dispatcher = Dispatcher(self.worker, self.log)
             self.functions = self.worker.functions()
             self._by_name = {spec.name.lower(): spec for spec in self.functions}
@@ -159,7 +168,8 @@ class FunctionsHost:
                 if spec.trigger_type == "httpTrigger":
                     routes.append(http_route(spec))
                 elif spec.trigger_type == "timerTrigger":
-                    self._timers[spec.name.lower()] = TimerListener(spec, self.dispatcher, zone)
+                    with problems.collect(f"Functions.{spec.name} (schedule)"):
+                        self._timers[spec.name.lower()] = TimerListener(spec, self.dispatcher, zone)
                 else:
                     # Worded as the host logs it: the extension's message inside its indexing error.
                     where = (
@@ -167,12 +177,14 @@ class FunctionsHost:
                         f"Error indexing method 'Functions.{spec.name}'. "
                         "Microsoft.Azure.WebJobs.Extensions.ServiceBus"
                     )
-                    connection = resolve_connection(spec.trigger.get("connection"), settings, where=where)
-                    sessions = spec.service_bus is not None and spec.service_bus.sessions
-                    kind = SessionListener if sessions else ServiceBusListener
-                    self._service_bus.append(
-                        kind(spec, options.host_config.service_bus, connection, self.dispatcher)
-                    )
+                    with problems.collect(f"Functions.{spec.name} (connection)"):
+                        connection = resolve_connection(spec.trigger.get("connection"), settings, where=where)
+                        sessions = spec.service_bus is not None and spec.service_bus.sessions
+                        kind = SessionListener if sessions else ServiceBusListener
+                        self._service_bus.append(
+                            kind(spec, options.host_config.service_bus, connection, self.dispatcher)
+                        )
+            problems.raise_any()
             check_route_conflicts(routes)
             self.http = HttpServer(
                 routes,
@@ -267,19 +279,24 @@ class FunctionsHost:
 
     # --------------------------------------------------------------------------------- output
 
-    def describe(self) -> list[str]:
-        """Core Tools-style lines listing the functions and their URLs."""
+    def describe(self, with_master_key: Collection[str] = ()) -> list[str]:
+        """Core Tools-style lines listing the functions and their URLs. The HTTP functions named in
+        ``with_master_key`` are listed with ``?code=<master key>``, the URL that opens them in a browser (as
+        ``func azure functionapp publish`` prints a deployed function's "Invoke url" with ``?code=<key>``,
+        Microsoft's Python quickstart shows)."""
         lines: list[str] = []
-        assert self.http is not None
+        assert self.http is not None and self.keys is not None
         prefix = self.options.host_config.route_prefix
+        opened = {name.lower() for name in with_master_key}  # function names are case-insensitive
         for spec in self.functions:
             if spec.trigger_type == "httpTrigger":
                 route = http_route(spec)
                 path = "/".join(p for p in (prefix, route.template.template.strip("/")) if p)
                 methods = ",".join(sorted(route.methods))
-                lines.append(
-                    f"{spec.name}: [{methods}] {self.http.base_url}/{path} (auth: {route.auth_level.lower()})"
-                )
+                url, auth = f"{self.http.base_url}/{path}", f"auth: {route.auth_level.lower()}"
+                if spec.name.lower() in opened:
+                    url, auth = f"{url}?code={self.keys.master}", f"{auth}; opens with the master key"
+                lines.append(f"{spec.name}: [{methods}] {url} ({auth})")
             else:
                 lines.append(f"{spec.name}: {spec.trigger_type}")
         return lines

@@ -1,6 +1,11 @@
-"""The operations console (admin auth: only the master key opens it in Azure; under devhost the master key
-it prints): the page at ``GET /api/ops`` and its JSON API under ``/api/ops/``. The logic is
+"""The operations console: the page at ``GET /api/ops`` and its JSON API under ``/api/ops/`` (admin auth:
+only the master key opens it in Azure; under devhost the master key it prints). The logic is
 :class:`shared.ops.service.OpsService`; this module only converts.
+
+The page itself is static and holds no data (everything it shows comes from the admin-level API, called
+with the key the page was opened with), so the host lets it through (anonymous) and the function answers a
+request that carries no key at all with 401 and a page saying how to open the console: the host's own 401
+for an admin-level function has an empty body, which tells a browser user nothing.
 
 Routes (prefix ``/api``): ``GET ops`` (the page), ``GET ops/entities``, ``GET ops/failures``,
 ``GET ops/failures/{entity}/{sequenceNumber}`` (a queue; a subscription's path URL-encoded as one
@@ -24,6 +29,8 @@ from shared.ops.held_keys_view import held_keys_view
 from shared.ops.service import OpsService
 
 PAGE = Path(__file__).with_name("console") / "index.html"
+NEEDS_KEY_PAGE = Path(__file__).with_name("console") / "needs_key.html"
+PAGE_HEADERS = {"Cache-Control": "no-store", "Content-Security-Policy": "default-src 'self' 'unsafe-inline'"}
 
 bp = func.Blueprint()  # type: ignore[no-untyped-call]
 
@@ -39,19 +46,31 @@ def _serve(
     return http_response(guarded(lambda: call(ops_service(), converted)))
 
 
+def carries_key(req: func.HttpRequest) -> bool:
+    """Whether the request names a key, as the host reads one: ``?code=`` or ``x-functions-key``. Whether
+    it is the master key only the host knows: the page's API calls find out (a refused key asks again)."""
+    return bool(req.params.get("code") or req.headers.get("x-functions-key"))
+
+
 @bp.function_name("ops_console")
-@bp.route(route="ops", methods=["GET"], auth_level=func.AuthLevel.ADMIN)
+@bp.route(route="ops", methods=["GET"], auth_level=func.AuthLevel.ANONYMOUS)
 def ops_console(req: func.HttpRequest) -> func.HttpResponse:
-    """The console page: one self-contained HTML file (no CDN; works offline)."""
+    """The console page: one self-contained HTML file (no CDN; works offline). Without a key: 401 and a
+    page naming the key it needs and how to get it."""
+    if not carries_key(req):
+        return func.HttpResponse(
+            body=NEEDS_KEY_PAGE.read_bytes(),
+            status_code=401,
+            mimetype="text/html",
+            charset="utf-8",
+            headers=dict(PAGE_HEADERS),
+        )
     return func.HttpResponse(
         body=PAGE.read_bytes(),
         status_code=200,
         mimetype="text/html",
         charset="utf-8",
-        headers={
-            "Cache-Control": "no-store",
-            "Content-Security-Policy": "default-src 'self' 'unsafe-inline'",
-        },
+        headers=dict(PAGE_HEADERS),
     )
 
 

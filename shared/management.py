@@ -33,7 +33,12 @@ EMULATOR_NAMESPACE = "sbemulatorns"
 
 
 class SettingsError(ValueError):
-    """A required app setting is missing or invalid."""
+    """App settings are missing or invalid. ``problems`` lists each (one line per bad setting); the message
+    joins them with ``; ``."""
+
+    def __init__(self, *problems: str) -> None:
+        self.problems = list(problems)
+        super().__init__("; ".join(problems))
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,11 +60,12 @@ class ManagementSettings:
             for name in ("BUSBAR_SUBSCRIPTION_ID", "BUSBAR_RESOURCE_GROUP", "BUSBAR_NAMESPACE")
             if not values.get(name, "").strip()
         ]
-        if missing:
-            raise SettingsError(f"missing app setting(s): {', '.join(missing)}")
+        problems = [f"missing app setting(s): {', '.join(missing)}"] if missing else []
         endpoint = values.get("BUSBAR_MANAGEMENT_ENDPOINT", "").strip() or AZURE_MANAGEMENT_ENDPOINT
         if not endpoint.startswith(("http://", "https://")):
-            raise SettingsError(f"BUSBAR_MANAGEMENT_ENDPOINT must be an http(s) URL, got {endpoint!r}")
+            problems.append(f"BUSBAR_MANAGEMENT_ENDPOINT must be an http(s) URL, got {endpoint!r}")
+        if problems:
+            raise SettingsError(*problems)
         return cls(
             subscription_id=values["BUSBAR_SUBSCRIPTION_ID"].strip(),
             resource_group=values["BUSBAR_RESOURCE_GROUP"].strip(),

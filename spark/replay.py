@@ -186,8 +186,9 @@ def _plan_and_send(
         F.col("unroutable"),
         planned_at,
     )
-    if not params.dry_run and not params.force:
-        # Rows a run already sent are reported as such first; the rest are checked for the window.
+    if not params.force:
+        # Rows a run already sent are reported as such first; the rest are checked for the window. A dry
+        # run reads the ledger too: it reports what this run would do, and a run would skip them.
         sent = ledger.sent_keys(spark, params.ledger_path)
         already = routable.join(sent, "replay_key", "left_semi")
         unroutable = unroutable.unionByName(

@@ -6,6 +6,9 @@ under ``--data-dir``, and environment variables over both -- see :mod:`shared.re
 ``ServiceBusConnection`` and the ``BUSBAR_*`` management settings. The summary is printed as JSON. Exit
 status: 0 all handled, 1 some messages or entities failed (they stay in their dead-letter queue), 2 invalid
 settings.
+
+The log (stderr) has the run's own lines; the Azure SDK's INFO logging -- every HTTP request and response of
+the management client, every AMQP connection, session and link state change -- only with ``--verbose``.
 """
 
 from __future__ import annotations
@@ -22,6 +25,12 @@ from shared.redrive.job import run_redrive
 from shared.redrive.runner import RunHooks
 from shared.redrive.settings import RedriveSettingsError
 
+# The Azure SDK's loggers all sit under "azure": at INFO, azure-core's HttpLoggingPolicy
+# (azure.core.pipeline.policies.http_logging_policy) writes a dozen lines per management call (URL,
+# headers) and azure-servicebus's AMQP stack one per connection, session and link state change: about 80
+# lines before a small run's summary. Useful when a call misbehaves; noise otherwise. Warnings stay.
+SDK_LOGGER = "azure"
+
 
 def build_parser() -> argparse.ArgumentParser:
     """The command-line parser."""
@@ -33,8 +42,19 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--receive-wait", type=float, default=1.0, help="seconds a receive waits on an empty DLQ"
     )
+    parser.add_argument(
+        "--verbose",
+        action="store_true",
+        help="also log the Azure SDK's INFO lines (every HTTP request and response, AMQP link states)",
+    )
     add_settings_arguments(parser)
     return parser
+
+
+def configure_logging(verbose: bool) -> None:
+    """INFO for the run's own lines; the Azure SDK's from WARNING unless ``verbose``."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger(SDK_LOGGER).setLevel(logging.INFO if verbose else logging.WARNING)
 
 
 def main(
@@ -44,7 +64,7 @@ def main(
 ) -> int:
     """Run the command; returns the exit status. ``environment``: default the process's."""
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    configure_logging(args.verbose)
     try:
         env = local_app_settings(args.settings, args.data_dir, environment)
         summary = run_redrive(

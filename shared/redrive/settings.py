@@ -76,7 +76,14 @@ SETTINGS: tuple[AppSetting, ...] = (
 
 
 class RedriveSettingsError(ValueError):
-    """One or more re-drive settings are invalid; the message lists every one."""
+    """One or more re-drive settings are invalid; ``problems`` lists every one, and so does the message."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = list(problems)
+        super().__init__("invalid re-drive settings: " + "; ".join(problems))
+
+    def __reduce__(self) -> tuple[type[RedriveSettingsError], tuple[list[str]]]:
+        return type(self), (self.problems,)  # pickled (a Spark task's error) with its problems, not its text
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,5 +151,5 @@ class RedriveSettings:
                     f"(or, locally, {ARCHIVE_CONNECTION_STRING.name})"
                 )
         if problems:
-            raise RedriveSettingsError("invalid re-drive settings: " + "; ".join(problems))
+            raise RedriveSettingsError(problems)
         return cls(limits, policy, entities, archive_url, options)

@@ -73,6 +73,23 @@ def test_anonymous_admin_level_empty_and_failing_functions(host: HostHandle, cli
     assert next(r for r in failed if r.function_name == "boom").error == "ValueError: boom"
 
 
+def test_a_function_listed_with_the_master_key_gets_the_url_that_opens_it_and_the_others_keep_theirs(
+    host: HostHandle, client: httpx.Client
+) -> None:
+    plain = host.host.describe()
+    listed = host.host.describe(with_master_key=["ADMIN_ONLY"])  # function names are case-insensitive
+    line = next(x for x in listed if x.startswith("admin_only: "))
+    url = f"{host.base_url}/api/admin-only?code={host.master_key}"
+    methods = "DELETE,GET,HEAD,OPTIONS,PATCH,POST,PUT"
+    assert line == f"admin_only: [{methods}] {url} (auth: admin; opens with the master key)"
+    assert [x for x in listed if not x.startswith("admin_only: ")] == [
+        x for x in plain if not x.startswith("admin_only: ")
+    ]
+    assert not any("?code=" in x for x in plain)
+    assert client.get(url).status_code == 204
+    assert client.get(url.split("?")[0]).status_code == 401
+
+
 def test_admin_endpoints_need_the_master_key(host: HostHandle, client: httpx.Client) -> None:
     assert client.get("/admin/host/status").status_code == 401
     assert client.get("/admin/host/status", headers={"x-functions-key": host.host_key}).status_code == 401

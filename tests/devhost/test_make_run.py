@@ -159,6 +159,13 @@ def test_make_run_starts_everything_serves_http_stops_on_ctrl_c_and_reuses_its_d
         with httpx.Client(base_url=first.base_url, timeout=30) as client:
             status = client.get("/admin/host/status", headers={"x-functions-key": master_key})
             assert status.status_code == 200 and status.json()["state"] == "Running"
+            # The console's URL as printed opens it: the master key is in it (printed below it anyway).
+            console = re.search(
+                rf"^\s+ops_console: \[GET\] ({re.escape(first.base_url)}/api/ops\?code=(\S+)) ", text, re.M
+            )
+            assert console is not None and console.group(2) == master_key, text
+            opened = client.get(console.group(1))
+            assert opened.status_code == 200 and "<title>Busbar console</title>" in opened.text
             # One HTTP function of the real app: the first parameterless GET route listed in the banner.
             routes = re.findall(
                 rf"^\s+(\w+): \[([A-Z,]+)\] {re.escape(first.base_url)}(/\S+) \(auth: (\w+)\)",

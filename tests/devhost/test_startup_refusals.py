@@ -10,12 +10,15 @@ import subprocess
 import sys
 import textwrap
 import urllib.request
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
 
 from devhost.bindings import BindingError
 from devhost.function_indexing import AppLoadError
+from devhost.ncrontab import CronError
+from devhost.startup_problems import HostStartupProblems
 from devhost.testing import running_host
 
 SB_APP = """
@@ -64,6 +67,75 @@ def test_a_missing_connection_setting_refuses_start_up_with_the_hosts_message(tm
         "'Functions.listens'. Microsoft.Azure.WebJobs.Extensions.ServiceBus: Service Bus account connection "
         "string 'NoSuchConnection' does not exist. Make sure that it is a defined App Setting."
     )
+
+
+TIMERS_AND_QUEUE_APP = """
+import azure.functions as func
+
+app = func.FunctionApp()
+
+
+@app.timer_trigger(arg_name="timer", schedule="%NIGHTLY%")
+def nightly(timer: func.TimerRequest) -> None:
+    pass
+
+
+@app.timer_trigger(arg_name="timer", schedule="%HOURLY%")
+def hourly(timer: func.TimerRequest) -> None:
+    pass
+
+
+@app.service_bus_queue_trigger(arg_name="msg", queue_name="q", connection="NoSuchConnection")
+def listens(msg: func.ServiceBusMessage) -> None:
+    pass
+"""
+
+
+def refuse_settings(settings: Mapping[str, str]) -> None:
+    raise ValueError(f"2 invalid app setting(s): BUSBAR_A is {settings['BUSBAR_A']!r}")
+
+
+def test_every_problem_that_stops_the_start_is_reported_at_one_start(tmp_path: Path) -> None:
+    # The Functions host logs every function in error at one start; devhost, which refuses to start instead,
+    # names them all too, with the startup hook's failure (make run's check of every app setting).
+    app = _app(tmp_path, TIMERS_AND_QUEUE_APP)
+    settings = {"NIGHTLY": "every night", "HOURLY": "0 0 * * * *  *", "BUSBAR_A": "bad"}
+    with (
+        pytest.raises(HostStartupProblems) as refused,
+        running_host(app, settings=settings, startup_hook=refuse_settings),
+    ):
+        pass
+    found = dict((where, error) for where, error in refused.value.problems)
+    assert list(found) == [
+        "the startup hook",
+        "Functions.nightly (schedule)",
+        "Functions.hourly (schedule)",
+        "Functions.listens (connection)",
+    ]
+    assert str(found["the startup hook"]) == "2 invalid app setting(s): BUSBAR_A is 'bad'"
+    assert isinstance(found["Functions.nightly (schedule)"], CronError)
+    assert "'every night'" in str(found["Functions.nightly (schedule)"])
+    assert isinstance(found["Functions.listens (connection)"], BindingError)
+    message = str(refused.value).splitlines()
+    assert message[0] == "4 problems stop the host from starting:"
+    assert message[1] == "  - the startup hook: ValueError: 2 invalid app setting(s): BUSBAR_A is 'bad'"
+    assert len(message) == 5 and all(line.startswith("  - Functions.") for line in message[2:])
+
+
+def test_a_single_problem_is_raised_as_itself(tmp_path: Path) -> None:
+    app = _app(tmp_path, TIMERS_AND_QUEUE_APP)
+    settings = {
+        "NIGHTLY": "0 0 0 * * *",
+        "HOURLY": "0 0 * * * *",
+        "NoSuchConnection": "Endpoint=sb://127.0.0.1/;",
+        "BUSBAR_A": "x",
+    }
+    with (
+        pytest.raises(ValueError, match="BUSBAR_A is 'x'") as refused,
+        running_host(app, settings=settings, startup_hook=refuse_settings),
+    ):
+        pass
+    assert not isinstance(refused.value, HostStartupProblems)
 
 
 def test_a_connection_section_without_a_namespace_refuses_start_up(tmp_path: Path) -> None:

@@ -91,3 +91,46 @@ def test_every_make_target_the_docs_name_exists() -> None:
             if missing:
                 problems.append(f"{command.where}: {command.one_line}: no make target {missing}")
     assert problems == []
+
+
+# A user's local.settings.json holds their edits (keys, connection strings, settings); `make run` creates it
+# from the sample only when it is missing. A guide command that copies, moves, links, tees, redirects or
+# edits in place onto it, or deletes it, would lose them.
+_SETTINGS_FILE = r"(?:\S*/)?local\.settings\.json(?=$|[\s;&|)])"
+_WRITES_SETTINGS = re.compile(
+    rf"(?:^|[\s;&|(])(?:cp|mv|ln|install)\s[^;&|\n]*\s{_SETTINGS_FILE}\s*(?:$|[;&|)])"  # the destination
+    rf"|(?:^|[\s;&|(])(?:rm|tee|sed\s+-i\S*)\s[^;&|\n]*?{_SETTINGS_FILE}"
+    rf"|>>?\|?\s*{_SETTINGS_FILE}"
+)
+
+
+def writes_local_settings(command: str) -> bool:
+    """Whether a shell command overwrites, edits or removes ``local.settings.json``."""
+    return _WRITES_SETTINGS.search(command) is not None
+
+
+@pytest.mark.parametrize(
+    ("command", "writes"),
+    [
+        ("cp local.settings.sample.json local.settings.json", True),
+        ("cp -f local.settings.sample.json ./local.settings.json && make run", True),
+        ("cat local.settings.sample.json > local.settings.json", True),
+        ("jq . local.settings.sample.json | tee local.settings.json", True),
+        ("sed -i 's/a/b/' local.settings.json", True),
+        ("rm local.settings.json", True),
+        ("cat local.settings.json", False),
+        ("cp local.settings.json backup.json", False),
+        ("make run SETTINGS=local.settings.json", False),
+        ("grep BUSBAR local.settings.json > found.txt", False),
+    ],
+)
+def test_a_command_that_overwrites_edits_or_removes_local_settings_json_is_recognised(
+    command: str, writes: bool
+) -> None:
+    assert writes_local_settings(command) is writes
+
+
+def test_no_guide_command_overwrites_the_users_local_settings_json() -> None:
+    # `make run` creates it from the sample when it is missing (tests/devhost/test_make_run.py)
+    offending = [f"{c.where}: {c.one_line}" for c in doc_commands() if writes_local_settings(c.text)]
+    assert offending == [], "make run creates local.settings.json when missing; a guide must never replace it"

@@ -182,6 +182,33 @@ def test_the_console_needs_the_admin_key(scene: dict[str, Any]) -> None:
     assert "http://" not in page.text.replace("http://www.w3.org", "")  # no CDN: nothing from elsewhere
 
 
+def test_the_console_opened_without_a_key_answers_401_with_how_to_open_it(scene: dict[str, Any]) -> None:
+    host: HostHandle = scene["host"]
+    with httpx.Client(base_url=host.base_url, timeout=30) as anonymous:
+        page = anonymous.get("/api/ops")
+        other = anonymous.get("/api/ops/entities")
+    assert page.status_code == 401
+    assert page.headers["content-type"].startswith("text/html")
+    text = page.text
+    assert "master key" in text and "make master-key" in text and "?code=" in text
+    assert "az functionapp keys list" in text and "--query masterKey" in text
+    assert '<input id="code" name="code"' in text  # a form that reopens the page with ?code=
+    assert "http://" not in text  # no CDN: nothing from elsewhere
+    # The other ops functions keep the host's own 401 (an empty body), as Azure's host answers.
+    assert other.status_code == 401 and other.content == b""
+
+
+def test_the_console_page_with_a_key_leaves_checking_it_to_the_admin_api(scene: dict[str, Any]) -> None:
+    host: HostHandle = scene["host"]
+    with httpx.Client(base_url=host.base_url, timeout=30) as client:
+        page = client.get("/api/ops", params={"code": "not-the-master-key"})
+        data = client.get("/api/ops/entities", headers={"x-functions-key": "not-the-master-key"})
+    # The page is static (no data): the refused key shows when the page calls the API, which asks again.
+    assert page.status_code == 200 and "<title>Busbar console</title>" in page.text
+    assert "make master-key" in page.text  # the key form says which key and where to get it
+    assert data.status_code == 401
+
+
 def test_bad_selections_get_a_precise_400(scene: dict[str, Any]) -> None:
     with admin(scene["host"]) as client:
         empty = client.post("/api/ops/failures/retry", json={})

@@ -140,6 +140,36 @@ def test_a_dry_run_writes_the_plan_with_counts_and_sends_nothing(
     assert ledger.read_ledger(spark, str(root / "ledger")).count() == 0
 
 
+def test_a_dry_run_reports_what_the_ledger_shows_as_sent_as_already_sent_as_the_run_then_does(
+    spark: Any, broker: EmulatorHandle, tmp_path: Path
+) -> None:
+    queue = broker.create_queue(f"dry-ledger-{uuid.uuid4().hex[:8]}")
+    write_archive(
+        tmp_path / "archive", [archive_row(source_entity=queue, message_id="first", sequence_number=1)]
+    )
+    assert run(_params(tmp_path, broker, "--replay_run_id", "sent-1"), spark).outcomes == {"sent": 1}
+    # A later re-drive archived another failure; the archive now holds one sent row and one new one.
+    later = [archive_row(source_entity=queue, message_id="second", sequence_number=2)]
+    write_archive(tmp_path / "archive", later, run_id="redrive-run-2")
+
+    dry = run(_params(tmp_path, broker, "--dry_run", "--replay_run_id", "dry-2"), spark)
+
+    assert dry.outcomes == {"already_sent": 1, "planned": 1}
+    results = spark.read.parquet(str(tmp_path / "report" / "dry-2" / "results")).collect()
+    assert {r.message_id: r.outcome for r in results} == {"first": "already_sent", "second": "planned"}
+    assert [
+        r.message_id for r in spark.read.parquet(str(tmp_path / "report" / "dry-2" / "plan")).collect()
+    ] == ["second"]
+    assert [p["messages"] for p in dry.plan] == [1]
+    # --force would send both again: its dry run plans both.
+    forced = run(_params(tmp_path, broker, "--dry_run", "--force", "--replay_run_id", "dry-forced"), spark)
+    assert forced.outcomes == {"planned": 2}
+    # The run does what the dry run said.
+    real = run(_params(tmp_path, broker, "--replay_run_id", "sent-2"), spark)
+    assert real.outcomes == {"already_sent": 1, "sent": 1}
+    assert sorted(message_id(m) for m in _receive(broker, queue, 2)) == ["first", "second"]
+
+
 def test_a_replay_delivers_each_message_once_to_its_target_with_properties_and_sessions_in_order(
     spark: Any, broker: EmulatorHandle, scenario: dict[str, Any]
 ) -> None:

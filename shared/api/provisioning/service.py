@@ -116,23 +116,29 @@ RETRY_AFTER_SECONDS = 5
 
 
 def entity_defaults(env: Mapping[str, str]) -> EntityDefaults:
-    """Entity properties from the ``BUSBAR_ENTITY_*`` settings; a malformed value is a settings error."""
+    """Entity properties from the ``BUSBAR_ENTITY_*`` settings; malformed values are one settings error
+    naming each."""
+    problems: list[str] = []
 
     def number(setting: AppSetting, minimum: int) -> int:
         raw = read(setting, env) or setting.default or "0"
         try:
             value = int(raw)
         except ValueError:
-            raise SettingsError(f"{setting.name} must be an integer, got {raw!r}") from None
+            problems.append(f"{setting.name} must be an integer, got {raw!r}")
+            return minimum
         if value < minimum:
-            raise SettingsError(f"{setting.name} must be at least {minimum}, got {value}")
+            problems.append(f"{setting.name} must be at least {minimum}, got {value}")
         return value
 
-    return EntityDefaults(
+    defaults = EntityDefaults(
         lock_duration=timedelta(seconds=number(LOCK_DURATION, 5)),
         max_delivery_count=number(MAX_DELIVERY_COUNT, 1),
         max_size_in_megabytes=number(MAX_SIZE_MB, 1),
     )
+    if problems:
+        raise SettingsError(*problems)
+    return defaults
 
 
 def management_error(error: Exception) -> ApiError:
