@@ -145,3 +145,14 @@ def test_selection_by_pattern_skips_known_empty_dead_letter_queues_and_reports_u
 
     assert [p.source.path for p in found.plans] == ["orders"]
     assert found.unmatched == ["nothing-*"]
+
+
+def test_a_hold_queues_dead_letters_go_back_to_its_ordered_endpoints_queue() -> None:
+    # A parked message that failed while its key was released is dead-lettered in the hold queue; sent back
+    # to the endpoint's queue it is recognised there as its key's blocker (shared.ordering.ordered).
+    queues = [_queue("team/crm", requires_session=True), _queue("team/crm.held", requires_session=True)]
+
+    plans = {plan.source.path: plan for plan in plan_entities(queues, [])}
+
+    assert plans["team/crm.held"].target == Target("team/crm", requires_session=True)
+    assert plans["team/crm"].target == Target("team/crm", requires_session=True)
