@@ -13,3 +13,7 @@ def record_start(settings: Mapping[str, str]) -> None:
     with TableServiceClient.from_connection_string(settings["AzureWebJobsStorage"]) as service:
         table = service.create_table_if_not_exists(settings["STORAGE_TEST_TABLE"])
         table.upsert_entity({"PartitionKey": "hook", "RowKey": "started", "value": "by the startup hook"})
+
+
+def nothing(settings: Mapping[str, str]) -> None:
+    """A startup hook that writes nothing (for an app whose storage is not reachable from the tests)."""

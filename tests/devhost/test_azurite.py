@@ -42,16 +42,23 @@ def free_ports(count: int) -> list[int]:
 class Devhost:
     """``python -m devhost --with-azurite`` on the storage test app, in its own process group."""
 
-    def __init__(self, root: Path, table: str, ports: tuple[int, int, int] = (0, 0, 0)) -> None:
+    def __init__(
+        self,
+        root: Path,
+        table: str,
+        ports: tuple[int, int, int] = (0, 0, 0),
+        values: dict[str, str] | None = None,
+        hook: str = HOOK,
+    ) -> None:
         settings = root / "local.settings.json"
-        settings.write_text(json.dumps({"Values": {"STORAGE_TEST_TABLE": table}}))
+        settings.write_text(json.dumps({"Values": {"STORAGE_TEST_TABLE": table, **(values or {})}}))
         blob, queue, table_port = ports
         environment = {k: v for k, v in os.environ.items() if not k.startswith("AzureWebJobs")}
         self.process = subprocess.Popen(
             [
                 *(sys.executable, "-m", "devhost", "--app", str(APPS / "storage_app.py")),
                 *("--settings", str(settings), "--host-json", str(root / "no-host.json"), "--port", "0"),
-                *("--data-dir", str(root / "data" / "devhost"), "--startup-hook", HOOK, "--with-azurite"),
+                *("--data-dir", str(root / "data" / "devhost"), "--startup-hook", hook, "--with-azurite"),
                 *("--azurite-data-dir", str(root / "data" / "azurite")),
                 *("--azurite-blob-port", str(blob), "--azurite-queue-port", str(queue)),
                 *("--azurite-table-port", str(table_port)),
@@ -194,6 +201,26 @@ def test_an_azurite_killed_while_the_app_runs_is_started_again_on_its_ports_and_
         run.kill_group()
     assert "Azurite exited (code -9) while the app runs: starting it again" in output
     assert "Azurite started again" in output and "Azurite stopped (exit code 0)" in output
+
+
+@pytest.mark.subprocess
+@pytest.mark.timeout(120)
+def test_an_app_whose_settings_name_another_storage_account_keeps_it_and_no_azurite_is_started(
+    tmp_path: Path,
+) -> None:
+    identity = {"AzureWebJobsStorage__accountName": "busbarhost"}
+    run = Devhost(tmp_path, "unused", values=identity, hook="tests.devhost.storage_hook:nothing")
+    try:
+        run.reader.wait_ready(timeout=90)
+        output = run.interrupt()
+    finally:
+        run.kill_group()
+    assert (
+        "Storage: an identity-based AzureWebJobsStorage (AzureWebJobsStorage__accountName from "
+        "local.settings.json); Azurite not started"
+    ) in output
+    assert "AzureWebJobsStorage: " not in output
+    assert not (tmp_path / "data" / "azurite").exists()
 
 
 @pytest.mark.subprocess
