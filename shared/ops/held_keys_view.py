@@ -12,9 +12,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from shared.api.protocol import Misconfigured
 from shared.entity_paths import endpoint_queue_path
 from shared.handlers.endpoints import Endpoint
-from shared.ordering.held_keys import HeldKeys
+from shared.ordering.held_keys import HeldKeys, StorageNotConfigured
 
 
 def held_keys_view(
@@ -22,7 +23,12 @@ def held_keys_view(
 ) -> dict[str, Any]:
     """``{"endpoints": [{"endpoint", "queue", "heldKeys": [...]}], "total": n}`` for the ordered ones."""
     ordered = [e for e in endpoints if e.ordered]
-    keys = store() if ordered else None
+    try:
+        keys = store() if ordered else None
+    except StorageNotConfigured as error:
+        raise Misconfigured(
+            "the held keys live in Table Storage, which is not configured", [str(error)]
+        ) from None
     views = []
     for endpoint in ordered:
         assert keys is not None

@@ -57,6 +57,8 @@ class Target:
     duplicate_detection_window: timedelta = timedelta(minutes=10)
     max_message_size_bytes: int = 256 * 1024
     requires_session: bool = False
+    holds_keys: bool = False
+    """An ordered endpoint's queue (it has a hold queue): archiving a blocker there resumes its key."""
 
 
 @dataclass(frozen=True, slots=True)

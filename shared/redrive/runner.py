@@ -308,11 +308,11 @@ class Redriver:
         self._resume_keys(state, items, summary)
 
     def _resume_keys(self, state: _EntityState, items: Sequence[_Item], summary: RunSummary) -> None:
-        """An archived message of a session-enabled queue may hold its key (an ordered endpoint): a resume
-        signal asks the endpoint to handle the key's parked messages (ignored where the key is not held by
+        """An archived message of an ordered endpoint's queue may hold its key: a resume signal asks the
+        endpoint to handle the key's parked messages (ignored where the key is not held by
         it). Sent after the archive, so a key is never released while its blocker is still dead-lettered."""
         target = state.plan.target
-        if target is None or not target.requires_session:
+        if target is None or not target.holds_keys:  # a plain session queue gets no signal of Busbar's
             return
         for item in items:
             session = item.dead_letter.session_id

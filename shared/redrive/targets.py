@@ -82,7 +82,11 @@ def _with_transfer(plan: EntityPlan, entity: Any) -> list[EntityPlan]:
 
 def plan_entities(queues: Sequence[Any], subscriptions: Sequence[tuple[str, Any]]) -> list[EntityPlan]:
     """Plans for every queue and ``(topic, subscription)``, from ARM models. Pure."""
-    targets = {q.name.lower(): target_of_queue(q) for q in queues}
+    names = {q.name.lower() for q in queues}
+    targets = {
+        q.name.lower(): replace(target_of_queue(q), holds_keys=held_queue(q.name.lower()) in names)
+        for q in queues
+    }
     plans = []
     for queue in queues:
         name = queue.name.lower()

@@ -154,5 +154,6 @@ def test_a_hold_queues_dead_letters_go_back_to_its_ordered_endpoints_queue() -> 
 
     plans = {plan.source.path: plan for plan in plan_entities(queues, [])}
 
-    assert plans["team/crm.held"].target == Target("team/crm", requires_session=True)
-    assert plans["team/crm"].target == Target("team/crm", requires_session=True)
+    ordered = Target("team/crm", requires_session=True, holds_keys=True)
+    assert plans["team/crm.held"].target == ordered
+    assert plans["team/crm"].target == ordered
