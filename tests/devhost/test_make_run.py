@@ -219,9 +219,13 @@ def test_make_run_under_a_hierarchy_namespace_provisions_and_listens_on_prefixed
         text = run.reader.wait_ready(timeout=90)
         connection_string = run.banner("Service Bus connection string")
         with ServiceBusClient.from_connection_string(connection_string) as sb:
-            for queue in ("billing", "crm", "shipping"):
+            for queue in ("billing", "shipping"):
                 with sb.get_queue_receiver(f"{prefix}/{queue}") as rx:
                     rx.peek_messages(max_message_count=1)  # exists: provisioned under the prefix
+            # crm is ordered: its queue and its hold queue require sessions (a receiver names one).
+            for queue in ("crm", "crm.held"):
+                with sb.get_queue_receiver(f"{prefix}/{queue}", session_id="probe") as rx:
+                    rx.peek_messages(max_message_count=1)
         output = run.interrupt()
     finally:
         run.kill()
