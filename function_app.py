@@ -7,7 +7,15 @@ here; the logic lives in ``shared/``.
 import azure.functions as func
 
 from app.runtime import environment
-from functions import fallback_router, ops_api, provisioning_api, publishing_api, redrive, subscribers
+from functions import (
+    fallback_router,
+    handled_records,
+    ops_api,
+    provisioning_api,
+    publishing_api,
+    redrive,
+    subscribers,
+)
 
 app = func.FunctionApp(http_auth_level=func.AuthLevel.FUNCTION)
 # The triggers' entity paths come from the app settings as they are now (hierarchy prefix included).
@@ -16,4 +24,5 @@ app.register_functions(fallback_router.blueprint(environment()))
 app.register_functions(provisioning_api.bp)
 app.register_functions(publishing_api.bp)
 app.register_functions(redrive.bp)
+app.register_functions(handled_records.bp)
 app.register_functions(ops_api.bp)

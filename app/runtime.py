@@ -18,6 +18,7 @@ from azure.servicebus import ServiceBusClient
 from shared.app_settings import AppSetting, read
 from shared.archive.writer import ArchiveWriter
 from shared.contracts import ContractRegistry
+from shared.idempotency.records import HandledRecords, handled_records_from_settings
 from shared.management import ManagementClient, ManagementSettings, SettingsError
 from shared.ordering.held_keys import STORAGE_SETTING, HeldKeys, held_keys_from_settings
 from shared.redrive import settings as archive_settings
@@ -121,6 +122,10 @@ class EnvironmentTransport:
         """The cached Service Bus client."""
         return service_bus_client(self._env)
 
+    def handled_records(self) -> HandledRecords:
+        """The cached records of handled messages."""
+        return handled_records(self._env)
+
 
 def held_keys(env: Mapping[str, str] | None = None) -> HeldKeys:
     """The cached held-key store of ``AzureWebJobsStorage`` (ordered endpoints)."""
@@ -132,6 +137,18 @@ def held_keys(env: Mapping[str, str] | None = None) -> HeldKeys:
         values.get(f"{STORAGE_SETTING}__accountName") or "",
     )
     return _cached(key, lambda: held_keys_from_settings(values))
+
+
+def handled_records(env: Mapping[str, str] | None = None) -> HandledRecords:
+    """The cached handled-message records of ``AzureWebJobsStorage`` (every endpoint's)."""
+    values = environment() if env is None else env
+    key = (
+        "handled-records",
+        values.get(STORAGE_SETTING) or "",
+        values.get(f"{STORAGE_SETTING}__tableServiceUri") or "",
+        values.get(f"{STORAGE_SETTING}__accountName") or "",
+    )
+    return _cached(key, lambda: handled_records_from_settings(values))
 
 
 def topology_options(env: Mapping[str, str] | None = None) -> TopologyOptions:

@@ -13,9 +13,11 @@
 
 No endpoint handles ``Billing.PaymentReceived``: published, it is archived by the fallback router as unrouted.
 
-Every handler notes what it handled in :data:`JOURNAL`, the sample's stand-in for a database, which
-``make run`` logs (and, with ``BUSBAR_PROBE_RECORD``, in the durable test probe of :mod:`app.probe`, which
-the chaos run accounts with and the end-to-end tests read: the handlers run in the worker process).
+billing keeps each invoice and shipping each shipment as a row of its own (``context.store``: committed with
+the record of the handled message id, so each order is invoiced and shipped once however often a message is
+delivered). Every handler notes what it handled in :data:`JOURNAL`, the sample's stand-in for a database,
+which ``make run`` logs (and, with ``BUSBAR_PROBE_RECORD``, in the durable test probe of :mod:`app.probe`,
+which the chaos run accounts with and the end-to-end tests read: the handlers run in the worker process).
 """
 
 from __future__ import annotations
@@ -103,8 +105,14 @@ def _invoice(endpoint: str, order_id: str, amount: float, contract: str, context
         raise PermanentHandlerError(
             f"order {order_id} has a negative amount ({amount}) and cannot be invoiced"
         )
+    invoice = InvoiceIssued(order_id=order_id, invoice_id=f"INV-{order_id}", amount=amount)
+    # The invoice row commits with the record of this message id, once (shared.idempotency): a copy of the
+    # message is never handled again; another event for the same order finds the order invoiced.
+    if context.store.get("invoice") is not None:
+        return
+    context.store.put("invoice", invoice.model_dump(mode="json"))
     JOURNAL.note(endpoint, contract, order_id, context)
-    context.publish(InvoiceIssued(order_id=order_id, invoice_id=f"INV-{order_id}", amount=amount))
+    context.publish(invoice)
 
 
 @_billing.handles(OrderAccepted)
@@ -136,7 +144,10 @@ def track_order_status(event: IOrderStatusChanged, context: HandlerContext) -> N
 
 @_shipping.handles(InvoiceIssued)
 def ship_invoiced_order(event: InvoiceIssued, context: HandlerContext) -> None:
-    """Shipping ships an order once it is invoiced."""
+    """Shipping ships an order once it is invoiced (the shipment row commits once with the message)."""
+    if context.store.get("shipment") is not None:
+        return
+    context.store.put("shipment", {"order_id": event.order_id, "invoice_id": event.invoice_id})
     JOURNAL.note("shipping", event.contract_name, event.order_id, context)
 
 

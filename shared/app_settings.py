@@ -98,6 +98,7 @@ _SETTING_MODULES: tuple[str, ...] = (
     "shared.api.provisioning.admission",
     "shared.redrive.settings",
     "shared.ordering.held_keys",
+    "shared.idempotency.records",
 )
 
 

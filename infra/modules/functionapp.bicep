@@ -192,6 +192,10 @@ resource app 'Microsoft.Web/sites@2024-04-01' = {
           value: '3'
         }
         {
+          name: 'BUSBAR_HANDLED_RETENTION_DAYS'
+          value: '7'
+        }
+        {
           name: 'BUSBAR_REDRIVE_MAX_MESSAGES'
           value: '1000'
         }

@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from shared.contracts import ContractError, Event, ordering_key
+from shared.handlers.store import HandlerStore
 from shared.messages import CONVERSATION_ID, RELATED_TO, IncomingMessage
 
 
@@ -43,9 +44,13 @@ Outgoing = OutgoingPublish | OutgoingSend
 class HandlerContext:
     """The context of one incoming message while its handlers run."""
 
-    def __init__(self, incoming: IncomingMessage, endpoint_name: str) -> None:
+    def __init__(
+        self, incoming: IncomingMessage, endpoint_name: str, store: HandlerStore | None = None
+    ) -> None:
         self.incoming = incoming
         self.endpoint_name = endpoint_name
+        self.store = store or HandlerStore()
+        """The handlers' rows, committed with the message's record (:mod:`shared.handlers.store`)."""
         self._outgoing: list[Outgoing] = []
 
     @property

@@ -24,6 +24,7 @@ from pydantic import ValidationError
 
 from shared.contracts import ContractRegistry, Event, enclosed_types
 from shared.handlers.context import HandlerContext, Outgoing
+from shared.handlers.store import HandlerStore
 from shared.messages import IncomingMessage
 
 # Stable dead-letter reasons: operators filter and alert on them, so they never change.
@@ -57,6 +58,8 @@ class Complete:
     correlation_id: str | None = None
     conversation_id: str | None = None
     headers: Mapping[str, str] = field(default_factory=dict)
+    writes: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    """The rows the handlers wrote (``context.store``), committed with the message's record."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,8 +161,9 @@ class Dispatcher:
         self.contracts = contracts
         self.handlers = handlers
 
-    def dispatch(self, message: IncomingMessage) -> Outcome:
-        """Decode ``message``, run its handlers and say how to settle it. Never raises for bad input."""
+    def dispatch(self, message: IncomingMessage, store: HandlerStore | None = None) -> Outcome:
+        """Decode ``message``, run its handlers (``store``: their rows) and say how to settle it. Never
+        raises for bad input."""
         content_type = (message.content_type or "").split(";")[0].strip().lower()
         if content_type and content_type not in JSON_CONTENT_TYPES:
             return DeadLetter(
@@ -195,7 +199,7 @@ class Dispatcher:
                 PAYLOAD_VALIDATION_FAILED,
                 f"body does not validate as {event_type.contract_name}: {describe_validation_error(error)}",
             )
-        context = HandlerContext(message, self.endpoint_name)
+        context = HandlerContext(message, self.endpoint_name, store)
         for name, handler in handlers:
             try:
                 handler(event, context)
@@ -213,4 +217,5 @@ class Dispatcher:
             context.correlation_id,
             context.conversation_id,
             context.outgoing_headers(),
+            context.store.writes,
         )

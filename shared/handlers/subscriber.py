@@ -10,8 +10,10 @@ The Service Bus-triggered function (``functions/subscribers.py``) converts the t
 - :class:`~shared.handlers.dispatch.Retry`: the function raises :class:`HandlerFailed`; the host abandons
   the message and the broker redelivers it until ``MaxDeliveryCount``.
 
-If sending the outgoing messages fails, the exception propagates: the message is retried with its handlers
-(handlers must be idempotent, as with any at-least-once broker).
+Each endpoint handles a message id once (:mod:`shared.idempotency`): the handlers' rows and outgoing
+messages commit with the record of the message id before anything is sent. If sending then fails, the
+exception propagates and the message is retried: the record is found and its outgoing messages are sent
+again (with the same ids), without running the handlers.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from azure.servicebus import ServiceBusClient
 from shared.handlers.dispatch import Complete, DeadLetter, Outcome, Retry
 from shared.handlers.endpoints import Endpoint
 from shared.handlers.outgoing import dispatch_outgoing
+from shared.idempotency.once import handle_once
+from shared.idempotency.records import HandledRecords
 from shared.messages import IncomingMessage
 from shared.topology.publisher import Publisher
 
@@ -49,13 +53,23 @@ class Transport(Protocol):
         """The client commands are sent with."""
         ...
 
+    def handled_records(self) -> HandledRecords:
+        """Where the endpoints record the message ids they handled (:mod:`shared.idempotency`)."""
+        ...
+
 
 def process(endpoint: Endpoint, message: IncomingMessage, transport: Transport) -> Outcome:
-    """Dispatch ``message`` to ``endpoint``'s handlers and send what they produced on success."""
-    outcome = endpoint.dispatcher().dispatch(message)
-    if isinstance(outcome, Complete):
-        if outcome.outgoing:
-            dispatch_outgoing(outcome, transport.publisher(endpoint.name), transport.service_bus_client())
+    """Run ``endpoint``'s handlers for ``message`` once per message id and send what they produced."""
+
+    def dispatch(outcome: Complete) -> None:
+        dispatch_outgoing(outcome, transport.publisher(endpoint.name), transport.service_bus_client())
+
+    outcome, ran = handle_once(endpoint, message, transport.handled_records(), dispatch)
+    if isinstance(outcome, Complete) and not ran:
+        log.info(
+            "%s already handled message %s: completed without its handlers", endpoint.name, message.message_id
+        )
+    elif isinstance(outcome, Complete):
         log.info(
             "%s handled %s (message %s) with %s",
             endpoint.name,

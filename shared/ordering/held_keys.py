@@ -7,13 +7,11 @@ the identity-based ``AzureWebJobsStorage__tableServiceUri`` or ``__accountName``
 :data:`TABLE_NAME`, partition = the endpoint's queue, row = the key. Rows are written only for held keys,
 so an endpoint whose keys all flow pays one point read per message.
 
-Keys are encoded (base64url) because a ``SessionId`` may hold characters a table key may not (``/``,
-``\\``, ``#``, ``?``, control characters); the raw values are kept in the row's properties.
+Keys are encoded (:func:`shared.table_keys.table_key`); the raw values are kept in the row's properties.
 """
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import threading
 from collections.abc import Iterator, Mapping
@@ -26,6 +24,7 @@ from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
 from azure.data.tables import TableClient, TableServiceClient, UpdateMode
 
 from shared.app_settings import AppSetting
+from shared.table_keys import table_key
 
 TABLE_NAME = "busbarheldkeys"
 STORAGE_SETTING = "AzureWebJobsStorage"
@@ -90,14 +89,10 @@ class HeldKey:
         }
 
 
-def _encode(value: str) -> str:
-    return base64.urlsafe_b64encode(value.encode("utf-8")).decode("ascii").rstrip("=")
-
-
 def _row(held: HeldKey) -> dict[str, Any]:
     return {
-        "PartitionKey": _encode(held.queue),
-        "RowKey": _encode(held.key),
+        "PartitionKey": table_key(held.queue),
+        "RowKey": table_key(held.key),
         "Queue": held.queue,
         "Key": held.key,
         "Status": held.status,
@@ -144,7 +139,7 @@ class HeldKeys:
     def get(self, queue: str, key: str) -> HeldKey | None:
         """The row of ``key`` on ``queue``, or None when the key flows."""
         try:
-            return _held(self._ensure_table().get_entity(_encode(queue), _encode(key)))
+            return _held(self._ensure_table().get_entity(table_key(queue), table_key(key)))
         except ResourceNotFoundError:
             return None
 
@@ -171,12 +166,12 @@ class HeldKeys:
     def delete(self, held: HeldKey) -> None:
         """Remove the row of ``held``: the key flows again."""
         table = self._ensure_table()
-        table.delete_entity(_encode(held.queue), _encode(held.key))
+        table.delete_entity(table_key(held.queue), table_key(held.key))
 
     def of_queue(self, queue: str) -> Iterator[HeldKey]:
         """Every held key of ``queue``."""
         table = self._ensure_table()
-        for entity in table.query_entities("PartitionKey eq @pk", parameters={"pk": _encode(queue)}):
+        for entity in table.query_entities("PartitionKey eq @pk", parameters={"pk": table_key(queue)}):
             yield _held(entity)
 
     def close(self) -> None:
@@ -184,22 +179,27 @@ class HeldKeys:
         self._table.close()
 
 
-def held_keys_from_settings(values: Mapping[str, str]) -> HeldKeys:
-    """The held keys of the storage account ``AzureWebJobsStorage`` names (connection string, or the
-    identity-based ``AzureWebJobsStorage__tableServiceUri`` / ``__accountName`` with the app's identity)."""
+def table_client(values: Mapping[str, str], table: str) -> TableClient:
+    """A client of ``table`` in the storage account ``AzureWebJobsStorage`` names: its connection string,
+    or the identity-based ``AzureWebJobsStorage__tableServiceUri`` / ``__accountName`` with the app's
+    identity (the connection string wins, as the Functions host resolves a connection)."""
     connection_string = (values.get(STORAGE_SETTING) or "").strip()
     if connection_string:
-        service = TableServiceClient.from_connection_string(connection_string)
-        return HeldKeys(service.get_table_client(TABLE_NAME))
+        return TableServiceClient.from_connection_string(connection_string).get_table_client(table)
     uri = (values.get(f"{STORAGE_SETTING}__tableServiceUri") or "").strip()
     account = (values.get(f"{STORAGE_SETTING}__accountName") or "").strip()
     if not uri and account:
         uri = f"https://{account}.table.core.windows.net"
     if not uri:
         raise StorageNotConfigured(
-            f"ordered endpoints keep their held keys in Table Storage: set {STORAGE_SETTING} (a connection "
+            f"Busbar keeps its endpoints' records in Table Storage: set {STORAGE_SETTING} (a connection "
             f"string; make run sets Azurite's) or {STORAGE_SETTING}__accountName / __tableServiceUri"
         )
     from azure.identity import DefaultAzureCredential  # heavy; only in Azure
 
-    return HeldKeys(TableClient(uri, TABLE_NAME, credential=DefaultAzureCredential()))
+    return TableClient(uri, table, credential=DefaultAzureCredential())
+
+
+def held_keys_from_settings(values: Mapping[str, str]) -> HeldKeys:
+    """The held keys of the storage account ``AzureWebJobsStorage`` names (:func:`table_client`)."""
+    return HeldKeys(table_client(values, TABLE_NAME))

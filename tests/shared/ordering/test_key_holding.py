@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 
 import pytest
+from azure.data.tables import TableServiceClient
 from azure.servicebus import NEXT_AVAILABLE_SESSION, ServiceBusClient, ServiceBusMessage, ServiceBusSubQueue
 
 from emulator.testing import EmulatorHandle, running_emulator
@@ -19,6 +20,7 @@ from shared.contracts import ContractRegistry, Event
 from shared.envelope.sdk import from_received, readable_body
 from shared.handlers import Endpoint, HandlerContext, HandlerRegistry, PermanentHandlerError
 from shared.handlers.dispatch import Complete, DeadLetter, Retry
+from shared.idempotency.records import HandledRecords
 from shared.messages import IncomingMessage
 from shared.ordering.held_keys import HELD, HeldKeys, held_keys_from_settings
 from shared.ordering.ordered import MAX_DELIVERY_COUNT_EXCEEDED, KeyHolding, process_ordered
@@ -57,6 +59,11 @@ def note(event: Noted, context: HandlerContext) -> None:
     HANDLING.handled.append(event.text)
 
 
+RECORDS = HandledRecords(
+    TableServiceClient.from_connection_string(table_connection_string()).get_table_client(
+        f"t{uuid.uuid4().hex}"
+    )
+)
 ENDPOINT = Endpoint(
     "noter", AppSetting("NOTER_QUEUE", "test", "noter"), ContractRegistry(Noted), REGISTRY, True
 )
@@ -68,6 +75,9 @@ class NoTransport:
 
     def service_bus_client(self) -> ServiceBusClient:
         raise AssertionError("the handlers send nothing")
+
+    def handled_records(self) -> HandledRecords:
+        return RECORDS
 
 
 @dataclass

@@ -1,0 +1,182 @@
+"""An endpoint handles a message id once, against Azurite's table service (a real Table Storage endpoint).
+
+The handlers write a row and publish an event; ``dispatch`` stands in for sending (it records what it was
+given, or fails when told to), so these tests see exactly what would go out and when.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import pytest
+from azure.data.tables import TableServiceClient
+
+from shared.app_settings import AppSetting
+from shared.contracts import ContractRegistry, Event
+from shared.handlers import Endpoint, HandlerContext, HandlerRegistry
+from shared.handlers.context import OutgoingPublish
+from shared.handlers.dispatch import Complete, Retry
+from shared.idempotency.once import handle_once
+from shared.idempotency.records import HandledRecords, partition_of
+from shared.messages import IncomingMessage
+from tests.azurite import table_connection_string
+
+pytestmark = pytest.mark.timeout(60)
+
+
+class Ordered(Event, contract="Tests.Ordered", ordering_key="order_id"):
+    order_id: str
+    amount: float
+
+
+class Invoiced(Event, contract="Tests.Invoiced", ordering_key="order_id"):
+    order_id: str
+    amount: float
+
+
+@dataclass
+class Calls:
+    handled: list[str] = field(default_factory=list)
+    gate: threading.Barrier | None = None
+
+
+CALLS = Calls()
+HANDLERS = HandlerRegistry()
+
+
+@HANDLERS.handles(Ordered)
+def invoice(event: Ordered, context: HandlerContext) -> None:
+    if CALLS.gate is not None:
+        CALLS.gate.wait(10)  # both copies are inside their handlers before either commits
+    CALLS.handled.append(event.order_id)
+    context.store.put("invoice", {"amount": event.amount, "copy": uuid.uuid4().hex})
+    context.publish(Invoiced(order_id=event.order_id, amount=event.amount))
+
+
+ENDPOINT = Endpoint("billing", AppSetting("Q", "test", "billing"), ContractRegistry(Ordered), HANDLERS)
+
+
+@dataclass
+class Dispatched:
+    outcomes: list[Complete] = field(default_factory=list)
+    fail: bool = False
+
+    def __call__(self, outcome: Complete) -> None:
+        if self.fail:
+            raise ConnectionError("the broker is gone")
+        self.outcomes.append(outcome)
+
+
+@pytest.fixture
+def records() -> Iterator[HandledRecords]:
+    CALLS.handled.clear()
+    CALLS.gate = None
+    service = TableServiceClient.from_connection_string(table_connection_string())
+    store = HandledRecords(service.get_table_client(f"t{uuid.uuid4().hex}"))
+    yield store
+    store.close()
+
+
+def message(order: str, message_id: str | None = None) -> IncomingMessage:
+    return IncomingMessage(
+        body=Ordered(order_id=order, amount=5).model_dump_json().encode(),
+        message_id=message_id or uuid.uuid4().hex,
+        session_id=order,
+        content_type="application/json",
+        application_properties={"NServiceBus.EnclosedMessageTypes": "Tests.Ordered"},
+    )
+
+
+def invoices(outcomes: list[Complete]) -> list[Event]:
+    return [item.event for o in outcomes for item in o.outgoing if isinstance(item, OutgoingPublish)]
+
+
+def test_a_message_id_is_handled_once_and_its_rows_commit_with_its_record(records: HandledRecords) -> None:
+    copy = message("o-1")
+    dispatch = Dispatched()
+    first, ran_first = handle_once(ENDPOINT, copy, records, dispatch)
+    second, ran_second = handle_once(ENDPOINT, copy, records, dispatch)
+    assert (ran_first, ran_second) == (True, False)
+    assert isinstance(first, Complete) and isinstance(second, Complete)
+    assert CALLS.handled == ["o-1"]
+    assert invoices(dispatch.outcomes) == [Invoiced(order_id="o-1", amount=5)]
+    partition = partition_of("billing", copy)
+    row = records.read_row(partition, "invoice")
+    assert row is not None and row["amount"] == 5
+    record = records.get(partition, str(copy.message_id))
+    assert record is not None and record.dispatched
+
+
+def test_a_crash_between_commit_and_dispatch_re_dispatches_the_same_messages_without_the_handlers(
+    records: HandledRecords,
+) -> None:
+    copy = message("o-2")
+    broken = Dispatched(fail=True)
+    with pytest.raises(ConnectionError):
+        handle_once(ENDPOINT, copy, records, broken)  # committed, not dispatched: the message is retried
+    record = records.get(partition_of("billing", copy), str(copy.message_id))
+    assert record is not None and not record.dispatched
+
+    dispatch = Dispatched()
+    outcome, ran = handle_once(ENDPOINT, copy, records, dispatch)
+    assert isinstance(outcome, Complete) and not ran
+    assert CALLS.handled == ["o-2"]  # the handlers ran once
+    assert invoices(dispatch.outcomes) == [Invoiced(order_id="o-2", amount=5)]
+    [sent] = dispatch.outcomes
+    assert sent.correlation_id == copy.message_id  # the correlation carried over, as the first time
+
+
+def test_two_copies_of_one_message_id_handled_at_once_commit_one_effect(records: HandledRecords) -> None:
+    copy = message("o-3")
+    CALLS.gate = threading.Barrier(2)
+    results: list[tuple[object, bool]] = []
+
+    def run() -> None:
+        results.append(handle_once(ENDPOINT, copy, records, Dispatched()))
+
+    threads = [threading.Thread(target=run) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert CALLS.handled == ["o-3", "o-3"]  # both ran their handlers...
+    assert sorted(ran for _, ran in results) == [False, True]  # ...one committed, the other was discarded
+    assert all(isinstance(outcome, Complete) for outcome, _ in results)
+    rows = list(records.rows())
+    assert len(rows) == 1  # one invoice row: the winner's
+
+
+def test_a_failed_handler_commits_nothing_and_the_retry_runs_it_again(records: HandledRecords) -> None:
+    copy = message("o-4")
+    failing = HandlerRegistry()
+
+    @failing.handles(Ordered)
+    def flaky(event: Ordered, context: HandlerContext) -> None:
+        context.store.put("invoice", {"amount": 1})
+        raise TimeoutError("the database timed out")
+
+    endpoint = Endpoint("billing", AppSetting("Q", "test", "billing"), ContractRegistry(Ordered), failing)
+    outcome, _ = handle_once(endpoint, copy, records, Dispatched())
+    assert isinstance(outcome, Retry)
+    assert records.get(partition_of("billing", copy), str(copy.message_id)) is None
+    assert list(records.rows()) == []
+    _, ran = handle_once(ENDPOINT, copy, records, Dispatched())
+    assert ran and CALLS.handled == ["o-4"]
+
+
+def test_storage_unreachable_retries_the_message_and_never_completes_it_unhandled() -> None:
+    CALLS.handled.clear()
+    CALLS.gate = None
+    nowhere = (
+        "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=a2V5;"
+        "TableEndpoint=http://127.0.0.1:9/devstoreaccount1;"
+    )
+    service = TableServiceClient.from_connection_string(nowhere, retry_total=0)
+    store = HandledRecords(service.get_table_client("unreachable"))
+    outcome, ran = handle_once(ENDPOINT, message("o-5"), store, Dispatched())
+    assert isinstance(outcome, Retry) and not ran
+    assert "busbar.handled-records" in outcome.description
+    assert CALLS.handled == []
