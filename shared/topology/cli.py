@@ -12,7 +12,10 @@ migration that deletes the old path (off the fallback topic, only after the rout
 ``BUSBAR_ROUTER_SNAPSHOT_SECONDS``, plus 2 s: see :mod:`shared.topology.handover`). ``--ordered``: the
 endpoint is ordered, its input queue requires sessions and its hold queue ``<queue>.held`` is wanted too
 (:mod:`shared.topology.queues`); an existing queue whose ``RequiresSession`` differs is refused (``"error":
-"needs-new-queue"``, the plan's ``refused`` item names it) and nothing is applied. Exit codes: 0 done,
+"needs-new-queue"``, the plan's ``refused`` item names it) and nothing is applied; so is a subscription to a
+contract without an ordering key (``"error": "unkeyed-contract"``, naming the endpoint and the contract: see
+:mod:`shared.topology.ordered_subscriptions`), the keys read from ``--contracts`` (the app's contract
+registry, by default the sample app's ``app.sample_events:sample_registry``). Exit codes: 0 done,
 2 invalid options or request (a second path, a queue that needs a new name included), 3 quota exceeded,
 4 refused by the management plane.
 """
@@ -20,12 +23,14 @@ endpoint is ordered, its input queue requires sessions and its hold queue ``<que
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from shared.contracts import ContractRegistry
 from shared.local_settings import LocalSettingsError, add_settings_arguments, local_app_settings
 from shared.management import ManagementClient, ManagementSettings, SettingsError
 from shared.topology.delivery_paths import DuplicateDeliveryError
@@ -33,9 +38,28 @@ from shared.topology.desired import desired_state, parse_subscribed_events
 from shared.topology.errors import ProvisioningError, QuotaExceededError, TopologyValidationError
 from shared.topology.handover import snapshot_seconds
 from shared.topology.options import TopologyOptions, load_topology_options, parse_topology_options
+from shared.topology.ordered_subscriptions import UnkeyedSubscriptionError, require_keyed
 from shared.topology.provisioner import Provisioner
 from shared.topology.single_delivery import plan_single_delivery
 from shared.topology.validation import validate
+
+DEFAULT_CONTRACTS = "app.sample_events:sample_registry"
+"""The contract registry ``--ordered`` reads keys from unless ``--contracts`` names another: the sample
+app's. Loaded by name, only when asked for: the library itself never depends on an app."""
+
+
+def load_contracts(spec: str) -> ContractRegistry:
+    """The :class:`ContractRegistry` ``MODULE:NAME`` names (the object, or what calling it returns);
+    :class:`TopologyValidationError` when it cannot be loaded."""
+    module_name, _, attribute = spec.partition(":")
+    try:
+        found: Any = getattr(importlib.import_module(module_name), attribute)
+    except (ImportError, AttributeError, ValueError) as exc:
+        raise TopologyValidationError([f"--contracts {spec}: cannot load it ({exc})"]) from None
+    registry = found() if callable(found) and not isinstance(found, ContractRegistry) else found
+    if not isinstance(registry, ContractRegistry):
+        raise TopologyValidationError([f"--contracts {spec}: not a ContractRegistry ({type(registry)})"])
+    return registry
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -62,7 +86,14 @@ def _parser() -> argparse.ArgumentParser:
                 action="store_true",
                 help="the endpoint is ordered: its input queue requires sessions and its hold queue "
                 "<queue>.held is provisioned too; an existing queue whose RequiresSession differs is "
-                "refused (exit 2): it needs a new queue",
+                "refused (exit 2): it needs a new queue; so is an event without an ordering key",
+            )
+            sub.add_argument(
+                "--contracts",
+                default=DEFAULT_CONTRACTS,
+                metavar="MODULE:NAME",
+                help="the app's contract registry (a ContractRegistry, or a function returning one), where "
+                f"--ordered reads each event's ordering key (default: {DEFAULT_CONTRACTS})",
             )
         if name in ("plan", "apply"):
             sub.add_argument(
@@ -113,6 +144,9 @@ def run(
         env = local_app_settings(args.settings, args.data_dir, environment)
         options = _options(args, env)
         events = parse_subscribed_events(_event_items(args.events))
+        if args.command != "unsubscribe" and args.ordered and args.endpoint:
+            # Before any call: an unkeyed event would be dead-lettered on its way to the session queue.
+            require_keyed(args.endpoint, load_contracts(args.contracts), [e.event for e in events])
         if args.command == "validate":
             document: dict[str, Any] = {"valid": True, "options": options.to_json_dict()}
             if args.endpoint:
@@ -155,6 +189,9 @@ def run(
             if args.command == "apply":
                 emit({"applied": provisioner.apply(plan).to_dict()})
             return 0
+    except UnkeyedSubscriptionError as exc:
+        emit({"error": "unkeyed-contract", "errors": exc.errors, "contracts": exc.unkeyed})
+        return 2
     except DuplicateDeliveryError as exc:
         emit(
             {

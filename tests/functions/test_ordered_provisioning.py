@@ -16,17 +16,19 @@ from azure.core.exceptions import ResourceNotFoundError
 from azure.mgmt.servicebus.models import SBQueue, SBQueueProperties
 
 from app.bootstrap import provision_endpoints
-from app.sample_events import CustomerUpdated, sample_registry
+from app.sample_events import SAMPLE_EVENTS, CustomerUpdated, sample_registry
 from app.services import provisioning_from_settings
 from devhost.testing import start_host
 from shared.api import ApiRequest, ApiResponse, guarded
 from shared.api.provisioning.service import entity_defaults
 from shared.app_settings import AppSetting
+from shared.contracts import ContractRegistry
 from shared.handlers import Endpoint, EndpointCatalog, HandlerContext, HandlerRegistry
 from shared.management import ManagementClient
 from shared.topology import load_topology_options
 from shared.topology.errors import QueueNeedsRecreatingError
 from tests.functions.busbar_app import APP, HOST_JSON, management_for
+from tests.shared.topology.loyalty_contracts import CampaignStarted, PointsExpired
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -37,11 +39,11 @@ def _ignore(event: CustomerUpdated, context: HandlerContext) -> None:
     """The handler is never run here: only the endpoint's queues matter."""
 
 
-def _ordered_endpoint(queue: str) -> Endpoint:
+def _ordered_endpoint(queue: str, contracts: ContractRegistry | None = None) -> Endpoint:
     handlers = HandlerRegistry()
     handlers.register(CustomerUpdated, _ignore)
     setting = AppSetting("BUSBAR_ORDERED_TEST_QUEUE", "Input queue of the test's ordered endpoint.", queue)
-    return Endpoint("ordered-crm", setting, sample_registry(), handlers, ordered=True)
+    return Endpoint("ordered-crm", setting, contracts or sample_registry(), handlers, ordered=True)
 
 
 @pytest.fixture
@@ -50,9 +52,15 @@ def management(settings: dict[str, str]) -> Iterator[ManagementClient]:
         yield client
 
 
-def _put(settings: dict[str, str], endpoint: Endpoint, *, dry_run: bool = False) -> ApiResponse:
-    service = provisioning_from_settings(settings, EndpointCatalog(endpoint), sample_registry())
-    body = json.dumps({"events": [UPDATED], "dryRun": dry_run}).encode()
+def _put(
+    settings: dict[str, str],
+    endpoint: Endpoint,
+    *,
+    dry_run: bool = False,
+    events: tuple[str, ...] = (UPDATED,),
+) -> ApiResponse:
+    service = provisioning_from_settings(settings, EndpointCatalog(endpoint), endpoint.contracts)
+    body = json.dumps({"events": list(events), "dryRun": dry_run}).encode()
     request = ApiRequest("PUT", {"endpoint": endpoint.name}, body=body)
     return guarded(lambda: service.put_subscriptions(request))
 
@@ -182,3 +190,46 @@ def test_a_host_whose_start_up_hook_meets_a_queue_that_needs_a_new_name_does_not
 
     with pytest.raises(QueueNeedsRecreatingError, match=f"queue {queue} .* needs a new queue"):
         start_host(APP, settings=settings, host_json=HOST_JSON, startup_hook=hook)
+
+
+def test_put_subscribing_an_ordered_endpoint_to_an_unkeyed_contract_is_409_and_provisions_nothing(
+    settings: dict[str, str], management: ManagementClient
+) -> None:
+    queue = f"ordered-{uuid.uuid4().hex[:8]}"
+    # The app knows Loyalty.IAuditable through two implementers: PointsExpired keyed, CampaignStarted not.
+    contracts = ContractRegistry(*SAMPLE_EVENTS, PointsExpired, CampaignStarted)
+    endpoint = _ordered_endpoint(queue, contracts)
+
+    for dry_run in (True, False):
+        response = _put(settings, endpoint, dry_run=dry_run, events=(UPDATED, "Loyalty.IAuditable"))
+        assert response.status == 409, response.body
+        error = response.body["error"]
+        assert error["code"] == "ContractWithoutOrderingKey"
+        assert "ordered-crm" in error["message"] and "Loyalty.IAuditable" in error["message"]
+        (reason,) = error["details"]
+        assert "endpoint ordered-crm is ordered, but it would subscribe to Loyalty.IAuditable" in reason
+        assert "Loyalty.CampaignStarted have no ordering key" in reason
+    with pytest.raises(ResourceNotFoundError):
+        management.queues.get(*management.scope, queue)
+    assert _forwarding_to(management, queue) == []
+
+
+def test_put_over_http_subscribing_the_ordered_crm_to_an_unknown_contract_on_a_topic_is_409(
+    http: httpx.Client, settings: dict[str, str], management: ManagementClient
+) -> None:
+    topic = f"partner-{uuid.uuid4().hex[:8]}"
+    before = http.get("/api/endpoints/crm/subscriptions").json()["subscriptions"]
+
+    response = http.put(
+        "/api/endpoints/crm/subscriptions",
+        json={"events": [UPDATED, {"type": "Partner.Untyped", "topic": topic}]},
+    )
+
+    assert response.status_code == 409, response.text
+    error = response.json()["error"]
+    assert error["code"] == "ContractWithoutOrderingKey"
+    assert "endpoint crm is ordered, but it would subscribe to Partner.Untyped" in error["details"][0]
+    assert "not a contract the app knows" in error["details"][0]
+    with pytest.raises(ResourceNotFoundError):
+        management.topics.get(*management.scope, topic)
+    assert http.get("/api/endpoints/crm/subscriptions").json()["subscriptions"] == before

@@ -7,7 +7,9 @@ Request bodies are pydantic models with camelCase JSON names; every validation p
 ``PUT /endpoints/{endpoint}/subscriptions`` is declarative: the endpoint ends up subscribed to exactly the
 listed events. A hosted endpoint that is ordered gets a session-enabled input queue and its hold queue
 (:mod:`shared.topology.queues`); an existing queue whose ``RequiresSession`` differs is refused with 409
-``QueueNeedsNewName`` naming it, and nothing is provisioned. The plan (topology library) creates what is
+``QueueNeedsNewName`` naming it, and nothing is provisioned; so is a subscription of an ordered endpoint to a
+contract without an ordering key (409 ``ContractWithoutOrderingKey``, see
+:mod:`shared.topology.ordered_subscriptions`). The plan (topology library) creates what is
 missing, and the endpoint's subscriptions and rules that no listed event needs any more are deleted.
 Repeating a PUT reports ``unchanged``. A PUT that would leave the endpoint two paths for one event is
 refused with 409 ``DuplicateDelivery`` (see
@@ -68,6 +70,7 @@ from shared.topology import (
 from shared.topology.delivery_paths import DuplicateDeliveryError
 from shared.topology.errors import is_quota_refusal
 from shared.topology.handover import snapshot_seconds
+from shared.topology.ordered_subscriptions import UnkeyedSubscriptionError, require_keyed
 from shared.topology.plan import ExistingSubscription
 from shared.topology.provisioner import rule_path, subscription_path
 from shared.topology.single_delivery import plan_single_delivery
@@ -101,6 +104,15 @@ class DuplicateDelivery(ApiError):
 
     status = 409
     code = "DuplicateDelivery"
+
+
+class ContractWithoutOrderingKey(ApiError):
+    """An ordered endpoint would subscribe to a contract without an ordering key: the broker would
+    dead-letter each of its events (the details name the endpoint and the contract; nothing was
+    provisioned)."""
+
+    status = 409
+    code = "ContractWithoutOrderingKey"
 
 
 class QueueNeedsNewName(ApiError):
@@ -275,6 +287,16 @@ class ProvisioningService:
         except UnmappedEventError as error:
             raise ValidationFailed("an event has no topic in this topology", [str(error)]) from None
 
+    def _require_keyed(self, endpoint: str, event_types: list[str]) -> None:
+        """409 naming the ordered endpoint and each event it would receive without an ordering key."""
+        try:
+            require_keyed(endpoint, self.contracts, event_types)
+        except UnkeyedSubscriptionError as error:
+            raise ContractWithoutOrderingKey(
+                f"ordered endpoint {endpoint} cannot subscribe to {', '.join(error.unkeyed)}: no key",
+                error.errors,
+            ) from None
+
     def _enclosed_of(self, name: str) -> list[list[str]]:
         """For each concrete contract a subscription to ``name`` receives, its enclosed types."""
         return [enclosed_types(c) for c in self.contracts.implementers(name)]
@@ -345,6 +367,8 @@ class ProvisioningService:
         self._require_known(body.unmapped_event_types())
         queue = target.queue
         ordered = target.hosted is not None and target.hosted.ordered
+        if ordered:
+            self._require_keyed(target.name, body.event_types())
         desired = self._desired(queue, body.entries(), ordered=ordered)
         provisioner = self._provisioner_for(body.queue)
         endpoint_lock = [endpoint_key(HierarchyNamespace(self.options.hierarchy_namespace).apply(queue))]
