@@ -15,9 +15,11 @@ endpoint is ordered, its input queue requires sessions and its hold queue ``<que
 "needs-new-queue"``, the plan's ``refused`` item names it) and nothing is applied; so is a subscription to a
 contract without an ordering key (``"error": "unkeyed-contract"``, naming the endpoint and the contract: see
 :mod:`shared.topology.ordered_subscriptions`), the keys read from ``--contracts`` (the app's contract
-registry, by default the sample app's ``app.sample_events:sample_registry``). Exit codes: 0 done,
-2 invalid options or request (a second path, a queue that needs a new name included), 3 quota exceeded,
-4 refused by the management plane.
+registry, by default the sample app's ``app.sample_events:sample_registry``). ``--move-from QUEUE``: the
+endpoint moves from its previous queue, whose subscriptions of the same name are redirected in place (an
+``update`` in the plan; docs/topology-guide.md, "Making an endpoint ordered: a new queue"). Exit codes:
+0 done, 2 invalid options or request (a second path, a queue that needs a new name included), 3 quota
+exceeded, 4 refused by the management plane.
 """
 
 from __future__ import annotations
@@ -89,6 +91,13 @@ def _parser() -> argparse.ArgumentParser:
                 "refused (exit 2): it needs a new queue; so is an event without an ordering key",
             )
             sub.add_argument(
+                "--move-from",
+                metavar="QUEUE",
+                help="the endpoint's previous input queue: its subscriptions (the same names, see "
+                "QueueNameToSubscriptionNameMap) are redirected to --endpoint's queue in place, one atomic "
+                "forwardTo update each, so every event reaches one of the two queues, never both",
+            )
+            sub.add_argument(
                 "--contracts",
                 default=DEFAULT_CONTRACTS,
                 metavar="MODULE:NAME",
@@ -156,6 +165,7 @@ def run(
                     events,
                     false_default_rule=args.false_default_rule,
                     ordered=args.ordered,
+                    moved_from=args.move_from,
                 ).to_dict()
             emit(document)
             return 0
@@ -172,6 +182,7 @@ def run(
                 events,
                 false_default_rule=args.false_default_rule,
                 ordered=args.ordered,
+                moved_from=args.move_from,
             )
             plan = plan_single_delivery(
                 provisioner,

@@ -278,10 +278,15 @@ class ProvisioningService:
         require_known(self.contracts, event_types)
 
     def _desired(
-        self, queue: str, entries: list[str | dict[str, Any]], *, ordered: bool = False
+        self,
+        queue: str,
+        entries: list[str | dict[str, Any]],
+        *,
+        ordered: bool = False,
+        moved_from: str | None = None,
     ) -> DesiredState:
         try:
-            return desired_state(self.options, queue, entries, ordered=ordered)
+            return desired_state(self.options, queue, entries, ordered=ordered, moved_from=moved_from)
         except TopologyValidationError as error:
             raise ValidationFailed("the subscriptions are invalid for this topology", error.errors) from None
         except UnmappedEventError as error:
@@ -369,7 +374,7 @@ class ProvisioningService:
         ordered = target.hosted is not None and target.hosted.ordered
         if ordered:
             self._require_keyed(target.name, body.event_types())
-        desired = self._desired(queue, body.entries(), ordered=ordered)
+        desired = self._desired(queue, body.entries(), ordered=ordered, moved_from=body.move_from)
         provisioner = self._provisioner_for(body.queue)
         endpoint_lock = [endpoint_key(HierarchyNamespace(self.options.hierarchy_namespace).apply(queue))]
         try:
@@ -394,7 +399,7 @@ class ProvisioningService:
             raise QuotaExceeded("the plan would exceed a Service Bus quota", error.violations) from None
         except (ProvisioningError, AzureError) as error:
             raise management_error(error) from None
-        changed = bool(result.created or result.deleted)
+        changed = bool(result.created or result.updated or result.deleted)
         outcome = "planned" if body.dry_run else ("changed" if changed else "unchanged")
         return ApiResponse(
             201 if result.created else 200,
