@@ -233,3 +233,45 @@ def test_put_over_http_subscribing_the_ordered_crm_to_an_unknown_contract_on_a_t
     with pytest.raises(ResourceNotFoundError):
         management.topics.get(*management.scope, topic)
     assert http.get("/api/endpoints/crm/subscriptions").json()["subscriptions"] == before
+
+
+def test_put_with_move_from_redirects_the_old_queues_subscriptions_to_the_new_ordered_queue_in_place(
+    settings: dict[str, str], management: ManagementClient
+) -> None:
+    old = f"plain-{uuid.uuid4().hex[:8]}"
+    new = f"{old}-ordered"
+    # The old endpoint, unordered, subscribed through the PUT of a non-hosted endpoint's service.
+    unordered = Endpoint(
+        "plain",
+        AppSetting("BUSBAR_PLAIN_TEST_QUEUE", "Input queue.", old),
+        sample_registry(),
+        HandlerRegistry(),
+    )
+    assert _put(settings, unordered).status == 201
+    (path,) = _forwarding_to(management, old)
+    mapped = {
+        **settings,
+        "AzureServiceBus__TopologyOptions": json.dumps({"QueueNameToSubscriptionNameMap": {new: old}}),
+    }
+    service = provisioning_from_settings(mapped, EndpointCatalog(_ordered_endpoint(new)), sample_registry())
+
+    def put(dry_run: bool) -> ApiResponse:
+        body = json.dumps({"events": [UPDATED], "moveFrom": old, "dryRun": dry_run}).encode()
+        return guarded(
+            lambda: service.put_subscriptions(ApiRequest("PUT", {"endpoint": "ordered-crm"}, body=body))
+        )
+
+    planned = put(True)
+    assert planned.status == 200, planned.body
+    updates = [i for i in planned.body["plan"]["items"] if i["action"] == "update"]
+    assert [u["details"]["forwardTo"] for u in updates] == [{"existing": old, "desired": new}]
+    assert _forwarding_to(management, old) == [path]  # a dry run changes nothing
+
+    response = put(False)
+
+    assert response.status == 201, response.body
+    assert response.body["outcome"] == "changed"
+    assert response.body["result"]["updated"] == [updates[0]["path"]]
+    assert _forwarding_to(management, old) == []
+    assert _forwarding_to(management, new) == [path]  # the same subscription, redirected
+    assert management.queues.get(*management.scope, new).requires_session is True
