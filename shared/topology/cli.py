@@ -17,7 +17,9 @@ contract without an ordering key (``"error": "unkeyed-contract"``, naming the en
 :mod:`shared.topology.ordered_subscriptions`), the keys read from ``--contracts`` (the app's contract
 registry, by default the sample app's ``app.sample_events:sample_registry``). ``--move-from QUEUE``: the
 endpoint moves from its previous queue, whose subscriptions of the same name are redirected in place (an
-``update`` in the plan; docs/topology-guide.md, "Making an endpoint ordered: a new queue"). Exit codes:
+``update`` in the plan; docs/topology-guide.md, "Making an endpoint ordered: a new queue"); a move that
+would leave a subscription forwarding to the old queue, or redirect a rule of an event it does not list, is
+refused (``"error": "incomplete-move"``). Exit codes:
 0 done, 2 invalid options or request (a second path, a queue that needs a new name included), 3 quota
 exceeded, 4 refused by the management plane.
 """
@@ -42,6 +44,7 @@ from shared.topology.handover import snapshot_seconds
 from shared.topology.options import TopologyOptions, load_topology_options, parse_topology_options
 from shared.topology.ordered_subscriptions import UnkeyedSubscriptionError, require_keyed
 from shared.topology.provisioner import Provisioner
+from shared.topology.queue_move import IncompleteMoveError, check_complete_move
 from shared.topology.single_delivery import plan_single_delivery
 from shared.topology.validation import validate
 
@@ -195,6 +198,11 @@ def run(
             )
             if plan.refusals:  # an immutable property differs: nothing is applied
                 emit({"plan": plan.to_dict(), "error": "needs-new-queue", "errors": plan.refusals})
+                return 2
+            try:
+                check_complete_move(plan, desired, lambda queue: provisioner.describe(queue, options))
+            except IncompleteMoveError as exc:
+                emit({"plan": plan.to_dict(), "error": "incomplete-move", "errors": exc.errors})
                 return 2
             emit({"plan": plan.to_dict()})
             if args.command == "apply":

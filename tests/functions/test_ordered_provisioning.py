@@ -275,3 +275,33 @@ def test_put_with_move_from_redirects_the_old_queues_subscriptions_to_the_new_or
     assert _forwarding_to(management, old) == []
     assert _forwarding_to(management, new) == [path]  # the same subscription, redirected
     assert management.queues.get(*management.scope, new).requires_session is True
+
+
+def test_put_with_move_from_that_leaves_an_event_on_the_old_queue_is_409_and_changes_nothing(
+    settings: dict[str, str], management: ManagementClient
+) -> None:
+    old = f"plain-{uuid.uuid4().hex[:8]}"
+    new = f"{old}-ordered"
+    setting = AppSetting("BUSBAR_PLAIN_TEST_QUEUE", "Input queue.", old)
+    unordered = Endpoint("plain", setting, sample_registry(), HandlerRegistry())
+    created = "Tenant.CustomerCreated"
+    assert _put(settings, unordered, events=(UPDATED, created)).status == 201
+    options = json.dumps({"QueueNameToSubscriptionNameMap": {new: old}})
+    mapped = {**settings, "AzureServiceBus__TopologyOptions": options}
+    endpoint = _ordered_endpoint(new)
+    service = provisioning_from_settings(mapped, EndpointCatalog(endpoint), sample_registry())
+    body = json.dumps({"events": [UPDATED], "moveFrom": old}).encode()
+
+    response = guarded(
+        lambda: service.put_subscriptions(ApiRequest("PUT", {"endpoint": endpoint.name}, body=body))
+    )
+
+    assert response.status == 409, response.body
+    error = response.body["error"]
+    assert error["code"] == "IncompleteMove"
+    (reason,) = error["details"]
+    assert f"the move off {old} is incomplete" in reason
+    assert f"/{old}/{created} would be redirected to {new}" in reason
+    assert len(_forwarding_to(management, old)) == 1
+    with pytest.raises(ResourceNotFoundError):
+        management.queues.get(*management.scope, new)

@@ -73,6 +73,7 @@ from shared.topology.handover import snapshot_seconds
 from shared.topology.ordered_subscriptions import UnkeyedSubscriptionError, require_keyed
 from shared.topology.plan import ExistingSubscription
 from shared.topology.provisioner import rule_path, subscription_path
+from shared.topology.queue_move import IncompleteMoveError, check_complete_move
 from shared.topology.single_delivery import plan_single_delivery
 
 LOCK_DURATION = AppSetting(
@@ -113,6 +114,14 @@ class ContractWithoutOrderingKey(ApiError):
 
     status = 409
     code = "ContractWithoutOrderingKey"
+
+
+class IncompleteMove(ApiError):
+    """A declared move (``moveFrom``) would leave a subscription forwarding to the old queue, or redirect a
+    rule of an event the body does not list (the details name each; nothing was provisioned)."""
+
+    status = 409
+    code = "IncompleteMove"
 
 
 class QueueNeedsNewName(ApiError):
@@ -302,6 +311,17 @@ class ProvisioningService:
                 error.errors,
             ) from None
 
+    def _require_complete_move(self, plan: Plan, desired: DesiredState) -> None:
+        """409 naming what a declared move (``moveFrom``) would leave behind on the old queue."""
+        try:
+            check_complete_move(plan, desired, lambda queue: self.provisioner.describe(queue, self.options))
+        except IncompleteMoveError as error:
+            raise IncompleteMove(
+                "the move would leave part of what the old queue receives behind",
+                error.errors,
+                plan=plan.to_dict(),
+            ) from None
+
     def _enclosed_of(self, name: str) -> list[list[str]]:
         """For each concrete contract a subscription to ``name`` receives, its enclosed types."""
         return [enclosed_types(c) for c in self.contracts.implementers(name)]
@@ -394,6 +414,7 @@ class ProvisioningService:
                         plan.refusals,
                         plan=plan.to_dict(),
                     )
+                self._require_complete_move(plan, desired)
                 result = ApplyResult() if body.dry_run else provisioner.apply(plan)
         except QuotaExceededError as error:
             raise QuotaExceeded("the plan would exceed a Service Bus quota", error.violations) from None

@@ -5,8 +5,14 @@ move a subscription forwarding elsewhere stays as it is (test_topology_provision
 
 from __future__ import annotations
 
+import io
+import json
+from pathlib import Path
+from typing import Any
+
 import pytest
 
+from emulator.testing import EmulatorHandle
 from shared.management import ManagementClient
 from shared.topology import (
     FallbackTopicOptions,
@@ -16,6 +22,7 @@ from shared.topology import (
     TopologyValidationError,
     desired_state,
 )
+from shared.topology.cli import run
 
 UPDATED = "Tenant.CustomerUpdated"
 
@@ -96,3 +103,83 @@ def test_a_move_whose_subscription_names_differ_is_refused_with_the_map_to_add(n
 def test_a_move_to_the_same_queue_is_refused(ns: str) -> None:
     with pytest.raises(TopologyValidationError, match="move to a new queue"):
         desired_state(_options(ns), "loyalty", [UPDATED], ordered=True, moved_from="loyalty")
+
+
+def _cli(emulator: EmulatorHandle, argv: list[str]) -> tuple[int, list[dict[str, Any]]]:
+    env = {
+        "BUSBAR_SUBSCRIPTION_ID": "00000000-0000-0000-0000-000000000000",
+        "BUSBAR_RESOURCE_GROUP": "busbar-tests",
+        "BUSBAR_NAMESPACE": "sbemulatorns",
+        "BUSBAR_MANAGEMENT_ENDPOINT": f"http://127.0.0.1:{emulator.management_port}",
+        "BUSBAR_MANAGEMENT_TOKEN": emulator.emulator.management_token or "",
+    }
+    out = io.StringIO()
+    code = run(argv, out, env)
+    decoder, text, documents, position = json.JSONDecoder(), out.getvalue(), [], 0
+    while position < len(text.rstrip()):
+        document, position = decoder.raw_decode(text, position)
+        documents.append(document)
+        while position < len(text) and text[position].isspace():
+            position += 1
+    return code, documents
+
+
+@pytest.fixture
+def options_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Options with the fallback topic and the move's subscription-name map; the CLI runs in ``tmp_path``."""
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / "topology.json"
+    path.write_text(
+        json.dumps(
+            {
+                "FallbackTopic": {"TopicName": "fallback", "RoutingMode": "CorrelationFilter"},
+                "QueueNameToSubscriptionNameMap": {"loyalty-ordered": "loyalty"},
+            }
+        )
+    )
+    return str(path)
+
+
+def test_a_move_that_leaves_a_subscription_forwarding_to_the_old_queue_exits_2_and_changes_nothing(
+    emulator: EmulatorHandle, management: ManagementClient, ns: str, options_file: str
+) -> None:
+    on_topic = json.dumps({"type": "Shipping.OrderAccepted", "topic": "orders"})
+    base = ["--options", options_file, "--hierarchy", ns]
+    assert _cli(emulator, ["apply", *base, "--endpoint", "loyalty", "--events", UPDATED, on_topic])[0] == 0
+    move = [*base, "--ordered", "--move-from", "loyalty", "--endpoint", "loyalty-ordered"]
+
+    for command in ("plan", "apply"):
+        code, (document,) = _cli(emulator, [command, *move, "--events", UPDATED])
+        assert code == 2
+        assert document["error"] == "incomplete-move"
+        (error,) = document["errors"]
+        assert error == (
+            f"the move off {ns}/loyalty is incomplete: {ns}/orders/loyalty forwards to {ns}/loyalty, and the "
+            "move does not take it: list its events too (or unsubscribe it first)"
+        )
+    subscription = management.subscriptions.get(*management.scope, f"{ns}/fallback", "loyalty")
+    assert subscription.forward_to == f"{ns}/loyalty"
+    queues = [q.name for q in management.queues.list_by_namespace(*management.scope)]
+    assert f"{ns}/loyalty-ordered" not in queues
+    code, _ = _cli(emulator, ["apply", *move, "--events", UPDATED, on_topic])
+    assert code == 0
+    for topic in ("fallback", "orders"):
+        moved = management.subscriptions.get(*management.scope, f"{ns}/{topic}", "loyalty")
+        assert moved.forward_to == f"{ns}/loyalty-ordered"
+
+
+def test_a_move_that_would_redirect_a_rule_of_an_event_it_does_not_list_exits_2(
+    emulator: EmulatorHandle, management: ManagementClient, ns: str, options_file: str
+) -> None:
+    created = "Tenant.CustomerCreated"
+    base = ["--options", options_file, "--hierarchy", ns]
+    assert _cli(emulator, ["apply", *base, "--endpoint", "loyalty", "--events", UPDATED, created])[0] == 0
+
+    move = [*base, "--ordered", "--move-from", "loyalty", "--endpoint", "loyalty-ordered"]
+    code, (document,) = _cli(emulator, ["apply", *move, "--events", UPDATED])
+
+    assert code == 2
+    (error,) = document["errors"]
+    assert f"{ns}/fallback/loyalty/{created} would be redirected to {ns}/loyalty-ordered" in error
+    subscription = management.subscriptions.get(*management.scope, f"{ns}/fallback", "loyalty")
+    assert subscription.forward_to == f"{ns}/loyalty"
