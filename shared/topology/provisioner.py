@@ -6,7 +6,9 @@ of a plan and nothing else: ARM's PUT is create-or-update, and NServiceBus never
 entity, so a difference is reported as ``would-update`` (with the differences) and left alone. The one
 exception is a declared move to a new queue (``DesiredState.moved_from``): a desired subscription that
 exists forwarding to the old queue is redirected in place, one ARM update of its ``forwardTo`` (``update``
-in the plan; NServiceBus's transport updates ``ForwardTo`` of existing subscriptions too since
+in the plan; Azure documents the update, ``az servicebus topic subscription update --forward-to``
+(learn.microsoft.com enable-auto-forward, "Update the auto forward setting for an existing subscription"),
+and NServiceBus's transport updates ``ForwardTo`` of existing subscriptions too since
 Particular/NServiceBus.AzureServiceBus#763). Service Bus moves each message a subscription auto-forwards
 from the source to the destination ("removes messages that are placed in the first queue or subscription
 (source) and puts them in the second", learn.microsoft.com service-bus-auto-forwarding), so every event is
