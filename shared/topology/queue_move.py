@@ -14,7 +14,8 @@ anything changes:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 from shared.topology.desired import DesiredState, SubscriptionSpec
 from shared.topology.errors import TopologyValidationError
@@ -23,6 +24,11 @@ from shared.topology.plan import ExistingSubscription, Plan
 
 class IncompleteMoveError(TopologyValidationError):
     """A declared move would leave part of what the old queue receives behind (one error per path)."""
+
+
+class SecondSubscriptionError(TopologyValidationError):
+    """A plan would create a subscription on a topic where another one forwards to the same queue already
+    (one error per subscription)."""
 
 
 def move_leftovers(
@@ -74,4 +80,38 @@ def check_complete_move(
         )
 
 
-__all__ = ["IncompleteMoveError", "check_complete_move", "move_leftovers"]
+def check_no_second_subscription(plan: Plan, subscriptions_of: Callable[[str], Iterable[Any]]) -> None:
+    """Raise :class:`SecondSubscriptionError` when ``plan`` creates a subscription on an existing topic where
+    another subscription (ARM ``SBSubscription``, from ``subscriptions_of(topic)``) already forwards to the
+    same queue: every event on the topic would reach the queue twice. After a move to a new queue that is
+    what forgetting its ``QueueNameToSubscriptionNameMap`` entry does: the redirected subscriptions keep
+    the old name, and the new queue's own name would get a second set. One list call per such topic."""
+    created_topics = {i.name.lower() for i in plan.items if i.action == "create" and i.kind == "topic"}
+    problems: list[str] = []
+    listed: dict[str, list[Any]] = {}
+    for item in plan.items:
+        spec = item.spec
+        if item.action != "create" or item.kind != "subscription" or not isinstance(spec, SubscriptionSpec):
+            continue
+        if spec.topic.lower() in created_topics:
+            continue
+        found = listed.setdefault(spec.topic.lower(), list(subscriptions_of(spec.topic)))
+        for other in found:
+            if (other.forward_to or "").lower() == spec.forward_to.lower() and other.name != spec.name:
+                problems.append(
+                    f"{spec.topic}/{spec.name} would be created beside {spec.topic}/{other.name}, which "
+                    f"forwards to {spec.forward_to} already: every event on {spec.topic} would reach it "
+                    f"twice. After a move to a new queue, keep QueueNameToSubscriptionNameMap mapping "
+                    f"the queue to {other.name} in the topology options. Nothing was provisioned."
+                )
+    if problems:
+        raise SecondSubscriptionError(problems)
+
+
+__all__ = [
+    "IncompleteMoveError",
+    "SecondSubscriptionError",
+    "check_complete_move",
+    "check_no_second_subscription",
+    "move_leftovers",
+]

@@ -27,6 +27,7 @@ from shared.handlers import Endpoint, EndpointCatalog, HandlerContext, HandlerRe
 from shared.management import ManagementClient
 from shared.topology import load_topology_options
 from shared.topology.errors import QueueNeedsRecreatingError
+from shared.topology.queue_move import SecondSubscriptionError
 from tests.functions.busbar_app import APP, HOST_JSON, management_for
 from tests.shared.topology.loyalty_contracts import CampaignStarted, PointsExpired
 
@@ -305,3 +306,37 @@ def test_put_with_move_from_that_leaves_an_event_on_the_old_queue_is_409_and_cha
     assert len(_forwarding_to(management, old)) == 1
     with pytest.raises(ResourceNotFoundError):
         management.queues.get(*management.scope, new)
+
+
+def test_start_up_after_a_move_fails_without_the_subscription_name_map_and_finds_all_unchanged_with_it(
+    settings: dict[str, str], management: ManagementClient
+) -> None:
+    old = f"plain-{uuid.uuid4().hex[:8]}"
+    new = f"{old}-ordered"
+    setting = AppSetting("BUSBAR_PLAIN_TEST_QUEUE", "Input queue.", old)
+    assert _put(settings, Endpoint("plain", setting, sample_registry(), HandlerRegistry())).status == 201
+    mapped = {
+        **settings,
+        "AzureServiceBus__TopologyOptions": json.dumps({"QueueNameToSubscriptionNameMap": {new: old}}),
+    }
+    service = provisioning_from_settings(mapped, EndpointCatalog(_ordered_endpoint(new)), sample_registry())
+    body = json.dumps({"events": [UPDATED], "moveFrom": old}).encode()
+    request = ApiRequest("PUT", {"endpoint": "ordered-crm"}, body=body)
+    moved = guarded(lambda: service.put_subscriptions(request))
+    assert moved.status == 201, moved.body
+    (path,) = _forwarding_to(management, new)
+
+    # The next version starts, its endpoint on the new queue, but its options lost the map.
+    with pytest.raises(SecondSubscriptionError) as raised:
+        options, defaults = load_topology_options(settings), entity_defaults(settings)
+        provision_endpoints(management, options, defaults, settings, [_ordered_endpoint(new)])
+
+    (reason,) = raised.value.errors
+    assert f"/{new} would be created beside " in reason
+    assert f"/{old}, which forwards to {new} already" in reason
+    assert "keep QueueNameToSubscriptionNameMap" in reason
+    assert _forwarding_to(management, new) == [path]  # nothing created
+    provision_endpoints(
+        management, load_topology_options(mapped), entity_defaults(mapped), mapped, [_ordered_endpoint(new)]
+    )
+    assert _forwarding_to(management, new) == [path]
