@@ -5,7 +5,9 @@ runs before the triggers start listening, so the queues and subscriptions they b
 
 1. every sample endpoint's input queue (session-enabled, with its hold queue, for an ordered endpoint),
    topics and forwarding subscriptions (topology library); an existing queue whose ``RequiresSession``
-   differs fails the start-up with a message naming it (it needs a new queue: docs/topology-guide.md);
+   differs fails the start-up with a message naming it (it needs a new queue: docs/topology-guide.md), and
+   so does a subscription that would be created beside one forwarding to the same queue already (a moved
+   endpoint whose options lost their ``QueueNameToSubscriptionNameMap`` entry: every event twice);
 2. when a fallback topic is configured: the topic and its catch-all router subscription
    (``BUSBAR_ROUTER_SUBSCRIPTION``, ``$Default`` ``1=1``, no forwarding: the router function reads it).
 """
@@ -35,6 +37,7 @@ from shared.topology import (
     load_topology_options,
 )
 from shared.topology.errors import QueueNeedsRecreatingError
+from shared.topology.queue_move import check_no_second_subscription
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +69,8 @@ def provision_endpoints(
     Raises :class:`~shared.topology.errors.QueueNeedsRecreatingError` before changing anything when an
     existing endpoint queue's ``RequiresSession`` differs from what its endpoint needs: the app must not
     start on a queue that would refuse (or not order) its messages; the message names the queue and the
-    move to a new one."""
+    move to a new one. Raises :class:`~shared.topology.queue_move.SecondSubscriptionError` before changing
+    anything when a subscription would be created beside one that forwards to the same queue already."""
     states = [
         desired_state(
             options, endpoint.queue(settings), endpoint.subscribed_events(), ordered=endpoint.ordered
@@ -77,6 +81,10 @@ def provision_endpoints(
     plan = provisioner.plan(DesiredState.combine(states))
     if plan.refusals:
         raise QueueNeedsRecreatingError(plan.refusals)
+    # After a move to a new queue, options that lost the subscription-name map would double every event.
+    check_no_second_subscription(
+        plan, lambda topic: management.subscriptions.list_by_topic(*management.scope, topic)
+    )
     result = provisioner.apply(plan)
     log.info(
         "sample endpoints provisioned: %d created, %d unchanged", len(result.created), len(result.unchanged)

@@ -12,20 +12,29 @@ migration that deletes the old path (off the fallback topic, only after the rout
 ``BUSBAR_ROUTER_SNAPSHOT_SECONDS``, plus 2 s: see :mod:`shared.topology.handover`). ``--ordered``: the
 endpoint is ordered, its input queue requires sessions and its hold queue ``<queue>.held`` is wanted too
 (:mod:`shared.topology.queues`); an existing queue whose ``RequiresSession`` differs is refused (``"error":
-"needs-new-queue"``, the plan's ``refused`` item names it) and nothing is applied. Exit codes: 0 done,
-2 invalid options or request (a second path, a queue that needs a new name included), 3 quota exceeded,
-4 refused by the management plane.
+"needs-new-queue"``, the plan's ``refused`` item names it) and nothing is applied; so is a subscription to a
+contract without an ordering key (``"error": "unkeyed-contract"``, naming the endpoint and the contract: see
+:mod:`shared.topology.ordered_subscriptions`), the keys read from ``--contracts`` (the app's contract
+registry, by default the sample app's ``app.sample_events:sample_registry``). ``--move-from QUEUE``: the
+endpoint moves from its previous queue, whose subscriptions of the same name are redirected in place (an
+``update`` in the plan; docs/topology-guide.md, "Making an endpoint ordered: a new queue"); a move that
+would leave a subscription forwarding to the old queue, or redirect a rule of an event it does not list, is
+refused (``"error": "incomplete-move"``). Exit codes:
+0 done, 2 invalid options or request (a second path, a queue that needs a new name included), 3 quota
+exceeded, 4 refused by the management plane.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from shared.contracts import ContractRegistry
 from shared.local_settings import LocalSettingsError, add_settings_arguments, local_app_settings
 from shared.management import ManagementClient, ManagementSettings, SettingsError
 from shared.topology.delivery_paths import DuplicateDeliveryError
@@ -33,9 +42,29 @@ from shared.topology.desired import desired_state, parse_subscribed_events
 from shared.topology.errors import ProvisioningError, QuotaExceededError, TopologyValidationError
 from shared.topology.handover import snapshot_seconds
 from shared.topology.options import TopologyOptions, load_topology_options, parse_topology_options
+from shared.topology.ordered_subscriptions import UnkeyedSubscriptionError, require_keyed
 from shared.topology.provisioner import Provisioner
+from shared.topology.queue_move import IncompleteMoveError, check_complete_move
 from shared.topology.single_delivery import plan_single_delivery
 from shared.topology.validation import validate
+
+DEFAULT_CONTRACTS = "app.sample_events:sample_registry"
+"""The contract registry ``--ordered`` reads keys from unless ``--contracts`` names another: the sample
+app's. Loaded by name, only when asked for: the library itself never depends on an app."""
+
+
+def load_contracts(spec: str) -> ContractRegistry:
+    """The :class:`ContractRegistry` ``MODULE:NAME`` names (the object, or what calling it returns);
+    :class:`TopologyValidationError` when it cannot be loaded."""
+    module_name, _, attribute = spec.partition(":")
+    try:
+        found: Any = getattr(importlib.import_module(module_name), attribute)
+    except (ImportError, AttributeError, ValueError) as exc:
+        raise TopologyValidationError([f"--contracts {spec}: cannot load it ({exc})"]) from None
+    registry = found() if callable(found) and not isinstance(found, ContractRegistry) else found
+    if not isinstance(registry, ContractRegistry):
+        raise TopologyValidationError([f"--contracts {spec}: not a ContractRegistry ({type(registry)})"])
+    return registry
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -62,7 +91,21 @@ def _parser() -> argparse.ArgumentParser:
                 action="store_true",
                 help="the endpoint is ordered: its input queue requires sessions and its hold queue "
                 "<queue>.held is provisioned too; an existing queue whose RequiresSession differs is "
-                "refused (exit 2): it needs a new queue",
+                "refused (exit 2): it needs a new queue; so is an event without an ordering key",
+            )
+            sub.add_argument(
+                "--move-from",
+                metavar="QUEUE",
+                help="the endpoint's previous input queue: its subscriptions (the same names, see "
+                "QueueNameToSubscriptionNameMap) are redirected to --endpoint's queue in place, one atomic "
+                "forwardTo update each, so every event reaches one of the two queues, never both",
+            )
+            sub.add_argument(
+                "--contracts",
+                default=DEFAULT_CONTRACTS,
+                metavar="MODULE:NAME",
+                help="the app's contract registry (a ContractRegistry, or a function returning one), where "
+                f"--ordered reads each event's ordering key (default: {DEFAULT_CONTRACTS})",
             )
         if name in ("plan", "apply"):
             sub.add_argument(
@@ -113,6 +156,9 @@ def run(
         env = local_app_settings(args.settings, args.data_dir, environment)
         options = _options(args, env)
         events = parse_subscribed_events(_event_items(args.events))
+        if args.command != "unsubscribe" and args.ordered and args.endpoint:
+            # Before any call: an unkeyed event would be dead-lettered on its way to the session queue.
+            require_keyed(args.endpoint, load_contracts(args.contracts), [e.event for e in events])
         if args.command == "validate":
             document: dict[str, Any] = {"valid": True, "options": options.to_json_dict()}
             if args.endpoint:
@@ -122,6 +168,7 @@ def run(
                     events,
                     false_default_rule=args.false_default_rule,
                     ordered=args.ordered,
+                    moved_from=args.move_from,
                 ).to_dict()
             emit(document)
             return 0
@@ -138,6 +185,7 @@ def run(
                 events,
                 false_default_rule=args.false_default_rule,
                 ordered=args.ordered,
+                moved_from=args.move_from,
             )
             plan = plan_single_delivery(
                 provisioner,
@@ -151,10 +199,18 @@ def run(
             if plan.refusals:  # an immutable property differs: nothing is applied
                 emit({"plan": plan.to_dict(), "error": "needs-new-queue", "errors": plan.refusals})
                 return 2
+            try:
+                check_complete_move(plan, desired, lambda queue: provisioner.describe(queue, options))
+            except IncompleteMoveError as exc:
+                emit({"plan": plan.to_dict(), "error": "incomplete-move", "errors": exc.errors})
+                return 2
             emit({"plan": plan.to_dict()})
             if args.command == "apply":
                 emit({"applied": provisioner.apply(plan).to_dict()})
             return 0
+    except UnkeyedSubscriptionError as exc:
+        emit({"error": "unkeyed-contract", "errors": exc.errors, "contracts": exc.unkeyed})
+        return 2
     except DuplicateDeliveryError as exc:
         emit(
             {

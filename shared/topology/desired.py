@@ -9,6 +9,7 @@ against a namespace.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
@@ -227,6 +228,9 @@ class DesiredState:
     queue_specs: tuple[QueueSpec, ...] = field(default=())
     """The immutable properties of :attr:`queues` (sessions, duplicate detection); a queue without a spec
     here is a plain one (:meth:`queue_spec`)."""
+    moved_from: tuple[str, ...] = field(default=())
+    """Queues the endpoint moves away from (``--move-from``): a desired subscription that exists forwarding
+    to one of them is redirected to the endpoint's queue in place (a planned ``update``), never left."""
 
     def queue_spec(self, name: str) -> QueueSpec:
         """The properties ``name`` must have: its spec, or a plain queue's."""
@@ -245,7 +249,10 @@ class DesiredState:
         subs: dict[tuple[str, str], SubscriptionSpec] = {}
         errors: list[str] = []
         specs: list[QueueSpec] = []
+        moved: dict[str, str] = {}
         for state in states:
+            for q in state.moved_from:
+                moved.setdefault(q.lower(), q)
             specs.extend(state.queue_spec(q) for q in state.queues)
             for q in state.queues:
                 queues.setdefault(q.lower(), q)
@@ -275,6 +282,7 @@ class DesiredState:
             tuple(subs.values()),
             tuple(forwarding.values()),
             tuple(s for s in merge_queue_specs(specs) if s != QueueSpec(s.name)),
+            tuple(moved.values()),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -353,11 +361,17 @@ def desired_state(
     *,
     false_default_rule: bool = True,
     ordered: bool = False,
+    moved_from: str | None = None,
 ) -> DesiredState:
     """Everything ``endpoint_queue`` needs to receive ``subscriptions`` under ``options``.
 
     ``ordered``: the endpoint is ordered (``Endpoint.ordered``): its input queue requires sessions and
     its hold queue is wanted too (:func:`shared.topology.queues.endpoint_queues`).
+
+    ``moved_from``: the endpoint's previous input queue (a move to a new queue, ``docs/topology-guide.md``,
+    "Making an endpoint ordered: a new queue"): the subscriptions forwarding there are redirected to
+    ``endpoint_queue`` in place, so both queues' subscription names must be the same
+    (``QueueNameToSubscriptionNameMap`` maps the new queue to the old name).
 
     ``false_default_rule``: filtered subscriptions get ``$default`` ``1=0``, as NServiceBus creates them.
     False leaves them with only their event rules (a subscription without rules matches nothing, so
@@ -378,6 +392,9 @@ def desired_state(
     ):
         if message is not None:
             errors.append(message)
+    moved = hierarchy.apply(moved_from) if moved_from else None
+    if moved_from and moved is not None:
+        errors.extend(_move_errors(options, queue, name, moved_from, moved))
     if errors:
         raise TopologyValidationError(errors)
     if isinstance(options, MigrationTopologyOptions):
@@ -385,10 +402,30 @@ def desired_state(
     else:
         routes = resolve_routes(options, events)
         state = _topic_per_event_state(options, queue, name, routes, false_default_rule)
+    if moved is not None:
+        state = replace(state, moved_from=(moved,))
     if not ordered:
         return state
     specs = endpoint_queues(queue, ordered=True)
     return replace(state, queues=tuple(s.name for s in specs), queue_specs=specs)
+
+
+def _move_errors(options: TopologyOptions, queue: str, name: str, moved_from: str, moved: str) -> list[str]:
+    """Why ``queue`` cannot take over the subscriptions of ``moved`` in place (none: it can). A subscription
+    is redirected under its own name, so the new queue's subscription name must be the old queue's: with
+    another name the plan would create a second subscription beside the old one, and every event published
+    until the old one went would reach both queues."""
+    if moved.lower() == queue.lower():
+        return [f"--move-from {moved_from}: the endpoint's queue is {queue} already; move to a new queue"]
+    old_name = subscription_name(options, moved_from)
+    if old_name.lower() == name.lower():
+        return []
+    mapping = json.dumps({HierarchyNamespace(options.hierarchy_namespace).unprefixed(queue): old_name})
+    return [
+        f"--move-from {moved_from}: {moved}'s subscriptions are named {old_name}, {queue}'s would be named "
+        f"{name}; redirecting them in place needs the same name: add "
+        f'"QueueNameToSubscriptionNameMap": {mapping} to the options'
+    ]
 
 
 def _topic_per_event_state(

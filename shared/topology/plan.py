@@ -11,8 +11,10 @@ from shared.topology.desired import RuleSpec, SubscriptionSpec
 from shared.topology.handover import Handover, handover_queue
 from shared.topology.queues import QueueSpec
 
-Action = Literal["create", "unchanged", "delete", "would-update", "refused"]
-"""``refused``: an existing entity the plan cannot use and must not change (a queue whose immutable
+Action = Literal["create", "unchanged", "update", "delete", "would-update", "refused"]
+"""``update``: an existing subscription apply redirects to the endpoint's queue in place (its ``forwardTo``,
+in a declared move off ``DesiredState.moved_from``); ``would-update``: a difference reported and left alone.
+``refused``: an existing entity the plan cannot use and must not change (a queue whose immutable
 properties differ from the desired ones); a plan holding one is not applied at all."""
 Kind = Literal["queue", "topic", "subscription", "rule"]
 
@@ -70,7 +72,7 @@ class Plan:
 
     @property
     def has_changes(self) -> bool:
-        return any(i.action in ("create", "delete") for i in self.items)
+        return any(i.action in ("create", "update", "delete") for i in self.items)
 
     @property
     def refusals(self) -> list[str]:
@@ -78,7 +80,7 @@ class Plan:
         return [str(i.details.get("reason", i.path)) for i in self.items if i.action == "refused"]
 
     def summary(self) -> dict[str, int]:
-        """Items per action; ``refused`` only appears when there is one."""
+        """Items per action; ``update`` and ``refused`` only appear when there is one."""
         out = {"create": 0, "unchanged": 0, "delete": 0, "would-update": 0}
         for item in self.items:
             out[item.action] = out.get(item.action, 0) + 1
@@ -98,18 +100,21 @@ class Plan:
 
 @dataclass(slots=True)
 class ApplyResult:
-    """Paths created, found unchanged (including creates another run got to first), deleted (including
-    already gone), and left alone because they differ (``would_update``)."""
+    """Paths created, found unchanged (including creates another run got to first), redirected
+    (``updated``), deleted (including already gone), and left alone because they differ
+    (``would_update``)."""
 
     created: list[str] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
     would_update: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, list[str]]:
         return {
             "created": self.created,
             "unchanged": self.unchanged,
+            "updated": self.updated,
             "deleted": self.deleted,
             "would_update": self.would_update,
         }

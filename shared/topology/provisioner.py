@@ -3,7 +3,16 @@
 :meth:`Provisioner.plan` only reads (GET / list) and returns what would change: ``create``, ``unchanged``,
 ``delete`` or ``would-update`` per entity. :meth:`Provisioner.apply` carries out the creates and deletes
 of a plan and nothing else: ARM's PUT is create-or-update, and NServiceBus never updates an existing
-entity, so a difference is reported as ``would-update`` (with the differences) and left alone. A queue
+entity, so a difference is reported as ``would-update`` (with the differences) and left alone. The one
+exception is a declared move to a new queue (``DesiredState.moved_from``): a desired subscription that
+exists forwarding to the old queue is redirected in place, one ARM update of its ``forwardTo`` (``update``
+in the plan; Azure documents the update, ``az servicebus topic subscription update --forward-to``
+(learn.microsoft.com enable-auto-forward, "Update the auto forward setting for an existing subscription"),
+and NServiceBus's transport updates ``ForwardTo`` of existing subscriptions too since
+Particular/NServiceBus.AzureServiceBus#763). Service Bus moves each message a subscription auto-forwards
+from the source to the destination ("removes messages that are placed in the first queue or subscription
+(source) and puts them in the second", learn.microsoft.com service-bus-auto-forwarding), so every event is
+forwarded to the old queue or to the new one, never both and never neither. A queue
 whose immutable properties differ (``RequiresSession``: :mod:`shared.topology.queues`) is ``refused``
 instead, and a plan holding a refusal is not applied at all.
 
@@ -131,7 +140,10 @@ class Provisioner:
         for topic, found in zip(topics, self._parallel(self._get_topic, topics), strict=True):
             topic_state[topic.lower()] = found
             items.append(PlanItem("unchanged" if found else "create", "topic", topic, name=topic))
-        sub_items = self._parallel(lambda s: self._plan_subscription(s, topic_state), desired.subscriptions)
+        moved = {q.lower() for q in desired.moved_from}
+        sub_items = self._parallel(
+            lambda s: self._plan_subscription(s, topic_state, moved), desired.subscriptions
+        )
         for group in sub_items:
             items.extend(group)
         near = self._check_existing_quotas(items, topic_state)
@@ -199,7 +211,9 @@ class Provisioner:
             usage = usage + counted
         return usage
 
-    def _plan_subscription(self, spec: SubscriptionSpec, topic_state: dict[str, Any]) -> list[PlanItem]:
+    def _plan_subscription(
+        self, spec: SubscriptionSpec, topic_state: dict[str, Any], moved: set[str]
+    ) -> list[PlanItem]:
         path = spec.path
         existing = None
         if topic_state.get(spec.topic.lower()) is not None:
@@ -242,7 +256,12 @@ class Provisioner:
             return items
         items = []
         forward = existing.forward_to or ""
-        if forward.lower() != spec.forward_to.lower():
+        if forward.lower() != spec.forward_to.lower() and forward.lower() in moved:
+            details = {"forwardTo": {"existing": existing.forward_to, "desired": spec.forward_to}}
+            items.append(
+                PlanItem("update", "subscription", path, details, spec.topic, spec.name, spec.name, spec)
+            )
+        elif forward.lower() != spec.forward_to.lower():
             items.append(
                 PlanItem(
                     "would-update",
@@ -322,6 +341,10 @@ class Provisioner:
                 batch, self._parallel(lambda i: self._create(i, done), batch), strict=True
             ):
                 (result.created if created else result.unchanged).append(item.path)
+        # A move's redirects, once the new queue exists: one atomic update per subscription.
+        redirects = [i for i in plan.items if i.action == "update" and i.kind == "subscription"]
+        self._parallel(lambda i: self._redirect(i, done), redirects)
+        result.updated.extend(i.path for i in redirects)
         groups: dict[tuple[str, str], list[PlanItem]] = {}
         for item in creates:
             if (
@@ -544,6 +567,22 @@ class Provisioner:
             ) from exc
         done.append(item.path)
         return True
+
+    def _redirect(self, item: PlanItem, done: list[str]) -> None:
+        """Point the existing subscription of ``item`` at its spec's ``forwardTo`` (and its ``userMetadata``
+        too when that named the old queue, as Busbar writes it); nothing else of it changes."""
+        spec = item.spec
+        assert isinstance(spec, SubscriptionSpec)
+        m = self.management
+
+        def redirect() -> None:
+            current = m.subscriptions.get(*self._scope, spec.topic, spec.name)
+            if (current.user_metadata or "").lower() == (current.forward_to or "").lower():
+                current.user_metadata = spec.user_metadata
+            current.forward_to = spec.forward_to
+            m.subscriptions.create_or_update(*self._scope, spec.topic, spec.name, current)
+
+        self._step("update", item.path, redirect, done)
 
     def _delete(self, item: PlanItem, done: list[str]) -> bool:
         m = self.management

@@ -127,6 +127,7 @@ def immutable_mismatch(spec: QueueSpec, existing: Any) -> str | None:
     role = f"the hold queue of {spec.held_for}" if spec.held_for else "the endpoint's input queue"
     return (
         f"queue {spec.name} ({role}) exists, but {'; '.join(problems)}. These properties cannot be changed "
-        "on an existing queue: the endpoint needs a new queue (give it a new name in the endpoint's queue "
-        f"setting, let the old queue drain, then delete it; see {GUIDE_SECTION}). Nothing was provisioned."
+        "on an existing queue: the endpoint needs a new queue (move to a new name with --move-from, or "
+        "moveFrom in the PUT, which redirects its subscriptions in place; let the old queue drain, then "
+        f"delete it; see {GUIDE_SECTION}). Nothing was provisioned."
     )

@@ -38,6 +38,9 @@ class SubscriptionsRequest(_Model):
     events: list[str | EventSubscription]
     dry_run: bool = False
     queue: QueueSettings | None = None
+    move_from: str | None = Field(default=None, min_length=1)
+    """The endpoint's previous input queue: its subscriptions (of the same name) are redirected to the
+    endpoint's queue in place (see ``shared.topology.desired.desired_state``'s ``moved_from``)."""
 
     def unmapped_event_types(self) -> list[str]:
         """The event types named without an explicit topic: those must be known contracts."""

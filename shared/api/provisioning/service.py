@@ -7,7 +7,9 @@ Request bodies are pydantic models with camelCase JSON names; every validation p
 ``PUT /endpoints/{endpoint}/subscriptions`` is declarative: the endpoint ends up subscribed to exactly the
 listed events. A hosted endpoint that is ordered gets a session-enabled input queue and its hold queue
 (:mod:`shared.topology.queues`); an existing queue whose ``RequiresSession`` differs is refused with 409
-``QueueNeedsNewName`` naming it, and nothing is provisioned. The plan (topology library) creates what is
+``QueueNeedsNewName`` naming it, and nothing is provisioned; so is a subscription of an ordered endpoint to a
+contract without an ordering key (409 ``ContractWithoutOrderingKey``, see
+:mod:`shared.topology.ordered_subscriptions`). The plan (topology library) creates what is
 missing, and the endpoint's subscriptions and rules that no listed event needs any more are deleted.
 Repeating a PUT reports ``unchanged``. A PUT that would leave the endpoint two paths for one event is
 refused with 409 ``DuplicateDelivery`` (see
@@ -68,8 +70,10 @@ from shared.topology import (
 from shared.topology.delivery_paths import DuplicateDeliveryError
 from shared.topology.errors import is_quota_refusal
 from shared.topology.handover import snapshot_seconds
+from shared.topology.ordered_subscriptions import UnkeyedSubscriptionError, require_keyed
 from shared.topology.plan import ExistingSubscription
 from shared.topology.provisioner import rule_path, subscription_path
+from shared.topology.queue_move import IncompleteMoveError, check_complete_move
 from shared.topology.single_delivery import plan_single_delivery
 
 LOCK_DURATION = AppSetting(
@@ -101,6 +105,23 @@ class DuplicateDelivery(ApiError):
 
     status = 409
     code = "DuplicateDelivery"
+
+
+class ContractWithoutOrderingKey(ApiError):
+    """An ordered endpoint would subscribe to a contract without an ordering key: the broker would
+    dead-letter each of its events (the details name the endpoint and the contract; nothing was
+    provisioned)."""
+
+    status = 409
+    code = "ContractWithoutOrderingKey"
+
+
+class IncompleteMove(ApiError):
+    """A declared move (``moveFrom``) would leave a subscription forwarding to the old queue, or redirect a
+    rule of an event the body does not list (the details name each; nothing was provisioned)."""
+
+    status = 409
+    code = "IncompleteMove"
 
 
 class QueueNeedsNewName(ApiError):
@@ -266,14 +287,40 @@ class ProvisioningService:
         require_known(self.contracts, event_types)
 
     def _desired(
-        self, queue: str, entries: list[str | dict[str, Any]], *, ordered: bool = False
+        self,
+        queue: str,
+        entries: list[str | dict[str, Any]],
+        *,
+        ordered: bool = False,
+        moved_from: str | None = None,
     ) -> DesiredState:
         try:
-            return desired_state(self.options, queue, entries, ordered=ordered)
+            return desired_state(self.options, queue, entries, ordered=ordered, moved_from=moved_from)
         except TopologyValidationError as error:
             raise ValidationFailed("the subscriptions are invalid for this topology", error.errors) from None
         except UnmappedEventError as error:
             raise ValidationFailed("an event has no topic in this topology", [str(error)]) from None
+
+    def _require_keyed(self, endpoint: str, event_types: list[str]) -> None:
+        """409 naming the ordered endpoint and each event it would receive without an ordering key."""
+        try:
+            require_keyed(endpoint, self.contracts, event_types)
+        except UnkeyedSubscriptionError as error:
+            raise ContractWithoutOrderingKey(
+                f"ordered endpoint {endpoint} cannot subscribe to {', '.join(error.unkeyed)}: no key",
+                error.errors,
+            ) from None
+
+    def _require_complete_move(self, plan: Plan, desired: DesiredState) -> None:
+        """409 naming what a declared move (``moveFrom``) would leave behind on the old queue."""
+        try:
+            check_complete_move(plan, desired, lambda queue: self.provisioner.describe(queue, self.options))
+        except IncompleteMoveError as error:
+            raise IncompleteMove(
+                "the move would leave part of what the old queue receives behind",
+                error.errors,
+                plan=plan.to_dict(),
+            ) from None
 
     def _enclosed_of(self, name: str) -> list[list[str]]:
         """For each concrete contract a subscription to ``name`` receives, its enclosed types."""
@@ -345,7 +392,9 @@ class ProvisioningService:
         self._require_known(body.unmapped_event_types())
         queue = target.queue
         ordered = target.hosted is not None and target.hosted.ordered
-        desired = self._desired(queue, body.entries(), ordered=ordered)
+        if ordered:
+            self._require_keyed(target.name, body.event_types())
+        desired = self._desired(queue, body.entries(), ordered=ordered, moved_from=body.move_from)
         provisioner = self._provisioner_for(body.queue)
         endpoint_lock = [endpoint_key(HierarchyNamespace(self.options.hierarchy_namespace).apply(queue))]
         try:
@@ -365,12 +414,13 @@ class ProvisioningService:
                         plan.refusals,
                         plan=plan.to_dict(),
                     )
+                self._require_complete_move(plan, desired)
                 result = ApplyResult() if body.dry_run else provisioner.apply(plan)
         except QuotaExceededError as error:
             raise QuotaExceeded("the plan would exceed a Service Bus quota", error.violations) from None
         except (ProvisioningError, AzureError) as error:
             raise management_error(error) from None
-        changed = bool(result.created or result.deleted)
+        changed = bool(result.created or result.updated or result.deleted)
         outcome = "planned" if body.dry_run else ("changed" if changed else "unchanged")
         return ApiResponse(
             201 if result.created else 200,

@@ -156,3 +156,62 @@ def test_ordered_apply_on_an_existing_queue_without_sessions_exits_2_naming_it_a
     names = [q.name for q in management.queues.list_by_namespace(*management.scope)]
     assert f"{ns}/crm.held" not in names
     assert management.queues.get(*management.scope, f"{ns}/crm").requires_session is False
+
+
+LOYALTY_CONTRACTS = "tests.shared.topology.loyalty_contracts:REGISTRY"
+
+
+@pytest.mark.parametrize("command", ["plan", "apply"])
+def test_ordered_subscription_to_a_contract_without_an_ordering_key_exits_2_naming_it_and_creates_nothing(
+    emulator: EmulatorHandle, management: ManagementClient, ns: str, command: str
+) -> None:
+    events = ["Loyalty.PointsEarned", "Loyalty.IAuditable"]  # an interface with an unkeyed implementer
+    args = ["--hierarchy", ns, "--endpoint", "loyalty", "--ordered", "--contracts", LOYALTY_CONTRACTS]
+
+    code, (document,) = _run([command, *args, "--events", *events], _env(emulator))
+
+    assert code == 2
+    assert document["error"] == "unkeyed-contract"
+    assert document["contracts"] == ["Loyalty.IAuditable"]
+    errors = document["errors"]
+    assert isinstance(errors, list) and len(errors) == 1
+    error = str(errors[0])
+    assert "endpoint loyalty is ordered, but it would subscribe to Loyalty.IAuditable" in error
+    assert "Loyalty.CampaignStarted have no ordering key" in error
+    assert [q.name for q in management.queues.list_by_namespace(*management.scope) if ns in q.name] == []
+    assert [t.name for t in management.topics.list_by_namespace(*management.scope) if ns in t.name] == []
+
+
+def test_ordered_apply_of_keyed_contracts_from_the_named_registry_creates_the_session_queue(
+    emulator: EmulatorHandle, management: ManagementClient, ns: str
+) -> None:
+    args = ["--hierarchy", ns, "--endpoint", "loyalty", "--ordered", "--contracts", LOYALTY_CONTRACTS]
+
+    code, _ = _run(["apply", *args, "--events", "Loyalty.IPointsEvent"], _env(emulator))
+
+    assert code == 0
+    assert management.queues.get(*management.scope, f"{ns}/loyalty").requires_session is True
+
+
+def test_ordered_plan_of_an_event_the_default_sample_registry_does_not_know_exits_2(
+    emulator: EmulatorHandle, ns: str
+) -> None:
+    args = ["--hierarchy", ns, "--endpoint", "loyalty", "--ordered", "--events", "Loyalty.PointsEarned"]
+
+    code, (document,) = _run(["plan", *args], _env(emulator))
+
+    assert code == 2
+    assert document["contracts"] == ["Loyalty.PointsEarned"]
+    assert "is not a contract the app knows" in str(document["errors"])
+
+
+def test_contracts_that_cannot_be_loaded_exit_2_naming_the_argument(
+    emulator: EmulatorHandle, ns: str
+) -> None:
+    args = ["--hierarchy", ns, "--endpoint", "loyalty", "--ordered", "--events", "Tenant.CustomerUpdated"]
+
+    code, (document,) = _run(["plan", *args, "--contracts", "tests.nowhere:REGISTRY"], _env(emulator))
+
+    assert code == 2
+    assert document["error"] == "invalid"
+    assert "--contracts tests.nowhere:REGISTRY: cannot load it" in str(document["errors"])
