@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from datetime import timedelta
 from typing import Any, Literal
 
 from shared.contracts import ENCLOSED_MESSAGE_TYPES
+from shared.topology.duplicate_detection import DEFAULT_WINDOW, iso_window
 from shared.topology.errors import IncompatibleRoutingModesError, TopologyValidationError
 from shared.topology.names import (
     DEFAULT_RULE_NAME,
@@ -227,6 +229,9 @@ class DesiredState:
     queue_specs: tuple[QueueSpec, ...] = field(default=())
     """The immutable properties of :attr:`queues` (sessions, duplicate detection); a queue without a spec
     here is a plain one (:meth:`queue_spec`)."""
+    duplicate_detection_window: timedelta | None = None
+    """Every topic of :attr:`topics` and :attr:`forwarding_topics` requires duplicate detection over this
+    window (``None``: no requirement, the state of a test or tool that wants plain topics)."""
 
     def queue_spec(self, name: str) -> QueueSpec:
         """The properties ``name`` must have: its spec, or a plain queue's."""
@@ -245,7 +250,10 @@ class DesiredState:
         subs: dict[tuple[str, str], SubscriptionSpec] = {}
         errors: list[str] = []
         specs: list[QueueSpec] = []
+        windows: dict[timedelta, None] = {}
         for state in states:
+            if state.duplicate_detection_window is not None:
+                windows[state.duplicate_detection_window] = None
             specs.extend(state.queue_spec(q) for q in state.queues)
             for q in state.queues:
                 queues.setdefault(q.lower(), q)
@@ -267,6 +275,11 @@ class DesiredState:
                 subs[key] = SubscriptionSpec(
                     known.topic, known.name, known.forward_to, tuple(rules.values()), known.user_metadata
                 )
+        if len(windows) > 1:
+            errors.append(
+                "topics are wanted with different duplicate-detection windows: "
+                + ", ".join(iso_window(w) for w in windows)
+            )
         if errors:
             raise TopologyValidationError(errors)
         return DesiredState(
@@ -275,15 +288,19 @@ class DesiredState:
             tuple(subs.values()),
             tuple(forwarding.values()),
             tuple(s for s in merge_queue_specs(specs) if s != QueueSpec(s.name)),
+            next(iter(windows), None),
         )
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "queues": list(self.queues),
             "queueProperties": {q: self.queue_spec(q).to_dict() for q in self.queues},
             "topics": list(self.topics),
             "subscriptions": [s.to_dict() for s in self.subscriptions],
         }
+        if self.duplicate_detection_window is not None:
+            out["topicDuplicateDetectionWindow"] = iso_window(self.duplicate_detection_window)
+        return out
 
     def rule_count(self) -> int:
         return sum(len(s.rules) for s in self.subscriptions)
@@ -353,11 +370,16 @@ def desired_state(
     *,
     false_default_rule: bool = True,
     ordered: bool = False,
+    duplicate_detection_window: timedelta = DEFAULT_WINDOW,
 ) -> DesiredState:
     """Everything ``endpoint_queue`` needs to receive ``subscriptions`` under ``options``.
 
     ``ordered``: the endpoint is ordered (``Endpoint.ordered``): its input queue requires sessions and
     its hold queue is wanted too (:func:`shared.topology.queues.endpoint_queues`).
+
+    ``duplicate_detection_window``: the endpoint's queues and every topic of the state require duplicate
+    detection over it (the app passes ``EntityDefaults.duplicate_detection_window``, read from
+    ``BUSBAR_DUPLICATE_DETECTION_WINDOW``).
 
     ``false_default_rule``: filtered subscriptions get ``$default`` ``1=0``, as NServiceBus creates them.
     False leaves them with only their event rules (a subscription without rules matches nothing, so
@@ -385,10 +407,13 @@ def desired_state(
     else:
         routes = resolve_routes(options, events)
         state = _topic_per_event_state(options, queue, name, routes, false_default_rule)
-    if not ordered:
-        return state
-    specs = endpoint_queues(queue, ordered=True)
-    return replace(state, queues=tuple(s.name for s in specs), queue_specs=specs)
+    specs = endpoint_queues(queue, ordered=ordered, duplicate_detection_window=duplicate_detection_window)
+    return replace(
+        state,
+        queues=tuple(s.name for s in specs),
+        queue_specs=specs,
+        duplicate_detection_window=duplicate_detection_window,
+    )
 
 
 def _topic_per_event_state(
