@@ -5,9 +5,11 @@ runs before the triggers start listening, so the queues and subscriptions they b
 
 1. every sample endpoint's input queue (session-enabled, with its hold queue, for an ordered endpoint),
    topics and forwarding subscriptions (topology library); an existing queue whose ``RequiresSession``
-   differs fails the start-up with a message naming it (it needs a new queue: docs/topology-guide.md), and
-   so does a subscription that would be created beside one forwarding to the same queue already (a moved
-   endpoint whose options lost their ``QueueNameToSubscriptionNameMap`` entry: every event twice);
+   or ``RequiresDuplicateDetection`` differs fails the start-up with a message naming it (it needs a new
+   queue: docs/topology-guide.md), and so does a subscription that would be created beside one forwarding
+   to the same queue already (a moved endpoint whose options lost their ``QueueNameToSubscriptionNameMap``
+   entry: every event twice); every queue and topic requires duplicate detection over
+   ``BUSBAR_DUPLICATE_DETECTION_WINDOW``;
 2. when a fallback topic is configured: the topic and its catch-all router subscription
    (``BUSBAR_ROUTER_SUBSCRIPTION``, ``$Default`` ``1=1``, no forwarding: the router function reads it).
 """
@@ -38,6 +40,7 @@ from shared.topology import (
 )
 from shared.topology.errors import QueueNeedsRecreatingError
 from shared.topology.queue_move import check_no_second_subscription
+from shared.topology.queues import topic_mismatch
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +76,11 @@ def provision_endpoints(
     anything when a subscription would be created beside one that forwards to the same queue already."""
     states = [
         desired_state(
-            options, endpoint.queue(settings), endpoint.subscribed_events(), ordered=endpoint.ordered
+            options,
+            endpoint.queue(settings),
+            endpoint.subscribed_events(),
+            ordered=endpoint.ordered,
+            duplicate_detection_window=defaults.duplicate_detection_window,
         )
         for endpoint in (sample_catalog() if endpoints is None else endpoints)
     ]
@@ -94,9 +101,12 @@ def provision_endpoints(
 def provision_router(
     management: ManagementClient, topic: str, subscription: str, defaults: EntityDefaults
 ) -> None:
-    """The fallback topic and the router's catch-all subscription on it (created only when missing)."""
+    """The fallback topic and the router's catch-all subscription on it (created only when missing). The
+    topic requires duplicate detection like every topic Busbar creates; an existing one without it
+    raises :class:`~shared.topology.errors.QueueNeedsRecreatingError` (the plan's refusal)."""
     group, namespace = management.scope
-    _create_missing(
+    window = defaults.duplicate_detection_window
+    found = _create_missing(
         lambda: management.topics.get(group, namespace, topic),
         lambda: management.topics.create_or_update(
             group,
@@ -106,10 +116,15 @@ def provision_router(
                 properties=SBTopicProperties(
                     max_size_in_megabytes=defaults.max_size_in_megabytes,
                     enable_batched_operations=defaults.enable_batched_operations,
+                    requires_duplicate_detection=True,
+                    duplicate_detection_history_time_window=window,
                 )
             ),
         ),
     )
+    refusal = None if found is None else topic_mismatch(topic, window, found)
+    if refusal is not None:
+        raise QueueNeedsRecreatingError([refusal])
     _create_missing(
         lambda: management.subscriptions.get(group, namespace, topic, subscription),
         lambda: management.subscriptions.create_or_update(
@@ -130,10 +145,10 @@ def provision_router(
     log.info("fallback router subscription %s/Subscriptions/%s is in place", topic, subscription)
 
 
-def _create_missing(get: Callable[[], object], create: Callable[[], object]) -> None:
+def _create_missing(get: Callable[[], object], create: Callable[[], object]) -> object | None:
+    """Create the entity unless ``get`` finds it; the entity found (``None``: this call created it)."""
     try:
-        get()
-        return
+        return get()
     except HttpResponseError as error:
         if error.status_code != 404:
             raise
@@ -142,3 +157,5 @@ def _create_missing(get: Callable[[], object], create: Callable[[], object]) -> 
     except HttpResponseError as error:
         if error.status_code != 409:  # created concurrently: fine
             raise
+        return get()
+    return None

@@ -37,6 +37,7 @@ def api_request(request: func.HttpRequest) -> ApiRequest:
         route_params=dict(request.route_params),
         query=dict(request.params),
         body=request.get_body() or b"",
+        headers={name.lower(): value for name, value in request.headers.items()},
     )
 
 

@@ -57,6 +57,9 @@ param topologyOptions string = ''
 @description('Entity-path prefix (BUSBAR_HIERARCHY_NAMESPACE); empty: none. Every queue and topic Busbar declares, provisions and listens on becomes <prefix>/<name>.')
 param hierarchyNamespace string = ''
 
+@description('Duplicate-detection window of every topic and endpoint queue (BUSBAR_DUPLICATE_DETECTION_WINDOW): ISO 8601, PT20S to P7D. Fixed when an entity is created.')
+param duplicateDetectionWindow string = 'PT10M'
+
 @description('Endpoint names or patterns the provisioning API may provision besides the hosted ones (BUSBAR_PROVISIONABLE_ENDPOINTS); empty: any valid name.')
 param provisionableEndpoints string = ''
 
@@ -124,6 +127,7 @@ module serviceBus 'modules/servicebus.bicep' = {
     fallbackTopicName: fallbackTopicName
     routerSubscriptionName: routerSubscriptionName
     hierarchyNamespace: hierarchyNamespace
+    duplicateDetectionWindow: duplicateDetectionWindow
     provisioningLockQueueName: 'busbar-provisioning-locks'
     endpointQueueNames: [
       billingQueueName
@@ -180,6 +184,7 @@ module functionApp 'modules/functionapp.bicep' = {
     crmQueueName: crmQueueName
     shippingQueueName: shippingQueueName
     hierarchyNamespace: hierarchyNamespace
+    duplicateDetectionWindow: duplicateDetectionWindow
     provisionableEndpoints: provisionableEndpoints
     redriveSchedule: redriveSchedule
     redriveEntities: redriveEntities

@@ -92,6 +92,7 @@ CONNECTION_SETTINGS: tuple[AppSetting, ...] = (
 # import this module, hence the import by name. The app adds its own (app.settings.all_settings).
 _SETTING_MODULES: tuple[str, ...] = (
     "shared.topology.options",
+    "shared.topology.duplicate_detection",
     "shared.router.service",
     "shared.api.provisioning.service",
     "shared.api.provisioning.lock",

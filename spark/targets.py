@@ -10,8 +10,11 @@ with the time they become safe, stay unsent in the ledger and are replayed by a 
 ``--message_id_policy derive``, which sends under a new stable MessageId).
 
 When the target last saw a MessageId: when it was enqueued there, for rows dead-lettered in the target
-itself (a queue's own dead-letter queue: the failed delivery was that enqueue), and when a replay last
-sent it there (the ledger). A subscription's dead letter never reached its forward-to queue.
+itself (a queue's own dead-letter queue: the failed delivery was that enqueue); no later than the row's
+enqueued time, for rows dead-lettered in the target's hold queue (``<queue>.held``: a parked message went
+through the endpoint queue, which requires duplicate detection like every endpoint queue, before it was
+parked); and when a replay last sent it there (the ledger). A subscription's dead letter never reached its
+forward-to queue.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, DoubleType, StringType, StructField, StructType
 
 from shared.redrive.guards import WINDOW_MARGIN
+from shared.topology.names import held_queue
 
 TARGET_SCHEMA = StructType(
     [
@@ -91,7 +95,10 @@ def hold_inside_window(
     ``last_sent``: ``(target_entity, message_id, last_sent_at)`` from the ledger."""
     if message_id_policy == "derive":
         return rows.withColumn("held_until", F.lit(None).cast("timestamp"))
-    seen_here = F.when(F.col("target_entity") == F.col("source_entity"), F.col("enqueued_time"))
+    target, source = F.col("target_entity"), F.col("source_entity")
+    seen_here = F.when(
+        (target == source) | (F.concat(target, F.lit(held_queue(""))) == source), F.col("enqueued_time")
+    )
     last_seen = F.greatest(seen_here, F.col("last_sent_at"))
     safe_from = F.timestamp_seconds(
         _seconds(last_seen) + F.col("duplicate_window_seconds") + F.lit(WINDOW_MARGIN.total_seconds())

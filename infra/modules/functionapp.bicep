@@ -45,6 +45,9 @@ param fallbackRoutingMode string
 @description('Entity-path prefix (NServiceBus HierarchyNamespace); empty: none.')
 param hierarchyNamespace string
 
+@description('Duplicate-detection window of every topic and endpoint queue (BUSBAR_DUPLICATE_DETECTION_WINDOW).')
+param duplicateDetectionWindow string
+
 @description('Endpoint names or patterns the provisioning API may provision besides the hosted ones; empty: any.')
 param provisionableEndpoints string
 
@@ -238,6 +241,10 @@ resource app 'Microsoft.Web/sites@2024-04-01' = {
         {
           name: 'BUSBAR_ENTITY_LOCK_DURATION_SECONDS'
           value: '300'
+        }
+        {
+          name: 'BUSBAR_DUPLICATE_DETECTION_WINDOW'
+          value: duplicateDetectionWindow
         }
         {
           name: 'BUSBAR_ENTITY_MAX_DELIVERY_COUNT'

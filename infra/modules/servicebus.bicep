@@ -4,7 +4,9 @@
 // creates them on demand through azure-mgmt-servicebus (see docs/topology-guide.md). Only the entities
 // Busbar's functions bind to before any subscription exists are declared: the fallback topic with the
 // router's catch-all subscription, and the input queues of the endpoints this app hosts. Their properties
-// match what the provisioner creates (BUSBAR_ENTITY_*: 5 min lock, 10 deliveries, 5 GB).
+// match what the provisioner creates (BUSBAR_ENTITY_*: 5 min lock, 10 deliveries, 5 GB; duplicate
+// detection over BUSBAR_DUPLICATE_DETECTION_WINDOW, immutable once an entity exists: the app refuses to
+// start on an endpoint queue or topic created without it, see docs/topology-guide.md).
 // Local (SAS) authentication is off: every client uses Microsoft Entra ID (the managed identity).
 //
 // Under a hierarchy namespace (BUSBAR_HIERARCHY_NAMESPACE) these entities are <ns>/<name>, where the app
@@ -49,6 +51,9 @@ param orderedEndpointQueueNames array = []
 @description('Entity-path prefix (BUSBAR_HIERARCHY_NAMESPACE); empty: none.')
 param hierarchyNamespace string
 
+@description('Duplicate-detection window of the topic and endpoint queues (BUSBAR_DUPLICATE_DETECTION_WINDOW).')
+param duplicateDetectionWindow string
+
 @description('Session-enabled queue whose session locks serialise provisioning (BUSBAR_PROVISIONING_LOCK_QUEUE).')
 param provisioningLockQueueName string
 
@@ -78,6 +83,8 @@ resource fallbackTopic 'Microsoft.ServiceBus/namespaces/topics@2024-01-01' = {
   properties: {
     maxSizeInMegabytes: 5120
     enableBatchedOperations: true
+    requiresDuplicateDetection: true
+    duplicateDetectionHistoryTimeWindow: duplicateDetectionWindow
   }
 }
 
@@ -97,6 +104,8 @@ resource endpointQueues 'Microsoft.ServiceBus/namespaces/queues@2024-01-01' = [
     parent: namespace
     name: '${armPrefix}${queueName}'
     properties: {
+      requiresDuplicateDetection: true
+      duplicateDetectionHistoryTimeWindow: duplicateDetectionWindow
       lockDuration: 'PT5M'
       maxDeliveryCount: 10
       maxSizeInMegabytes: 5120
@@ -113,6 +122,8 @@ resource orderedEndpointQueues 'Microsoft.ServiceBus/namespaces/queues@2024-01-0
     name: '${armPrefix}${queueName}'
     properties: {
       requiresSession: true
+      requiresDuplicateDetection: true
+      duplicateDetectionHistoryTimeWindow: duplicateDetectionWindow
       lockDuration: 'PT5M'
       maxDeliveryCount: 10
       maxSizeInMegabytes: 5120
@@ -127,7 +138,7 @@ resource holdQueues 'Microsoft.ServiceBus/namespaces/queues@2024-01-01' = [
     properties: {
       requiresSession: true
       requiresDuplicateDetection: true
-      duplicateDetectionHistoryTimeWindow: 'PT10M'
+      duplicateDetectionHistoryTimeWindow: duplicateDetectionWindow
       lockDuration: 'PT5M'
       maxDeliveryCount: 10
       maxSizeInMegabytes: 5120

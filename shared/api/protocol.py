@@ -31,6 +31,8 @@ class ApiRequest:
     route_params: Mapping[str, str] = field(default_factory=dict)
     query: Mapping[str, str] = field(default_factory=dict)
     body: bytes = b""
+    headers: Mapping[str, str] = field(default_factory=dict)
+    """Request headers by lower-case name (HTTP header names are case-insensitive)."""
 
 
 @dataclass(frozen=True, slots=True)

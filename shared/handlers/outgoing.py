@@ -4,6 +4,10 @@ Events go through the topology's :class:`~shared.topology.publisher.Publisher` (
 topic warned about and dropped as in NServiceBus). Commands go to their queue with the same NServiceBus
 headers and intent ``Send``; a missing queue raises, so the incoming message is retried (a unicast send to a
 missing destination is always an error, in NServiceBus too).
+
+Given the incoming message's id, every outgoing message's ``MessageId`` is derived from it, the endpoint and
+the message's position (:func:`~shared.topology.message_ids.outgoing_message_id`): a dispatch repeated by
+a retried handler sends the same ids, which the destinations' duplicate detection drops.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from azure.servicebus import ServiceBusClient
 
 from shared.handlers.context import OutgoingPublish, OutgoingSend
 from shared.handlers.dispatch import Complete
+from shared.topology.message_ids import outgoing_message_id
 from shared.topology.messages import MESSAGE_INTENT, build_message
 from shared.topology.options import TopicRoutingMode
 from shared.topology.publisher import Publisher
@@ -24,25 +29,47 @@ log = logging.getLogger(__name__)
 SEND_INTENT = "Send"
 
 
-def dispatch_outgoing(outcome: Complete, publisher: Publisher, client: ServiceBusClient) -> None:
-    """Publish and send everything ``outcome`` carries, with the incoming correlation carried over."""
-    events = [item.event for item in outcome.outgoing if isinstance(item, OutgoingPublish)]
-    if events:
+def dispatch_outgoing(
+    outcome: Complete,
+    publisher: Publisher,
+    client: ServiceBusClient,
+    *,
+    incoming_message_id: str | None = None,
+) -> None:
+    """Publish and send everything ``outcome`` carries, with the incoming correlation carried over.
+
+    ``incoming_message_id``: the id of the message the handlers handled (its ``MessageId``). Each
+    outgoing message then gets :func:`~shared.topology.message_ids.outgoing_message_id` of the endpoint
+    (``publisher.endpoint_name``), that id and its position in ``outcome.outgoing``, so dispatching the same
+    outcome again (a handler retried after its dispatch, an outbox dispatching again after a crash) sends
+    the same ids and the broker's duplicate detection drops the copies. ``None``: fresh ids (nothing can
+    recognise a repeat)."""
+    ids = [
+        str(uuid.uuid4())
+        if incoming_message_id is None
+        else outgoing_message_id(publisher.endpoint_name, incoming_message_id, position)
+        for position in range(len(outcome.outgoing))
+    ]
+    published = [
+        (item.event, ids[i]) for i, item in enumerate(outcome.outgoing) if isinstance(item, OutgoingPublish)
+    ]
+    if published:
         result = publisher.publish(
-            events,
+            [event for event, _ in published],
             correlation_id=outcome.correlation_id,
             conversation_id=outcome.conversation_id,
             headers=outcome.headers,
+            message_ids=[message_id for _, message_id in published],
         )
         for dropped in result.dropped:
             log.warning("%s was not published: topic %s does not exist", dropped.event, dropped.topic)
-    for item in outcome.outgoing:
+    for position, item in enumerate(outcome.outgoing):
         if isinstance(item, OutgoingSend):
             message = build_message(
                 item.message,
                 TopicRoutingMode.NotMultiplexed,
                 endpoint_name=publisher.endpoint_name,
-                message_id=str(uuid.uuid4()),
+                message_id=ids[position],
                 correlation_id=outcome.correlation_id,
                 conversation_id=outcome.conversation_id,
                 headers=outcome.headers,

@@ -62,7 +62,14 @@ def process(endpoint: Endpoint, message: IncomingMessage, transport: Transport) 
     """Run ``endpoint``'s handlers for ``message`` once per message id and send what they produced."""
 
     def dispatch(outcome: Complete) -> None:
-        dispatch_outgoing(outcome, transport.publisher(endpoint.name), transport.service_bus_client())
+        # Ids derived from the handled message's: a dispatch repeated (from the record, after a crash or for
+        # a twin copy) sends the same ids, and the broker's duplicate detection drops the copies.
+        dispatch_outgoing(
+            outcome,
+            transport.publisher(endpoint.name),
+            transport.service_bus_client(),
+            incoming_message_id=message.message_id,
+        )
 
     outcome, ran = handle_once(endpoint, message, transport.handled_records(), dispatch)
     if isinstance(outcome, Complete) and not ran:

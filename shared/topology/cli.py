@@ -31,6 +31,7 @@ import importlib
 import json
 import sys
 from collections.abc import Mapping, Sequence
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -39,10 +40,12 @@ from shared.local_settings import LocalSettingsError, add_settings_arguments, lo
 from shared.management import ManagementClient, ManagementSettings, SettingsError
 from shared.topology.delivery_paths import DuplicateDeliveryError
 from shared.topology.desired import desired_state, parse_subscribed_events
+from shared.topology.duplicate_detection import duplicate_detection_window
 from shared.topology.errors import ProvisioningError, QuotaExceededError, TopologyValidationError
 from shared.topology.handover import snapshot_seconds
 from shared.topology.options import TopologyOptions, load_topology_options, parse_topology_options
 from shared.topology.ordered_subscriptions import UnkeyedSubscriptionError, require_keyed
+from shared.topology.plan import EntityDefaults
 from shared.topology.provisioner import Provisioner
 from shared.topology.queue_move import IncompleteMoveError, check_complete_move
 from shared.topology.single_delivery import plan_single_delivery
@@ -136,6 +139,14 @@ def _options(args: argparse.Namespace, env: Mapping[str, str]) -> TopologyOption
     return validate(options)
 
 
+def _window(env: Mapping[str, str]) -> timedelta:
+    """``BUSBAR_DUPLICATE_DETECTION_WINDOW`` of ``env``; a bad value is a settings error naming it."""
+    try:
+        return duplicate_detection_window(env)
+    except ValueError as exc:
+        raise SettingsError(str(exc)) from None
+
+
 def _router_snapshot_seconds(env: Mapping[str, str]) -> float:
     try:
         return snapshot_seconds(env)
@@ -169,12 +180,14 @@ def run(
                     false_default_rule=args.false_default_rule,
                     ordered=args.ordered,
                     moved_from=args.move_from,
+                    duplicate_detection_window=_window(env),
                 ).to_dict()
             emit(document)
             return 0
         settings = ManagementSettings.from_env(env)
         with ManagementClient(settings) as management:
-            provisioner = Provisioner(management)
+            window = _window(env)
+            provisioner = Provisioner(management, EntityDefaults(duplicate_detection_window=window))
             if args.command == "unsubscribe":
                 results = [provisioner.unsubscribe(options, args.endpoint, e.event).to_dict() for e in events]
                 emit({"unsubscribed": results})
@@ -186,6 +199,7 @@ def run(
                 false_default_rule=args.false_default_rule,
                 ordered=args.ordered,
                 moved_from=args.move_from,
+                duplicate_detection_window=window,
             )
             plan = plan_single_delivery(
                 provisioner,

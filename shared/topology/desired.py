@@ -12,9 +12,11 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from datetime import timedelta
 from typing import Any, Literal
 
 from shared.contracts import ENCLOSED_MESSAGE_TYPES
+from shared.topology.duplicate_detection import DEFAULT_WINDOW, iso_window
 from shared.topology.errors import IncompatibleRoutingModesError, TopologyValidationError
 from shared.topology.names import (
     DEFAULT_RULE_NAME,
@@ -231,6 +233,9 @@ class DesiredState:
     moved_from: tuple[str, ...] = field(default=())
     """Queues the endpoint moves away from (``--move-from``): a desired subscription that exists forwarding
     to one of them is redirected to the endpoint's queue in place (a planned ``update``), never left."""
+    duplicate_detection_window: timedelta | None = None
+    """Every topic of :attr:`topics` and :attr:`forwarding_topics` requires duplicate detection over this
+    window (``None``: no requirement, the state of a test or tool that wants plain topics)."""
 
     def queue_spec(self, name: str) -> QueueSpec:
         """The properties ``name`` must have: its spec, or a plain queue's."""
@@ -250,9 +255,12 @@ class DesiredState:
         errors: list[str] = []
         specs: list[QueueSpec] = []
         moved: dict[str, str] = {}
+        windows: dict[timedelta, None] = {}
         for state in states:
             for q in state.moved_from:
                 moved.setdefault(q.lower(), q)
+            if state.duplicate_detection_window is not None:
+                windows[state.duplicate_detection_window] = None
             specs.extend(state.queue_spec(q) for q in state.queues)
             for q in state.queues:
                 queues.setdefault(q.lower(), q)
@@ -274,6 +282,11 @@ class DesiredState:
                 subs[key] = SubscriptionSpec(
                     known.topic, known.name, known.forward_to, tuple(rules.values()), known.user_metadata
                 )
+        if len(windows) > 1:
+            errors.append(
+                "topics are wanted with different duplicate-detection windows: "
+                + ", ".join(iso_window(w) for w in windows)
+            )
         if errors:
             raise TopologyValidationError(errors)
         return DesiredState(
@@ -283,15 +296,19 @@ class DesiredState:
             tuple(forwarding.values()),
             tuple(s for s in merge_queue_specs(specs) if s != QueueSpec(s.name)),
             tuple(moved.values()),
+            next(iter(windows), None),
         )
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "queues": list(self.queues),
             "queueProperties": {q: self.queue_spec(q).to_dict() for q in self.queues},
             "topics": list(self.topics),
             "subscriptions": [s.to_dict() for s in self.subscriptions],
         }
+        if self.duplicate_detection_window is not None:
+            out["topicDuplicateDetectionWindow"] = iso_window(self.duplicate_detection_window)
+        return out
 
     def rule_count(self) -> int:
         return sum(len(s.rules) for s in self.subscriptions)
@@ -362,6 +379,7 @@ def desired_state(
     false_default_rule: bool = True,
     ordered: bool = False,
     moved_from: str | None = None,
+    duplicate_detection_window: timedelta = DEFAULT_WINDOW,
 ) -> DesiredState:
     """Everything ``endpoint_queue`` needs to receive ``subscriptions`` under ``options``.
 
@@ -372,6 +390,9 @@ def desired_state(
     "Making an endpoint ordered: a new queue"): the subscriptions forwarding there are redirected to
     ``endpoint_queue`` in place, so both queues' subscription names must be the same
     (``QueueNameToSubscriptionNameMap`` maps the new queue to the old name).
+    ``duplicate_detection_window``: the endpoint's queues and every topic of the state require duplicate
+    detection over it (the app passes ``EntityDefaults.duplicate_detection_window``, read from
+    ``BUSBAR_DUPLICATE_DETECTION_WINDOW``).
 
     ``false_default_rule``: filtered subscriptions get ``$default`` ``1=0``, as NServiceBus creates them.
     False leaves them with only their event rules (a subscription without rules matches nothing, so
@@ -404,10 +425,13 @@ def desired_state(
         state = _topic_per_event_state(options, queue, name, routes, false_default_rule)
     if moved is not None:
         state = replace(state, moved_from=(moved,))
-    if not ordered:
-        return state
-    specs = endpoint_queues(queue, ordered=True)
-    return replace(state, queues=tuple(s.name for s in specs), queue_specs=specs)
+    specs = endpoint_queues(queue, ordered=ordered, duplicate_detection_window=duplicate_detection_window)
+    return replace(
+        state,
+        queues=tuple(s.name for s in specs),
+        queue_specs=specs,
+        duplicate_detection_window=duplicate_detection_window,
+    )
 
 
 def _move_errors(options: TopologyOptions, queue: str, name: str, moved_from: str, moved: str) -> list[str]:

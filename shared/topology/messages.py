@@ -80,10 +80,19 @@ def build_message(
     now: datetime | None = None,
 ) -> ServiceBusMessage:
     """The ``ServiceBusMessage`` that publishes ``event``: JSON body, every header as an application
-    property, ``CorrelationId`` and ``ContentType`` promoted, a fresh broker ``MessageId`` (as NServiceBus:
-    not its own message id), the contract's ordering key as ``SessionId`` (:func:`ordering_key`; an empty
-    key raises :class:`~shared.contracts.ContractError`), and for CorrelationFilter one boolean ``True``
-    property per enclosed type."""
+    property, ``CorrelationId`` and ``ContentType`` promoted, the contract's ordering key as ``SessionId``
+    (:func:`ordering_key`; an empty key raises :class:`~shared.contracts.ContractError`), and for
+    CorrelationFilter one boolean ``True`` property per enclosed type.
+
+    The broker ``MessageId`` is the ``NServiceBus.MessageId`` header (``message_id``, fresh when not
+    given). NServiceBus's transport gives the native message a fresh GUID instead ("Cannot re-use
+    MessageId to be compatible with ASB transport that could have native de-dup enabled",
+    ``OutgoingMessageExtensions.ToAzureServiceBusMessage``): it re-sends messages under their own header
+    id (ServiceControl retries) and so must never let the broker drop them. Busbar wants the opposite:
+    a retried publish or a retried handler's outgoing message carries the same deterministic id
+    (:mod:`shared.topology.message_ids`) and the broker must drop it; its own re-sends (re-drive, console
+    retry, replay) wait out the window instead. The header stays NServiceBus's logical id, the one an
+    NServiceBus receiver reads (``NServiceBus.MessageId`` wins over the native id), so both are equal."""
     session_id = ordering_key(event)
     values = publish_headers(
         event,
@@ -100,7 +109,7 @@ def build_message(
     return ServiceBusMessage(
         event.model_dump_json(by_alias=True),
         application_properties=properties,
-        message_id=str(uuid.uuid4()),
+        message_id=values[MESSAGE_ID],
         correlation_id=values[CORRELATION_ID],
         content_type=JSON_CONTENT_TYPE,
         session_id=session_id,

@@ -8,6 +8,7 @@ from datetime import timedelta
 from typing import Any, Literal
 
 from shared.topology.desired import RuleSpec, SubscriptionSpec
+from shared.topology.duplicate_detection import DEFAULT_WINDOW
 from shared.topology.handover import Handover, handover_queue
 from shared.topology.queues import QueueSpec
 
@@ -30,6 +31,9 @@ class EntityDefaults:
     enable_partitioning: bool = False
     enable_batched_operations: bool = True
     dead_lettering_on_filter_evaluation_exceptions: bool = False
+    duplicate_detection_window: timedelta = DEFAULT_WINDOW
+    """Every topic and endpoint queue Busbar creates requires duplicate detection over this window
+    (``BUSBAR_DUPLICATE_DETECTION_WINDOW``, :mod:`shared.topology.duplicate_detection`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +50,8 @@ class PlanItem:
     spec: SubscriptionSpec | RuleSpec | QueueSpec | None = None
     implicit: bool = False  # the $Default 1=1 rule ARM creates with every subscription
     after_creates: bool = False
+    duplicate_detection_window: timedelta | None = None
+    """A topic to create requiring duplicate detection over this window (``None``: a plain topic)."""
     """A delete that waits for the plan's creates: a migration's old path goes once the new one is there."""
 
     def to_dict(self) -> dict[str, Any]:

@@ -31,6 +31,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
 from functools import partial
 from typing import Any
 
@@ -56,6 +57,7 @@ from shared.topology.desired import (
     resolve_routes,
     subscription_name,
 )
+from shared.topology.duplicate_detection import iso_window
 from shared.topology.errors import ProvisioningError, QueueNeedsRecreatingError, TopologyValidationError
 from shared.topology.handover import Handover, handover_queue
 from shared.topology.handover_steps import (
@@ -76,7 +78,7 @@ from shared.topology.plan import (
     rule_path,
     subscription_path,
 )
-from shared.topology.queues import QueueSpec, immutable_mismatch, like_its_input
+from shared.topology.queues import QueueSpec, immutable_mismatch, like_its_input, topic_mismatch
 from shared.topology.routing import migration_unmapped_message
 from shared.topology.validation import validate
 
@@ -137,9 +139,10 @@ class Provisioner:
             items.append(self._plan_queue(spec, found_queues[queue.lower()]))
         topics = list(dict.fromkeys([*desired.forwarding_topics, *desired.topics]))
         topic_state: dict[str, Any] = {}
+        window = desired.duplicate_detection_window
         for topic, found in zip(topics, self._parallel(self._get_topic, topics), strict=True):
             topic_state[topic.lower()] = found
-            items.append(PlanItem("unchanged" if found else "create", "topic", topic, name=topic))
+            items.append(self._plan_topic(topic, window, found))
         moved = {q.lower() for q in desired.moved_from}
         sub_items = self._parallel(
             lambda s: self._plan_subscription(s, topic_state, moved), desired.subscriptions
@@ -159,11 +162,33 @@ class Provisioner:
         if reason is None:
             return PlanItem("unchanged", "queue", spec.name, spec.to_dict(), name=spec.name, spec=spec)
         existing = bool(getattr(found, "requires_session", False))
-        details = {
-            "requiresSession": {"existing": existing, "desired": spec.requires_session},
-            "reason": reason,
+        details: dict[str, Any] = {
+            "requiresSession": {"existing": existing, "desired": spec.requires_session}
         }
+        if spec.requires_duplicate_detection:
+            found_dedup = bool(getattr(found, "requires_duplicate_detection", False))
+            details["requiresDuplicateDetection"] = {"existing": found_dedup, "desired": True}
+        details["reason"] = reason
         return PlanItem("refused", "queue", spec.name, details, name=spec.name, spec=spec)
+
+    @staticmethod
+    def _plan_topic(topic: str, window: timedelta | None, found: Any) -> PlanItem:
+        """A topic's item: created requiring duplicate detection over ``window`` (none: a plain topic),
+        kept when it exists as wanted, refused when it exists without the duplicate detection it needs
+        (:func:`shared.topology.queues.topic_mismatch`: the same refusal as a queue's)."""
+        details: dict[str, Any] = {}
+        if window is not None:
+            details = {
+                "requiresDuplicateDetection": True,
+                "duplicateDetectionHistoryTimeWindow": iso_window(window),
+            }
+        if found is None:
+            return PlanItem("create", "topic", topic, details, name=topic, duplicate_detection_window=window)
+        reason = topic_mismatch(topic, window, found)
+        if reason is None:
+            return PlanItem("unchanged", "topic", topic, details, name=topic)
+        refused = {"requiresDuplicateDetection": {"existing": False, "desired": True}, "reason": reason}
+        return PlanItem("refused", "topic", topic, refused, name=topic)
 
     def _check_existing_quotas(self, items: list[PlanItem], topic_state: dict[str, Any]) -> list[str]:
         """Quotas on what the plan creates plus what each existing topic already holds.
@@ -521,6 +546,7 @@ class Provisioner:
                 ),
             )
         elif item.kind == "topic":
+            topic_window = item.duplicate_detection_window
             call = lambda: self.management.topics.create_or_update(  # noqa: E731
                 *self._scope,
                 item.name,
@@ -529,6 +555,8 @@ class Provisioner:
                         max_size_in_megabytes=d.max_size_in_megabytes,
                         enable_partitioning=d.enable_partitioning,
                         enable_batched_operations=d.enable_batched_operations,
+                        requires_duplicate_detection=topic_window is not None,
+                        duplicate_detection_history_time_window=topic_window,
                     )
                 ),
             )

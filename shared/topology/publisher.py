@@ -28,7 +28,8 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True, slots=True)
 class PublishedMessage:
-    """One event of a publish call: its contract, destination topic and NServiceBus message id."""
+    """One event of a publish call: its contract, destination topic and message id (the
+    ``NServiceBus.MessageId`` header and the broker ``MessageId`` alike: :func:`build_message`)."""
 
     event: str
     topic: str
@@ -78,15 +79,22 @@ class Publisher:
         correlation_id: str | None = None,
         conversation_id: str | None = None,
         headers: Mapping[str, str] | None = None,
+        message_ids: Sequence[str] | None = None,
     ) -> PublishResult:
         """Publish ``events``: every route is resolved first (an unmapped event raises before anything is
         sent), then each topic's messages go out in as few batches as fit. One conversation id is shared
-        by the whole call unless given."""
+        by the whole call unless given.
+
+        ``message_ids``: the id of each event, in order (deterministic ids, so that the broker's duplicate
+        detection drops a retried publish: :mod:`shared.topology.message_ids`); ``None``: fresh ones. A
+        count that differs from the events' raises ``ValueError`` before anything is sent."""
+        if message_ids is not None and len(message_ids) != len(events):
+            raise ValueError(f"{len(message_ids)} message ids for {len(events)} events")
         conversation_id = conversation_id or str(uuid.uuid4())
         by_topic: dict[str, list[tuple[PublishedMessage, ServiceBusMessage]]] = {}
-        for event in events:
+        for index, event in enumerate(events):
             route = self.route(event)
-            message_id = str(uuid.uuid4())
+            message_id = str(uuid.uuid4()) if message_ids is None else message_ids[index]
             message = build_message(
                 event,
                 route.routing_mode,

@@ -1,18 +1,21 @@
 """The queues an endpoint needs, with the properties that cannot change once a queue exists.
 
-An unordered endpoint has one queue: its input queue, no sessions. An **ordered** endpoint
-(``Endpoint.ordered``) has two:
+Every endpoint queue requires duplicate detection over the configured window
+(``BUSBAR_DUPLICATE_DETECTION_WINDOW``, :mod:`shared.topology.duplicate_detection`): a publish or outgoing
+message retried with its deterministic ``MessageId`` is dropped by the broker. An unordered endpoint has
+one queue: its input queue, no sessions. An **ordered** endpoint (``Endpoint.ordered``) has two:
 
 * its input queue with ``RequiresSession`` (each ordering key is a session, handled one message at a time);
 * its **hold queue** ``<input queue>.held`` (:func:`~shared.topology.names.held_queue`), where the messages
-  of a key held by a dead-lettered blocker are parked: ``RequiresSession`` too (parked per key),
-  ``RequiresDuplicateDetection`` over :data:`HOLD_DUPLICATE_WINDOW` (parking a message again after a lost
-  lock does not double it), no ``ForwardTo``; lock duration and max delivery count as the input queue's.
+  of a key held by a dead-lettered blocker are parked: ``RequiresSession`` too (parked per key), duplicate
+  detection (parking a message again after a lost lock does not double it), no ``ForwardTo``; lock
+  duration and max delivery count as the input queue's.
 
 ``RequiresSession`` and ``RequiresDuplicateDetection`` are immutable on Azure ("The value for the
-requiresSession property of an existing Queue cannot be changed", the emulator's ARM refuses the same). So
-an existing queue that differs is never adopted silently: :func:`immutable_mismatch` words the refusal a
-plan reports, and the move to a new queue is in ``docs/topology-guide.md``.
+requiresSession property of an existing Queue cannot be changed", the emulator's ARM refuses the same; a
+topic's ``RequiresDuplicateDetection`` likewise). So an existing queue or topic that differs is never
+adopted silently: :func:`immutable_mismatch` and :func:`topic_mismatch` word the refusal a plan reports,
+and the move to a new entity is in ``docs/topology-guide.md``.
 """
 
 from __future__ import annotations
@@ -22,13 +25,12 @@ from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any
 
+from shared.topology.duplicate_detection import DEFAULT_WINDOW, iso_window
 from shared.topology.errors import TopologyValidationError
 from shared.topology.names import held_queue
 
-HOLD_DUPLICATE_WINDOW = timedelta(minutes=10)
-"""How long a hold queue remembers a MessageId (ISO 8601 ``PT10M``)."""
-
 GUIDE_SECTION = 'docs/topology-guide.md, "Making an endpoint ordered: a new queue"'
+DUPLICATE_DETECTION_GUIDE = 'docs/topology-guide.md, "Duplicate detection on entities created without it"'
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,28 +57,24 @@ class QueueSpec:
         out: dict[str, Any] = {"requiresSession": self.requires_session}
         if self.duplicate_detection_window is not None:
             out["requiresDuplicateDetection"] = True
-            out["duplicateDetectionHistoryTimeWindow"] = _iso_minutes(self.duplicate_detection_window)
+            out["duplicateDetectionHistoryTimeWindow"] = iso_window(self.duplicate_detection_window)
         if self.held_for is not None:
             out["holdQueueOf"] = self.held_for
         return out
 
 
-def _iso_minutes(window: timedelta) -> str:
-    seconds = int(window.total_seconds())
-    return f"PT{seconds // 60}M" if seconds % 60 == 0 else f"PT{seconds}S"
-
-
-def endpoint_queues(queue: str, *, ordered: bool) -> tuple[QueueSpec, ...]:
-    """The queues of the endpoint whose (hierarchy-prefixed) input queue is ``queue``."""
+def endpoint_queues(
+    queue: str, *, ordered: bool, duplicate_detection_window: timedelta = DEFAULT_WINDOW
+) -> tuple[QueueSpec, ...]:
+    """The queues of the endpoint whose (hierarchy-prefixed) input queue is ``queue``, each requiring
+    duplicate detection over ``duplicate_detection_window``."""
+    window = duplicate_detection_window
     if not ordered:
-        return (QueueSpec(queue),)
+        return (QueueSpec(queue, duplicate_detection_window=window),)
     return (
-        QueueSpec(queue, requires_session=True),
+        QueueSpec(queue, requires_session=True, duplicate_detection_window=window),
         QueueSpec(
-            held_queue(queue),
-            requires_session=True,
-            duplicate_detection_window=HOLD_DUPLICATE_WINDOW,
-            held_for=queue,
+            held_queue(queue), requires_session=True, duplicate_detection_window=window, held_for=queue
         ),
     )
 
@@ -114,20 +112,47 @@ def immutable_mismatch(spec: QueueSpec, existing: Any) -> str | None:
 
     Compared: ``RequiresSession`` always (a queue with sessions the endpoint does not use would refuse
     every message the subscriptions forward without a SessionId; one without sessions cannot keep keys in
-    order); ``RequiresDuplicateDetection`` only where the spec asks for it (an extra duplicate check on a
-    plain input queue is harmless)."""
+    order); ``RequiresDuplicateDetection`` where the spec asks for it (every endpoint queue does: without
+    it a retried send with the same MessageId is delivered twice; an extra duplicate check where none is
+    asked for is harmless). The window itself is not compared: Azure lets it change on an existing entity."""
     has_sessions = bool(getattr(existing, "requires_session", False))
     problems: list[str] = []
+    guides: list[str] = []
     if has_sessions != spec.requires_session:
         problems.append(f"RequiresSession is {has_sessions}, the endpoint needs {spec.requires_session}")
+        guides.append(GUIDE_SECTION)
     if spec.requires_duplicate_detection and not getattr(existing, "requires_duplicate_detection", False):
-        problems.append("RequiresDuplicateDetection is off, the hold queue needs it")
+        problems.append("RequiresDuplicateDetection is off, Busbar needs it on every endpoint queue")
+        guides.append(DUPLICATE_DETECTION_GUIDE)
     if not problems:
         return None
     role = f"the hold queue of {spec.held_for}" if spec.held_for else "the endpoint's input queue"
+    return refusal(
+        f"queue {spec.name} ({role})",
+        problems,
+        "the endpoint needs a new queue (move to it with --move-from, or moveFrom in the PUT, which "
+        "redirects its subscriptions in place)",
+        guides,
+    )
+
+
+def topic_mismatch(topic: str, window: timedelta | None, existing: Any) -> str | None:
+    """Why the existing topic (an ARM ``SBTopic``) cannot serve when topics must require duplicate
+    detection over ``window`` (``None``: nothing is required), or ``None`` when it can."""
+    if window is None or getattr(existing, "requires_duplicate_detection", False):
+        return None
+    return refusal(
+        f"topic {topic}",
+        ["RequiresDuplicateDetection is off, Busbar needs it on every topic it publishes to"],
+        "its events need a new topic",
+        [DUPLICATE_DETECTION_GUIDE],
+    )
+
+
+def refusal(entity: str, problems: list[str], remedy: str, guides: list[str]) -> str:
+    """The wording of a plan's ``refused`` item: what differs, why it cannot change, what to do."""
     return (
-        f"queue {spec.name} ({role}) exists, but {'; '.join(problems)}. These properties cannot be changed "
-        "on an existing queue: the endpoint needs a new queue (move to a new name with --move-from, or "
-        "moveFrom in the PUT, which redirects its subscriptions in place; let the old queue drain, then "
-        f"delete it; see {GUIDE_SECTION}). Nothing was provisioned."
+        f"{entity} exists, but {'; '.join(problems)}. These properties cannot be changed on an existing "
+        f"entity: {remedy} (give it a new name, let the old one drain, then delete it; see "
+        f"{' and '.join(dict.fromkeys(guides))}). Nothing was provisioned."
     )

@@ -66,13 +66,17 @@ def sdk_client_for(settings: Mapping[str, str]) -> ServiceBusClient:
 def create_queues_and_router(settings: Mapping[str, str]) -> None:
     """Startup hook: the endpoint queues (the triggers listen on them) and the router subscription.
 
-    crm is ordered: its queue requires sessions and has its hold queue. The endpoints' subscriptions are
-    left to the tests, which provision them over HTTP."""
+    crm is ordered: its queue requires sessions and has its hold queue. Every queue requires duplicate
+    detection over ``BUSBAR_DUPLICATE_DETECTION_WINDOW``, as the app's provisioning creates them. The
+    endpoints' subscriptions are left to the tests, which provision them over HTTP."""
     with management_for(settings) as management:
         group, namespace = management.scope
         for endpoint in sample_catalog():
             # An ordered endpoint's queues require sessions: the PUT refuses a plain one (needs a new queue).
-            for spec in endpoint_queues(endpoint.queue(settings), ordered=endpoint.ordered):
+            window = entity_defaults(settings).duplicate_detection_window
+            for spec in endpoint_queues(
+                endpoint.queue(settings), ordered=endpoint.ordered, duplicate_detection_window=window
+            ):
                 properties = SBQueueProperties(
                     requires_session=spec.requires_session,
                     requires_duplicate_detection=spec.requires_duplicate_detection,

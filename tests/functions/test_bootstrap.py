@@ -5,13 +5,18 @@ from __future__ import annotations
 
 import time
 import uuid
+from datetime import timedelta
 from pathlib import Path
 
 import httpx
+import pytest
+from azure.mgmt.servicebus.models import SBTopic, SBTopicProperties
 
 from app.bootstrap import provision
 from devhost.testing import running_host
 from emulator.server import EmulatorThread
+from shared.settings_check import InvalidAppSettings
+from shared.topology.errors import QueueNeedsRecreatingError
 from tests.functions.busbar_app import APP, HOST_JSON, app_settings, management_for
 from tests.functions.handled_record import HandledRecord
 
@@ -39,6 +44,53 @@ def test_provisioning_twice_creates_the_sample_topology_once(private_emulator: E
     }
     assert subscriptions["busbar-router"].forward_to in (None, "")
     assert subscriptions[crm].forward_to == crm
+
+
+def test_start_up_provisions_every_queue_and_topic_with_duplicate_detection_over_the_setting(
+    private_emulator: EmulatorThread,
+) -> None:
+    settings = app_settings(private_emulator, BUSBAR_DUPLICATE_DETECTION_WINDOW="PT45S")
+
+    provision(settings)
+
+    queues = [settings[f"BUSBAR_{n}_QUEUE"] for n in ("BILLING", "CRM", "SHIPPING")]
+    with management_for(settings) as management:
+        scope = management.scope
+        entities = [
+            management.queues.get(*scope, q) for q in [*queues, f"{settings['BUSBAR_CRM_QUEUE']}.held"]
+        ]
+        entities.append(management.topics.get(*scope, settings["BUSBAR_FALLBACK_TOPIC"]))
+    for entity in entities:
+        assert entity.requires_duplicate_detection is True, entity.name
+        assert entity.duplicate_detection_history_time_window == timedelta(seconds=45), entity.name
+
+
+def test_start_up_stops_on_a_fallback_topic_created_without_duplicate_detection_naming_it(
+    private_emulator: EmulatorThread,
+) -> None:
+    settings = app_settings(private_emulator)
+    topic = settings["BUSBAR_FALLBACK_TOPIC"]
+    with management_for(settings) as management:
+        management.topics.create_or_update(*management.scope, topic, SBTopic(properties=SBTopicProperties()))
+
+    with pytest.raises(QueueNeedsRecreatingError) as refused:
+        provision(settings)
+
+    assert f"topic {topic} exists, but RequiresDuplicateDetection is off" in str(refused.value)
+    with management_for(settings) as management:
+        subscriptions = list(management.subscriptions.list_by_topic(*management.scope, topic))
+    assert subscriptions == []  # nothing was added to it
+
+
+def test_a_bad_duplicate_detection_window_stops_the_start_up_naming_the_setting(
+    private_emulator: EmulatorThread,
+) -> None:
+    settings = app_settings(private_emulator, BUSBAR_DUPLICATE_DETECTION_WINDOW="10 minutes")
+
+    with pytest.raises(InvalidAppSettings) as refused:
+        provision(settings)
+
+    assert "BUSBAR_DUPLICATE_DETECTION_WINDOW must be an ISO 8601 duration" in str(refused.value)
 
 
 def test_the_sample_chain_runs_on_the_started_app(private_emulator: EmulatorThread, tmp_path: Path) -> None:

@@ -1,5 +1,6 @@
 """The HTTP API's contract under devhost: status codes and bodies for every error case, dry runs, the
-topology view, GET and DELETE of subscriptions, and the ordering key a publish puts on the wire."""
+topology view, GET and DELETE of subscriptions, the ordering key a publish puts on the wire, and
+idempotent publishing (``Idempotency-Key``)."""
 
 from __future__ import annotations
 
@@ -294,3 +295,72 @@ def test_publishing_with_an_empty_ordering_key_is_400_naming_the_field_and_sends
     [first] = first_copies(settings, watcher, 1)
     assert text_properties(first)[MESSAGE_ID] == accepted.json()["sent"][0]["messageId"]
     assert first.session_id == "c-after"
+
+
+# ---------------------------------------------------------------------------- idempotent publishing
+
+
+def test_the_same_idempotency_key_twice_publishes_one_event_under_one_message_id(
+    http: httpx.Client, settings: dict[str, str]
+) -> None:
+    """A client retrying a publish after a timeout sends the same key: the same MessageId both times, and
+    the topic's duplicate detection (every topic Busbar creates has it) keeps one copy. A later publish under
+    another key marks the end: the broker keeps a subscription's messages in the order they arrived, so
+    everything before it has arrived (no wait for an absence)."""
+    watcher = watch_fallback_topic(settings)
+    key = f"order-{uuid.uuid4().hex[:8]}"
+    payload = {"customer_id": "c-idem", "name": "Ada"}
+
+    first = http.post("/api/events/Tenant.CustomerUpdated", json=payload, headers={"Idempotency-Key": key})
+    retried = http.post("/api/events/Tenant.CustomerUpdated", json=payload, headers={"Idempotency-Key": key})
+    marker = http.post(
+        "/api/events/Tenant.CustomerUpdated", json=payload, headers={"Idempotency-Key": f"{key}-marker"}
+    )
+
+    assert [r.status_code for r in (first, retried, marker)] == [202, 202, 202], retried.text
+    message_id = first.json()["messageId"]
+    assert retried.json()["messageId"] == message_id == first.json()["sent"][0]["messageId"]
+    assert first.json()["idempotencyKey"] == key
+    assert marker.json()["messageId"] != message_id
+    copies = first_copies(settings, watcher, 2)
+    assert [c.message_id for c in copies] == [message_id, marker.json()["messageId"]]
+    assert text_properties(copies[0])[MESSAGE_ID] == message_id
+
+
+def test_without_an_idempotency_key_every_publish_is_a_new_event(
+    http: httpx.Client, settings: dict[str, str]
+) -> None:
+    watcher = watch_fallback_topic(settings)
+    payload = {"customer_id": "c-twice", "name": "Ada"}
+
+    ids = [
+        http.post("/api/events/Tenant.CustomerUpdated", json=payload).json()["messageId"] for _ in range(2)
+    ]
+
+    assert ids[0] != ids[1]
+    assert [c.message_id for c in first_copies(settings, watcher, 2)] == ids
+
+
+@pytest.mark.parametrize(
+    ("key", "problem"),
+    [
+        ("k" * 129, "129 characters long; at most 128"),
+        ("", "is empty"),
+        ("order\t42", "non-printable character U+0009"),
+    ],
+)
+def test_a_malformed_or_oversized_idempotency_key_is_400_naming_the_problem_and_sends_nothing(
+    http: httpx.Client, settings: dict[str, str], key: str, problem: str
+) -> None:
+    watcher = watch_fallback_topic(settings)
+    payload = {"customer_id": "c-badkey", "name": "Ada"}
+
+    refused = http.post("/api/events/Tenant.CustomerUpdated", json=payload, headers={"Idempotency-Key": key})
+    accepted = http.post("/api/events/Tenant.CustomerUpdated", json=payload)
+
+    assert refused.status_code == 400, refused.text
+    error = error_of(refused)
+    assert error["code"] == "ValidationFailed" and "Idempotency-Key" in error["message"], error
+    assert problem in error["details"][0], error
+    [first] = first_copies(settings, watcher, 1)
+    assert first.message_id == accepted.json()["messageId"]

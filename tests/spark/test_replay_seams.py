@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from azure.servicebus import ServiceBusClient
+from azure.servicebus import ServiceBusClient, ServiceBusMessage
 
 from emulator.testing import EmulatorHandle
 from spark.params import ParameterError, ReplayParams, parse_params
@@ -76,6 +76,37 @@ def test_rows_inside_the_targets_window_are_held_and_a_later_run_sends_them(
     second = run(_params(tmp_path, emulator, "held-2", *management), spark)
     assert second.outcomes == {"already_sent": 1, "sent": 1}
     assert [m.message_id for m in _drain(emulator, queue, 1)] == ["recent"]
+
+
+def test_a_hold_queue_row_the_endpoint_queue_saw_inside_its_window_is_held_not_dropped(
+    spark: Any, emulator: EmulatorHandle, tmp_path: Path
+) -> None:
+    """A parked message dead-lettered in an ordered endpoint's hold queue goes back to the endpoint queue,
+    which saw its MessageId before it was parked: every endpoint queue requires duplicate detection, so a
+    send inside the window would be accepted and dropped, and the ledger would call it sent."""
+    queue = emulator.create_queue(
+        f"replay-ordered-{uuid.uuid4().hex[:8]}",
+        requires_duplicate_detection=True,
+        duplicate_detection_history_time_window=timedelta(seconds=20),
+    )
+    with (
+        ServiceBusClient.from_connection_string(emulator.connection_string) as client,
+        client.get_queue_sender(queue) as sender,
+    ):
+        sender.send_messages(ServiceBusMessage("parked", message_id="parked-1"))
+    assert [m.message_id for m in _drain(emulator, queue, 1)] == ["parked-1"]  # handled, then parked
+    row = archive_row(
+        source_entity=f"{queue}.held",
+        target_entity=queue,
+        message_id="parked-1",
+        archived_at=datetime.now(UTC),
+        enqueued_time=datetime.now(UTC),  # parked just now, after the endpoint queue saw it
+    )
+    write_archive(tmp_path / "archive", [row])
+
+    result = run(_params(tmp_path, emulator, "held-ordered", *management_args(emulator.emulator)), spark)
+
+    assert result.outcomes == {"held": 1}
 
 
 def test_a_message_that_fails_again_after_its_replay_is_replayed_again(

@@ -68,6 +68,11 @@ from shared.topology import (
     parse_subscribed_events,
 )
 from shared.topology.delivery_paths import DuplicateDeliveryError
+from shared.topology.duplicate_detection import (
+    DEFAULT_WINDOW,
+    InvalidDuplicateDetectionWindow,
+    duplicate_detection_window,
+)
 from shared.topology.errors import is_quota_refusal
 from shared.topology.handover import snapshot_seconds
 from shared.topology.ordered_subscriptions import UnkeyedSubscriptionError, require_keyed
@@ -137,8 +142,8 @@ RETRY_AFTER_SECONDS = 5
 
 
 def entity_defaults(env: Mapping[str, str]) -> EntityDefaults:
-    """Entity properties from the ``BUSBAR_ENTITY_*`` settings; malformed values are one settings error
-    naming each."""
+    """Entity properties from the ``BUSBAR_ENTITY_*`` settings and ``BUSBAR_DUPLICATE_DETECTION_WINDOW``;
+    malformed values are one settings error naming each."""
     problems: list[str] = []
 
     def number(setting: AppSetting, minimum: int) -> int:
@@ -152,10 +157,16 @@ def entity_defaults(env: Mapping[str, str]) -> EntityDefaults:
             problems.append(f"{setting.name} must be at least {minimum}, got {value}")
         return value
 
+    try:
+        window = duplicate_detection_window(env)
+    except InvalidDuplicateDetectionWindow as error:
+        problems.append(str(error))
+        window = DEFAULT_WINDOW
     defaults = EntityDefaults(
         lock_duration=timedelta(seconds=number(LOCK_DURATION, 5)),
         max_delivery_count=number(MAX_DELIVERY_COUNT, 1),
         max_size_in_megabytes=number(MAX_SIZE_MB, 1),
+        duplicate_detection_window=window,
     )
     if problems:
         raise SettingsError(*problems)
@@ -295,7 +306,14 @@ class ProvisioningService:
         moved_from: str | None = None,
     ) -> DesiredState:
         try:
-            return desired_state(self.options, queue, entries, ordered=ordered, moved_from=moved_from)
+            return desired_state(
+                self.options,
+                queue,
+                entries,
+                ordered=ordered,
+                duplicate_detection_window=self.defaults.duplicate_detection_window,
+                moved_from=moved_from,
+            )
         except TopologyValidationError as error:
             raise ValidationFailed("the subscriptions are invalid for this topology", error.errors) from None
         except UnmappedEventError as error:
@@ -499,7 +517,11 @@ class ProvisioningService:
             queue = endpoint.queue(self.env)
             try:
                 desired: Any = desired_state(
-                    self.options, queue, endpoint.subscribed_events(), ordered=endpoint.ordered
+                    self.options,
+                    queue,
+                    endpoint.subscribed_events(),
+                    ordered=endpoint.ordered,
+                    duplicate_detection_window=self.defaults.duplicate_detection_window,
                 ).to_dict()
             except (TopologyValidationError, UnmappedEventError) as error:
                 desired = {"errors": getattr(error, "errors", [str(error)])}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -17,7 +18,8 @@ from shared.handlers.dispatch import Complete, Dispatcher, HandlerRegistry, Retr
 from shared.handlers.outgoing import SEND_INTENT, dispatch_outgoing
 from shared.messages import CONVERSATION_ID, RELATED_TO, IncomingMessage
 from shared.topology import Publisher, TopologyOptions
-from shared.topology.messages import MESSAGE_INTENT
+from shared.topology.message_ids import outgoing_message_id
+from shared.topology.messages import MESSAGE_ID, MESSAGE_INTENT
 
 
 @pytest.fixture
@@ -125,3 +127,95 @@ def test_a_handler_publishing_or_sending_an_event_with_an_empty_key_fails_before
         # The handler itself failed (retried as any handler failure), so nothing it recorded is dispatched.
         assert isinstance(outcome, Retry), outcome
         assert f"ordering key field {field!r} is empty" in outcome.description
+
+
+def _drain(receiver: Any) -> list[Any]:
+    """Receive and complete until a receive comes back empty."""
+    received: list[Any] = []
+    while batch := receiver.receive_messages(max_message_count=20, max_wait_time=1):
+        for message in batch:
+            receiver.complete_message(message)
+        received.extend(batch)
+    return received
+
+
+def test_the_same_incoming_message_dispatched_twice_reaches_each_destination_once(
+    emulator: Any, client: ServiceBusClient
+) -> None:
+    """A handler retried after its outgoing messages left (the incoming message redelivered, or an outbox
+    dispatching again after a crash) sends the same MessageIds: the destinations' duplicate detection drops
+    the second copies (Azure: "the newly sent message is instantly ignored and dropped", pinned for the
+    emulator in tests/emulator/test_duplicate_detection.py)."""
+    window = timedelta(seconds=20)  # Azure's minimum; the whole test runs inside it
+    namespace = f"t{uuid.uuid4().hex[:10]}"
+    topic = emulator.create_topic(
+        f"{namespace}/Tenant.CustomerUpdated",
+        requires_duplicate_detection=True,
+        duplicate_detection_history_time_window=window,
+    )
+    emulator.create_subscription(topic, "watch")
+    queue = emulator.create_queue(
+        f"cmd-{uuid.uuid4().hex[:10]}",
+        requires_duplicate_detection=True,
+        duplicate_detection_history_time_window=window,
+    )
+    handlers = HandlerRegistry()
+
+    @handlers.handles(OrderAccepted)
+    def invoice_twice_and_update(event: OrderAccepted, context: HandlerContext) -> None:
+        context.send(queue, InvoiceIssued(order_id=event.order_id, invoice_id="i-1"))
+        context.publish(CustomerUpdated(customer_id="c-1", name="Ada"))
+        context.send(queue, InvoiceIssued(order_id=event.order_id, invoice_id="i-2"))
+
+    incoming = order_accepted("o-51")
+    dispatcher = Dispatcher("billing", sample_registry(), handlers)
+    options = TopologyOptions(hierarchy_namespace=namespace)
+    with Publisher(client, options, endpoint_name="billing") as publisher:
+        for _ in range(2):  # the first handling, then its retry: the handlers run again, same outcome
+            outcome = dispatcher.dispatch(incoming)
+            assert isinstance(outcome, Complete)
+            dispatch_outgoing(outcome, publisher, client, incoming_message_id=incoming.message_id)
+
+    with client.get_queue_receiver(queue, max_wait_time=5) as receiver:
+        sent = _drain(receiver)
+    with client.get_subscription_receiver(topic, "watch", max_wait_time=5) as receiver:
+        published = _drain(receiver)
+    assert sorted(InvoiceIssued.model_validate_json(b"".join(m.body)).invoice_id for m in sent) == [
+        "i-1",
+        "i-2",
+    ]
+    assert len(published) == 1
+    # Position 0 and 2 of billing's outgoing messages for o-51, position 1 the published event.
+    expected = [outgoing_message_id("billing", incoming.message_id or "", p) for p in range(3)]
+    assert sorted(m.message_id for m in sent) == sorted([expected[0], expected[2]])
+    assert published[0].message_id == expected[1]
+    assert all(
+        (m.application_properties or {})[MESSAGE_ID.encode()] == m.message_id.encode()
+        for m in sent + published
+    )
+
+
+def test_two_different_incoming_messages_publish_under_different_ids(
+    emulator: Any, client: ServiceBusClient
+) -> None:
+    """The ids are per incoming message: the same outgoing message caused by two messages is two messages."""
+    queue = emulator.create_queue(
+        f"cmd-{uuid.uuid4().hex[:10]}",
+        requires_duplicate_detection=True,
+        duplicate_detection_history_time_window=timedelta(seconds=20),
+    )
+    handlers = HandlerRegistry()
+
+    @handlers.handles(OrderAccepted)
+    def invoice(event: OrderAccepted, context: HandlerContext) -> None:
+        context.send(queue, InvoiceIssued(order_id="same", invoice_id="i-1"))
+
+    dispatcher = Dispatcher("billing", sample_registry(), handlers)
+    with Publisher(client, TopologyOptions(), endpoint_name="billing") as publisher:
+        for incoming in (order_accepted("o-61"), order_accepted("o-62")):
+            outcome = dispatcher.dispatch(incoming)
+            assert isinstance(outcome, Complete)
+            dispatch_outgoing(outcome, publisher, client, incoming_message_id=incoming.message_id)
+
+    with client.get_queue_receiver(queue, max_wait_time=5) as receiver:
+        assert len(_drain(receiver)) == 2

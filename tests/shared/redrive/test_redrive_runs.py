@@ -14,6 +14,7 @@ from azure.servicebus import ServiceBusClient, ServiceBusMessage, ServiceBusSubQ
 from emulator.tier import Sku
 from shared.archive.reader import read_archive, read_run_summary, row_properties
 from shared.redrive.job import run_redrive
+from shared.redrive.policy import Action
 from shared.redrive.summary import RunSummary
 from tests.shared.redrive.redrive_support import (
     Provisioner,
@@ -194,6 +195,56 @@ def test_a_resend_inside_the_duplicate_detection_window_is_held_in_the_dead_lett
     assert summary.totals() == {"redriven": 0, "archived": 0, "held": 1, "left": 0, "failed": 0}
     assert summary.to_dict()["decisions"] == {queue: {"duplicate-window": 1}}
     assert [m.message_id for m in peek_queue(cs, queue, DLQ)] == ["d-1"]  # still there: not lost
+    assert drain_queue(cs, queue) == []
+
+
+def test_a_hold_queue_dead_letter_its_endpoint_queue_saw_inside_the_window_is_held_not_dropped(
+    emulator: Any, provision: Any, tmp_path: Path
+) -> None:
+    """Every endpoint queue requires duplicate detection: a parked message went through its endpoint queue
+    before its hold queue, so sending its dead letter back inside the window would be accepted and dropped.
+    The hold queue's enqueued time is later than the endpoint queue's, so the guard holds it."""
+    window = "PT1H"
+    queue = provision.queue(requires_duplicate_detection=True, duplicate_detection_history_time_window=window)
+    held = provision.queue(
+        f"{queue}.held", requires_duplicate_detection=True, duplicate_detection_history_time_window=window
+    )
+    cs = emulator.connection_string
+    with ServiceBusClient.from_connection_string(cs) as client, client.get_queue_sender(queue) as sender:
+        sender.send_messages(message(b"parked", message_id="p-held"))
+    assert [m.message_id for m in drain_queue(cs, queue)] == ["p-held"]  # its blocker held the key: parked
+    dead_letter_queue_messages(
+        cs, held, [message(b"parked", message_id="p-held")], "MaxDeliveryCountExceeded"
+    )
+
+    summary = run(emulator, tmp_path, [held])
+
+    assert summary.totals() == {"redriven": 0, "archived": 0, "held": 1, "left": 0, "failed": 0}
+    assert summary.to_dict()["decisions"] == {held: {"duplicate-window": 1}}
+    assert [m.message_id for m in peek_queue(cs, held, DLQ)] == ["p-held"]  # still there: not lost
+
+
+def test_a_console_retry_inside_the_duplicate_detection_window_is_held_in_the_dead_letter_queue_too(
+    emulator: Any, provision: Any, tmp_path: Path
+) -> None:
+    """The console's retry runs the timer's code with the operator's selection and action (``OpsService.
+    retry``): the window guard still applies, so an operator's retry never loses a message to the broker's
+    duplicate detection; it stays held until the window has passed."""
+    queue = provision.queue(requires_duplicate_detection=True, duplicate_detection_history_time_window="PT1H")
+    cs = emulator.connection_string
+    dead_letter_queue_messages(cs, queue, [message(b"dup", message_id="d-ops")], "MaxDeliveryCountExceeded")
+    [dead] = peek_queue(cs, queue, DLQ)
+    assert dead.sequence_number is not None
+
+    summary = run_redrive(
+        redrive_env(emulator, tmp_path, [queue]),
+        receive_wait=0.3,
+        selection={queue.lower(): frozenset({dead.sequence_number})},
+        operator_action=Action.REDRIVE,
+    )
+
+    assert summary.totals()["held"] == 1 and summary.totals()["redriven"] == 0
+    assert [m.message_id for m in peek_queue(cs, queue, DLQ)] == ["d-ops"]  # still there: not lost
     assert drain_queue(cs, queue) == []
 
 

@@ -21,6 +21,8 @@ from shared.topology import (
     desired_state,
     parse_subscribed_events,
 )
+from shared.topology.duplicate_detection import DEFAULT_WINDOW
+from shared.topology.queues import QueueSpec
 from shared.topology.quotas import check_desired
 
 NM, CF, SQL = (
@@ -31,6 +33,20 @@ NM, CF, SQL = (
 TRUE_DEFAULT = RuleSpec("$Default", RuleFilter("true"))
 FALSE_DEFAULT = RuleSpec("$default", RuleFilter("false"))
 LONG_EVENT = "NServiceBus.Transport.AzureServiceBus.Tests.TopicPerEventSubscriptionManagerTests+MyEvent1"
+
+
+def endpoint_state(
+    queues: tuple[str, ...],
+    topics: tuple[str, ...],
+    subscriptions: tuple[SubscriptionSpec, ...],
+    forwarding_topics: tuple[str, ...] = (),
+) -> DesiredState:
+    """The desired state of an endpoint: its queues and topics require duplicate detection over the
+    default window (``BUSBAR_DUPLICATE_DETECTION_WINDOW`` unset)."""
+    specs = tuple(QueueSpec(q, duplicate_detection_window=DEFAULT_WINDOW) for q in queues)
+    return DesiredState(
+        queues, topics, subscriptions, forwarding_topics, specs, duplicate_detection_window=DEFAULT_WINDOW
+    )
 
 
 def catch_all(topic: str, queue: str = "billing", name: str = "billing") -> SubscriptionSpec:
@@ -49,7 +65,7 @@ def sql(event: str, name: str | None = None) -> RuleSpec:
 
 def test_unmapped_events_get_a_catch_all_subscription_on_the_topic_named_after_them() -> None:
     state = desired_state(TopologyOptions(), "billing", ["Shipping.OrderAccepted", "Shipping.OrderDeclined"])
-    assert state == DesiredState(
+    assert state == endpoint_state(
         ("billing",),
         ("Shipping.OrderAccepted", "Shipping.OrderDeclined"),
         (catch_all("Shipping.OrderAccepted"), catch_all("Shipping.OrderDeclined")),
@@ -77,7 +93,7 @@ def test_multiplexed_events_on_one_topic_share_one_catch_all_subscription() -> N
         }
     )
     state = desired_state(options, "crm", list(options.subscribed_event_to_topics_map))
-    assert state == DesiredState(
+    assert state == endpoint_state(
         ("crm",), ("Tenant.CustomerLifecycle",), (catch_all("Tenant.CustomerLifecycle", "crm", "crm"),)
     )
 
@@ -187,7 +203,7 @@ def test_hierarchy_prefixes_topics_queue_and_forward_to_but_not_subscription_or_
         queue_name_to_subscription_name_map={"billing": "my-hierarchy/BillingSub"},
     )
     state = desired_state(options, "billing", [SubscribedEvent("Ev.A", "Shared", CF)])
-    assert state == DesiredState(
+    assert state == endpoint_state(
         ("my-hierarchy/billing",),
         ("my-hierarchy/Shared",),
         (
@@ -226,7 +242,7 @@ def test_bundle_topology_gives_one_subscription_with_one_unhashed_sql_rule_per_e
         subscribed_event_to_rule_name_map={"Shipping.IOrderStatusChanged": "StatusChanged"},
     )
     state = desired_state(options, "billing", ["Shipping.OrderAccepted", "Shipping.IOrderStatusChanged"])
-    assert state == DesiredState(
+    assert state == endpoint_state(
         ("billing",),
         ("bundle-1",),
         (

@@ -173,10 +173,11 @@ def test_apply_deletes_the_old_fallback_rule_only_after_the_creates_and_the_hand
         ("create_or_update", "rule", f"{topic}/billing/$Default"),
     }, calls
     stamped = queue.encode()
+    # V2's two copies (both rules take it) carry one MessageId: billing's queue requires duplicate detection
+    # like every endpoint queue, so it drops the twin itself.
     assert seen_during_handover["stamps"] == [
         ("bridged", stamped),
         ("order", stamped),
-        ("v2", stamped),
         ("v2", stamped),
     ]
     for where, subscription in ((old_topic, "billing"), (topic, "billing")):

@@ -21,9 +21,10 @@ from shared.topology import (
     TopologyValidationError,
     desired_state,
 )
+from shared.topology.duplicate_detection import DEFAULT_WINDOW
 from shared.topology.errors import QueueNeedsRecreatingError
 from shared.topology.names import held_queue
-from shared.topology.queues import HOLD_DUPLICATE_WINDOW, QueueSpec
+from shared.topology.queues import QueueSpec
 
 UPDATED = "Tenant.CustomerUpdated"
 DEFAULTS = EntityDefaults(lock_duration=timedelta(seconds=45), max_delivery_count=4)
@@ -41,10 +42,14 @@ def _queue_items(plan_dict: dict[str, object]) -> list[tuple[object, object, obj
     return [(i["action"], i["path"], i["details"]) for i in items if i["kind"] == "queue"]
 
 
-def _create_queue(management: ManagementClient, name: str, *, requires_session: bool = False) -> None:
-    management.queues.create_or_update(
-        *management.scope, name, SBQueue(properties=SBQueueProperties(requires_session=requires_session))
-    )
+DEDUP = {"requiresDuplicateDetection": True, "duplicateDetectionHistoryTimeWindow": "PT10M"}
+
+
+def _create_queue(
+    management: ManagementClient, name: str, *, requires_session: bool = False, dedup: bool = True
+) -> None:
+    properties = SBQueueProperties(requires_session=requires_session, requires_duplicate_detection=dedup)
+    management.queues.create_or_update(*management.scope, name, SBQueue(properties=properties))
 
 
 def test_held_queue_is_the_input_queue_name_with_held_appended() -> None:
@@ -56,12 +61,16 @@ def test_an_ordered_endpoint_wants_a_session_queue_and_a_prefixed_hold_queue(ns:
     desired = desired_state(_options(ns), "crm", [UPDATED], ordered=True)
 
     assert desired.queues == (f"{ns}/crm", f"{ns}/crm.held")
-    assert desired.queue_spec(f"{ns}/crm") == QueueSpec(f"{ns}/crm", requires_session=True)
+    assert desired.queue_spec(f"{ns}/crm") == QueueSpec(f"{ns}/crm", True, DEFAULT_WINDOW)
     assert desired.queue_spec(f"{ns}/crm.held") == QueueSpec(
-        f"{ns}/crm.held", True, timedelta(minutes=10), held_for=f"{ns}/crm"
+        f"{ns}/crm.held", True, DEFAULT_WINDOW, held_for=f"{ns}/crm"
     )
     assert desired.to_dict()["queueProperties"] == {
-        f"{ns}/crm": {"requiresSession": True},
+        f"{ns}/crm": {
+            "requiresSession": True,
+            "requiresDuplicateDetection": True,
+            "duplicateDetectionHistoryTimeWindow": "PT10M",
+        },
         f"{ns}/crm.held": {
             "requiresSession": True,
             "requiresDuplicateDetection": True,
@@ -90,7 +99,7 @@ def test_apply_creates_the_session_input_queue_and_the_hold_queue_with_its_prope
     plan = provisioner.plan(desired_state(_options(ns), "crm", [UPDATED], ordered=True))
 
     assert _queue_items(plan.to_dict()) == [
-        ("create", f"{ns}/crm", {"requiresSession": True}),
+        ("create", f"{ns}/crm", {"requiresSession": True, **DEDUP}),
         (
             "create",
             f"{ns}/crm.held",
@@ -107,9 +116,10 @@ def test_apply_creates_the_session_input_queue_and_the_hold_queue_with_its_prope
     scope = management.scope
     queue = management.queues.get(*scope, f"{ns}/crm")
     hold = management.queues.get(*scope, f"{ns}/crm.held")
-    assert queue.requires_session is True
+    assert (queue.requires_session, queue.requires_duplicate_detection) == (True, True)
+    assert queue.duplicate_detection_history_time_window == DEFAULT_WINDOW
     assert (hold.requires_session, hold.requires_duplicate_detection) == (True, True)
-    assert hold.duplicate_detection_history_time_window == HOLD_DUPLICATE_WINDOW
+    assert hold.duplicate_detection_history_time_window == DEFAULT_WINDOW
     assert hold.forward_to in (None, "")
     assert (hold.lock_duration, hold.max_delivery_count) == (queue.lock_duration, queue.max_delivery_count)
     assert (queue.lock_duration, queue.max_delivery_count) == (timedelta(seconds=45), 4)
@@ -137,9 +147,10 @@ def test_an_unordered_endpoint_gets_a_plain_queue_and_no_hold_queue(
     provisioner = Provisioner(management, DEFAULTS)
     plan = provisioner.plan(desired_state(_options(ns), "crm", [UPDATED]))
 
-    assert _queue_items(plan.to_dict()) == [("create", f"{ns}/crm", {"requiresSession": False})]
+    assert _queue_items(plan.to_dict()) == [("create", f"{ns}/crm", {"requiresSession": False, **DEDUP})]
     provisioner.apply(plan)
-    assert management.queues.get(*management.scope, f"{ns}/crm").requires_session is False
+    queue = management.queues.get(*management.scope, f"{ns}/crm")
+    assert (queue.requires_session, queue.requires_duplicate_detection) == (False, True)
     with pytest.raises(ResourceNotFoundError):
         management.queues.get(*management.scope, f"{ns}/crm.held")
 
@@ -188,14 +199,15 @@ def test_an_existing_session_queue_is_refused_for_an_unordered_endpoint(
 def test_an_existing_hold_queue_without_duplicate_detection_is_refused(
     management: ManagementClient, ns: str
 ) -> None:
-    _create_queue(management, f"{ns}/crm.held", requires_session=True)
+    _create_queue(management, f"{ns}/crm.held", requires_session=True, dedup=False)
 
     plan = Provisioner(management, DEFAULTS).plan(desired_state(_options(ns), "crm", [UPDATED], ordered=True))
 
     (refused,) = plan.of("refused")
     assert refused.path == f"{ns}/crm.held"
     assert f"(the hold queue of {ns}/crm)" in plan.refusals[0]
-    assert "RequiresDuplicateDetection is off, the hold queue needs it" in plan.refusals[0]
+    assert "RequiresDuplicateDetection is off, Busbar needs it on every endpoint queue" in plan.refusals[0]
+    assert refused.details["requiresDuplicateDetection"] == {"existing": False, "desired": True}
 
 
 def test_a_hold_queue_added_to_an_existing_ordered_queue_takes_its_lock_duration_and_max_delivery_count(
@@ -206,7 +218,10 @@ def test_a_hold_queue_added_to_an_existing_ordered_queue_takes_its_lock_duration
         f"{ns}/crm",
         SBQueue(
             properties=SBQueueProperties(
-                requires_session=True, lock_duration=timedelta(seconds=20), max_delivery_count=3
+                requires_session=True,
+                requires_duplicate_detection=True,
+                lock_duration=timedelta(seconds=20),
+                max_delivery_count=3,
             )
         ),
     )
