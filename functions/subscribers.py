@@ -29,7 +29,6 @@ from shared.api.provisioning.service import entity_defaults
 from shared.entity_paths import endpoint_queue_path
 from shared.handlers.dispatch import UNREADABLE_MESSAGE, DeadLetter, Outcome, Retry, truncate
 from shared.handlers.endpoints import Endpoint
-from shared.handlers.handover_detour import detour_of, send_through_handover
 from shared.handlers.subscriber import HandlerFailed, process
 from shared.messages import IncomingMessage
 from shared.ordering.ordered import KeyHolding, process_ordered
@@ -49,12 +48,6 @@ def _handle(
         actions.deadletter(
             message, deadletter_reason=UNREADABLE_MESSAGE, deadletter_error_description=description
         )
-        return
-    # A copy a migration's handover stamped for this queue may have a twin: it goes through the endpoint's
-    # handover queue first, which lets one copy through (shared.topology.handover).
-    handover = detour_of(incoming, queue)
-    if handover is not None and send_through_handover(TRANSPORT.service_bus_client(), incoming, handover):
-        actions.complete(message)
         return
     outcome = _process(endpoint, queue, incoming)
     if isinstance(outcome, DeadLetter):

@@ -121,8 +121,6 @@ class Retirement:
     rule: Rule
     cutoff: datetime
     forward_to: str | None = None
-    retired_at: datetime | None = None
-    """When the migration had deleted the rule (None: not known yet); see :func:`handover_stamps`."""
     skew_seconds: float = CLOCK_SKEW_SECONDS
     """The handover's clock skew allowance (:func:`~shared.topology.handover.skew_allowance`)."""
 
@@ -139,9 +137,6 @@ class RouterDecision:
     bridge_to_entities: tuple[str, ...] = ()
     """Set instead of ``bridge_to`` when some subscribers of the dedicated topic already received the event
     on the fallback topic: the copy goes straight to the others' forwarding targets (their queues)."""
-    handover_stamps: tuple[str, ...] = ()
-    """Queues whose endpoint may also have received the event through a retired rule: the bridged copy is
-    stamped for their handover queues (:mod:`shared.topology.handover`)."""
 
     @property
     def description(self) -> str:
@@ -277,9 +272,6 @@ def decide(
             f"(enclosed types {message.enclosed_types}; subscriptions checked: {others}) and it has no "
             "dedicated topic: Service Bus would drop it silently"
         )
-    stamps = handover_stamps(message, snapshot) if bridge_to is not None or bridge_to_entities else ()
-    if stamps:
-        notes.append(f"stamped for the handover queues of {list(stamps)}")
     return RouterDecision(
         contract,
         bridge_to,
@@ -287,28 +279,7 @@ def decide(
         tuple(matched + uncertain),
         "; ".join(notes),
         bridge_to_entities=bridge_to_entities,
-        handover_stamps=stamps,
     )
-
-
-def handover_stamps(message: IncomingMessage, snapshot: RoutingSnapshot) -> tuple[str, ...]:
-    """The queues a bridged copy of ``message`` is stamped for: those of retired rules that take it, when
-    it was enqueued from ``cutoff`` less the skew allowance (where the router starts bridging) until the
-    deletes were done (``retired_at``, plus the skew allowance; unknown: no end). In that window the rule
-    may have delivered the message too, and the endpoint's handover queue lets one of the two copies
-    through. Outside it, the copy has no twin and needs no stamp."""
-    enqueued = None if message.enqueued_time is None else _aware(message.enqueued_time)
-    stamps: list[str] = []
-    for retired in snapshot.retirements:
-        skew = timedelta(seconds=retired.skew_seconds)
-        if not retired.forward_to or rule_matches(retired.rule, message) is Match.NO:
-            continue
-        if enqueued is not None and enqueued < retired.cutoff - skew:
-            continue  # delivered by the rule alone: the router sends no copy for it
-        if enqueued is not None and retired.retired_at is not None and enqueued >= retired.retired_at + skew:
-            continue  # the rule was gone: no twin
-        stamps.append(retired.forward_to)
-    return tuple(dict.fromkeys(stamps))
 
 
 def as_enqueued(snapshot: RoutingSnapshot, message: IncomingMessage) -> RoutingSnapshot:

@@ -27,7 +27,9 @@ its subscription: "for topics and subscriptions, the sequence number for every s
 themselves too (``emulator/broker/routing.py``, ``_enqueue``); a scheduled message is renumbered when it
 activates, and a partitioned topic numbers per partition. The two numbers cannot be compared, so the
 boundary is a time on the service's clocks, with :data:`~shared.topology.handover.CLOCK_SKEW_SECONDS`
-around it, whose copies the endpoint's handover queue lets through once.
+around it: a message enqueued that close to the cutoff is bridged although the old rule may have delivered
+it too, and the endpoint, which handles a MessageId once (:mod:`shared.idempotency`), completes the twin
+without handling it again.
 """
 
 from __future__ import annotations
@@ -66,7 +68,7 @@ from shared.router.decision import (
 from shared.router.session import SessionSource, bridge_session
 from shared.topology.arm import correlation_properties
 from shared.topology.desired import RuleFilter
-from shared.topology.handover import HANDOVER_PROPERTY, SNAPSHOT_SECONDS, Handover, skew_allowance
+from shared.topology.handover import SNAPSHOT_SECONDS, Handover, skew_allowance
 from shared.topology.handover import snapshot_seconds as snapshot_seconds  # the app reads it from here
 from shared.topology.names import HierarchyNamespace
 from shared.topology.options import TopologyOptions
@@ -170,7 +172,6 @@ def _retirements(subscription: Any, fallback_topic: str) -> list[Retirement]:
             _rule_of_filter(r.rule, r.filter),
             handover.cutoff_of(r, created, updated),
             handover.endpoint,
-            handover.retired_at,
             skew_allowance(handover.after_seconds),
         )
         for r in handover.retires
@@ -224,14 +225,11 @@ def dedicated_topic_resolver(options: TopologyOptions) -> Callable[[str], str | 
     return resolve
 
 
-def bridged_copy(
-    message: IncomingMessage, fallback_topic: str, handover_stamps: tuple[str, ...] = ()
-) -> ServiceBusMessage:
-    """An exact copy of ``message`` (ids, session, properties, body) marked as bridged from the fallback,
-    and stamped for the handover queues of ``handover_stamps`` (:mod:`shared.topology.handover`)."""
+def bridged_copy(message: IncomingMessage, fallback_topic: str) -> ServiceBusMessage:
+    """An exact copy of ``message`` (ids, session, properties, body) marked as bridged from the fallback.
+    Its MessageId is the original's, so an endpoint that also got the original (through a fallback rule a
+    migration is retiring) recognises the copy and does not handle it again."""
     properties = {**message.application_properties, BRIDGED_FROM: fallback_topic}
-    if handover_stamps:
-        properties[HANDOVER_PROPERTY] = ";".join(handover_stamps)
     # The copy goes where the original went: a PartitionKey that conflicts with the SessionId yields to it.
     return to_message(replace(message, application_properties=properties), PartitionKeyPolicy.SESSION_WINS)
 
@@ -351,7 +349,7 @@ class FallbackRouter:
             message = self._with_session(message, decision)
         if decision.bridge_to is not None:
             with self.client.get_topic_sender(decision.bridge_to) as sender:
-                sender.send_messages(bridged_copy(message, self.fallback_topic, decision.handover_stamps))
+                sender.send_messages(bridged_copy(message, self.fallback_topic))
             log.info(
                 "bridged %s (message %s) to %s", decision.contract, message.message_id, decision.bridge_to
             )
@@ -359,7 +357,7 @@ class FallbackRouter:
             # Subscribers of the dedicated topic that did not get the event on the fallback topic, straight
             # to where their subscriptions forward (the others must not receive it twice).
             with self.client.get_queue_sender(entity) as sender:
-                sender.send_messages(bridged_copy(message, self.fallback_topic, decision.handover_stamps))
+                sender.send_messages(bridged_copy(message, self.fallback_topic))
             log.info("bridged %s (message %s) to %s", decision.contract, message.message_id, entity)
         if decision.unrouted:
             self.recorder.record(message, decision, self.fallback_topic, self.router_subscription)

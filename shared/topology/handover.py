@@ -1,5 +1,5 @@
-"""Handovers: how a declared migration moves an event off the fallback topic without the router losing or
-doubling it, whatever the router's snapshot interval.
+"""Handovers: how a declared migration moves an event off the fallback topic without the router losing it,
+whatever the router's snapshot interval.
 
 The broker decides a fallback rule's delivery when a message is enqueued; the router decides whether to
 bridge the message later, on a snapshot of the namespace up to ``BUSBAR_ROUTER_SNAPSHOT_SECONDS`` old. So
@@ -19,29 +19,15 @@ deletes the old rules, so:
 - a snapshot that shows the handover decides by enqueued time: before the cutoff (less the skew
   allowance, :func:`skew_allowance`) the old rule delivered, even once it is gone from the namespace (a
   backlog); after it, the old rule counts as gone, even while the snapshot still shows it, and the router
-  bridges.
+  bridges (a snapshot that still shows the rule would otherwise withhold the copy: a loss).
 
 What stays ambiguous resolves toward delivery: a message enqueued between the cutoff less the skew
-allowance and the moment the delete took effect reached the endpoint through the old rule *and* is bridged
-(a duplicate, never a loss, until the detour below). That window is the skew allowance plus the delete
-call (and how late ``apply`` wakes). Sequence numbers would be exact, but the router's copies are numbered
-by its subscription, not by the topic a marker could be scheduled on (see :mod:`shared.router.service`), so
-nothing here relies on them.
-
-**The detour makes that window exact.** Both copies of a message in the window carry the same MessageId,
-and Service Bus drops a second send of a MessageId into a queue with duplicate detection. So before the
-handover starts, ``apply`` creates the endpoint's **handover queue** (:func:`handover_queue`: duplicate
-detection over :data:`DUPLICATE_WINDOW`, forwarding to the endpoint's queue) and gives every rule of the
-subscriptions the old rules are on an action that stamps the copies it delivers (:func:`stamp_action`,
-property :data:`HANDOVER_PROPERTY` = the endpoint's queue). Every rule, because each rule with an action
-yields its own copy: a message two rules take (an event and an interface it implements) then arrives
-twice, both stamped. Once the new path exists, its subscription's rules are stamped too (a router whose
-snapshot does not show the new path yet may bridge to its topic for other subscribers), and the router
-stamps its bridged copies of messages in the window. The endpoint's subscriber sends every stamped copy
-into its handover queue (marked :data:`DETOURED_PROPERTY`) instead of handling it: of two copies of one
-message only the first gets through, and comes back to the endpoint's queue to be handled. After the
-deletes, ``apply`` writes when they were done (:attr:`Handover.retired_at`, on the management plane's
-clock), which ends the router's stamping, and takes the stamps off the rules that stay.
+allowance and the moment the delete took effect reached the endpoint through the old rule *and* is bridged.
+The two copies carry the same MessageId (the bridge keeps it), and every endpoint handles a MessageId once
+(:mod:`shared.idempotency`), so the second is completed without running the handlers: an ordinary
+duplicate, which needs nothing of the migration. Sequence numbers would make the boundary exact, but the
+router's copies are numbered by its subscription, not by the topic a marker could be scheduled on (see
+:mod:`shared.router.service`), so nothing here relies on them.
 """
 
 from __future__ import annotations
@@ -68,10 +54,10 @@ MARGIN_SECONDS = 2.0
 
 CLOCK_SKEW_SECONDS = 5.0
 """How far the management plane's clock (``createdAt``) and the broker's (``EnqueuedTimeUtc``) may differ;
-messages enqueued within it before the cutoff are bridged too, and the copy the old rule delivered is let
-through the handover queue once with its twin. Wide, as the handover queue makes it cost a detour, not a
-duplicate; at most half the handover (:func:`skew_allowance`), so the router never bridges a message
-enqueued before the retired rule carried its stamp."""
+messages enqueued within it before the cutoff are bridged too, a twin of the copy the old rule delivered
+that the endpoint completes without handling again. Wide, as a twin costs one lookup of the endpoint's
+handled records; at most half the handover (:func:`skew_allowance`), so a short handover still bridges
+only what was enqueued while the new path existed."""
 
 
 def skew_allowance(after_seconds: float) -> float:
@@ -81,19 +67,6 @@ def skew_allowance(after_seconds: float) -> float:
 
 MAX_USER_METADATA = 1024
 """Azure's limit on a subscription's ``userMetadata``."""
-
-HANDOVER_PROPERTY = "busbar.handover"
-"""Application property on a copy that may have a twin (a message in a handover's window): the queues,
-separated by ``;``, whose endpoint must pass it through its handover queue."""
-
-DETOURED_PROPERTY = "busbar.handover.detoured"
-"""Application property on a copy sent into a handover queue: handled as it comes back, never detoured
-again."""
-
-DUPLICATE_WINDOW = timedelta(days=1)
-"""How long a handover queue remembers a MessageId: longer than the router can lag behind the broker."""
-
-HANDOVER_QUEUE_SUFFIX = ".handover"
 
 _KEY = "busbar.handover"
 
@@ -106,38 +79,6 @@ def snapshot_seconds(env: Mapping[str, str]) -> float:
 def handover_seconds(router_snapshot_seconds: float) -> float:
     """How long a migration keeps the old path after creating the new one."""
     return router_snapshot_seconds + MARGIN_SECONDS
-
-
-def handover_queue(queue: str) -> str:
-    """The handover queue of the endpoint whose input queue is ``queue``."""
-    return f"{queue}{HANDOVER_QUEUE_SUFFIX}"
-
-
-def stamp_action(queue: str, existing: str | None = None) -> str:
-    """The SQL rule action a retired rule gets for the handover: it stamps each copy it delivers with
-    ``queue`` (after the rule's own action, if it had one)."""
-    stamp = "SET [{}] = '{}'".format(HANDOVER_PROPERTY, queue.replace("'", "''"))
-    if existing and stamp.lower() not in existing.lower():
-        return f"{existing.rstrip().rstrip(';')}; {stamp}"
-    return existing or stamp
-
-
-def unstamp_action(queue: str, existing: str | None) -> str | None:
-    """``existing`` without the stamp :func:`stamp_action` added for ``queue`` (None when nothing is left)."""
-    if not existing:
-        return existing
-    stamp = "SET [{}] = '{}'".format(HANDOVER_PROPERTY, queue.replace("'", "''")).lower()
-    kept = [c for c in existing.split(";") if c.strip() and c.strip().lower() != stamp]
-    return "; ".join(c.strip() for c in kept) or None
-
-
-def stamped_queues(value: object) -> tuple[str, ...]:
-    """The queues a :data:`HANDOVER_PROPERTY` value names."""
-    if isinstance(value, bytes):
-        value = value.decode("utf-8", errors="replace")
-    if not isinstance(value, str):
-        return ()
-    return tuple(q.strip() for q in value.split(";") if q.strip())
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,9 +116,6 @@ class Handover:
     anchor: Literal["createdAt", "updatedAt"] = "createdAt"
     """What ``after_seconds`` counts from: the subscription's creation (a subscription the migration
     created), or its last update (only while a record on an existing subscription has no cutoffs yet)."""
-    retired_at: datetime | None = None
-    """When ``apply`` had deleted the retired rules (the management plane's clock); None while it has not
-    said: copies of later messages have no twin, so the router stops stamping them."""
 
     def cutoff(self, created_at: datetime) -> datetime:
         """When the retired rules stop counting, on the management plane's clock."""
@@ -203,8 +141,6 @@ class Handover:
             "anchor": self.anchor,
             "retires": [r.to_dict() for r in self.retires],
         }
-        if self.retired_at is not None:
-            record["retiredAt"] = self.retired_at.isoformat()
         text = json.dumps({_KEY: record}, separators=(",", ":"))
         if len(text) > MAX_USER_METADATA:
             raise TopologyValidationError(
@@ -236,8 +172,7 @@ class Handover:
             anchor: Literal["createdAt", "updatedAt"] = (
                 "updatedAt" if record.get("anchor") == "updatedAt" else "createdAt"
             )
-            retired_at = _moment(record["retiredAt"]) if record.get("retiredAt") else None
-            return cls(str(record["endpoint"]), retires, float(record["afterSeconds"]), anchor, retired_at)
+            return cls(str(record["endpoint"]), retires, float(record["afterSeconds"]), anchor)
         except (ValueError, KeyError, TypeError, AttributeError):
             return None
 
@@ -257,18 +192,11 @@ def _filter(raw: Mapping[str, Any]) -> RuleFilter:
 
 __all__ = [
     "CLOCK_SKEW_SECONDS",
-    "DETOURED_PROPERTY",
-    "DUPLICATE_WINDOW",
-    "HANDOVER_PROPERTY",
     "MARGIN_SECONDS",
     "SNAPSHOT_SECONDS",
     "Handover",
     "RetiredRule",
-    "handover_queue",
     "handover_seconds",
     "skew_allowance",
     "snapshot_seconds",
-    "stamp_action",
-    "stamped_queues",
-    "unstamp_action",
 ]

@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from shared.topology.desired import RuleSpec, SubscriptionSpec
 from shared.topology.duplicate_detection import DEFAULT_WINDOW
-from shared.topology.handover import Handover, handover_queue
+from shared.topology.handover import Handover
 from shared.topology.queues import QueueSpec
 
 Action = Literal["create", "unchanged", "update", "delete", "would-update", "refused"]
@@ -96,9 +96,6 @@ class Plan:
         out: dict[str, Any] = {"summary": self.summary(), "items": [i.to_dict() for i in self.items]}
         if self.handover_seconds:
             out["handoverSeconds"] = self.handover_seconds
-            if self.handover is not None:
-                # Created by apply before the handover, see shared.topology.handover.
-                out["handoverQueue"] = handover_queue(self.handover.endpoint)
         if self.handover_updates:
             out["handoverRecordedOn"] = [subscription_path(t, n) for t, n in self.handover_updates]
         return out

@@ -59,14 +59,8 @@ from shared.topology.desired import (
 )
 from shared.topology.duplicate_detection import iso_window
 from shared.topology.errors import ProvisioningError, QueueNeedsRecreatingError, TopologyValidationError
-from shared.topology.handover import Handover, handover_queue
-from shared.topology.handover_steps import (
-    create_handover_queue,
-    record_handover,
-    record_retired,
-    stamp_subscription,
-    unstamp_subscription,
-)
+from shared.topology.handover import Handover
+from shared.topology.handover_steps import record_handover
 from shared.topology.names import DEFAULT_RULE_NAME, HierarchyNamespace, rule_name
 from shared.topology.options import MigrationTopologyOptions, TopicRoutingMode, TopologyOptions
 from shared.topology.plan import (
@@ -353,11 +347,6 @@ class Provisioner:
                 result.would_update.append(item.path)
         deletes = [i for i in plan.items if i.action == "delete"]
         self._delete_all([i for i in deletes if not i.after_creates], result, done)
-        # A migration off the fallback topic: its copies go through the endpoint's handover queue.
-        retires = plan.handover is not None and plan.handover.retires and plan.handover_seconds > 0
-        handover = plan.handover if retires else None
-        if handover is not None:
-            self._prepare_handover(handover, done)
         creates = [i for i in plan.items if i.action == "create"]
         for kind in ("queue", "topic"):
             batch = [i for i in creates if i.kind == kind]
@@ -388,52 +377,10 @@ class Provisioner:
         if plan.handover is not None:
             for topic, name in plan.handover_updates:
                 self._record_handover(topic, name, plan.handover, done)
-        records: list[tuple[str, str]] = []
-        if handover is not None:  # the new path delivers stamped copies too during the handover
-            records = self._handover_records(plan)
-            self._on_each(records, partial(stamp_subscription, self.management, handover), done)
         if late and plan.handover_seconds > 0:
             self.sleep(plan.handover_seconds)
         self._delete_all(late, result, done)
-        if handover is not None and late:
-            self._on_each(records, partial(record_retired, self.management), done)
-            retiring = [*self._retiring_subscriptions(handover), *records]
-            self._on_each(retiring, partial(unstamp_subscription, self.management, handover), done)
         return result
-
-    def _prepare_handover(self, handover: Handover, done: list[str]) -> None:
-        """Before the creates: the endpoint's handover queue, then the stamp on every rule of the old rules'
-        subscriptions (so every copy of the handover's window is stamped; see
-        :mod:`shared.topology.handover`)."""
-        m = self.management
-        queue = handover_queue(handover.endpoint)
-        self._step("create", queue, partial(create_handover_queue, m, handover), done)
-        self._on_each(self._retiring_subscriptions(handover), partial(stamp_subscription, m, handover), done)
-
-    def _on_each(
-        self, subscriptions: list[tuple[str, str]], step: Callable[[str, str], Any], done: list[str]
-    ) -> None:
-        """``step(topic, name)`` for each subscription, one after the other, its errors reported."""
-        for topic, name in subscriptions:
-            self._step("update", subscription_path(topic, name), partial(step, topic, name), done)
-
-    @staticmethod
-    def _retiring_subscriptions(handover: Handover) -> list[tuple[str, str]]:
-        """The subscriptions the handover's old rules are on."""
-        return list(dict.fromkeys((r.topic, r.subscription) for r in handover.retires))
-
-    @staticmethod
-    def _handover_records(plan: Plan) -> list[tuple[str, str]]:
-        """The subscriptions that record ``plan``'s handover: those it creates with it, and those apply
-        wrote it on."""
-        created = [
-            (i.spec.topic, i.spec.name)
-            for i in plan.items
-            if i.action == "create"
-            and isinstance(i.spec, SubscriptionSpec)
-            and Handover.parse(i.spec.user_metadata) is not None
-        ]
-        return list(dict.fromkeys([*created, *plan.handover_updates]))
 
     def _step(self, what: str, path: str, call: Callable[[], Any], done: list[str]) -> None:
         try:

@@ -6,7 +6,8 @@ event is refused with :class:`~shared.topology.delivery_paths.DuplicateDeliveryE
 declared migration (``migrate``): then the plan also deletes the event's old paths, after its creates.
 When those are fallback-topic rules, the plan is a handover (:mod:`shared.topology.handover`): the new
 subscriptions record the rules they retire, and apply keeps the old rules for the router's snapshot interval
-(plus a margin) after the creates, so the router neither loses nor doubles an event in the switch.
+(plus a margin) after the creates, so the router never loses an event in the switch (an event it doubles
+there is a duplicate the endpoint does not handle again).
 """
 
 from __future__ import annotations
