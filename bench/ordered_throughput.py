@@ -41,7 +41,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -131,8 +131,24 @@ def point_reads(settings: dict[str, str], queue: str, keys: int, count: int) -> 
         store.close()
 
 
+def host_json(session_idle_seconds: float | None) -> dict[str, Any]:
+    """The repository's ``host.json``, its ``sessionIdleTimeout`` replaced when ``session_idle_seconds``."""
+    config: dict[str, Any] = json.loads(HOST_JSON.read_text())
+    if session_idle_seconds is not None:
+        idle = timedelta(seconds=session_idle_seconds)
+        hours, rest = divmod(idle.total_seconds(), 3600)
+        config["extensions"]["serviceBus"]["sessionIdleTimeout"] = (
+            f"{int(hours):02d}:{int(rest // 60):02d}:{rest % 60:06.3f}"
+        )
+    return config
+
+
 def host_run(
-    settings: dict[str, str], kind: str, total: int, meter: Callable[[], dict[str, float]]
+    settings: dict[str, str],
+    kind: str,
+    config: dict[str, Any],
+    total: int,
+    meter: Callable[[], dict[str, float]],
 ) -> dict[str, Any]:
     """Start the host on the preloaded queue of ``kind`` and measure until ``total`` are handled."""
     function = subscriber_name(KINDS[kind])
@@ -140,7 +156,7 @@ def host_run(
     def mine(records: list[Any]) -> list[Any]:
         return [r for r in records if r.function_name == function]
 
-    with running_host(APP, settings=settings, host_json=HOST_JSON) as host:
+    with running_host(APP, settings=settings, host_json=config) as host:
         already = len(mine(host.invocations))
         start = meter()
         host.wait_for_invocations(lambda records: len(mine(records)) >= total, timeout=900)
@@ -181,7 +197,18 @@ def main() -> int:
     parser.add_argument("--reads", type=int, default=300, help="point reads timed per round")
     parser.add_argument("--label", default="after", help="the name these figures are filed under")
     parser.add_argument("--out", type=Path, default=RESULT_FILE, help="the result file (appended to)")
+    parser.add_argument(
+        "--session-idle-variants",
+        type=lambda text: [float(value) for value in text.split(",") if value],
+        default=[],
+        help="also run the ordered endpoint with these sessionIdleTimeout values (seconds, comma-separated)",
+    )
     args = parser.parse_args()
+    # Configurations, run in this order each round: name -> (endpoint kind, sessionIdleTimeout override).
+    configurations: dict[str, tuple[str, float | None]] = {"ordered": ("ordered", None)}
+    configurations["unordered"] = ("unordered", None)
+    for seconds in args.session_idle_variants:
+        configurations[f"ordered_session_idle_{seconds:g}s"] = ("ordered", seconds)
     load_at_start = os.getloadavg()
     queues = {"ordered": "bench-ordered", "unordered": "bench-unordered"}
     with tempfile.TemporaryDirectory() as tmp:
@@ -207,20 +234,21 @@ def main() -> int:
                 "BENCH_UNORDERED_QUEUE": queues["unordered"],
                 "BENCH_WORK_MS": str(args.work_ms),
             }
-            runs: dict[str, list[dict[str, Any]]] = {kind: [] for kind in KINDS}
-            late: dict[str, list[int]] = {kind: [] for kind in KINDS}
+            runs: dict[str, list[dict[str, Any]]] = {name: [] for name in configurations}
+            late: dict[str, list[int]] = {name: [] for name in configurations}
             reads: list[float] = []
             for round_ in range(args.rounds):
                 reads += point_reads(base, queues["ordered"], args.keys, args.reads)
-                for kind in KINDS:  # interleaved: ordered, unordered, ordered, ...
-                    record = work / f"handled-{kind}-{round_}.txt"
+                # Interleaved: ordered, unordered, (variants,) ordered, ...
+                for name, (kind, idle) in configurations.items():
+                    record = work / f"handled-{name}-{round_}.txt"
                     preload(connection, queues[kind], args.messages, args.keys)
                     settings = {**base, "BENCH_HANDLED_RECORD": str(record)}
-                    runs[kind].append(host_run(settings, kind, args.messages, meter))
-                    late[kind].append(out_of_key_order(record))
+                    runs[name].append(host_run(settings, kind, host_json(idle), args.messages, meter))
+                    late[name].append(out_of_key_order(record))
                     print(
-                        f"round {round_ + 1} {kind}: {runs[kind][-1]['rate']:.0f} msg/s "
-                        f"(steady {runs[kind][-1]['steady']:.0f})",
+                        f"round {round_ + 1} {name}: {runs[name][-1]['rate']:.0f} msg/s "
+                        f"(steady {runs[name][-1]['steady']:.0f})",
                         flush=True,
                     )
         finally:
@@ -228,13 +256,13 @@ def main() -> int:
                 terminate(azurite)
             emulator.terminate()
             emulator.wait(30)
-    rate = {kind: statistics.median(r["rate"] for r in runs[kind]) for kind in KINDS}
-    steady = {kind: statistics.median(r["steady"] for r in runs[kind]) for kind in KINDS}
-    invocation = {kind: statistics.median(r["invocation_ms"] for r in runs[kind]) for kind in KINDS}
+    rate = {name: statistics.median(r["rate"] for r in runs[name]) for name in configurations}
+    steady = {name: statistics.median(r["steady"] for r in runs[name]) for name in configurations}
+    invocation = {name: statistics.median(r["invocation_ms"] for r in runs[name]) for name in configurations}
     ordered_reads = sorted(reads)
     cpu = {
-        kind: {part: median_of([r["cpu"][part] for r in runs[kind]], 3) for part in runs[kind][0]["cpu"]}
-        for kind in KINDS
+        name: {part: median_of([r["cpu"][part] for r in runs[name]], 3) for part in runs[name][0]["cpu"]}
+        for name in configurations
     }
     run: dict[str, Any] = {
         "when": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -259,9 +287,22 @@ def main() -> int:
         "ratio_ordered_vs_unordered": round(rate["ordered"] / rate["unordered"], 3),
         "steady_msgs_per_s": {kind: round(value, 1) for kind, value in steady.items()},
         "steady_ratio_ordered_vs_unordered": round(steady["ordered"] / steady["unordered"], 3),
-        "rounds_msgs_per_s": {kind: [round(r["rate"], 1) for r in runs[kind]] for kind in KINDS},
-        "steady_rounds_msgs_per_s": {kind: [round(r["steady"], 1) for r in runs[kind]] for kind in KINDS},
-        "invocation_ms_median": {kind: round(value, 2) for kind, value in invocation.items()},
+        "rounds_msgs_per_s": {name: [round(r["rate"], 1) for r in runs[name]] for name in configurations},
+        "steady_rounds_msgs_per_s": {
+            name: [round(r["steady"], 1) for r in runs[name]] for name in configurations
+        },
+        # Each variant: the ordered endpoint with another sessionIdleTimeout, against the same unordered runs.
+        "session_idle_variants": {
+            name: {
+                "sessionIdleTimeout": host_json(idle)["extensions"]["serviceBus"]["sessionIdleTimeout"],
+                "msgs_per_s": round(rate[name], 1),
+                "ratio_vs_unordered": round(rate[name] / rate["unordered"], 3),
+                "steady_ratio_vs_unordered": round(steady[name] / steady["unordered"], 3),
+            }
+            for name, (_, idle) in configurations.items()
+            if idle is not None
+        },
+        "invocation_ms_median": {name: round(value, 2) for name, value in invocation.items()},
         "table_point_read_ms": {
             "median": median_of(reads, 2),
             "p90": round(ordered_reads[len(ordered_reads) * 9 // 10], 2),
@@ -272,7 +313,7 @@ def main() -> int:
             "total": round(cpu["ordered"]["total"] - cpu["unordered"]["total"], 3),
             "azurite": round(cpu["ordered"]["azurite"] - cpu["unordered"]["azurite"], 3),
         },
-        "cpu_counted_messages": {kind: [r["counted"] for r in runs[kind]] for kind in KINDS},
+        "cpu_counted_messages": {name: [r["counted"] for r in runs[name]] for name in configurations},
         "handled_after_a_later_event_of_their_key": late,
     }
     previous = json.loads(args.out.read_text()) if args.out.exists() else {}
