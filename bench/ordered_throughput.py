@@ -16,21 +16,30 @@ then starts the host and waits until all are handled. Runs alternate (ordered, u
 the shared machine's noise hits both alike; medians over ``--rounds`` are reported.
 
 Figures, per endpoint: the rate (N / first invocation start -> last invocation end; host start-up excluded),
-the steady rate between the 10% and the 90% completion, the median invocation time, CPU per message per
+the steady rate between the 10% and the 90% completion, the invocations in flight on average (their summed
+time over that span: the concurrency the endpoint had), the median invocation time, CPU per message per
 process, and how many events were handled after a later event of their key. The ordered path's overhead per
 message is reported as the time of its point read, timed from this process against the same Azurite
 (``--reads`` per round, interleaved with the runs), and as CPU: ordered minus unordered, all processes
 (Azurite's share apart). The invocation times are no measure of it: an invocation waits for one of the
-worker's threads, so its time grows with the invocations in flight, which ordering changes.
+worker's threads, so its time grows with the invocations in flight.
+
+Optional configurations, interleaved with the others: ``--session-idle-variants`` runs the ordered endpoint
+with other ``sessionIdleTimeout`` values (preloaded, each key's slot waits that long after its last event
+before taking another key: 64 keys on 16 slots wait three times); ``--one-key-messages`` runs it with every
+event of one key, the fully serial rate that 64 keys multiply.
+
 Timings are reported, never asserted. Appends to ``bench/results/ordered_throughput.json`` under
 ``--label``. Usage::
 
     .venv/bin/python bench/ordered_throughput.py [--messages 2000] [--rounds 3] [--keys 64] [--label x]
+        [--session-idle-variants 0.25] [--one-key-messages 200]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -41,6 +50,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -53,7 +63,7 @@ if str(ROOT) not in sys.path:
 
 from bench.bench_emulator import start_emulator  # noqa: E402
 from bench.host_apps.ordered_app import ORDERED, UNORDERED, KeyedWork  # noqa: E402
-from bench.host_throughput import CpuMeter, _cpu_seconds, steady_rate  # noqa: E402
+from bench.host_throughput import CpuMeter, _cpu_seconds, _worker_pids, steady_rate  # noqa: E402
 from devhost.azurite import AzuritePorts, launch, terminate  # noqa: E402
 from devhost.storage_settings import development_connection_string  # noqa: E402
 from devhost.testing import running_host  # noqa: E402
@@ -67,6 +77,17 @@ RESULT_FILE = ROOT / "bench" / "results" / "ordered_throughput.json"
 APP = ROOT / "bench" / "host_apps" / "ordered_app.py"
 HOST_JSON = ROOT / "host.json"
 KINDS = {"ordered": ORDERED, "unordered": UNORDERED}
+
+
+@dataclass(frozen=True, slots=True)
+class Configuration:
+    """One measured configuration: which endpoint, how many events over how many keys, and the
+    ``sessionIdleTimeout`` it runs with (None: host.json's)."""
+
+    kind: str
+    messages: int
+    keys: int
+    idle: float | None = None
 
 
 def emulator_config(queues: dict[str, str]) -> dict[str, Any]:
@@ -173,11 +194,20 @@ def host_run(
     counted = max(total - already, 1)
     return {
         "rate": total / (last - first),
+        "in_flight": sum(r.duration_ms for r in records) / 1000 / (last - first),
         "steady": steady_rate([r.finished_at for r in records]),
         "invocation_ms": statistics.median(r.duration_ms for r in records),
         "cpu": CpuMeter.per_message(start, end, counted),
         "counted": counted,
     }
+
+
+def cpu_seconds_if_alive(pid: int) -> float:
+    """CPU seconds of ``pid`` so far; 0 when it is gone (a worker process may exit between being listed and
+    being read: host_throughput's meter would fail then)."""
+    with contextlib.suppress(OSError):
+        return _cpu_seconds(pid)
+    return 0.0
 
 
 def median_of(values: list[float], digits: int = 1) -> float:
@@ -198,6 +228,12 @@ def main() -> int:
     parser.add_argument("--label", default="after", help="the name these figures are filed under")
     parser.add_argument("--out", type=Path, default=RESULT_FILE, help="the result file (appended to)")
     parser.add_argument(
+        "--one-key-messages",
+        type=int,
+        default=0,
+        help="also run the ordered endpoint with this many events all of one key (0: not)",
+    )
+    parser.add_argument(
         "--session-idle-variants",
         type=lambda text: [float(value) for value in text.split(",") if value],
         default=[],
@@ -205,10 +241,15 @@ def main() -> int:
     )
     args = parser.parse_args()
     # Configurations, run in this order each round: name -> (endpoint kind, sessionIdleTimeout override).
-    configurations: dict[str, tuple[str, float | None]] = {"ordered": ("ordered", None)}
-    configurations["unordered"] = ("unordered", None)
+    configurations = {
+        "ordered": Configuration("ordered", args.messages, args.keys),
+        "unordered": Configuration("unordered", args.messages, args.keys),
+    }
     for seconds in args.session_idle_variants:
-        configurations[f"ordered_session_idle_{seconds:g}s"] = ("ordered", seconds)
+        name = f"ordered_session_idle_{seconds:g}s"
+        configurations[name] = Configuration("ordered", args.messages, args.keys, seconds)
+    if args.one_key_messages:
+        configurations["ordered_one_key"] = Configuration("ordered", args.one_key_messages, 1)
     load_at_start = os.getloadavg()
     queues = {"ordered": "bench-ordered", "unordered": "bench-unordered"}
     with tempfile.TemporaryDirectory() as tmp:
@@ -222,10 +263,14 @@ def main() -> int:
         try:
             azurite, ports = launch(work / "azurite", AzuritePorts(0, 0, 0))
             azurite_pid = azurite.pid
-            processes = CpuMeter(emulator.pid)
 
             def meter() -> dict[str, float]:
-                return {**processes.reading(), "azurite": _cpu_seconds(azurite_pid)}
+                return {
+                    "client": time.process_time(),
+                    "worker": sum(cpu_seconds_if_alive(pid) for pid in _worker_pids()),
+                    "emulator": _cpu_seconds(emulator.pid),
+                    "azurite": _cpu_seconds(azurite_pid),
+                }
 
             base = {
                 "ServiceBusConnection": connection,
@@ -240,11 +285,11 @@ def main() -> int:
             for round_ in range(args.rounds):
                 reads += point_reads(base, queues["ordered"], args.keys, args.reads)
                 # Interleaved: ordered, unordered, (variants,) ordered, ...
-                for name, (kind, idle) in configurations.items():
+                for name, c in configurations.items():
                     record = work / f"handled-{name}-{round_}.txt"
-                    preload(connection, queues[kind], args.messages, args.keys)
+                    preload(connection, queues[c.kind], c.messages, c.keys)
                     settings = {**base, "BENCH_HANDLED_RECORD": str(record)}
-                    runs[name].append(host_run(settings, kind, host_json(idle), args.messages, meter))
+                    runs[name].append(host_run(settings, c.kind, host_json(c.idle), c.messages, meter))
                     late[name].append(out_of_key_order(record))
                     print(
                         f"round {round_ + 1} {name}: {runs[name][-1]['rate']:.0f} msg/s "
@@ -294,13 +339,25 @@ def main() -> int:
         # Each variant: the ordered endpoint with another sessionIdleTimeout, against the same unordered runs.
         "session_idle_variants": {
             name: {
-                "sessionIdleTimeout": host_json(idle)["extensions"]["serviceBus"]["sessionIdleTimeout"],
+                "sessionIdleTimeout": host_json(c.idle)["extensions"]["serviceBus"]["sessionIdleTimeout"],
                 "msgs_per_s": round(rate[name], 1),
                 "ratio_vs_unordered": round(rate[name] / rate["unordered"], 3),
                 "steady_ratio_vs_unordered": round(steady[name] / steady["unordered"], 3),
             }
-            for name, (_, idle) in configurations.items()
-            if idle is not None
+            for name, c in configurations.items()
+            if c.idle is not None
+        },
+        # All events of one key: one at a time, the rate 64 keys are to multiply (fewer events: it is slow).
+        "ordered_one_key": {
+            "messages_per_run": args.one_key_messages,
+            "msgs_per_s": round(rate["ordered_one_key"], 1),
+            "ordered_64_keys_vs_one_key": round(rate["ordered"] / rate["ordered_one_key"], 2),
+        }
+        if args.one_key_messages
+        else None,
+        # Invocations in flight on average (their summed time over the run's span): the concurrency had.
+        "mean_invocations_in_flight": {
+            name: median_of([r["in_flight"] for r in runs[name]], 2) for name in configurations
         },
         "invocation_ms_median": {name: round(value, 2) for name, value in invocation.items()},
         "table_point_read_ms": {
