@@ -278,7 +278,7 @@ bench: $(STAMP) ## Run the emulator throughput benchmark
 	$(VPY) bench/emulator_throughput.py
 
 # Each script writes its figures to bench/results/<name>.json. Spark's takes a few minutes and needs Java.
-bench-all: $(STAMP) ## Run every benchmark in bench/ (emulator, start-up, filters, topologies, admin API, host, settlement gRPC, re-drive, replay, console)
+bench-all: $(STAMP) $(AZURITE_STAMP) ## Run every benchmark in bench/ (emulator, start-up, filters, topologies, admin API, host, ordered vs unordered, settlement gRPC, re-drive, replay, console)
 	$(VPY) bench/emulator_throughput.py
 	$(VPY) bench/emulator_startup.py
 	$(VPY) bench/filters.py
@@ -286,6 +286,7 @@ bench-all: $(STAMP) ## Run every benchmark in bench/ (emulator, start-up, filter
 	$(VPY) bench/topologies.py
 	$(VPY) bench/admin_provisioning.py
 	$(VPY) bench/host_throughput.py
+	$(VPY) bench/ordered_throughput.py
 	$(VPY) bench/settlement_grpc.py
 	$(VPY) bench/redrive.py
 	$(VPY) bench/ops_console.py
