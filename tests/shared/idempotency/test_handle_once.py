@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import pytest
+from azure.core.exceptions import ServiceRequestError
 from azure.data.tables import TableServiceClient
 
 from shared.app_settings import AppSetting
@@ -20,7 +21,7 @@ from shared.handlers import Endpoint, HandlerContext, HandlerRegistry
 from shared.handlers.context import OutgoingPublish
 from shared.handlers.dispatch import Complete, Retry
 from shared.idempotency.once import handle_once
-from shared.idempotency.records import HandledRecords, partition_of
+from shared.idempotency.records import HandledRecord, HandledRecords, partition_of
 from shared.messages import IncomingMessage
 from tests.azurite import table_connection_string
 
@@ -165,6 +166,42 @@ def test_a_failed_handler_commits_nothing_and_the_retry_runs_it_again(records: H
     assert list(records.rows()) == []
     _, ran = handle_once(ENDPOINT, copy, records, Dispatched())
     assert ran and CALLS.handled == ["o-4"]
+
+
+class UnmarkableRecords(HandledRecords):
+    """Records whose storage becomes unreachable right after the commit (marking fails once)."""
+
+    failures = 1
+
+    def mark_dispatched(self, record: HandledRecord) -> None:
+        if self.failures:
+            self.failures -= 1
+            raise ServiceRequestError("the storage account cannot be reached")
+        super().mark_dispatched(record)
+
+
+def test_storage_unreachable_after_the_dispatch_retries_the_message_which_dispatches_the_same_again(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    CALLS.handled.clear()
+    CALLS.gate = None
+    copy = message("o-6")
+    service = TableServiceClient.from_connection_string(table_connection_string())
+    flaky = UnmarkableRecords(service.get_table_client(f"t{uuid.uuid4().hex}"))
+    dispatch = Dispatched()
+
+    outcome, ran = handle_once(ENDPOINT, copy, flaky, dispatch)
+    assert isinstance(outcome, Retry) and ran  # the handlers ran; the message is abandoned, not completed
+    assert f"storage unreachable for message {copy.message_id}" in caplog.text
+    retried, ran_again = handle_once(ENDPOINT, copy, flaky, dispatch)
+
+    assert isinstance(retried, Complete) and not ran_again
+    assert CALLS.handled == ["o-6"]
+    first, second = dispatch.outcomes  # dispatched again from the record: the same messages
+    assert invoices([first]) == invoices([second]) == [Invoiced(order_id="o-6", amount=5)]
+    record = flaky.get(partition_of("billing", copy), str(copy.message_id))
+    assert record is not None and record.dispatched
+    flaky.close()
 
 
 def test_storage_unreachable_retries_the_message_and_never_completes_it_unhandled() -> None:
