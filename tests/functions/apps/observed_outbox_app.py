@@ -32,14 +32,14 @@ from function_app import app
 from shared.handlers import HandlerContext
 from shared.handlers.dispatch import Outcome
 from shared.handlers.endpoints import Endpoint
-from shared.idempotency.once import Dispatch
+from shared.idempotency.once import Dispatch, handle_once
 from shared.idempotency.records import HandledRecord, HandledRecords
 from shared.messages import IncomingMessage
 
 OUTBOX_DIR = "BUSBAR_TEST_OUTBOX_DIR"  # set by tests/functions/test_no_duplicate_side_effects.py
 GATE_SECONDS = 120.0  # a gate the test never opens lets the handler go rather than hang the worker
 
-_handle_once = subscriber.handle_once
+_handle_once = handle_once
 _mark_dispatched = HandledRecords.mark_dispatched
 _note = JOURNAL.note
 
