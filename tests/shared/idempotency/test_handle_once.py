@@ -217,3 +217,24 @@ def test_storage_unreachable_retries_the_message_and_never_completes_it_unhandle
     assert isinstance(outcome, Retry) and not ran
     assert "busbar.handled-records" in outcome.description
     assert CALLS.handled == []
+
+
+def test_a_records_table_deleted_under_a_running_endpoint_is_created_again_and_messages_are_handled() -> None:
+    """The table gone (deleted; locally, Azurite's data lost): the endpoint does not fail every message
+    until it restarts (each would be dead-lettered after MaxDeliveryCount), it creates the table again."""
+    CALLS.handled.clear()
+    CALLS.gate = None
+    service = TableServiceClient.from_connection_string(table_connection_string())
+    name = f"t{uuid.uuid4().hex}"
+    store = HandledRecords(service.get_table_client(name))
+    handle_once(ENDPOINT, message("o-7"), store, Dispatched())  # the table is created, and known to be
+    service.delete_table(name)
+
+    copy = message("o-8")
+    outcome, ran = handle_once(ENDPOINT, copy, store, Dispatched())
+
+    assert isinstance(outcome, Complete) and ran
+    assert CALLS.handled == ["o-7", "o-8"]
+    record = store.get(partition_of("billing", copy), str(copy.message_id))
+    assert record is not None and record.dispatched
+    store.close()
