@@ -9,8 +9,8 @@
    failing because the record exists means another copy of the message committed first: this copy's
    effects are discarded, and the record's outgoing messages are dispatched if they were not yet.
 
-Storage unreachable (any error talking to it): the message is retried (abandoned), never completed
-unhandled; the log says so.
+Storage unreachable (any error talking to it, marking the record dispatched included): the message is
+retried (abandoned), never completed unhandled; the log says so.
 """
 
 from __future__ import annotations
@@ -67,18 +67,27 @@ def handle_once(
             assert twin is not None
             return _handled_before(endpoint, twin, records, dispatch), False
     except AzureError as error:
-        log.error(
-            "%s: storage unreachable for message %s, which will be retried: %s: %s",
-            endpoint.name,
-            message.message_id,
-            type(error).__name__,
-            error,
-        )
-        return Retry(error, STORAGE), False
+        return _unreachable(endpoint, message, error), False
     if outcome.outgoing:
         dispatch(outcome)
-    records.mark_dispatched(record)
+    try:
+        records.mark_dispatched(record)
+    except AzureError as error:
+        # Committed and dispatched, not marked: the retry finds the record and dispatches again, the same
+        # ids (the broker drops them inside its window; past it the receivers' records do).
+        return _unreachable(endpoint, message, error), True
     return outcome, True
+
+
+def _unreachable(endpoint: Endpoint, message: IncomingMessage, error: AzureError) -> Retry:
+    log.error(
+        "%s: storage unreachable for message %s, which will be retried: %s: %s",
+        endpoint.name,
+        message.message_id,
+        type(error).__name__,
+        error,
+    )
+    return Retry(error, STORAGE)
 
 
 def _handled_before(

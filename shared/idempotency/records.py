@@ -10,6 +10,9 @@ A record holds the message's outgoing messages (:mod:`.outbox`) and whether they
 created, never replaced: of two copies of one message id handled at once, the second commit fails as the
 entity exists, and that copy's effects are discarded.
 
+The table is created on first use, and again when a call finds it missing (deleted, or Azurite's data lost
+under ``make run``): otherwise every message would fail, and be dead-lettered, until the process restarts.
+
 Records older than the retention (``BUSBAR_HANDLED_RETENTION_DAYS``, default 7: longer than any broker
 duplicate-detection window) are deleted by :meth:`HandledRecords.purge` (the re-drive timer calls it): a
 query over the whole table for old record rows (a scan, filtered by the service), then one delete each. The
@@ -27,8 +30,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from azure.core import MatchConditions
-from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
-from azure.data.tables import TableClient, TableTransactionError, UpdateMode
+from azure.core.exceptions import HttpResponseError, ResourceExistsError, ResourceNotFoundError
+from azure.data.tables import TableClient, TableErrorCode, TableTransactionError, UpdateMode
 
 from shared.app_settings import AppSetting, read
 from shared.messages import IncomingMessage
@@ -103,11 +106,19 @@ class HandledRecords:
                 self._created = True
         return self._table
 
+    def _forget_if_missing(self, error: HttpResponseError) -> None:
+        # The table is gone (deleted, or the storage's data lost): the next call creates it again, rather
+        # than every message failing until the process restarts and being dead-lettered.
+        if getattr(error, "error_code", None) == TableErrorCode.TABLE_NOT_FOUND:
+            with self._lock:
+                self._created = False
+
     def get(self, partition: str, message_id: str) -> HandledRecord | None:
         """The record of ``message_id`` in ``partition``, or None when it was not handled."""
         try:
             entity = self._ready().get_entity(table_key(partition), _record_row(message_id))
-        except ResourceNotFoundError:
+        except ResourceNotFoundError as error:
+            self._forget_if_missing(error)
             return None
         chunks = [bytes(entity[f"Outbox{n}"]) for n in range(int(entity.get("Chunks") or 0))]
         handled_at = entity.get("HandledAt")
@@ -124,7 +135,8 @@ class HandledRecords:
         """A handler's row ``name`` in ``partition``, or None."""
         try:
             entity = self._ready().get_entity(table_key(partition), _data_row(name))
-        except ResourceNotFoundError:
+        except ResourceNotFoundError as error:
+            self._forget_if_missing(error)
             return None
         data = json.loads(str(entity["Data"]))
         return data if isinstance(data, dict) else None
@@ -162,6 +174,7 @@ class HandledRecords:
             code = str(getattr(error, "error_code", "") or "")
             if error.index == 0 and code.endswith("EntityAlreadyExists"):
                 return False
+            self._forget_if_missing(error)
             raise
         return True
 
@@ -172,9 +185,13 @@ class HandledRecords:
             "RowKey": _record_row(record.message_id),
             "Dispatched": True,
         }
-        self._ready().update_entity(
-            entity, mode=UpdateMode.MERGE, match_condition=MatchConditions.Unconditionally
-        )
+        try:
+            self._ready().update_entity(
+                entity, mode=UpdateMode.MERGE, match_condition=MatchConditions.Unconditionally
+            )
+        except ResourceNotFoundError as error:
+            self._forget_if_missing(error)
+            raise
 
     def purge(self, before: datetime) -> int:
         """Delete the records handled before ``before``; how many."""

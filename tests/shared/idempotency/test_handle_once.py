@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import pytest
+from azure.core.exceptions import ServiceRequestError
 from azure.data.tables import TableServiceClient
 
 from shared.app_settings import AppSetting
@@ -20,7 +21,7 @@ from shared.handlers import Endpoint, HandlerContext, HandlerRegistry
 from shared.handlers.context import OutgoingPublish
 from shared.handlers.dispatch import Complete, Retry
 from shared.idempotency.once import handle_once
-from shared.idempotency.records import HandledRecords, partition_of
+from shared.idempotency.records import HandledRecord, HandledRecords, partition_of
 from shared.messages import IncomingMessage
 from tests.azurite import table_connection_string
 
@@ -167,6 +168,42 @@ def test_a_failed_handler_commits_nothing_and_the_retry_runs_it_again(records: H
     assert ran and CALLS.handled == ["o-4"]
 
 
+class UnmarkableRecords(HandledRecords):
+    """Records whose storage becomes unreachable right after the commit (marking fails once)."""
+
+    failures = 1
+
+    def mark_dispatched(self, record: HandledRecord) -> None:
+        if self.failures:
+            self.failures -= 1
+            raise ServiceRequestError("the storage account cannot be reached")
+        super().mark_dispatched(record)
+
+
+def test_storage_unreachable_after_the_dispatch_retries_the_message_which_dispatches_the_same_again(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    CALLS.handled.clear()
+    CALLS.gate = None
+    copy = message("o-6")
+    service = TableServiceClient.from_connection_string(table_connection_string())
+    flaky = UnmarkableRecords(service.get_table_client(f"t{uuid.uuid4().hex}"))
+    dispatch = Dispatched()
+
+    outcome, ran = handle_once(ENDPOINT, copy, flaky, dispatch)
+    assert isinstance(outcome, Retry) and ran  # the handlers ran; the message is abandoned, not completed
+    assert f"storage unreachable for message {copy.message_id}" in caplog.text
+    retried, ran_again = handle_once(ENDPOINT, copy, flaky, dispatch)
+
+    assert isinstance(retried, Complete) and not ran_again
+    assert CALLS.handled == ["o-6"]
+    first, second = dispatch.outcomes  # dispatched again from the record: the same messages
+    assert invoices([first]) == invoices([second]) == [Invoiced(order_id="o-6", amount=5)]
+    record = flaky.get(partition_of("billing", copy), str(copy.message_id))
+    assert record is not None and record.dispatched
+    flaky.close()
+
+
 def test_storage_unreachable_retries_the_message_and_never_completes_it_unhandled() -> None:
     CALLS.handled.clear()
     CALLS.gate = None
@@ -180,3 +217,24 @@ def test_storage_unreachable_retries_the_message_and_never_completes_it_unhandle
     assert isinstance(outcome, Retry) and not ran
     assert "busbar.handled-records" in outcome.description
     assert CALLS.handled == []
+
+
+def test_a_records_table_deleted_under_a_running_endpoint_is_created_again_and_messages_are_handled() -> None:
+    """The table gone (deleted; locally, Azurite's data lost): the endpoint does not fail every message
+    until it restarts (each would be dead-lettered after MaxDeliveryCount), it creates the table again."""
+    CALLS.handled.clear()
+    CALLS.gate = None
+    service = TableServiceClient.from_connection_string(table_connection_string())
+    name = f"t{uuid.uuid4().hex}"
+    store = HandledRecords(service.get_table_client(name))
+    handle_once(ENDPOINT, message("o-7"), store, Dispatched())  # the table is created, and known to be
+    service.delete_table(name)
+
+    copy = message("o-8")
+    outcome, ran = handle_once(ENDPOINT, copy, store, Dispatched())
+
+    assert isinstance(outcome, Complete) and ran
+    assert CALLS.handled == ["o-7", "o-8"]
+    record = store.get(partition_of("billing", copy), str(copy.message_id))
+    assert record is not None and record.dispatched
+    store.close()
