@@ -60,6 +60,8 @@ class Complete:
     headers: Mapping[str, str] = field(default_factory=dict)
     writes: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     """The rows the handlers wrote (``context.store``), committed with the message's record."""
+    read_versions: Mapping[str, str | None] = field(default_factory=dict)
+    """The version each row had when the handlers read it (None: absent): written rows must still have it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,4 +220,5 @@ class Dispatcher:
             context.conversation_id,
             context.outgoing_headers(),
             context.store.writes,
+            context.store.versions,
         )

@@ -4,7 +4,9 @@
 partition of its ordering key (its ``SessionId``; the message id when it has none). Reads see the table as it
 is plus what the handlers wrote so far; writes are staged and committed in one transaction with the
 endpoint's record of the message id and its outgoing messages (:mod:`shared.idempotency`), so a message's
-effects are committed once or not at all, however often it is delivered::
+effects are committed once or not at all, however often it is delivered. A row read and then written
+commits only if no other message changed it meanwhile (else the message is retried and its handlers see
+the new row)::
 
     @billing.handles(OrderAccepted)
     def invoice(event: OrderAccepted, context: HandlerContext) -> None:
@@ -22,7 +24,9 @@ from typing import Any
 MAX_ROW_NAME = 200
 """Row names become part of a table row key (at most 1 KiB), with room for Busbar's prefix."""
 
-Reader = Callable[[str], dict[str, Any] | None]
+RowVersion = tuple[dict[str, Any] | None, str | None]
+"""A row as read: its data (None: absent) and its version (the table's ETag; None: absent)."""
+Reader = Callable[[str], RowVersion]
 
 
 class StoreError(ValueError):
@@ -35,13 +39,18 @@ class HandlerStore:
     def __init__(self, read: Reader | None = None) -> None:
         self._read = read
         self._writes: dict[str, dict[str, Any]] = {}
+        self._versions: dict[str, str | None] = {}
 
     def get(self, name: str) -> dict[str, Any] | None:
         """The row ``name`` as the handlers left it, else as stored, else None."""
         _check_name(name)
         if name in self._writes:
             return dict(self._writes[name])
-        return None if self._read is None else self._read(name)
+        if self._read is None:
+            return None
+        data, version = self._read(name)
+        self._versions.setdefault(name, version)
+        return data
 
     def put(self, name: str, data: Mapping[str, Any]) -> None:
         """Write the row ``name`` (replacing it) when the message's handling commits."""
@@ -56,6 +65,13 @@ class HandlerStore:
     def writes(self) -> dict[str, dict[str, Any]]:
         """The rows the handlers wrote, by name."""
         return dict(self._writes)
+
+    @property
+    def versions(self) -> dict[str, str | None]:
+        """The version of each row as the handlers first read it (None: it was absent). A row written after
+        it was read commits only if it is still at that version (optimistic concurrency: two messages of
+        one partition handled at once cannot both act on "no invoice yet"); the other is retried."""
+        return dict(self._versions)
 
 
 def _check_name(name: str) -> None:

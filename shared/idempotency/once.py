@@ -24,7 +24,7 @@ from shared.handlers.dispatch import Complete, Outcome, Retry
 from shared.handlers.endpoints import Endpoint
 from shared.handlers.store import HandlerStore
 from shared.idempotency.outbox import outbox_json, outcome_from_json
-from shared.idempotency.records import HandledRecord, HandledRecords, partition_of
+from shared.idempotency.records import HandledRecord, HandledRecords, RowChanged, partition_of
 from shared.messages import IncomingMessage
 
 log = logging.getLogger(__name__)
@@ -50,14 +50,14 @@ def handle_once(
         found = records.get(partition, message.message_id)
         if found is not None:
             return _handled_before(endpoint, found, records, dispatch), False
-        store = HandlerStore(lambda name: records.read_row(partition, name))
+        store = HandlerStore(lambda name: records.read_versioned(partition, name))
         outcome = endpoint.dispatcher().dispatch(message, store)
         if not isinstance(outcome, Complete):
             return outcome, True
         record = HandledRecord(
             endpoint.name, partition, message.message_id, outbox_json(outcome, endpoint.contracts)
         )
-        if not records.commit(record, outcome.writes):
+        if not records.commit(record, outcome.writes, outcome.read_versions):
             log.warning(
                 "%s: another copy of message %s committed first; this copy's effects are discarded",
                 endpoint.name,
@@ -66,6 +66,11 @@ def handle_once(
             twin = records.get(partition, message.message_id)
             assert twin is not None
             return _handled_before(endpoint, twin, records, dispatch), False
+    except RowChanged as conflict:
+        # Another message of the partition changed a row these handlers read: their effects are discarded
+        # and the message is retried, its handlers then seeing the row as it is now.
+        log.warning("%s: message %s will be retried: %s", endpoint.name, message.message_id, conflict)
+        return Retry(conflict, STORAGE), True
     except AzureError as error:
         return _unreachable(endpoint, message, error), False
     if outcome.outgoing:

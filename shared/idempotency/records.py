@@ -52,6 +52,10 @@ RETENTION = AppSetting(
 SETTINGS: tuple[AppSetting, ...] = (RETENTION,)
 
 
+class RowChanged(RuntimeError):
+    """A row the handlers read was changed by another message before this one committed: retry it."""
+
+
 class OutboxTooLarge(ValueError):
     """A message's outgoing messages do not fit its record."""
 
@@ -133,17 +137,30 @@ class HandledRecords:
 
     def read_row(self, partition: str, name: str) -> dict[str, Any] | None:
         """A handler's row ``name`` in ``partition``, or None."""
+        return self.read_versioned(partition, name)[0]
+
+    def read_versioned(self, partition: str, name: str) -> tuple[dict[str, Any] | None, str | None]:
+        """A handler's row ``name`` in ``partition`` and its ETag; ``(None, None)`` when absent."""
         try:
             entity = self._ready().get_entity(table_key(partition), _data_row(name))
         except ResourceNotFoundError as error:
             self._forget_if_missing(error)
-            return None
+            return None, None
         data = json.loads(str(entity["Data"]))
-        return data if isinstance(data, dict) else None
+        return (data if isinstance(data, dict) else None), entity.metadata.get("etag")
 
-    def commit(self, record: HandledRecord, writes: Mapping[str, Mapping[str, Any]]) -> bool:
+    def commit(
+        self,
+        record: HandledRecord,
+        writes: Mapping[str, Mapping[str, Any]],
+        versions: Mapping[str, str | None] | None = None,
+    ) -> bool:
         """Create ``record`` and write the handlers' rows, all or nothing; False when a record of the same
-        message id exists already (another copy committed first: nothing of this one is written)."""
+        message id exists already (another copy committed first: nothing of this one is written). A row
+        the handlers read before writing it (``versions``) is written only if it is still as read (created
+        if it was absent, replaced if its ETag still matches); otherwise :class:`RowChanged` is raised and
+        nothing is written."""
+        versions = versions or {}
         if len(record.outbox) > CHUNK * MAX_CHUNKS:
             raise OutboxTooLarge(
                 f"the outgoing messages of {record.message_id} take {len(record.outbox)} bytes; a record "
@@ -166,7 +183,13 @@ class HandledRecords:
         for name, data in writes.items():
             row = {"PartitionKey": pk, "RowKey": _data_row(name), "Kind": "row", "Name": name}
             row["Data"] = json.dumps(dict(data), separators=(",", ":"))
-            operations.append(("upsert", row, {"mode": UpdateMode.REPLACE}))
+            if name not in versions:  # written blind: last writer wins
+                operations.append(("upsert", row, {"mode": UpdateMode.REPLACE}))
+            elif versions[name] is None:  # read as absent: only if still absent
+                operations.append(("create", row))
+            else:
+                condition = {"etag": versions[name], "match_condition": MatchConditions.IfNotModified}
+                operations.append(("update", row, {"mode": UpdateMode.REPLACE, **condition}))
         try:
             self._ready().submit_transaction(operations)
         except TableTransactionError as error:
@@ -174,6 +197,11 @@ class HandledRecords:
             code = str(getattr(error, "error_code", "") or "")
             if error.index == 0 and code.endswith("EntityAlreadyExists"):
                 return False
+            if error.index > 0 and code.endswith(("EntityAlreadyExists", "UpdateConditionNotSatisfied")):
+                name = list(writes)[error.index - 1]
+                raise RowChanged(
+                    f"row {name!r} of {record.partition} was changed by another message"
+                ) from error
             self._forget_if_missing(error)
             raise
         return True

@@ -238,3 +238,41 @@ def test_a_records_table_deleted_under_a_running_endpoint_is_created_again_and_m
     record = store.get(partition_of("billing", copy), str(copy.message_id))
     assert record is not None and record.dispatched
     store.close()
+
+
+def test_two_messages_of_one_partition_acting_on_the_same_row_at_once_commit_one_and_retry_the_other(
+    records: HandledRecords,
+) -> None:
+    once = HandlerRegistry()
+    gate = threading.Barrier(2)
+
+    @once.handles(Ordered)
+    def invoice_once(event: Ordered, context: HandlerContext) -> None:
+        if context.store.get("invoice") is not None:
+            return  # invoiced already: nothing to do
+        gate.wait(10)  # both messages read "no invoice yet" before either commits
+        context.store.put("invoice", {"amount": event.amount})
+        context.publish(Invoiced(order_id=event.order_id, amount=event.amount))
+
+    endpoint = Endpoint("billing", AppSetting("Q", "test", "billing"), ContractRegistry(Ordered), once)
+    first, second = message("o-6"), message("o-6")  # two events of one order: two message ids
+    dispatched = Dispatched()
+    results: list[object] = []
+
+    def run(copy: IncomingMessage) -> None:
+        results.append(handle_once(endpoint, copy, records, dispatched)[0])
+
+    threads = [threading.Thread(target=run, args=(m,)) for m in (first, second)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    retried = [r for r in results if isinstance(r, Retry)]
+    assert len(retried) == 1 and "changed by another message" in retried[0].description
+    assert invoices(dispatched.outcomes) == [Invoiced(order_id="o-6", amount=5)]
+    # The retried message runs again and finds the order invoiced: no second invoice goes out.
+    loser = first if records.get(partition_of("billing", first), str(first.message_id)) is None else second
+    gate.reset()
+    outcome, ran = handle_once(endpoint, loser, records, dispatched)
+    assert isinstance(outcome, Complete) and ran and outcome.outgoing == ()
+    assert invoices(dispatched.outcomes) == [Invoiced(order_id="o-6", amount=5)]
