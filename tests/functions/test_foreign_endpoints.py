@@ -6,17 +6,24 @@ from __future__ import annotations
 import json
 import uuid
 from datetime import timedelta
+from typing import Any
 
 import httpx
 import pytest
 from azure.core.exceptions import ResourceNotFoundError
-from azure.mgmt.servicebus.models import SBQueue, SBQueueProperties
+from azure.mgmt.servicebus.models import SBQueue, SBQueueProperties, SBTopic, SBTopicProperties
 
 from app.sample_endpoints import sample_catalog
 from app.sample_events import sample_registry
 from app.services import provisioning_from_settings
 from shared.api import ApiRequest, guarded
 from tests.functions.busbar_app import management_for
+
+# Every queue and topic Busbar provisions on requires duplicate detection (the default window, PT10M).
+DUPLICATE_DETECTION: dict[str, Any] = {
+    "requires_duplicate_detection": True,
+    "duplicate_detection_history_time_window": timedelta(minutes=10),
+}
 
 
 def fresh(prefix: str) -> str:
@@ -52,9 +59,8 @@ def test_an_endpoint_the_app_does_not_host_gets_its_input_queue_and_subscription
 def test_an_existing_input_queue_is_adopted_as_it_is(http: httpx.Client, settings: dict[str, str]) -> None:
     endpoint = fresh("dotnet-sales")
     with management_for(settings) as management:
-        management.queues.create_or_update(
-            *management.scope, endpoint, SBQueue(properties=SBQueueProperties(max_delivery_count=3))
-        )
+        properties = SBQueueProperties(max_delivery_count=3, **DUPLICATE_DETECTION)
+        management.queues.create_or_update(*management.scope, endpoint, SBQueue(properties=properties))
 
     put = http.put(f"/api/endpoints/{endpoint}/subscriptions", json={"events": ["Tenant.CustomerCreated"]})
 
@@ -63,6 +69,28 @@ def test_an_existing_input_queue_is_adopted_as_it_is(http: httpx.Client, setting
     assert [(i["action"], i["path"]) for i in queue_items] == [("unchanged", endpoint)]
     with management_for(settings) as management:
         assert management.queues.get(*management.scope, endpoint).max_delivery_count == 3
+
+
+def test_an_existing_input_queue_without_duplicate_detection_is_409_needing_a_new_queue(
+    http: httpx.Client, settings: dict[str, str]
+) -> None:
+    # RequiresDuplicateDetection cannot be changed on an existing queue, so it is refused, never adopted.
+    endpoint = fresh("dotnet-sales")
+    with management_for(settings) as management:
+        properties = SBQueueProperties(max_delivery_count=3)
+        management.queues.create_or_update(*management.scope, endpoint, SBQueue(properties=properties))
+
+    put = http.put(f"/api/endpoints/{endpoint}/subscriptions", json={"events": ["Tenant.CustomerCreated"]})
+
+    assert put.status_code == 409, put.text
+    error = put.json()["error"]
+    assert error["code"] == "QueueNeedsNewName"
+    assert f"queue {endpoint} (the endpoint's input queue) exists" in error["details"][0]
+    assert "RequiresDuplicateDetection is off" in error["details"][0]
+    assert [i["path"] for i in error["plan"]["items"] if i["action"] == "refused"] == [endpoint]
+    assert http.get(f"/api/endpoints/{endpoint}/subscriptions").json()["subscriptions"] == []
+    with management_for(settings) as management:
+        assert management.queues.get(*management.scope, endpoint).requires_duplicate_detection is False
 
 
 def test_queue_settings_in_the_body_apply_when_the_queue_is_created(
@@ -115,7 +143,8 @@ def test_an_unknown_event_type_is_404_unless_the_body_names_its_topic(
     endpoint = fresh("legacy")
     topic = fresh("legacy-events")
     with management_for(settings) as management:
-        management.topics.create_or_update(*management.scope, topic, {})
+        properties = SBTopicProperties(**DUPLICATE_DETECTION)
+        management.topics.create_or_update(*management.scope, topic, SBTopic(properties=properties))
 
     unknown = http.put(f"/api/endpoints/{endpoint}/subscriptions", json={"events": ["Legacy.Thing"]})
     explicit = http.put(
@@ -156,7 +185,8 @@ def test_an_event_type_the_registry_does_not_know_is_unsubscribed_by_naming_its_
     endpoint = fresh("legacy")
     topic = fresh("legacy-events")
     with management_for(settings) as management:
-        management.topics.create_or_update(*management.scope, topic, {})
+        properties = SBTopicProperties(**DUPLICATE_DETECTION)
+        management.topics.create_or_update(*management.scope, topic, SBTopic(properties=properties))
     events = [{"type": "Legacy.Thing", "topic": topic}]
     put = http.put(f"/api/endpoints/{endpoint}/subscriptions", json={"events": events})
 

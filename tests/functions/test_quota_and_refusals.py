@@ -33,7 +33,7 @@ def test_a_plan_that_would_exceed_a_quota_is_409_and_creates_nothing(
     topic = f"full-{uuid.uuid4().hex[:8]}"
 
     def fill() -> None:
-        emulator.namespace.create_topic(topic, TopicProperties())
+        emulator.namespace.create_topic(topic, TopicProperties(requires_duplicate_detection=True))
         for index in range(SUBSCRIPTIONS_PER_TOPIC):
             emulator.namespace.create_subscription(topic, f"s{index}", SubscriptionProperties())
 
@@ -86,7 +86,7 @@ def _fill_with_default_subscriptions(thread: EmulatorThread, topic: str, count: 
     assert emulator is not None
 
     def fill() -> None:
-        emulator.namespace.create_topic(topic, TopicProperties())
+        emulator.namespace.create_topic(topic, TopicProperties(requires_duplicate_detection=True))
         for index in range(count):
             emulator.namespace.create_subscription(topic, f"s{index}", SubscriptionProperties())
 

@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from azure.mgmt.servicebus.models import SBQueue, SBQueueProperties
 from azure.servicebus import ServiceBusMessage, ServiceBusSubQueue
 
 from app.sample_events import InvoiceIssued
@@ -47,8 +46,12 @@ def _queues_with_a_short_delivery_limit(settings: Mapping[str, str]) -> None:
     create_queues_and_router(settings)
     with management_for(settings) as management:
         group, namespace = management.scope
-        queue = SBQueue(properties=SBQueueProperties(max_delivery_count=MAX_DELIVERY_COUNT))
-        management.queues.create_or_update(group, namespace, settings["BUSBAR_SHIPPING_QUEUE"], queue)
+        name = settings["BUSBAR_SHIPPING_QUEUE"]
+        # Read, change, write back: a PUT of max_delivery_count alone would also ask to turn off the queue's
+        # duplicate detection, which an existing queue refuses (and Busbar's provisioning then would too).
+        queue = management.queues.get(group, namespace, name)
+        queue.max_delivery_count = MAX_DELIVERY_COUNT
+        management.queues.create_or_update(group, namespace, name, queue)
 
 
 @dataclass(frozen=True, slots=True)
