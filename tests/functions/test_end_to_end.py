@@ -14,6 +14,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -426,10 +427,14 @@ def test_the_router_bridges_to_the_dedicated_topic_preserving_the_message(provis
     dedicated = "Tenant.CustomerUpdated"
     watcher = fresh("watch")
     with management_for(app.settings) as management:
-        from azure.mgmt.servicebus.models import SBSubscription, SBTopic
+        from azure.mgmt.servicebus.models import SBSubscription, SBTopic, SBTopicProperties
 
         group, namespace = management.scope
-        management.topics.create_or_update(group, namespace, dedicated, SBTopic())
+        # With duplicate detection, as Busbar creates (and requires of) every topic it publishes to.
+        deduplicated = SBTopicProperties(
+            requires_duplicate_detection=True, duplicate_detection_history_time_window=timedelta(minutes=10)
+        )
+        management.topics.create_or_update(group, namespace, dedicated, SBTopic(properties=deduplicated))
         management.subscriptions.create_or_update(group, namespace, dedicated, watcher, SBSubscription())
     customer = fresh("bridged")
     message = _legacy(
@@ -468,10 +473,14 @@ def test_the_router_gives_a_bridged_event_without_a_session_id_its_ordering_key(
     dedicated = "Tenant.CustomerUpdated"
     watcher = fresh("watch")
     with management_for(app.settings) as management:
-        from azure.mgmt.servicebus.models import SBSubscription, SBTopic
+        from azure.mgmt.servicebus.models import SBSubscription, SBTopic, SBTopicProperties
 
         group, namespace = management.scope
-        management.topics.create_or_update(group, namespace, dedicated, SBTopic())
+        # With duplicate detection, as Busbar creates (and requires of) every topic it publishes to.
+        deduplicated = SBTopicProperties(
+            requires_duplicate_detection=True, duplicate_detection_history_time_window=timedelta(minutes=10)
+        )
+        management.topics.create_or_update(group, namespace, dedicated, SBTopic(properties=deduplicated))
         management.subscriptions.create_or_update(group, namespace, dedicated, watcher, SBSubscription())
     customer = fresh("unkeyed")
     message = _legacy(

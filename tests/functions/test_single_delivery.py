@@ -13,13 +13,20 @@ import json
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 from azure.core.exceptions import ResourceNotFoundError
-from azure.mgmt.servicebus.models import SBQueue, SBSubscription, SBSubscriptionProperties, SBTopic
+from azure.mgmt.servicebus.models import (
+    SBQueue,
+    SBSubscription,
+    SBSubscriptionProperties,
+    SBTopic,
+    SBTopicProperties,
+)
 
 from app import runtime
 from devhost.testing import running_host
@@ -192,7 +199,11 @@ def test_the_router_sends_no_copy_to_a_subscriber_that_got_the_event_on_the_fall
     with management_for(app.settings) as management:
         group, namespace = management.scope
         management.queues.create_or_update(group, namespace, watcher, SBQueue())
-        management.topics.create_or_update(group, namespace, topic, SBTopic())
+        # With duplicate detection, as Busbar creates (and requires of) every topic it publishes to.
+        deduplicated = SBTopicProperties(
+            requires_duplicate_detection=True, duplicate_detection_history_time_window=timedelta(minutes=10)
+        )
+        management.topics.create_or_update(group, namespace, topic, SBTopic(properties=deduplicated))
         for target in (crm, watcher):
             management.subscriptions.create_or_update(
                 group,
