@@ -8,6 +8,12 @@ tests/journeys/typed_app.py), fails in the sample billing handler and is dead-le
 * the re-drive timer re-drives it twice, archives it the third time, and ``make replay`` sends it on;
 * or an operator retries it from the console, while the router bridges it to its dedicated topic.
 
+Every queue and topic of the app requires duplicate detection (issue 35), and every hop re-sends under the
+order's own MessageId: a re-drive or a retry inside the target's window would be dropped by the broker, so
+the re-drive holds it until the window has passed (``duplicate-window``, shared/redrive/guards.py). The app
+gets Azure's shortest window (``BUSBAR_DUPLICATE_DETECTION_WINDOW=PT20S``) so the journeys wait for it, and
+the console's journey sees the hold itself: a retry right after the dead-lettering is held, not sent.
+
 What arrives is read with qpid-proton (tests/journeys/amqp_reader.py), which names every property's AMQP
 type, and compared with docs/operations.md's table ("Application property types on every hop"): the
 re-drive, the console retry, the archive and the replay keep every property with its AMQP type (Busbar's
@@ -43,6 +49,8 @@ from tests.journeys.typed_app import (
 from tests.shared.envelope.wire_types import DESCRIBED, DESCRIBED_EXACT, EXACT, MOMENT, SENT
 
 BILLING = "billing"
+WINDOW = "PT20S"
+"""The app's duplicate-detection window: Azure's minimum, so re-drives wait as little as the broker allows."""
 INSPECTION_QUEUE = "orders"  # emulator/sample-config.json: a queue no function consumes
 DEDICATED_TOPIC = "Shipping.OrderAccepted"  # a topic named after the contract: the router bridges to it
 AUDIT = "audit"  # an endpoint the app does not host, subscribed on the dedicated topic
@@ -101,6 +109,7 @@ def test_a_typed_dotnet_message_is_redriven_twice_archived_and_replayed_intact(t
     order = dotnet_order()
     with typed_app(
         tmp_path / "app",
+        BUSBAR_DUPLICATE_DETECTION_WINDOW=WINDOW,  # each re-drive waits for billing's window (docstring)
         BUSBAR_REDRIVE_SCHEDULE="*/3 * * * * *",
         BUSBAR_REDRIVE_ENTITIES=BILLING,
         BUSBAR_REDRIVE_MAX_REDRIVES="2",
@@ -134,6 +143,7 @@ def test_a_typed_dotnet_message_is_retried_from_the_console_and_bridged_to_its_d
     order = dotnet_order()
     with typed_app(
         tmp_path / "app",
+        BUSBAR_DUPLICATE_DETECTION_WINDOW=WINDOW,  # the retry waits for billing's window: see the docstring
         BUSBAR_REDRIVE_SCHEDULE="0 0 0 1 1 *",  # the timer stays out of the way: the operator retries
         BUSBAR_ROUTER_SNAPSHOT_SECONDS="1",
     ) as app:
@@ -147,12 +157,17 @@ def test_a_typed_dotnet_message_is_retried_from_the_console_and_bridged_to_its_d
         app.publish(order)
 
         failure = eventually(lambda: _billing_failure(app), "billing dead-lettering the order", app)
-        retried = app.http.post(
-            "/api/ops/failures/retry",
-            json={"entity": BILLING, "sequenceNumbers": [failure["sequenceNumber"]]},
+        # Billing saw the order's MessageId moments ago: a copy sent now would be dropped, so it is held.
+        held = _retry(app, failure["sequenceNumber"])
+        assert held["totals"]["held"] == 1 and held["totals"]["redriven"] == 0, held
+        assert held["decisions"] == {BILLING: {"duplicate-window": 1}}, held
+        still = _billing_failure(app)
+        assert still is not None and still["sequenceNumber"] == failure["sequenceNumber"]  # still there
+        # Once billing's window has passed, the same retry sends it.
+        retried = eventually(
+            lambda: _sent(_retry(app, failure["sequenceNumber"])), "the retry past billing's window", app
         )
-        assert retried.status_code == 200, retried.text
-        assert retried.json()["summary"]["totals"]["redriven"] == 1, retried.text
+        assert retried["totals"]["redriven"] == 1, retried
 
         # The retried copy fails in billing again and is dead-lettered: read it there, as it was re-sent.
         [again] = eventually(
@@ -185,3 +200,21 @@ def _billing_failure(app: TypedApp) -> dict[str, Any] | None:
     groups = app.http.get("/api/ops/failures").json()["groups"]
     messages = [m for g in groups for m in g["messages"] if m["entity"] == BILLING]
     return messages[0] if messages else None
+
+
+def _retry(app: TypedApp, sequence_number: int) -> dict[str, Any]:
+    """The console's retry of billing's dead-lettered message ``sequence_number``: the run's summary."""
+    response = app.http.post(
+        "/api/ops/failures/retry", json={"entity": BILLING, "sequenceNumbers": [sequence_number]}
+    )
+    assert response.status_code == 200, response.text
+    summary: dict[str, Any] = response.json()["summary"]
+    return summary
+
+
+def _sent(summary: dict[str, Any]) -> dict[str, Any] | None:
+    """``summary`` when its run sent the message; ``None`` while it is held for the duplicate window."""
+    if summary["totals"]["held"] == 1:
+        assert summary["decisions"] == {BILLING: {"duplicate-window": 1}}, summary
+        return None
+    return summary
