@@ -19,12 +19,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from azure.mgmt.servicebus.models import SBQueue, SBQueueProperties
 from azure.servicebus import ServiceBusMessage, ServiceBusSubQueue
 
 from app.sample_events import InvoiceIssued
 from devhost.testing import running_host
 from emulator.server import EmulatorThread
+from shared.api.provisioning.service import entity_defaults
 from shared.contracts import ENCLOSED_MESSAGE_TYPES, enclosed_types_header
+from shared.topology.queues import endpoint_queues
 from tests.functions.busbar_app import (
     HOST_JSON,
     app_settings,
@@ -46,12 +49,18 @@ def _queues_with_a_short_delivery_limit(settings: Mapping[str, str]) -> None:
     create_queues_and_router(settings)
     with management_for(settings) as management:
         group, namespace = management.scope
-        name = settings["BUSBAR_SHIPPING_QUEUE"]
-        # Read, change, write back: a PUT of max_delivery_count alone would also ask to turn off the queue's
-        # duplicate detection, which an existing queue refuses (and Busbar's provisioning then would too).
-        queue = management.queues.get(group, namespace, name)
-        queue.max_delivery_count = MAX_DELIVERY_COUNT
-        management.queues.create_or_update(group, namespace, name, queue)
+        # The queue keeps the duplicate detection it was created with: a PUT leaving it out would ask to turn
+        # it off, which an existing queue refuses (RequiresDuplicateDetection cannot change).
+        window = entity_defaults(settings).duplicate_detection_window
+        [spec] = endpoint_queues(
+            settings["BUSBAR_SHIPPING_QUEUE"], ordered=False, duplicate_detection_window=window
+        )
+        properties = SBQueueProperties(
+            max_delivery_count=MAX_DELIVERY_COUNT,
+            requires_duplicate_detection=spec.requires_duplicate_detection,
+            duplicate_detection_history_time_window=spec.duplicate_detection_window,
+        )
+        management.queues.create_or_update(group, namespace, spec.name, SBQueue(properties=properties))
 
 
 @dataclass(frozen=True, slots=True)
