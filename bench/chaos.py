@@ -33,6 +33,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import shutil
 import signal
 import sys
@@ -57,6 +58,9 @@ from bench.chaos_faults import KINDS, ROUND, FaultScheduler, Supervisor  # noqa:
 from bench.chaos_load import EventFactory, Publisher, PublishLog  # noqa: E402
 
 RESULT_FILE = ROOT / "bench" / "results" / "chaos.json"
+STORAGE_UNREACHABLE = "storage unreachable for message"  # shared.idempotency.once's log lines
+TWIN = "committed first; this copy's effects are discarded"
+HANDLED_BEFORE = "completed without its handlers"  # shared.handlers.subscriber's
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -105,6 +109,12 @@ def read_probe(path: Path) -> list[Handled]:
             Handled(entry["endpoint"], entry["key"], float(entry["at"]), entry.get("message_id") or None)
         )
     return records
+
+
+def count_lines(path: Path, text: str) -> int:
+    """How many lines of ``path`` contain ``text``."""
+    with path.open(errors="replace") as lines:
+        return sum(1 for line in lines if text in line)
 
 
 def steal_messages(supervisor: Supervisor, count: int, stop: threading.Event) -> list[str]:
@@ -230,7 +240,21 @@ def _run(
             "skipped_and_dealt_again": dict(faults.skipped),
             "host_restarts": dict(supervisor.restarts),
             "host_restart_seconds": [round(s, 1) for s in supervisor.downtimes],
+            # Messages retried because storage could not be reached (the endpoints' log line): how often an
+            # Azurite outage outlasted the storage client's own retries.
+            "azurite_away_seconds": [
+                float(m.group(1))
+                for f in faults.faults
+                if (m := re.search(r"again as \d+ after ([\d.]+) s", f.detail))
+            ],
+            "storage_unreachable_retries": count_lines(work / "make-run.log", STORAGE_UNREACHABLE),
             "log": [{"kind": f.kind, "at": round(f.at, 3), "detail": f.detail} for f in faults.faults],
+        },
+        # Deliveries the endpoints recognised as handled before and completed without their handlers, and
+        # copies whose twin committed first (their effects discarded): the store at work (the log's lines).
+        "store": {
+            "completed_as_handled_before": count_lines(work / "make-run.log", HANDLED_BEFORE),
+            "discarded_as_twin": count_lines(work / "make-run.log", TWIN),
         },
         "recovery": recovery_by_kind(faults.faults, times),
         **accounting,
