@@ -293,11 +293,12 @@ bench-all: $(STAMP) $(AZURITE_STAMP) ## Run every benchmark in bench/ (emulator,
 	@$(require_java17)
 	$(VPY) bench/replay.py
 
-# The whole app under faults (kill -9 of the worker and of `make run`, garbage input, re-drives while
-# events flow), then every accepted event accounted for; writes bench/results/chaos.json, fails on a loss.
+# The whole app under faults (kill -9 of the worker and of `make run`, Azurite stopped, garbage input,
+# re-drives while events flow), then every accepted event accounted for and the side effects counted from the
+# endpoints' table; writes bench/results/chaos.json, fails on a loss or a duplicate side effect.
 DURATION ?= 600
 SEED ?= 29
-chaos: $(STAMP) ## Chaos run: load + faults for DURATION seconds (SEED=...), 0 events lost or it fails
+chaos: $(STAMP) $(AZURITE_STAMP) ## Chaos run: load + faults for DURATION seconds (SEED=...), 0 events lost or it fails
 	$(VPY) bench/chaos.py --duration $(DURATION) --seed $(SEED)
 
 clean: ## Remove .data/ and tool caches (keeps .venv)

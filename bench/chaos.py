@@ -4,16 +4,21 @@ Starts the app as ``make run`` does (its own data directory, OS-picked ports), p
 sample contract through ``POST /api/events/{eventType}`` at a steady rate (valid ones, poison ones and
 ``Billing.PaymentReceived``, which nobody subscribes to: ``bench/chaos_load.py``) and meanwhile injects
 faults at seeded random intervals (``bench/chaos_faults.py``): kill -9 of the worker, kill -9 of the whole
-``make run`` (then ``make run`` again on the same data), bursts of invalid HTTP requests and garbage AMQP
+``make run`` (then ``make run`` again on the same data), Azurite (the app's storage) stopped while events
+flow and started again by devhost, bursts of invalid HTTP requests and garbage AMQP
 connections, the re-drive timer and a console retry.
 
 The sample handlers record what they handled in a durable probe file (``BUSBAR_PROBE_RECORD``,
 ``app/probe.py``). At the end the run drains, runs the re-drive once more (``python -m shared.redrive run``)
 and accounts for every accepted event per endpoint: handled (how many times), dead-lettered, archived, or
 lost; an event nobody subscribes to, per the fallback router: archived as ``NoMatchingSubscription`` or lost
-(``bench/chaos_accounting.py``). It writes ``bench/results/chaos.json`` and exits 1 when an event is
-lost or parked instead of handled, when an event nobody subscribes to was handled, or when a fault kind was
-injected fewer than ``--min-faults-per-kind`` times. ``--simulate-loss N`` takes N messages off the crm
+(``bench/chaos_accounting.py``). Then it counts the side effects the endpoints committed to their table
+(invoices, shipments, CRM's committed handlings) per order: a second one is a **duplicate side effect**, none
+for an event owed handling a **missing** one (``bench/chaos_effects.py``); handler invocations that ran more
+than once (probe lines) are reported apart, as repeated invocations. It writes ``bench/results/chaos.json``
+and exits 1 when an event is lost or parked instead of handled, when an event nobody subscribes to was
+handled, on any duplicate or missing side effect, or when a fault kind was injected fewer than
+``--min-faults-per-kind`` times. ``--simulate-loss N`` takes N messages off the crm
 queue during the load and completes them unhandled, as a handler that completes without doing its work
 would: the run must then fail.
 
@@ -28,6 +33,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import shutil
 import signal
 import sys
@@ -47,10 +53,14 @@ if str(ROOT) not in sys.path:
 from bench import chaos_drain  # noqa: E402
 from bench.chaos_accounting import Handled, account, recovery_by_kind, recovery_times  # noqa: E402
 from bench.chaos_app import AppProcess  # noqa: E402
+from bench.chaos_effects import side_effects  # noqa: E402
 from bench.chaos_faults import KINDS, ROUND, FaultScheduler, Supervisor  # noqa: E402
 from bench.chaos_load import EventFactory, Publisher, PublishLog  # noqa: E402
 
 RESULT_FILE = ROOT / "bench" / "results" / "chaos.json"
+STORAGE_UNREACHABLE = "storage unreachable for message"  # shared.idempotency.once's log lines
+TWIN = "committed first; this copy's effects are discarded"
+HANDLED_BEFORE = "completed without its handlers"  # shared.handlers.subscriber's
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -95,8 +105,16 @@ def read_probe(path: Path) -> list[Handled]:
     records = []
     for line in path.read_text().splitlines():
         entry = json.loads(line)
-        records.append(Handled(entry["endpoint"], entry["key"], float(entry["at"])))
+        records.append(
+            Handled(entry["endpoint"], entry["key"], float(entry["at"]), entry.get("message_id") or None)
+        )
     return records
+
+
+def count_lines(path: Path, text: str) -> int:
+    """How many lines of ``path`` contain ``text``."""
+    with path.open(errors="replace") as lines:
+        return sum(1 for line in lines if text in line)
 
 
 def steal_messages(supervisor: Supervisor, count: int, stop: threading.Event) -> list[str]:
@@ -189,10 +207,12 @@ def _run(
             break
     end_state = chaos_drain.in_flight(app)
     parked = chaos_drain.dead_letters(app) + chaos_drain.archived(settings["BUSBAR_ARCHIVE_URL"])
+    rows, commits = chaos_drain.committed(app)
     supervisor.stop()
 
     handled = read_probe(work / "probe.jsonl")
     accounting = account(published.accepted, handled, parked)
+    effects = side_effects(published.accepted, rows, commits, handled)
     times = recovery_times(faults.faults, published.accepted, handled)
     injected = {kind: sum(1 for f in faults.faults if f.kind == kind) for kind in KINDS}
     report: dict[str, Any] = {
@@ -220,10 +240,25 @@ def _run(
             "skipped_and_dealt_again": dict(faults.skipped),
             "host_restarts": dict(supervisor.restarts),
             "host_restart_seconds": [round(s, 1) for s in supervisor.downtimes],
+            # Messages retried because storage could not be reached (the endpoints' log line): how often an
+            # Azurite outage outlasted the storage client's own retries.
+            "azurite_away_seconds": [
+                float(m.group(1))
+                for f in faults.faults
+                if (m := re.search(r"again as \d+ after ([\d.]+) s", f.detail))
+            ],
+            "storage_unreachable_retries": count_lines(work / "make-run.log", STORAGE_UNREACHABLE),
             "log": [{"kind": f.kind, "at": round(f.at, 3), "detail": f.detail} for f in faults.faults],
+        },
+        # Deliveries the endpoints recognised as handled before and completed without their handlers, and
+        # copies whose twin committed first (their effects discarded): the store at work (the log's lines).
+        "store": {
+            "completed_as_handled_before": count_lines(work / "make-run.log", HANDLED_BEFORE),
+            "discarded_as_twin": count_lines(work / "make-run.log", TWIN),
         },
         "recovery": recovery_by_kind(faults.faults, times),
         **accounting,
+        **effects,
         "final_redrives": redrives,
         "drained": drained,
         "end_state": end_state,
@@ -238,6 +273,10 @@ def _run(
         failures.append("poison handled")
     if accounting["outcomes"].get("unrouted handled (a bug)"):
         failures.append("unrouted handled")
+    if effects["duplicate_side_effects"]:
+        failures.append(f"{effects['duplicate_side_effects']} duplicate side effects")
+    if effects["effects_missing"]:
+        failures.append(f"{effects['effects_missing']} side effects missing")
     short = [kind for kind, n in injected.items() if n < args.min_faults_per_kind]
     if short:
         failures.append(f"fewer than {args.min_faults_per_kind} faults of {short}")
@@ -245,7 +284,16 @@ def _run(
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2) + "\n")
     print(
-        json.dumps({k: report[k] for k in ("verdict", "events", "outcomes", "lost", "duplicates")}, indent=2)
+        json.dumps(
+            {
+                k: report[k]
+                for k in (
+                    *("verdict", "events", "outcomes", "lost", "duplicate_side_effects", "effects_missing"),
+                    "repeated_invocations",
+                )
+            },
+            indent=2,
+        )
     )
     print(f"chaos: {report['verdict']}; report {args.out}", flush=True)
     if not failures and args.work_dir is None:

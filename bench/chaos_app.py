@@ -1,14 +1,17 @@
 """The app under chaos: ``make run`` in its own process group, started, killed and restarted on one data
 directory, as an operator (or the platform) would.
 
-``make run`` is started with ports picked by the OS, ``DATA_DIR`` and ``SETTINGS`` of the run; its output
-goes to ``make-run.log`` and is scanned for the ready line and the banner (URL, keys, connection string).
-The worker process is found as the ``devhost.worker`` process in the group.
+``make run`` is started with ports picked by the OS, ``DATA_DIR`` and ``SETTINGS`` of the run (its install
+prerequisites taken as made: :data:`INSTALLED`); its output goes to ``make-run.log`` and is scanned for the
+ready line and the banner (URL, keys, connection strings).
+The worker process is found as the ``devhost.worker`` process in the group; Azurite (in a process group of
+its own, see ``devhost.azurite``) by the pid devhost records beside its data.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import signal
@@ -19,7 +22,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from devhost.azurite import PID_FILE as AZURITE_PID_FILE
+
 READY = "devhost ready: "
+# make run's install prerequisites, taken as made (``-o``): ``make chaos`` installs them before the run, and
+# a make run that reinstalled them itself (a checkout newer than their stamps) would do it mid-run, under
+# the app's feet, and in a worktree that shares them with others (symlinks), under theirs.
+INSTALLED = ("-o", ".venv/.installed", "-o", "tools/azurite/node_modules/.installed")
 GAVE_UP = "failed too often to be restarted again"
 
 
@@ -32,6 +41,7 @@ class AppInfo:
     host_key: str
     connection_string: str
     management_endpoint: str
+    storage_connection_string: str
 
     @property
     def amqp_port(self) -> int:
@@ -56,6 +66,7 @@ def parse_banner(lines: list[str]) -> AppInfo:
         host_key=value(r"^Host key:\s+(\S+)"),
         connection_string=value(r"^Service Bus connection string: (\S+)"),
         management_endpoint=value(r"^Emulator management \(ARM\): (\S+)"),
+        storage_connection_string=value(r"^AzureWebJobsStorage: (\S+)"),
     )
 
 
@@ -83,7 +94,8 @@ class AppProcess:
         self._ready.clear()
         self.process = subprocess.Popen(
             [
-                *("make", "--no-print-directory", "run", "HTTP_PORT=0", "AMQP_PORT=0", "MANAGEMENT_PORT=0"),
+                *("make", "--no-print-directory", *INSTALLED),
+                *("run", "HTTP_PORT=0", "AMQP_PORT=0", "MANAGEMENT_PORT=0"),
                 "MANAGEMENT_TLS_PORT=0",
                 "AMQPS_PORT=0",
                 *("AZURITE_BLOB_PORT=0", "AZURITE_QUEUE_PORT=0", "AZURITE_TABLE_PORT=0"),
@@ -142,6 +154,17 @@ class AppProcess:
             if group == self.process.pid and "devhost.worker" in cmdline:
                 found.append(int(entry.name))
         return found
+
+    def azurite_pid(self) -> int | None:
+        """The Azurite devhost runs on this run's data (the pid it records beside the data), if it runs."""
+        location = self.data_dir / "azurite"
+        try:
+            pid = int(json.loads((location / AZURITE_PID_FILE).read_text())["pid"])
+            command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        arguments = [part.decode(errors="replace") for part in command]
+        return pid if any("azurite" in a for a in arguments) and str(location) in arguments else None
 
     def kill(self) -> None:
         """kill -9 of the whole process group (make, devhost with its emulator, the worker)."""

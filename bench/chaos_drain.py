@@ -1,5 +1,6 @@
 """The end of a chaos run: drain the endpoints, run the re-drive once more, and take the inventory of
-what is parked (dead-letter queues, the archive) and what is still in flight."""
+what is parked (dead-letter queues, the archive), what is still in flight, and what the endpoints committed
+to their table (the records of handled message ids and the handlers' rows)."""
 
 from __future__ import annotations
 
@@ -13,11 +14,14 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from azure.data.tables import TableClient
 from azure.servicebus import ServiceBusClient, ServiceBusSubQueue
 
 from bench.chaos_accounting import Parked, endpoint_of
 from bench.chaos_app import AppInfo
+from bench.chaos_effects import Commit, EffectRow, commit_of, effect_row
 from shared.archive.reader import read_archive
+from shared.idempotency.records import TABLE_NAME, HandledRecords
 from shared.router.decision import NO_MATCHING_SUBSCRIPTION
 
 FALLBACK_TOPIC_PREFIX = "busbar-fallback/"
@@ -145,3 +149,12 @@ def archived(archive_url: str) -> list[Parked]:
         reason = f"{row.get('decision')} ({row.get('dead_letter_reason') or 'no reason'})"
         found.append(Parked(endpoint_of(entity), key, "archive", reason))
     return found
+
+
+def committed(app: AppInfo) -> tuple[list[EffectRow], list[Commit]]:
+    """Every handler's row and every record of a handled message in the app's table (Azurite)."""
+    records = HandledRecords(TableClient.from_connection_string(app.storage_connection_string, TABLE_NAME))
+    try:
+        return [effect_row(e) for e in records.rows("row")], [commit_of(e) for e in records.rows("record")]
+    finally:
+        records.close()

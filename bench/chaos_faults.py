@@ -7,6 +7,15 @@ Kinds (each injected at random times from the run's seeded generator, see :class
   that gave up exits, and the supervisor starts ``make run`` again, counted as a recycle.
 - ``kill-host``: kill -9 of the whole ``make run`` process group, then ``make run`` again on the same data.
 - ``garbage``: a burst of invalid HTTP requests (none may be accepted) and garbage AMQP connections.
+- ``kill-azurite``: the storage account goes away while events flow: Azurite (the app's
+  ``AzureWebJobsStorage``, where every endpoint records the message ids it handled and the sample's invoices
+  and shipments) is stopped with SIGTERM, and devhost starts it again on the same ports and data
+  (``devhost.azurite_service``); the fault waits until it is back and reports how long storage was away.
+  SIGTERM, not SIGKILL: Azurite keeps its tables in memory and saves them every 5 s, so a SIGKILL loses
+  writes it had already acknowledged, which Azure Storage never does once it answered (its writes are
+  durable before the response). Such a loss would show up here as an event handled twice for a reason
+  Azure cannot produce; an outage (requests refused, then served again with everything acknowledged
+  kept) is what an app on Azure can meet, and is what this fault makes.
 - ``redrive``: a console retry of the first failure group (``POST /api/ops/failures/retry``, tried again
   while the timer's run holds the instance's re-drive lock) and the re-drive timer run now
   (``POST /admin/functions/redrive_dead_letters``), while the load goes on.
@@ -29,10 +38,11 @@ import httpx
 
 from bench.chaos_app import AppInfo, AppProcess
 
-KINDS = ("kill-worker", "kill-host", "garbage", "redrive")
+KINDS = ("kill-worker", "kill-host", "kill-azurite", "garbage", "redrive")
 # One round of faults, shuffled: two worker kills per round, so that now and then three come between two
 # host kills and the host gives up on its worker (3 errors in 30 minutes) and stops to be recycled.
-ROUND = ("kill-worker", "kill-worker", "kill-host", "garbage", "redrive")
+ROUND = ("kill-worker", "kill-worker", "kill-host", "kill-azurite", "garbage", "redrive")
+AZURITE_BACK_TIMEOUT = 120.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +135,25 @@ def kill_host(supervisor: Supervisor, rng: random.Random) -> str:
     return f"killed make run group {pid}; started again"
 
 
+def kill_azurite(supervisor: Supervisor, rng: random.Random) -> str:
+    app = supervisor.app
+    pid = app.azurite_pid()
+    if pid is None:
+        return "skipped: no Azurite process (it is being started)"
+    began = time.monotonic()
+    os.kill(pid, signal.SIGTERM)
+    deadline = began + AZURITE_BACK_TIMEOUT
+    while time.monotonic() < deadline and app.running():
+        again = app.azurite_pid()
+        if again is not None and again != pid:
+            away = time.monotonic() - began
+            return f"SIGTERM to Azurite {pid}; devhost started it again as {again} after {away:.1f} s"
+        time.sleep(0.1)
+    if not app.running():
+        return f"SIGTERM to Azurite {pid}; make run ended before Azurite was back"
+    return f"SIGTERM to Azurite {pid}; not back within {AZURITE_BACK_TIMEOUT:g} s"
+
+
 INVALID_REQUESTS: tuple[tuple[str, str, str | None, bytes], ...] = (
     # (method, path, key: "host" | "none", body)
     ("POST", "/api/events/Shipping.OrderAccepted", None, b'{"order_id": "no-key"}'),
@@ -208,6 +237,7 @@ def redrive(supervisor: Supervisor, rng: random.Random) -> str:
 INJECTORS: dict[str, Callable[[Supervisor, random.Random], str]] = {
     "kill-worker": kill_worker,
     "kill-host": kill_host,
+    "kill-azurite": kill_azurite,
     "garbage": garbage,
     "redrive": redrive,
 }

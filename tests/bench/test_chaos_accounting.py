@@ -1,13 +1,18 @@
 """The chaos run's accounting (bench/chaos_accounting.py): every accepted event per endpoint that owes it
 something is handled, parked (dead-lettered or archived) or lost, an event nobody subscribes to is archived
-by the fallback router or lost, and a handler that completed without recording shows up as a loss."""
+by the fallback router or lost, and a handler that completed without recording shows up as a loss; the
+side effects the endpoints committed to their table (bench/chaos_effects.py) are counted per order, so a
+second invoice, shipment or committed CRM handling is a duplicate side effect and none is a missing one,
+while handler invocations that ran more than once are reported apart."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from bench.chaos_accounting import Handled, Parked, account, endpoint_of, recovery_by_kind, recovery_times
 from bench.chaos_drain import archived
+from bench.chaos_effects import Commit, EffectRow, commit_of, effect_row, partition_endpoint, side_effects
 from bench.chaos_faults import Fault
 from bench.chaos_load import (
     HANDLED,
@@ -23,6 +28,7 @@ from shared.archive.writer import ArchiveWriter
 from shared.messages import IncomingMessage
 from shared.router.decision import RouterDecision
 from shared.router.service import ArchivingRecorder
+from shared.table_keys import table_key
 
 UNROUTED_ARCHIVED = Parked(ROUTER, "u", "archive", "NoMatchingSubscription (NoMatchingSubscription)")
 
@@ -81,8 +87,13 @@ def test_a_run_where_everything_was_handled_or_parked_as_owed_loses_nothing() ->
 
     assert report["lost"] == 0
     assert report["outcomes"] == {"handled": 4, "poison dead-lettered or archived": 1}
-    assert report["duplicates"]["events_handled_more_than_once"] == 3
-    assert report["duplicates"]["most_handlings_of_one_event"] == 2
+    assert report["repeated_invocations"]["events_invoked_more_than_once"] == 3
+    assert report["repeated_invocations"]["extra_invocations_by_endpoint"] == {
+        "billing": 1,
+        "crm": 1,
+        "shipping": 1,
+    }
+    assert report["repeated_invocations"]["most_invocations_for_one_event"] == 2
 
 
 def test_a_handler_that_completed_without_recording_is_a_loss_named_by_key_and_endpoint() -> None:
@@ -168,3 +179,111 @@ def test_recovery_is_the_time_until_the_first_event_accepted_after_the_fault_is_
 def test_an_entity_path_names_its_endpoint() -> None:
     assert endpoint_of("billing") == "billing"
     assert endpoint_of("busbar-fallback/Subscriptions/crm") == "crm"
+
+
+def _row(endpoint: str, name: str, order: str, message_id: str = "m") -> dict[str, object]:
+    """A handler's row entity as shared.idempotency.records writes it."""
+    return {
+        "PartitionKey": table_key(f"{endpoint}|{message_id}"),
+        "RowKey": "d|x",
+        "Kind": "row",
+        "Name": name,
+        "Data": json.dumps({"order_id": order, "invoice_id": f"INV-{order}"}),
+    }
+
+
+def _committed_everywhere(item: AcceptedEvent) -> tuple[list[EffectRow], list[Commit], list[Handled]]:
+    """An order invoiced, shipped and followed by CRM once each, as the table and the probe show it."""
+    key = item.event.key
+    rows = [effect_row(_row("billing", "invoice", key)), effect_row(_row("shipping", "shipment", key))]
+    handled = [Handled(e, key, 1.0, f"{e}-{key}") for e in ("billing", "crm", "shipping")]
+    commits = [commit_of({"Endpoint": h.endpoint, "MessageId": h.message_id}) for h in handled]
+    return rows, commits, handled
+
+
+def test_a_stored_row_is_read_as_the_endpoint_of_its_partition_and_the_order_its_data_names() -> None:
+    assert effect_row(_row("shipping", "shipment", "o-1", "some|id")) == EffectRow(
+        "shipping", "shipment", "o-1"
+    )
+    assert commit_of({"Endpoint": "crm", "MessageId": "m-1"}) == Commit("crm", "m-1")
+    assert partition_endpoint("not base64 at all!") == "?"
+
+
+def test_an_order_invoiced_shipped_and_followed_once_has_no_duplicate_or_missing_side_effect() -> None:
+    item = _accepted("k1")
+    rows, commits, handled = _committed_everywhere(item)
+
+    report = side_effects([item], rows, commits, handled)
+
+    assert report["duplicate_side_effects"] == 0 and report["effects_missing"] == 0
+    assert report["effects_counted"]["orders_with_rows"] == {"billing": 1, "shipping": 1}
+    assert report["effects_counted"]["records_by_endpoint"] == {"billing": 1, "crm": 1, "shipping": 1}
+
+
+def test_a_second_invoice_row_for_an_order_is_a_duplicate_side_effect_whatever_its_message_id() -> None:
+    item = _accepted("k1")
+    rows, commits, handled = _committed_everywhere(item)
+    rows.append(effect_row(_row("billing", "invoice", "k1", "another-message-id")))
+
+    report = side_effects([item], rows, commits, handled)
+
+    assert report["duplicate_side_effects"] == 1
+    assert report["duplicate_side_effect_examples"] == [{"endpoint": "billing", "key": "k1", "effects": 2}]
+
+
+def test_two_shipments_of_an_order_never_accepted_are_still_a_duplicate_side_effect() -> None:
+    rows = [effect_row(_row("shipping", "shipment", "unanswered", m)) for m in ("m1", "m2")]
+
+    report = side_effects([], rows, [], [])
+
+    assert report["duplicate_side_effects_by_endpoint"] == {"shipping": 1}
+
+
+def test_crm_committing_one_event_under_two_message_ids_is_a_duplicate_side_effect() -> None:
+    item = _accepted("c1", "Tenant.CustomerCreated")
+    handled = [Handled("crm", "c1", 1.0, "first"), Handled("crm", "c1", 2.0, "second")]
+    commits = [Commit("crm", "first"), Commit("crm", "second")]
+
+    report = side_effects([item], [], commits, handled)
+
+    assert report["duplicate_side_effects_by_endpoint"] == {"crm": 1}
+    assert report["events_committed_more_than_once"] == 1
+
+
+def test_an_invocation_that_ran_twice_but_committed_once_is_no_duplicate_side_effect() -> None:
+    item = _accepted("k1")
+    rows, commits, handled = _committed_everywhere(item)
+    # The worker was killed after billing's handler ran and before its commit: a second probe line, same id.
+    handled.append(Handled("billing", "k1", 2.0, "billing-k1"))
+
+    effects = side_effects([item], rows, commits, handled)
+    invocations = account([item], handled, [])["repeated_invocations"]
+
+    assert effects["duplicate_side_effects"] == 0
+    assert invocations["extra_invocations_by_endpoint"] == {"billing": 1}
+
+
+def test_an_event_handled_per_the_probe_without_a_committed_effect_is_a_missing_side_effect() -> None:
+    item = _accepted("k1")
+    rows, commits, handled = _committed_everywhere(item)
+    rows = [r for r in rows if r.name != "shipment"]  # shipping ran its handler; its shipment is not there
+    commits = [c for c in commits if c.endpoint != "crm"]
+
+    report = side_effects([item], rows, commits, handled)
+
+    assert report["effects_missing"] == 2
+    assert {m["endpoint"] for m in report["effects_missing_examples"]} == {"crm", "shipping"}
+    assert report["duplicate_side_effects"] == 0
+
+
+def test_a_poison_order_owes_no_invoice_and_billing_s_records_without_a_probe_line_are_counted_apart() -> (
+    None
+):
+    poison = _accepted("p", poison=True)
+    handled = [Handled("crm", "p", 1.0, "crm-p")]
+    commits = [Commit("crm", "crm-p"), Commit("billing", "found-the-order-invoiced")]
+
+    report = side_effects([poison], [], commits, handled)
+
+    assert report["effects_missing"] == 0 and report["duplicate_side_effects"] == 0
+    assert report["effects_counted"]["records_without_probe_line"] == {"billing": 1}
