@@ -34,7 +34,7 @@ def test_a_minute_of_load_under_every_kind_of_fault_loses_no_event_and_commits_n
         [
             sys.executable,
             "bench/chaos.py",
-            *("--duration", "60", "--seed", "7", "--rate", "5"),
+            *("--duration", "90", "--seed", "7", "--rate", "5"),
             *("--fault-interval", "9", "--min-faults-per-kind", "1"),
             *("--work-dir", str(tmp_path / "work"), "--out", str(report_file)),
         ],
