@@ -34,15 +34,24 @@ class DuplicateHistory:
         self.key = key
         self.seen: dict[str, int] = dict(store.message_ids(key)) if enabled else {}
 
-    def first_sighting(self, message_id: str | None, now: int) -> bool:
-        """Record ``message_id``; False when it is a duplicate inside the window."""
+    def first_sighting(self, message_id: str | None, now: int, store: Store) -> bool:
+        """Record ``message_id``; False when it is a duplicate inside the window. The record is part of
+        ``store``'s current transaction: if it rolls back, the message was not accepted and its id is
+        forgotten again, so the sender's retry is not taken for a duplicate."""
         if not self.enabled or message_id is None:
             return True
         until = self.seen.get(message_id)
         if until is not None and until > now:
             return False
         self.seen[message_id] = now + self.window_ms
+        store.on_rollback(lambda: self._restore(message_id, until))
         return True
+
+    def _restore(self, message_id: str, until: int | None) -> None:
+        if until is None:
+            self.seen.pop(message_id, None)
+        else:
+            self.seen[message_id] = until
 
     def prune(self, store: Store, now: int) -> None:
         expired = [m for m, until in self.seen.items() if until <= now]

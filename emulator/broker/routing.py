@@ -14,6 +14,7 @@ from emulator.broker.queue import MessageQueue
 from emulator.broker.rules import MessageFacts, Rule, copies_for
 from emulator.broker.store import Store
 from emulator.encoding.message import ParsedMessage, PropertiesField
+from emulator.filters.sql_lexer import FilterEvaluationError
 from emulator.limits import MAX_MESSAGE_ID_LENGTH, MAX_TRANSFER_HOPS
 
 Target = QueueEntity | TopicEntity
@@ -155,7 +156,7 @@ class Router:
         for parsed in messages:
             raw_id = parsed.prop(PropertiesField.MESSAGE_ID)
             message_id = None if raw_id is None else str(raw_id)
-            if not history.first_sighting(message_id, now):
+            if not history.first_sighting(message_id, now, self.host.store):
                 continue  # a duplicate inside the window is accepted and dropped, as in Azure
             fresh.append(parsed)
             if message_id is not None:
@@ -190,8 +191,19 @@ class Router:
             return
         now = self.host.now_ms()
         for key, rules in matches.items():
-            copies = copies_for(facts, rules)
-            self._enqueue(topic.subscriptions[key], copies, hops, now, dead_letter_source, ceiling)
+            subscription = topic.subscriptions[key]
+            try:
+                copies = copies_for(facts, rules)
+            except FilterEvaluationError as exc:
+                # A rule's action failed on this message ("Action fails if non-existent system properties
+                # were referenced"): rule evaluation failed, which the subscription dead-letters when it
+                # dead-letters on filter evaluation exceptions (SubscriptionProperties
+                # .EnableDeadLetteringOnFilterEvaluationExceptions: "forwarded to dead-letter sub queue when
+                # subscription rule evaluation fails"), or drops; the other subscriptions still get theirs.
+                if subscription.props.dead_lettering_on_filter_evaluation_exceptions:
+                    self._dead_letter_new(subscription, [facts.parsed], FILTER_EXCEPTION, str(exc), hops)
+                continue
+            self._enqueue(subscription, copies, hops, now, dead_letter_source, ceiling)
 
     def _matches_one_by_one(self, topic: TopicEntity, facts: MessageFacts) -> dict[str, list[Rule]]:
         matches: dict[str, list[Rule]] = {}

@@ -9,7 +9,7 @@ Locks are deliberately not stored: after a restart a message that was locked is 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -71,6 +71,7 @@ class Store:
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(_SCHEMA)
         self._depth = 0
+        self._on_rollback: list[Callable[[], None]] = []
 
     def close(self) -> None:
         self._db.close()
@@ -87,10 +88,28 @@ class Store:
             self._depth -= 1
             if self._depth == 0:
                 self._db.execute("ROLLBACK")
+                self._undo_in_memory()
             raise
         self._depth -= 1
         if self._depth == 0:
-            self._db.execute("COMMIT")
+            try:
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._undo_in_memory()
+                raise
+            self._on_rollback.clear()
+
+    def on_rollback(self, undo: Callable[[], None]) -> None:
+        """Run ``undo`` if the current transaction rolls back: in-memory state the broker changed with the
+        transaction's writes goes back with them (a message id remembered for duplicate detection, above
+        all, which would otherwise drop the sender's retry of a send that was never accepted)."""
+        if self._depth > 0:
+            self._on_rollback.append(undo)
+
+    def _undo_in_memory(self) -> None:
+        undo, self._on_rollback = self._on_rollback, []
+        for step in reversed(undo):
+            step()
 
     # ------------------------------------------------------------------------------------------ messages
 

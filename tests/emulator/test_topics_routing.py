@@ -23,6 +23,7 @@ send, so a peek right after ``send_messages`` sees the outcome.
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -570,6 +571,51 @@ def test_filter_evaluation_failure_dead_letters_only_where_enabled(backend: Back
             assert sorted_bodies(peek(healthy_main)) == ["poison"]
             assert peek(healthy_dlq) == []
             assert sorted_bodies(peek(catch_all_main)) == ["poison"]
+
+
+def test_a_rule_action_that_fails_dead_letters_in_its_subscription_only_and_the_send_is_accepted_once(
+    backend: Backend,
+) -> None:
+    """Rule evaluation includes the action ("Action fails if non-existent system properties were
+    referenced"; SubscriptionProperties.EnableDeadLetteringOnFilterEvaluationExceptions: "forwarded to
+    dead-letter sub queue when subscription rule evaluation fails"): the failing subscription dead-letters
+    the message (or drops it, where disabled), the others get theirs, and the send succeeds. Sent again with
+    the same MessageId into a topic with duplicate detection, it is a duplicate: the first send was
+    accepted (the emulator once failed the send, closing the connection, yet remembered the id, so the SDK's
+    retry was dropped and the message lost everywhere)."""
+    window = timedelta(minutes=1)
+    topic = create_topic(
+        backend, requires_duplicate_detection=True, duplicate_detection_history_time_window=window
+    )
+    loud = create_subscription(backend, topic, "loud", [sql_rule("halve", "1=1", "SET n = n / 0")])
+    quiet = create_subscription(
+        backend,
+        topic,
+        "quiet",
+        [sql_rule("halve", "1=1", "SET n = n / 0")],
+        dead_lettering_on_filter_evaluation_exceptions=False,
+    )
+    healthy = create_subscription(backend, topic, "healthy")
+    with sdk_client(backend) as client:
+        sender = client.get_topic_sender(topic)
+        loud_main, loud_dlq, quiet_main, quiet_dlq, healthy_main = (
+            client.get_subscription_receiver(topic, sub, sub_queue=queue)
+            for sub, queue in ((loud, None), (loud, DLQ), (quiet, None), (quiet, DLQ), (healthy, None))
+        )
+        with opened(sender, loud_main, loud_dlq, quiet_main, quiet_dlq, healthy_main):
+            for _ in range(2):
+                sender.send_messages(
+                    ServiceBusMessage("poison", message_id="m-1", application_properties={"n": 1})
+                )
+
+            assert peek(loud_main) == []
+            dead = peek(loud_dlq)
+            assert sorted_bodies(dead) == ["poison"]
+            assert dead[0].dead_letter_reason
+            assert "division by zero" in (dead[0].dead_letter_error_description or "")
+            assert peek(quiet_main) == []
+            assert peek(quiet_dlq) == []
+            assert sorted_bodies(peek(healthy_main)) == ["poison"]
 
 
 def test_each_failing_subscription_dead_letters_with_its_own_error(backend: Backend) -> None:
