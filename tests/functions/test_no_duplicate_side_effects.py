@@ -432,8 +432,17 @@ def test_table_storage_stopped_and_restarted_while_events_flow_loses_nothing_and
     for order, message_id in published.items():
         invoice = invoice_id_of(message_id)
         for endpoint, handled_id in (("billing", message_id), ("shipping", invoice)):
+            # Each copy was retried until one completed, none completed after it. Which delivery committed
+            # depends on when the outage struck: before the commit (a later delivery runs the handlers), in
+            # it (the batch may have committed with its answer lost: a later delivery finds the record) or
+            # after it (marking the record dispatched failed: the same); the effects, below, are once.
             taken = app.deliveries(endpoint, handled_id)
-            assert [d["outcome"] for d in taken if d.get("ran")] == ["Complete"], (endpoint, order, taken)
+            assert [d.get("outcome") for d in taken] == ["Retry"] * (len(taken) - 1) + ["Complete"], (
+                endpoint,
+                order,
+                taken,
+            )
+            assert sum(1 for d in taken if d["ran"]) <= 1, (endpoint, order, taken)
         assert app.recorded_ids("billing", order) == [message_id]
         assert list(app.rows("billing", order)) == ["invoice"]
         assert app.recorded_ids("shipping", order) == [invoice]
