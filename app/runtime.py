@@ -20,7 +20,7 @@ from shared.archive.writer import ArchiveWriter
 from shared.contracts import ContractRegistry
 from shared.idempotency.records import HandledRecords, handled_records_from_settings
 from shared.management import ManagementClient, ManagementSettings, SettingsError
-from shared.ordering.held_keys import STORAGE_SETTING, HeldKeys, held_keys_from_settings
+from shared.ordering.held_keys import HeldKeys, held_keys_from_settings
 from shared.redrive import settings as archive_settings
 from shared.router.service import (
     ROUTER_SUBSCRIPTION,
@@ -28,6 +28,7 @@ from shared.router.service import (
     FallbackRouter,
     snapshot_seconds,
 )
+from shared.storage_tables import storage_identity
 from shared.topology.names import HierarchyNamespace
 from shared.topology.options import TopologyOptions, load_topology_options
 from shared.topology.publisher import Publisher
@@ -130,24 +131,14 @@ class EnvironmentTransport:
 def held_keys(env: Mapping[str, str] | None = None) -> HeldKeys:
     """The cached held-key store of ``AzureWebJobsStorage`` (ordered endpoints)."""
     values = environment() if env is None else env
-    key = (
-        "held-keys",
-        values.get(STORAGE_SETTING) or "",
-        values.get(f"{STORAGE_SETTING}__tableServiceUri") or "",
-        values.get(f"{STORAGE_SETTING}__accountName") or "",
-    )
+    key = ("held-keys", *storage_identity(values))
     return _cached(key, lambda: held_keys_from_settings(values))
 
 
 def handled_records(env: Mapping[str, str] | None = None) -> HandledRecords:
     """The cached handled-message records of ``AzureWebJobsStorage`` (every endpoint's)."""
     values = environment() if env is None else env
-    key = (
-        "handled-records",
-        values.get(STORAGE_SETTING) or "",
-        values.get(f"{STORAGE_SETTING}__tableServiceUri") or "",
-        values.get(f"{STORAGE_SETTING}__accountName") or "",
-    )
+    key = ("handled-records", *storage_identity(values))
     return _cached(key, lambda: handled_records_from_settings(values))
 
 

@@ -98,7 +98,7 @@ _SETTING_MODULES: tuple[str, ...] = (
     "shared.api.provisioning.lock",
     "shared.api.provisioning.admission",
     "shared.redrive.settings",
-    "shared.ordering.held_keys",
+    "shared.storage_tables",
     "shared.idempotency.records",
 )
 

@@ -10,8 +10,8 @@ A record holds the message's outgoing messages (:mod:`.outbox`) and whether they
 created, never replaced: of two copies of one message id handled at once, the second commit fails as the
 entity exists, and that copy's effects are discarded.
 
-The table is created on first use, and again when a call finds it missing (deleted, or Azurite's data lost
-under ``make run``): otherwise every message would fail, and be dead-lettered, until the process restarts.
+The table is created on first use, and again when a call finds it missing
+(:class:`shared.storage_tables.LazyTable`).
 
 Records older than the retention (``BUSBAR_HANDLED_RETENTION_DAYS``, default 7: longer than any broker
 duplicate-detection window) are deleted by :meth:`HandledRecords.purge` (the re-drive timer calls it): a
@@ -23,18 +23,18 @@ from __future__ import annotations
 
 import contextlib
 import json
-import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from azure.core import MatchConditions
-from azure.core.exceptions import HttpResponseError, ResourceExistsError, ResourceNotFoundError
-from azure.data.tables import TableClient, TableErrorCode, TableTransactionError, UpdateMode
+from azure.core.exceptions import ResourceNotFoundError
+from azure.data.tables import TableClient, TableTransactionError, UpdateMode
 
 from shared.app_settings import AppSetting, read
 from shared.messages import IncomingMessage
+from shared.storage_tables import LazyTable, table_client
 from shared.table_keys import table_key
 
 TABLE_NAME = "busbarhandled"
@@ -98,31 +98,14 @@ class HandledRecords:
     """The handled-message records and handlers' rows of one storage account (thread-safe)."""
 
     def __init__(self, table: TableClient) -> None:
-        self._table = table
-        self._created = False
-        self._lock = threading.Lock()
-
-    def _ready(self) -> TableClient:
-        with self._lock:
-            if not self._created:
-                with contextlib.suppress(ResourceExistsError):
-                    self._table.create_table()
-                self._created = True
-        return self._table
-
-    def _forget_if_missing(self, error: HttpResponseError) -> None:
-        # The table is gone (deleted, or the storage's data lost): the next call creates it again, rather
-        # than every message failing until the process restarts and being dead-lettered.
-        if getattr(error, "error_code", None) == TableErrorCode.TABLE_NOT_FOUND:
-            with self._lock:
-                self._created = False
+        self._table = LazyTable(table)
 
     def get(self, partition: str, message_id: str) -> HandledRecord | None:
         """The record of ``message_id`` in ``partition``, or None when it was not handled."""
         try:
-            entity = self._ready().get_entity(table_key(partition), _record_row(message_id))
+            entity = self._table.ready().get_entity(table_key(partition), _record_row(message_id))
         except ResourceNotFoundError as error:
-            self._forget_if_missing(error)
+            self._table.forget_if_missing(error)
             return None
         chunks = [bytes(entity[f"Outbox{n}"]) for n in range(int(entity.get("Chunks") or 0))]
         handled_at = entity.get("HandledAt")
@@ -142,9 +125,9 @@ class HandledRecords:
     def read_versioned(self, partition: str, name: str) -> tuple[dict[str, Any] | None, str | None]:
         """A handler's row ``name`` in ``partition`` and its ETag; ``(None, None)`` when absent."""
         try:
-            entity = self._ready().get_entity(table_key(partition), _data_row(name))
+            entity = self._table.ready().get_entity(table_key(partition), _data_row(name))
         except ResourceNotFoundError as error:
-            self._forget_if_missing(error)
+            self._table.forget_if_missing(error)
             return None, None
         data = json.loads(str(entity["Data"]))
         return (data if isinstance(data, dict) else None), entity.metadata.get("etag")
@@ -191,7 +174,7 @@ class HandledRecords:
                 condition = {"etag": versions[name], "match_condition": MatchConditions.IfNotModified}
                 operations.append(("update", row, {"mode": UpdateMode.REPLACE, **condition}))
         try:
-            self._ready().submit_transaction(operations)
+            self._table.ready().submit_transaction(operations)
         except TableTransactionError as error:
             # The documented ``error_code`` ivar (set by azure-core's HttpResponseError from the response).
             code = str(getattr(error, "error_code", "") or "")
@@ -202,7 +185,7 @@ class HandledRecords:
                 raise RowChanged(
                     f"row {name!r} of {record.partition} was changed by another message"
                 ) from error
-            self._forget_if_missing(error)
+            self._table.forget_if_missing(error)
             raise
         return True
 
@@ -214,16 +197,16 @@ class HandledRecords:
             "Dispatched": True,
         }
         try:
-            self._ready().update_entity(
+            self._table.ready().update_entity(
                 entity, mode=UpdateMode.MERGE, match_condition=MatchConditions.Unconditionally
             )
         except ResourceNotFoundError as error:
-            self._forget_if_missing(error)
+            self._table.forget_if_missing(error)
             raise
 
     def purge(self, before: datetime) -> int:
         """Delete the records handled before ``before``; how many."""
-        table = self._ready()
+        table = self._table.ready()
         old = table.query_entities(
             "Kind eq 'record' and HandledAt lt @before",
             parameters={"before": before},
@@ -238,7 +221,7 @@ class HandledRecords:
 
     def rows(self, kind: str = "row") -> Iterable[dict[str, Any]]:
         """Every entity of ``kind`` (``row``: the handlers' rows; ``record``), for counts and tools."""
-        return self._ready().query_entities("Kind eq @kind", parameters={"kind": kind})
+        return self._table.ready().query_entities("Kind eq @kind", parameters={"kind": kind})
 
     def close(self) -> None:
         """Close the table client."""
@@ -247,6 +230,4 @@ class HandledRecords:
 
 def handled_records_from_settings(values: Mapping[str, str]) -> HandledRecords:
     """The records of the storage account ``AzureWebJobsStorage`` names (as the held keys')."""
-    from shared.ordering.held_keys import table_client  # one reading of the storage settings
-
     return HandledRecords(table_client(values, TABLE_NAME))

@@ -15,7 +15,8 @@ from typing import Any
 from shared.api.protocol import Misconfigured
 from shared.entity_paths import endpoint_queue_path
 from shared.handlers.endpoints import Endpoint
-from shared.ordering.held_keys import HeldKeys, StorageNotConfigured
+from shared.ordering.held_keys import HeldKeys
+from shared.storage_tables import StorageNotConfigured
 
 
 def held_keys_view(

@@ -12,8 +12,6 @@ Keys are encoded (:func:`shared.table_keys.table_key`); the raw values are kept 
 
 from __future__ import annotations
 
-import contextlib
-import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -21,41 +19,16 @@ from typing import Any
 
 from azure.core import MatchConditions
 from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
-from azure.data.tables import TableClient, TableServiceClient, UpdateMode
+from azure.data.tables import TableClient, UpdateMode
 
-from shared.app_settings import AppSetting
+from shared.storage_tables import LazyTable, table_client
 from shared.table_keys import table_key
 
 TABLE_NAME = "busbarheldkeys"
-STORAGE_SETTING = "AzureWebJobsStorage"
-
-SETTINGS: tuple[AppSetting, ...] = (
-    AppSetting(
-        STORAGE_SETTING,
-        "Local only: the storage account's connection string (make run: Azurite's). Ordered endpoints keep "
-        "their held keys in its table service. In Azure use the identity-based settings instead.",
-        secret=True,
-        local_only=True,
-    ),
-    AppSetting(
-        f"{STORAGE_SETTING}__tableServiceUri",
-        "The storage account's table service URL, reached with the managed identity (held keys of ordered "
-        "endpoints).",
-    ),
-    AppSetting(
-        f"{STORAGE_SETTING}__accountName",
-        "The storage account, reached with the managed identity, when no table service URL is set.",
-    ),
-)
-
 HELD = "held"
 """The blocker is dead-lettered: later messages of the key are parked."""
 RELEASING = "releasing"
 """The blocker is resolved: the parked messages are being handled, newer ones still wait behind them."""
-
-
-class StorageNotConfigured(ValueError):
-    """No ``AzureWebJobsStorage`` setting: an ordered endpoint cannot hold its keys."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,29 +97,20 @@ class HeldKeys:
     """The held-key rows of one storage account (thread-safe: the SDK's table client is)."""
 
     def __init__(self, table: TableClient) -> None:
-        self._table = table
-        self._created = False
-        self._lock = threading.Lock()
-
-    def _ensure_table(self) -> TableClient:
-        with self._lock:
-            if not self._created:
-                with contextlib.suppress(ResourceExistsError):
-                    self._table.create_table()
-                self._created = True
-        return self._table
+        self._table = LazyTable(table)
 
     def get(self, queue: str, key: str) -> HeldKey | None:
         """The row of ``key`` on ``queue``, or None when the key flows."""
         try:
-            return _held(self._ensure_table().get_entity(table_key(queue), table_key(key)))
-        except ResourceNotFoundError:
+            return _held(self._table.ready().get_entity(table_key(queue), table_key(key)))
+        except ResourceNotFoundError as error:
+            self._table.forget_if_missing(error)
             return None
 
     def put(self, held: HeldKey) -> HeldKey:
         """Write ``held`` (replacing the row it was read as, if any: optimistic, so a concurrent writer's
         change is never overwritten silently); the row as written."""
-        table = self._ensure_table()
+        table = self._table.ready()
         if held.etag is None:
             try:
                 written = table.create_entity(_row(held))
@@ -165,39 +129,18 @@ class HeldKeys:
 
     def delete(self, held: HeldKey) -> None:
         """Remove the row of ``held``: the key flows again."""
-        table = self._ensure_table()
+        table = self._table.ready()
         table.delete_entity(table_key(held.queue), table_key(held.key))
 
     def of_queue(self, queue: str) -> Iterator[HeldKey]:
         """Every held key of ``queue``."""
-        table = self._ensure_table()
+        table = self._table.ready()
         for entity in table.query_entities("PartitionKey eq @pk", parameters={"pk": table_key(queue)}):
             yield _held(entity)
 
     def close(self) -> None:
         """Close the table client."""
         self._table.close()
-
-
-def table_client(values: Mapping[str, str], table: str) -> TableClient:
-    """A client of ``table`` in the storage account ``AzureWebJobsStorage`` names: its connection string,
-    or the identity-based ``AzureWebJobsStorage__tableServiceUri`` / ``__accountName`` with the app's
-    identity (the connection string wins, as the Functions host resolves a connection)."""
-    connection_string = (values.get(STORAGE_SETTING) or "").strip()
-    if connection_string:
-        return TableServiceClient.from_connection_string(connection_string).get_table_client(table)
-    uri = (values.get(f"{STORAGE_SETTING}__tableServiceUri") or "").strip()
-    account = (values.get(f"{STORAGE_SETTING}__accountName") or "").strip()
-    if not uri and account:
-        uri = f"https://{account}.table.core.windows.net"
-    if not uri:
-        raise StorageNotConfigured(
-            f"Busbar keeps its endpoints' records in Table Storage: set {STORAGE_SETTING} (a connection "
-            f"string; make run sets Azurite's) or {STORAGE_SETTING}__accountName / __tableServiceUri"
-        )
-    from azure.identity import DefaultAzureCredential  # heavy; only in Azure
-
-    return TableClient(uri, table, credential=DefaultAzureCredential())
 
 
 def held_keys_from_settings(values: Mapping[str, str]) -> HeldKeys:

@@ -35,7 +35,7 @@ from app.sample_events import InvoiceIssued, OrderAccepted
 from devhost.testing import running_host
 from emulator.server import EmulatorThread
 from shared.idempotency.records import TABLE_NAME, HandledRecords
-from shared.ordering.held_keys import table_client
+from shared.storage_tables import table_client
 from shared.table_keys import table_key
 from shared.topology.message_ids import outgoing_message_id
 from shared.topology.messages import build_message
