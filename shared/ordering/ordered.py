@@ -12,6 +12,12 @@ the key's order. What happens depends on the key's row (:mod:`shared.ordering.he
   the key is released.
 - **A resume signal** (the blocker was archived, or a release was interrupted): the key is released.
 
+**The key's storage unreachable**: the invocation waits for it (up to :attr:`KeyHolding.storage_patience`,
+inside the host's lock renewal), retrying, rather than failing at once. Failing would spend a delivery per
+attempt; an outage longer than MaxDeliveryCount attempts would then have the broker dead-letter the message
+with no row to hold its key, and the key's later messages would overtake it. While the invocation waits it
+holds the key's session, so none of them can.
+
 Releasing handles the parked messages first, oldest first, each settled in the hold queue, then deletes
 the row. While the row says ``releasing``, every newer message is parked behind the others and the release
 carries on, so nothing overtakes. A parked message that fails permanently becomes the new blocker (in the
@@ -22,9 +28,12 @@ release carries on later.
 from __future__ import annotations
 
 import logging
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
+from azure.core.exceptions import AzureError, HttpResponseError
 from azure.servicebus import ServiceBusClient
 
 from shared.handlers.dispatch import Complete, DeadLetter, Outcome, Retry
@@ -53,6 +62,39 @@ class KeyHolding:
     client: ServiceBusClient
     max_delivery_count: int
     """The input queue's MaxDeliveryCount: a message on that delivery holds its key before it runs."""
+    storage_patience: float = 240.0
+    """Seconds an invocation waits for the key's storage to answer again (well inside host.json's
+    ``maxAutoLockRenewalDuration``, 10 minutes, so the session stays locked meanwhile)."""
+
+
+def _unreachable(error: AzureError) -> bool:
+    """Whether ``error`` says the storage did not answer (a refused connection, a timeout, a 5xx), as
+    opposed to an answer about the row (not found, changed), which waiting would not change."""
+    if isinstance(error, HttpResponseError):
+        return error.status_code is None or error.status_code >= 500
+    return True
+
+
+def _patiently[T](holding: KeyHolding, key: str, what: str, call: Callable[[], T]) -> T:
+    """``call()``, retried while the key's storage is unreachable, for up to ``storage_patience`` seconds."""
+    deadline = time.monotonic() + holding.storage_patience
+    pause = 1.0
+    while True:
+        try:
+            return call()
+        except AzureError as error:
+            if not _unreachable(error) or time.monotonic() + pause > deadline:
+                raise
+            log.warning(
+                "%s: storage unreachable while %s key %s; the key's messages wait (retrying in %.0f s): %s",
+                holding.queue,
+                what,
+                key,
+                pause,
+                type(error).__name__,
+            )
+        time.sleep(pause)
+        pause = min(pause * 2, 15.0)
 
 
 def _blocker(holding: KeyHolding, message: IncomingMessage, reason: str, status: str = HELD) -> HeldKey:
@@ -78,7 +120,7 @@ def process_ordered(
     key = message.session_id
     if not key:  # a session-enabled queue holds none: refused at send, so only a broker bug gets here
         return DeadLetter(MISSING_SESSION_ID, "a message of an ordered endpoint has no SessionId")
-    held = holding.keys.get(holding.queue, key)
+    held = _patiently(holding, key, "reading", lambda: holding.keys.get(holding.queue, key))
     signal = resume_target(message)
     if signal is not None:
         if held is not None and (held.status == RELEASING or not signal or held.blocker_message_id == signal):
@@ -120,7 +162,8 @@ def _handle_flowing(
 ) -> Outcome:
     tentative = None
     if (message.delivery_count or 0) >= holding.max_delivery_count:
-        tentative = holding.keys.put(_blocker(holding, message, MAX_DELIVERY_COUNT_EXCEEDED))
+        row = _blocker(holding, message, MAX_DELIVERY_COUNT_EXCEEDED)
+        tentative = _patiently(holding, row.key, "holding", lambda: holding.keys.put(row))
     outcome = process(endpoint, message, transport)
     if isinstance(outcome, DeadLetter):
         row = _blocker(holding, message, outcome.reason)

@@ -6,9 +6,15 @@ does (complete, dead-letter with the outcome's reason, abandon); the handlers fa
 
 from __future__ import annotations
 
+import logging
+import signal
+import subprocess
+import threading
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 import pytest
 from azure.data.tables import TableServiceClient
@@ -29,7 +35,7 @@ from shared.topology import Publisher
 from shared.topology.messages import build_message
 from shared.topology.names import held_queue
 from shared.topology.options import TopicRoutingMode
-from tests.azurite import table_connection_string
+from tests.azurite import start_table_service, table_connection_string
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -202,3 +208,55 @@ def test_a_resume_signal_for_a_key_that_is_not_held_by_it_changes_nothing(scene:
     assert HANDLING.handled == []
     row = scene.keys.get(scene.holding.queue, "k3")
     assert row is not None and row.parked == 1
+
+
+def _stop_gracefully(process: subprocess.Popen[bytes]) -> None:
+    process.send_signal(signal.SIGINT)  # azurite-table saves its data on SIGINT only
+    process.wait(30)
+    if process.stderr is not None:
+        process.stderr.close()
+
+
+def test_a_message_on_its_last_delivery_waits_for_unreachable_storage_and_still_holds_its_key(
+    scene: Scene, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The held keys' storage is away when a message comes on its last delivery. Failing at once would let
+    the broker dead-letter it with no row holding its key, and the key's next message would overtake it;
+    the invocation waits for the storage instead (the session stays locked), then holds the key."""
+    process, connection = start_table_service(tmp_path / "azurite")
+    port = int(connection.split("TableEndpoint=http://127.0.0.1:")[1].split("/")[0])
+    keys = held_keys_from_settings({"AzureWebJobsStorage": connection})
+    scene.holding = replace(scene.holding, keys=keys, storage_patience=90.0)
+    scene.keys = keys
+    assert keys.get(scene.holding.queue, "k4") is None  # the table exists before the outage
+    HANDLING.flaky.add("flaky")
+    flaky, _ = scene.publish("k4", "flaky", "after")
+    scene.trigger(1)  # delivery 1 fails for now and is abandoned
+
+    _stop_gracefully(process)
+    restarted: list[subprocess.Popen[bytes]] = []
+
+    def restart() -> None:
+        time.sleep(6)
+        restarted.append(start_table_service(tmp_path / "azurite", port)[0])
+
+    restarter = threading.Thread(target=restart)
+    restarter.start()
+    try:
+        with caplog.at_level(logging.WARNING, logger="shared.ordering.ordered"):
+            scene.trigger(1)  # the last delivery: waits for the storage, holds the key, fails, abandoned
+        restarter.join(90)
+        waited = [r for r in caplog.records if "storage unreachable while reading key k4" in r.getMessage()]
+        assert waited, "the invocation did not meet the outage"
+        row = keys.get(scene.holding.queue, "k4")
+        assert row is not None
+        assert (row.blocker_message_id, row.reason) == (flaky, MAX_DELIVERY_COUNT_EXCEEDED)
+        scene.trigger(1)  # the broker dead-lettered flaky; "after" is parked behind it, not handled
+        assert scene.dead_letters(scene.holding.queue) == [flaky]
+        assert HANDLING.handled == []
+        row = keys.get(scene.holding.queue, "k4")
+        assert row is not None and row.parked == 1
+    finally:
+        restarter.join(90)
+        for started in restarted:
+            _stop_gracefully(started)
