@@ -172,9 +172,16 @@ def _outside_the_checkout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
 
 
 def _apply(
-    emulator: EmulatorHandle, tmp_path: Path, ns: str, options: dict[str, Any], *events: str
+    emulator: EmulatorHandle,
+    tmp_path: Path,
+    ns: str,
+    options: dict[str, Any],
+    *events: str,
+    command: str = "apply",
+    contracts: str | None = None,
 ) -> tuple[int, dict[str, Any]]:
-    """``python -m shared.topology apply`` for queue ``crm``; the exit status and its last document."""
+    """``python -m shared.topology apply`` (or ``command``) for queue ``crm``; the exit status and its
+    last document."""
     path = tmp_path / "topology.json"
     path.write_text(json.dumps(options))
     env = {
@@ -184,7 +191,8 @@ def _apply(
         "BUSBAR_MANAGEMENT_ENDPOINT": f"http://127.0.0.1:{emulator.management_port}",
         "BUSBAR_MANAGEMENT_TOKEN": emulator.emulator.management_token or "",
     }
-    argv = ["apply", "--options", str(path), "--hierarchy", ns, "--endpoint", "crm", "--events", *events]
+    argv = [command, "--options", str(path), "--hierarchy", ns, "--endpoint", "crm", "--events", *events]
+    argv += ["--contracts", contracts] if contracts else []
     out = io.StringIO()
     code = run(argv, out, env)
     decoder, text = json.JSONDecoder(), out.getvalue().strip()
@@ -240,3 +248,37 @@ def test_applying_a_concrete_event_mapped_to_two_topics_it_travels_on_exits_2_an
         f"{ns}/crm would receive {OA} 2 times, through {ns}/orders/crm (added) and {ns}/orders-eu/crm (added)"
     )
     assert _forwarding_to(management, f"{ns}/crm", ns) == []
+
+
+LOYALTY = "tests.shared.topology.loyalty_contracts:REGISTRY"
+
+
+def test_the_registry_contracts_names_tells_which_events_an_interface_stands_for(
+    emulator: EmulatorHandle, tmp_path: Path, ns: str
+) -> None:
+    """The default registry (the sample app's) does not know the loyalty contracts: the interface stands
+    for itself, on two topics. The app's own registry knows its implementers, one on each topic."""
+    earned, expired = "Loyalty.PointsEarned", "Loyalty.PointsExpired"
+    options = {"SubscribedEventToTopicsMap": {"Loyalty.IPointsEvent": [earned, expired]}}
+
+    code, refusal = _apply(emulator, tmp_path, ns, options, "Loyalty.IPointsEvent", command="plan")
+    assert (code, refusal["error"]) == (2, "duplicate-delivery")
+    assert refusal["duplicates"][0]["event"] == "Loyalty.IPointsEvent"
+
+    code, planned = _apply(
+        emulator, tmp_path, ns, options, "Loyalty.IPointsEvent", command="plan", contracts=LOYALTY
+    )
+    assert code == 0, planned
+    created = [i["path"] for i in planned["plan"]["items"] if i["kind"] == "subscription"]
+    assert created == [f"{ns}/{earned}/Subscriptions/crm", f"{ns}/{expired}/Subscriptions/crm"]
+
+
+def test_a_plan_naming_contracts_that_cannot_be_loaded_exits_2_naming_the_argument(
+    emulator: EmulatorHandle, tmp_path: Path, ns: str
+) -> None:
+    code, document = _apply(
+        emulator, tmp_path, ns, {}, OA, command="plan", contracts="tests.nowhere:REGISTRY"
+    )
+
+    assert (code, document["error"]) == (2, "invalid")
+    assert "--contracts tests.nowhere:REGISTRY: cannot load it" in str(document["errors"])
