@@ -7,7 +7,9 @@ objects ``{"type": ..., "topic": ..., "routingMode": ...}``. The management plan
 them (:mod:`shared.local_settings`): ``local.settings.json`` (``--settings``), the endpoints a running
 ``make run`` recorded (``--data-dir``), environment variables over both. Output is JSON on stdout;
 ``apply`` prints the plan before changing anything. ``plan``/``apply`` refuse to give the endpoint a second
-path for an event (``"error": "duplicate-delivery"``, naming both paths) unless ``--migrate`` declares a
+path for an event (``"error": "duplicate-delivery"``, naming both paths), counted per concrete event (an
+interface stands for the implementers ``--contracts`` knows, a topic for what the publish map sends there:
+:mod:`shared.topology.event_carriers`), unless ``--migrate`` declares a
 migration that deletes the old path (off the fallback topic, only after the router's snapshot interval,
 ``BUSBAR_ROUTER_SNAPSHOT_SECONDS``, plus 2 s: see :mod:`shared.topology.handover`). ``--ordered``: the
 endpoint is ordered, its input queue requires sessions and its hold queue ``<queue>.held`` is wanted too
@@ -42,6 +44,7 @@ from shared.topology.delivery_paths import DuplicateDeliveryError
 from shared.topology.desired import desired_state, parse_subscribed_events
 from shared.topology.duplicate_detection import duplicate_detection_window
 from shared.topology.errors import ProvisioningError, QuotaExceededError, TopologyValidationError
+from shared.topology.event_carriers import registry_enclosed_of
 from shared.topology.handover import snapshot_seconds
 from shared.topology.options import TopologyOptions, load_topology_options, parse_topology_options
 from shared.topology.ordered_subscriptions import UnkeyedSubscriptionError, require_keyed
@@ -52,8 +55,9 @@ from shared.topology.single_delivery import plan_single_delivery
 from shared.topology.validation import validate
 
 DEFAULT_CONTRACTS = "app.sample_events:sample_registry"
-"""The contract registry ``--ordered`` reads keys from unless ``--contracts`` names another: the sample
-app's. Loaded by name, only when asked for: the library itself never depends on an app."""
+"""The contract registry ``--ordered`` reads keys from, and the one-delivery check reads implementers
+from, unless ``--contracts`` names another: the sample app's. Loaded by name: the library itself never
+depends on an app."""
 
 
 def load_contracts(spec: str) -> ContractRegistry:
@@ -68,6 +72,19 @@ def load_contracts(spec: str) -> ContractRegistry:
     if not isinstance(registry, ContractRegistry):
         raise TopologyValidationError([f"--contracts {spec}: not a ContractRegistry ({type(registry)})"])
     return registry
+
+
+def _duplicate_check_contracts(spec: str | None) -> ContractRegistry | None:
+    """The registry the one-delivery check reads implementers from: the one ``--contracts`` names (an
+    error when it cannot be loaded), else the default when it loads (the CLI may run where the sample app
+    is not importable: then each subscribed name stands for itself, as a name the registry does not know
+    does)."""
+    if spec is not None:
+        return load_contracts(spec)
+    try:
+        return load_contracts(DEFAULT_CONTRACTS)
+    except TopologyValidationError:
+        return None
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -105,10 +122,11 @@ def _parser() -> argparse.ArgumentParser:
             )
             sub.add_argument(
                 "--contracts",
-                default=DEFAULT_CONTRACTS,
                 metavar="MODULE:NAME",
                 help="the app's contract registry (a ContractRegistry, or a function returning one), where "
-                f"--ordered reads each event's ordering key (default: {DEFAULT_CONTRACTS})",
+                "--ordered reads each event's ordering key and plan/apply read which concrete events an "
+                "interface stands for, to count each one's paths into the queue (default: "
+                f"{DEFAULT_CONTRACTS}; when the default cannot be loaded, each event stands for itself)",
             )
         if name in ("plan", "apply"):
             sub.add_argument(
@@ -169,7 +187,8 @@ def run(
         events = parse_subscribed_events(_event_items(args.events))
         if args.command != "unsubscribe" and args.ordered and args.endpoint:
             # Before any call: an unkeyed event would be dead-lettered on its way to the session queue.
-            require_keyed(args.endpoint, load_contracts(args.contracts), [e.event for e in events])
+            contracts = load_contracts(args.contracts or DEFAULT_CONTRACTS)
+            require_keyed(args.endpoint, contracts, [e.event for e in events])
         if args.command == "validate":
             document: dict[str, Any] = {"valid": True, "options": options.to_json_dict()}
             if args.endpoint:
@@ -201,6 +220,7 @@ def run(
                 moved_from=args.move_from,
                 duplicate_detection_window=window,
             )
+            registry = _duplicate_check_contracts(args.contracts)
             plan = plan_single_delivery(
                 provisioner,
                 options,
@@ -208,6 +228,7 @@ def run(
                 events,
                 desired,
                 migrate=args.migrate,
+                enclosed_of=registry_enclosed_of(registry) if registry is not None else None,
                 router_snapshot_seconds=_router_snapshot_seconds(env),
             )
             if plan.refusals:  # an immutable property differs: nothing is applied

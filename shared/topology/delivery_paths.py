@@ -1,14 +1,18 @@
 """Delivery paths: the subscriptions that carry an event into an endpoint's queue, and the rule that an
 endpoint receives each event through one of them only.
 
-A **path** of event ``E`` into queue ``Q`` is a subscription forwarding to ``Q`` that takes ``E``:
+``E`` is a concrete event (see :mod:`shared.topology.event_carriers`: an interface subscription is checked
+per implementer, so an interface mapped to its implementers' topics is one path for each of them). A
+**path** of ``E`` into queue ``Q`` is a subscription forwarding to ``Q`` that takes ``E``, on a topic not
+known to carry other events only:
 
 - one of its rules serves ``E``: a correlation filter on ``E``'s stamp (or an interface's stamp ``E``
   carries), or ``[NServiceBus.EnclosedMessageTypes] LIKE`` matching ``E``'s enclosed types (the path is
   ``topic/subscription/rule``);
 - or it takes everything (``1=1``) on a topic ``E`` travels on: the topic ``E`` is published to, the topic
   named after ``E`` or mapped to it (where the fallback router bridges it), the fallback topic, the topics
-  ``E`` itself is subscribed on (the path is ``topic/subscription``).
+  ``E`` itself is subscribed on (the path is ``topic/subscription``): see
+  :func:`~shared.topology.event_carriers.carrier_topics`.
 
 Two paths of one event into one queue deliver it twice: directly on two topics, or once on the fallback
 topic and once more through the router's bridge to the dedicated topic. :func:`duplicate_paths` finds the
@@ -20,19 +24,18 @@ path: the planner does not guess what they take.
 
 from __future__ import annotations
 
-import contextlib
 import re
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 from shared.contracts import ENCLOSED_MESSAGE_TYPES
-from shared.topology.desired import DesiredState, RuleFilter, RuleSpec, SubscribedEvent
-from shared.topology.errors import TopologyValidationError, UnmappedEventError
+from shared.topology.desired import DesiredState, RuleFilter, RuleSpec
+from shared.topology.errors import TopologyValidationError
+from shared.topology.event_carriers import CheckedEvent, carrier_topics, checked_events
 from shared.topology.names import HierarchyNamespace
-from shared.topology.options import MigrationTopologyOptions, TopologyOptions
+from shared.topology.options import TopologyOptions
 from shared.topology.plan import PlanItem, rule_path, subscription_path
-from shared.topology.routing import publish_route
 
 _ENCLOSED_LIKE = re.compile(
     r"^\s*(?:user\.)?\[?(?P<name>[\w.]+)\]?\s+LIKE\s+'(?P<pattern>(?:[^']|'')*)'\s*$", re.IGNORECASE
@@ -108,57 +111,6 @@ class DuplicateDeliveryError(TopologyValidationError):
         super().__init__([d.message + (f"; {hint}" if hint else "") for d in self.duplicates])
 
 
-@dataclass(frozen=True, slots=True)
-class CheckedEvent:
-    """An event to check: its contract name, the types a message of it encloses (itself first, then its
-    interfaces, when known) and the explicit topics the request names for it."""
-
-    event: str
-    enclosed: tuple[str, ...]
-    explicit_topics: tuple[str, ...] = field(default=())
-
-
-def checked_events(
-    events: Iterable[SubscribedEvent], enclosed_of: Callable[[str], Sequence[Sequence[str]]] | None = None
-) -> list[CheckedEvent]:
-    """The events a request's paths are checked for. ``enclosed_of(name)`` lists, for each concrete event a
-    subscription to ``name`` receives, its enclosed types (a contract registry knows them: an interface
-    stands for its implementers); without it each event stands for itself."""
-    out: dict[str, CheckedEvent] = {}
-    for item in events:
-        concrete = list(enclosed_of(item.event)) if enclosed_of else []
-        for types in concrete or [(item.event,)]:
-            name = types[0]
-            known = out.get(name)
-            explicit = tuple(t for t in [item.topic] if t is not None and name == item.event)
-            if known is None:
-                out[name] = CheckedEvent(name, tuple(types), explicit)
-            else:
-                out[name] = CheckedEvent(name, known.enclosed, known.explicit_topics + explicit)
-    return list(out.values())
-
-
-def carrier_topics(options: TopologyOptions, event: CheckedEvent) -> frozenset[str]:
-    """The (prefixed, lower-cased) topics a message of ``event`` travels on, where a catch-all
-    subscription takes it."""
-    hierarchy = HierarchyNamespace(options.hierarchy_namespace)
-    topics = {hierarchy.apply(event.event)}
-    topics.update(hierarchy.apply(t) for t in event.explicit_topics)
-    own_entries = options.subscribed_event_to_topics_map.get(event.event, ())
-    topics.update(hierarchy.apply(e.topic) for e in own_entries)
-    mapped = options.published_event_to_topics_map.get(event.event)
-    if mapped is not None:
-        topics.add(hierarchy.apply(mapped.topic))
-    if options.fallback_topic is not None and options.fallback_topic.topic_name:
-        topics.add(hierarchy.apply(options.fallback_topic.topic_name))
-    if isinstance(options, MigrationTopologyOptions):
-        bundles = (options.topic_to_publish_to, options.topic_to_subscribe_on)
-        topics.update(hierarchy.apply(t) for t in bundles)
-    with contextlib.suppress(UnmappedEventError):  # published nowhere under these options
-        topics.add(publish_route(options, event.event).topic)
-    return frozenset(t.lower() for t in topics)
-
-
 def rule_takes(rule: RuleFilter, enclosed: Sequence[str]) -> bool:
     """Whether a (non catch-all) rule certainly takes a message enclosing ``enclosed``."""
     if rule.kind == "correlation":
@@ -182,8 +134,8 @@ def paths_of(
     """Every path of ``event`` into ``queue`` among ``subscriptions``."""
     paths: list[DeliveryPath] = []
     for sub in subscriptions:
-        if (sub.forward_to or "").lower() != queue.lower():
-            continue
+        if (sub.forward_to or "").lower() != queue.lower() or sub.topic.lower() in event.elsewhere:
+            continue  # not into the queue, or on a topic that carries other events only
         if any(r.filter.kind == "true" for r in sub.rules) and sub.topic.lower() in carriers:
             paths.append(DeliveryPath(event.event, sub.topic, sub.name))
             continue

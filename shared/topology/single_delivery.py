@@ -52,10 +52,10 @@ def plan_single_delivery(
     refused when an event would then reach the endpoint's queue through two paths.
 
     ``existing``: the endpoint's subscriptions as :meth:`Provisioner.describe` returns them (read here when
-    not given); ``enclosed_of``: see :func:`~shared.topology.delivery_paths.checked_events`;
+    not given); ``enclosed_of``: see :func:`~shared.topology.event_carriers.checked_events`;
     ``router_snapshot_seconds``: the app's ``BUSBAR_ROUTER_SNAPSHOT_SECONDS`` (how long a handover lasts)."""
     queue = HierarchyNamespace(options.hierarchy_namespace).apply(endpoint_queue)
-    checked = checked_events(events, enclosed_of)
+    checked = checked_events(options, events, enclosed_of)
     found = list(provisioner.describe(endpoint_queue, options) if existing is None else existing)
     plan = provisioner.plan(desired)
     # The old paths of the events the plan moves: deleted only after the creates, whether the caller

@@ -48,7 +48,7 @@ from shared.api.provisioning.lock import (
 from shared.api.provisioning.requests import QueueSettings, SubscriptionsRequest
 from shared.api.publishing import require_known
 from shared.app_settings import AppSetting, read
-from shared.contracts import ContractRegistry, enclosed_types
+from shared.contracts import ContractRegistry
 from shared.handlers.endpoints import Endpoint, EndpointCatalog
 from shared.management import ManagementClient, SettingsError
 from shared.topology import (
@@ -74,6 +74,7 @@ from shared.topology.duplicate_detection import (
     duplicate_detection_window,
 )
 from shared.topology.errors import is_quota_refusal
+from shared.topology.event_carriers import registry_enclosed_of
 from shared.topology.handover import snapshot_seconds
 from shared.topology.ordered_subscriptions import UnkeyedSubscriptionError, require_keyed
 from shared.topology.plan import ExistingSubscription
@@ -340,10 +341,6 @@ class ProvisioningService:
                 plan=plan.to_dict(),
             ) from None
 
-    def _enclosed_of(self, name: str) -> list[list[str]]:
-        """For each concrete contract a subscription to ``name`` receives, its enclosed types."""
-        return [enclosed_types(c) for c in self.contracts.implementers(name)]
-
     def _plan(
         self,
         provisioner: Provisioner,
@@ -363,7 +360,7 @@ class ProvisioningService:
                 queue,
                 parse_subscribed_events(entries),
                 desired,
-                enclosed_of=self._enclosed_of,
+                enclosed_of=registry_enclosed_of(self.contracts),  # as the CLI: one answer
                 existing=existing,
                 deletes=self._stale_items(existing, desired),
                 hint=HTTP_HINT,

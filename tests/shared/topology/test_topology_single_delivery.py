@@ -66,7 +66,7 @@ def test_a_catch_all_subscription_is_a_path_only_on_a_topic_the_event_travels_on
 def test_a_dedicated_topic_beside_the_fallback_rule_is_two_paths_naming_both() -> None:
     desired = desired_state(MOVED, "billing", [OA])
     [duplicate] = duplicate_paths(
-        MOVED, "billing", checked_events([SubscribedEvent(OA)]), [on_fallback(OA)], desired
+        MOVED, "billing", checked_events(MOVED, [SubscribedEvent(OA)]), [on_fallback(OA)], desired
     )
 
     assert [p.label for p in duplicate.kept] == [f"fallback/billing/{OA}"]
@@ -80,8 +80,10 @@ def test_a_dedicated_topic_beside_the_fallback_rule_is_two_paths_naming_both() -
 def test_an_interface_rule_counts_for_its_implementers_when_their_enclosed_types_are_known() -> None:
     desired = desired_state(MOVED, "crm", [OA])
     existing = [on_fallback("Shipping.IOrderStatusChanged", queue="crm")]
-    unknown = checked_events([SubscribedEvent(OA)])
-    known = checked_events([SubscribedEvent(OA)], lambda name: [(name, "Shipping.IOrderStatusChanged")])
+    unknown = checked_events(MOVED, [SubscribedEvent(OA)])
+    known = checked_events(
+        MOVED, [SubscribedEvent(OA)], lambda name: [(name, "Shipping.IOrderStatusChanged")]
+    )
 
     assert duplicate_paths(MOVED, "crm", unknown, existing, desired) == []
     [duplicate] = duplicate_paths(MOVED, "crm", known, existing, desired)
@@ -89,7 +91,7 @@ def test_an_interface_rule_counts_for_its_implementers_when_their_enclosed_types
 
 
 def test_a_plan_that_deletes_the_old_path_and_a_plan_that_adds_nothing_are_not_refused() -> None:
-    events = checked_events([SubscribedEvent(OA)])
+    events = checked_events(MOVED, [SubscribedEvent(OA)])
     desired = desired_state(MOVED, "billing", [OA])
     deletes = migration_deletes(MOVED, "billing", events, [on_fallback(OA, "V2")], desired)
 
@@ -99,7 +101,7 @@ def test_a_plan_that_deletes_the_old_path_and_a_plan_that_adds_nothing_are_not_r
 
 
 def test_a_migration_deletes_only_the_old_rule_of_each_moved_event_after_the_creates() -> None:
-    events = checked_events([SubscribedEvent(OA)])
+    events = checked_events(MOVED, [SubscribedEvent(OA)])
     existing = [on_fallback(OA, "Shipping.OrderAcceptedV2")]
 
     [delete] = migration_deletes(MOVED, "billing", events, existing, desired_state(MOVED, "billing", [OA]))
@@ -119,7 +121,7 @@ def test_a_migration_deletes_only_the_old_rule_of_each_moved_event_after_the_cre
 
 def test_a_migration_off_an_old_catch_all_topic_deletes_that_subscription() -> None:
     options = TopologyOptions(subscribed_event_to_topics_map={OA: (SubscriptionEntry(topic="orders"),)})
-    events = checked_events([SubscribedEvent(OA)])
+    events = checked_events(options, [SubscribedEvent(OA)])
 
     [delete] = migration_deletes(
         options, "billing", events, [catch_all(OA)], desired_state(options, "billing", [OA])
@@ -129,7 +131,7 @@ def test_a_migration_off_an_old_catch_all_topic_deletes_that_subscription() -> N
 
 
 def test_moving_an_event_off_a_catch_all_on_the_fallback_topic_is_refused() -> None:
-    events = checked_events([SubscribedEvent(OA)])
+    events = checked_events(MOVED, [SubscribedEvent(OA)])
 
     with pytest.raises(TopologyValidationError, match="takes every event on the fallback topic"):
         migration_deletes(
