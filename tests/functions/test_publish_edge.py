@@ -10,6 +10,7 @@ import logging
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 
 import httpx
 import pytest
@@ -33,21 +34,19 @@ def http(settings: dict[str, str]) -> Iterator[httpx.Client]:
     INFO line reaches the host only from a worker started so."""
     root = logging.getLogger()
     level = root.level
-    root.setLevel(logging.INFO)
-    try:
-        host_context = running_host(
-            APP, settings=settings, host_json=HOST_JSON, startup_hook=create_queues_and_router
+    with ExitStack() as stack:
+        root.setLevel(logging.INFO)
+        try:
+            host = stack.enter_context(
+                running_host(
+                    APP, settings=settings, host_json=HOST_JSON, startup_hook=create_queues_and_router
+                )
+            )
+        finally:
+            root.setLevel(level)
+        yield stack.enter_context(
+            httpx.Client(base_url=host.base_url, headers={"x-functions-key": host.host_key}, timeout=60)
         )
-        host = host_context.__enter__()
-    finally:
-        root.setLevel(level)
-    try:
-        with httpx.Client(
-            base_url=host.base_url, headers={"x-functions-key": host.host_key}, timeout=60
-        ) as client:
-            yield client
-    finally:
-        host_context.__exit__(None, None, None)
 
 
 def wait_for_records(
