@@ -15,6 +15,7 @@ from typing import Any
 
 from azure.servicebus import ServiceBusClient
 
+from shared.api.message_size import MessageSizeLimits, arm_topic_max_message_size
 from shared.app_settings import AppSetting, read
 from shared.archive.writer import ArchiveWriter
 from shared.contracts import ContractRegistry
@@ -173,6 +174,18 @@ def management_client(env: Mapping[str, str] | None = None) -> ManagementClient:
         settings.token or "",
     )
     return _cached(key, lambda: ManagementClient(settings))
+
+
+def message_size_limits(env: Mapping[str, str] | None = None) -> MessageSizeLimits | None:
+    """The cached maximum message sizes of the topics, read through the management client; None without
+    the ``BUSBAR_*`` management settings (publishing works without them)."""
+    values = environment() if env is None else env
+    try:
+        management = management_client(values)
+    except SettingsError:
+        return None
+    key = ("message-size-limits", str(id(management)))
+    return _cached(key, lambda: MessageSizeLimits(arm_topic_max_message_size(management)))
 
 
 def reset() -> None:

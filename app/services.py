@@ -13,6 +13,7 @@ from app import runtime
 from app.sample_endpoints import sample_catalog
 from app.sample_events import sample_registry
 from shared.api import Misconfigured
+from shared.api.message_size import MessageSizeLimits
 from shared.api.provisioning.lock import LOCK_QUEUE, ProvisioningLocks, create_lock_queue, lock_wait_seconds
 from shared.api.provisioning.service import ProvisioningService, entity_defaults
 from shared.api.publishing import PublishingService
@@ -61,12 +62,18 @@ def provisioning_from_settings(
 
 
 def publishing_from_settings(env: Mapping[str, str], contracts: ContractRegistry) -> PublishingService:
-    """The publishing service for ``env``: only the topology options are read here."""
+    """The publishing service for ``env``: the topology options, and the topics' maximum message sizes
+    when the management settings are there (without them Service Bus alone checks sizes)."""
     try:
         options = runtime.topology_options(env)
     except TopologyValidationError as error:
         raise Misconfigured("the topology options app settings are invalid", error.errors) from None
-    return PublishingService(contracts=contracts, options=options)
+    limits: MessageSizeLimits | None = runtime.message_size_limits(env)
+    return PublishingService(
+        contracts=contracts,
+        options=options,
+        max_message_bytes=None if limits is None else limits.max_message_bytes,
+    )
 
 
 def provisioning_service() -> ProvisioningService:

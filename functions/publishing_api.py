@@ -8,6 +8,7 @@ import azure.functions as func
 from app.services import publisher, publishing_service
 from functions.convert import api_request, http_response
 from shared.api import guarded
+from shared.api.publishing import log_refused_publish
 
 bp = func.Blueprint()  # type: ignore[no-untyped-call]
 
@@ -15,6 +16,8 @@ bp = func.Blueprint()  # type: ignore[no-untyped-call]
 @bp.function_name("publish_event")
 @bp.route(route="events/{eventType}", methods=["POST"], auth_level=func.AuthLevel.FUNCTION)
 def publish_event(req: func.HttpRequest) -> func.HttpResponse:
-    """Publish one event; 202 with where it went."""
+    """Publish one event; 202 with where it went. A refusal is logged with its status and reason (the host's
+    own line says only that the function ran)."""
     converted = api_request(req)
-    return http_response(guarded(lambda: publishing_service().publish_event(converted, publisher())))
+    response = guarded(lambda: publishing_service().publish_event(converted, publisher()))
+    return http_response(log_refused_publish(converted, response))

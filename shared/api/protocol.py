@@ -5,8 +5,9 @@ Every error the API returns has the same JSON shape::
     {"error": {"code": "ValidationFailed", "message": "...", "details": ["events.0: ...", ...]}}
 
 with the status of its :class:`ApiError` subclass: 400 validation (every problem listed), 403 endpoint not
-allowed, 404 unknown event type, 409 quota or a concurrent change (with ``Retry-After``), 502 the
-management plane refused. Anything unexpected becomes a 500
+allowed, 404 unknown event type, 409 quota or a concurrent change (with ``Retry-After``), 413 a message
+larger than Service Bus takes, 415 a body that is not JSON by its ``Content-Type``, 502 the management
+plane or the broker refused. Anything unexpected becomes a 500
 with an error id that is logged with the stack trace; the trace itself never reaches the client.
 """
 
@@ -97,6 +98,20 @@ class ProvisioningBusy(ApiError):
 class QuotaExceeded(ApiError):
     status = 409
     code = "QuotaExceeded"
+
+
+class PayloadTooLarge(ApiError):
+    """The request would make a message larger than the destination's maximum message size."""
+
+    status = 413
+    code = "PayloadTooLarge"
+
+
+class UnsupportedMediaType(ApiError):
+    """The body's ``Content-Type`` names a type the operation does not read."""
+
+    status = 415
+    code = "UnsupportedMediaType"
 
 
 class ManagementRefused(ApiError):

@@ -68,6 +68,12 @@ def publish_headers(
     return out
 
 
+def message_body(event: Event) -> str:
+    """The JSON body of the message that publishes ``event`` (what Service Bus counts, with the headers,
+    against its maximum message size)."""
+    return event.model_dump_json(by_alias=True)
+
+
 def build_message(
     event: Event,
     routing_mode: TopicRoutingMode,
@@ -107,7 +113,7 @@ def build_message(
     if routing_mode is TopicRoutingMode.CorrelationFilter:
         properties.update(correlation_stamps(values[ENCLOSED_MESSAGE_TYPES]))
     return ServiceBusMessage(
-        event.model_dump_json(by_alias=True),
+        message_body(event),
         application_properties=properties,
         message_id=values[MESSAGE_ID],
         correlation_id=values[CORRELATION_ID],
