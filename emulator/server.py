@@ -171,6 +171,8 @@ class Emulator:
     def admin_connection_string(self) -> str | None:
         """What ``ServiceBusAdministrationClient.from_connection_string`` takes: the HTTPS management
         port (the client always speaks HTTPS; pass ``connection_verify=<management CA file>``).
+        ``ServiceBusClient`` takes it too: ``UseDevelopmentEmulator=true`` makes it speak plain AMQP to
+        that port, which the port accepts beside TLS.
 
         None without TLS."""
         if self.management_tls_port is None:

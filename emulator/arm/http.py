@@ -8,7 +8,8 @@ run on the event loop, so one request's effect on the broker is atomic with resp
 A listener may also hand connections that open with another protocol's header to that protocol
 (:class:`ProtocolSwitch`): a Service Bus namespace's host answers HTTPS and AMQP over TLS alike, and a
 client's first bytes after the TLS handshake (``AMQP`` and a version, or an HTTP request line) say which.
-Such a listener also takes that protocol over WebSockets (:mod:`emulator.arm.websocket`).
+Such a listener also takes that protocol over WebSockets (:mod:`emulator.arm.websocket`), and, when it is a
+TLS listener, that protocol without TLS too (:mod:`emulator.arm.tls_or_plain_amqp`).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from dataclasses import dataclass, field
 from urllib.parse import parse_qs, urlsplit
 
 from emulator.arm import websocket
+from emulator.arm.tls_or_plain_amqp import TlsOrPlainAmqp
 
 log = logging.getLogger("emulator.http")
 
@@ -186,6 +188,7 @@ class HttpServer:
         self._server: asyncio.base_events.Server | None = None
         self._writers: set[asyncio.StreamWriter] = set()
         self._tasks: set[asyncio.Task[None]] = set()
+        self._handshakes: set[asyncio.Task[None]] = set()  # TLS handshakes of a plain-or-TLS listener
         self._closing = False
 
     async def start(self, host: str, port: int) -> int:
@@ -194,10 +197,19 @@ class HttpServer:
             self._server = await asyncio.start_server(
                 self._serve, host, port, ssl=self.ssl_context, limit=MAX_LINE
             )
+        elif self.ssl_context is None:
+            loop = asyncio.get_running_loop()
+            self._server = await loop.create_server(lambda: _Sniffer(self, switch), host, port)
         else:
+            # TLS (HTTPS, AMQP over TLS or WebSockets inside) or plain AMQP, as the first byte says.
+            context = self.ssl_context
             loop = asyncio.get_running_loop()
             self._server = await loop.create_server(
-                lambda: _Sniffer(self, switch), host, port, ssl=self.ssl_context
+                lambda: TlsOrPlainAmqp(
+                    context, lambda: _Sniffer(self, switch), switch.factory, self._handshakes, IDLE_TIMEOUT
+                ),
+                host,
+                port,
             )
         self.port = self._server.sockets[0].getsockname()[1]
         return self.port
@@ -209,7 +221,9 @@ class HttpServer:
             self._server.close()
         for writer in list(self._writers):
             writer.close()
-        tasks = [t for t in self._tasks if not t.done()]
+        for handshake in list(self._handshakes):
+            handshake.cancel()  # start_tls closes its transport when cancelled
+        tasks = [t for t in self._tasks | self._handshakes if not t.done()]
         if tasks:
             _done, pending = await asyncio.wait(tasks, timeout=5)
             for task in pending:

@@ -5,7 +5,9 @@ The plain port also serves the managed-identity token endpoint (:mod:`emulator.i
 
 The HTTPS listeners also take AMQP over TLS (a connection opening with ``AMQP``), as a namespace's host
 does on 5671: with ``amqps_port`` a third listener, on the port the SDK's AMQP client always uses for a
-fully qualified namespace, serves both, so one ``host:port`` names the namespace for both clients.
+fully qualified namespace, serves both, so one ``host:port`` names the namespace for both clients. They take
+plain AMQP too (:mod:`emulator.arm.tls_or_plain_amqp`), which ``UseDevelopmentEmulator=true`` makes the SDK
+speak to the connection string's port, so one connection string serves both clients as well.
 
 The two APIs share paths (a queue may be called ``subscriptions``), so a request goes by its credential:
 a ``SharedAccessSignature`` or a Service Bus JWT is the ATOM API's, anything else ARM's bearer token."""

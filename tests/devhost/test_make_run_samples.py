@@ -7,7 +7,12 @@ entity-name variables.
 ``ServiceBusClient`` opens AMQP on port 5671 whatever port the namespace names, so this make run listens on
 5671 (``AMQPS_PORT``): the default-ports lock keeps it from racing the guides' walkthroughs for it.
 ``proxy.py`` sends through the HTTP proxy it names (127.0.0.1:8899, user ``admin``); its test starts one
-(``connect_proxy.ConnectProxy``) that tunnels to that port."""
+(``connect_proxy.ConnectProxy``) that tunnels to that port.
+
+azure-servicebus 7.11.4's samples take one connection string for the admin client and ``ServiceBusClient``:
+they run unedited with the admin connection string make run prints as ``SERVICEBUS_CONNECTION_STR``, its
+``UseDevelopmentEmulator=true`` making ``ServiceBusClient`` speak plain AMQP to the HTTPS port, which takes
+both (docs/emulator.md, "One connection string for both clients")."""
 
 from __future__ import annotations
 
@@ -41,9 +46,51 @@ PROXY_ADDRESS = ("127.0.0.1", 8899)
 PROXY_CREDENTIALS = ("admin", "123456")
 
 
-def run_sample(sample: str, environment: dict[str, str]) -> str:
+# azure-servicebus 7.11.4's samples taking SERVICEBUS_CONNECTION_STR, byte-identical (sdk_samples/README.md).
+CONNECTION_STRING_SAMPLES = Path(__file__).parent / "sdk_samples" / "v7_11_4"
+# 7.11.4's topic_subscription_with_rule_operations: its four subscriptions, how many of the nine messages it
+# sends each matches (its own comments: all, Color = 'Red', Color = 'Blue', the one Red "important") and
+# the (color, correlation id) each received message must print: the last one's correlation filter is
+# ``correlation_id='important', label='Red'``, and the third's action sets Color to 'BlueProcessed'.
+RULE_SAMPLE_MATCHES = {
+    "sb-allmsgs-sub": (9, None),
+    "sb-sqlfilteronly-sub": (3, {("Red", "None"), ("Red", "important"), ("Red", "notimportant")}),
+    "sb-sqlfilteraction-sub": (
+        3,
+        {("BlueProcessed", "None"), ("BlueProcessed", "important"), ("BlueProcessed", "notimportant")},
+    ),
+    "sb-corrfiltersub": (1, {("Red", "important")}),
+}
+# The rest of 7.11.4's connection-string samples that end by themselves, sync and aio alike. Left out:
+# receive_iterator_queue and failure_and_recovery (they iterate a receiver with no max_wait_time: they
+# never end), auto_lock_renew (sleeps minutes on purpose, see docs/emulator.md), proxy (needs an HTTP proxy
+# on 127.0.0.1:8899; 7.15.0's is run above), connection_to_custom_endpoint_address (its address is a
+# placeholder to edit) and those that take a namespace name instead of a connection string.
+CONNECTION_STRING_SAMPLE_NAMES = (
+    "authenticate_client_connstr",
+    "deadletter_messages_and_correct",
+    "mgmt_queue",
+    "mgmt_rule",
+    "mgmt_subscription",
+    "mgmt_topic",
+    "receive_deadlettered_messages",
+    "receive_deferred_message_queue",
+    "receive_peek",
+    "receive_queue",
+    "receive_subscription",
+    "schedule_messages_and_cancellation",
+    "schedule_topic_messages_and_cancellation",
+    "send_and_receive_amqp_annotated_message",
+    "send_queue",
+    "send_topic",
+    "session_pool_receive",
+    "session_send_receive",
+)
+
+
+def run_sample(sample: str, environment: dict[str, str], samples: Path = SAMPLES) -> str:
     result = subprocess.run(
-        [sys.executable, str(SAMPLES / sample)], env=environment, capture_output=True, text=True, timeout=120
+        [sys.executable, str(samples / sample)], env=environment, capture_output=True, text=True, timeout=120
     )
     assert result.returncode == 0, f"{sample}:\n{result.stdout}\n{result.stderr}"
     return result.stdout
@@ -63,6 +110,18 @@ class SamplesNamespace:
         return {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
             **self.printed,
+            "REQUESTS_CA_BUNDLE": self.ca_file,
+            "SSL_CERT_FILE": self.ca_file,
+            **entity_names,
+        }
+
+    def connection_string_environment(self, **entity_names: str) -> dict[str, str]:
+        """A 7.11.4 sample's whole environment: PATH, the admin connection string make run prints as
+        ``SERVICEBUS_CONNECTION_STR`` (for the admin client and ServiceBusClient alike), the CA file and
+        entity names. Nothing else: no certifi stand-in, since ServiceBusClient speaks plain AMQP."""
+        return {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "SERVICEBUS_CONNECTION_STR": self.admin_connection_string,
             "REQUESTS_CA_BUNDLE": self.ca_file,
             "SSL_CERT_FILE": self.ca_file,
             **entity_names,
@@ -183,3 +242,75 @@ def test_the_proxy_sample_sends_through_an_authenticating_http_proxy_tunnel_to_m
     assert asked == {("CONNECT", "localhost:443", True)}, proxy.requests
     with samples_namespace.admin() as admin:
         assert admin.get_queue_runtime_properties(queue).active_message_count == 1
+
+
+@pytest.mark.slow
+@pytest.mark.subprocess
+@pytest.mark.timeout(600)
+def test_the_rule_sample_sends_and_receives_with_the_one_admin_connection_string_make_run_prints(
+    samples_namespace: SamplesNamespace,
+) -> None:
+    # One string for both clients, as on Azure: HTTPS for the admin client, plain AMQP (the SDK's
+    # UseDevelopmentEmulator) for ServiceBusClient, on the port the admin connection string names.
+    assert "UseDevelopmentEmulator=true" in samples_namespace.admin_connection_string
+    for sample in (
+        "sync_samples/topic_subscription_with_rule_operations.py",
+        "async_samples/topic_subscription_with_rule_operations_async.py",
+    ):
+        topic = f"t-{uuid.uuid4().hex[:8]}"
+        with samples_namespace.admin() as admin:
+            admin.create_topic(topic)
+        environment = samples_namespace.connection_string_environment(SERVICEBUS_TOPIC_NAME=topic)
+        output = run_sample(sample, environment, CONNECTION_STRING_SAMPLES)
+        sections = re.findall(
+            r"^Receiving Messages From Subscription: (\S+)$(.*?)^'(\d+)' Messages From Subscription: \1$",
+            output,
+            re.MULTILINE | re.DOTALL,
+        )
+        assert [name for name, _, _ in sections] == list(RULE_SAMPLE_MATCHES), output
+        for name, lines, count in sections:
+            matches, allowed = RULE_SAMPLE_MATCHES[name]
+            # One receive_messages call each (up to 10, 5 s): it may take fewer than all that matched.
+            assert 1 <= int(count) <= matches, output
+            printed = re.findall(r"^Color Property = (\S+), Correlation ID = (\S+)$", lines, re.MULTILINE)
+            assert len(printed) == int(count), output
+            if allowed is not None:
+                assert set(printed) <= allowed, f"{name}: {printed}"
+        with samples_namespace.admin() as admin:
+            assert [s.name for s in admin.list_subscriptions(topic)] == []  # the sample deleted its own
+
+
+@pytest.mark.slow
+@pytest.mark.subprocess
+@pytest.mark.timeout(900)
+def test_every_connection_string_sample_that_ends_runs_with_the_admin_connection_string(
+    samples_namespace: SamplesNamespace,
+) -> None:
+    failures: list[str] = []
+    for name in CONNECTION_STRING_SAMPLE_NAMES:
+        for sample in (f"sync_samples/{name}.py", f"async_samples/{name}_async.py"):
+            queue, topic, subscription, session_queue = (
+                f"{kind}-{uuid.uuid4().hex[:8]}" for kind in ("q", "t", "s", "sq")
+            )
+            with samples_namespace.admin() as admin:
+                admin.create_queue(queue)
+                admin.create_topic(topic)
+                admin.create_subscription(topic, subscription)
+                admin.create_queue(session_queue, requires_session=True)
+            environment = samples_namespace.connection_string_environment(
+                SERVICEBUS_QUEUE_NAME=queue,
+                SERVICEBUS_TOPIC_NAME=topic,
+                SERVICEBUS_SUBSCRIPTION_NAME=subscription,
+                SERVICEBUS_SESSION_QUEUE_NAME=session_queue,
+                SERVICEBUS_SESSION_ID=f"session-{uuid.uuid4().hex[:8]}",
+            )
+            result = subprocess.run(
+                [sys.executable, str(CONNECTION_STRING_SAMPLES / sample)],
+                env=environment,
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+            if result.returncode != 0:
+                failures.append(f"{sample} exited {result.returncode}:\n{result.stdout}\n{result.stderr}")
+    assert not failures, "\n\n".join(failures)
