@@ -88,10 +88,17 @@ def run_redrive(repo: Path, environment: Mapping[str, str], run_id: str) -> dict
         text=True,
         timeout=600,
     )
-    if result.returncode not in (0, 1):
-        raise RuntimeError(f"the re-drive failed ({result.returncode}): {result.stderr[-2000:]}")
-    summary: dict[str, Any] = json.loads(result.stdout)
+    try:
+        summary: dict[str, Any] = json.loads(result.stdout)
+    except ValueError:
+        summary = {}
+    if result.returncode not in (0, 1) or not summary:  # exit 1 is also Python's for an uncaught exception
+        raise RedriveCrashed(f"the re-drive failed ({result.returncode}): {result.stderr[-2000:]}")
     return summary
+
+
+class RedriveCrashed(RuntimeError):
+    """The re-drive command ended without its summary (e.g. the app restarted under it: new ports)."""
 
 
 def _key(body: bytes) -> str | None:
