@@ -208,19 +208,18 @@ def _run(
     load_seconds = time.monotonic() - started
     print(f"chaos: load done, {len(published.accepted)} accepted; draining", flush=True)
 
-    while supervisor.current() is None:
-        time.sleep(0.5)
-    app = supervisor.current()
-    assert app is not None
-    drained = chaos_drain.wait_drained(app, work / "probe.jsonl", args.drain_timeout)
+    drained = chaos_drain.wait_drained(supervisor.current, work / "probe.jsonl", args.drain_timeout)
     redrives = []
     for round_number in range(4):  # re-driven messages must be handled; then re-drive again
         summary = _final_redrive(supervisor, settings, f"chaos-final-{round_number}")
-        app = supervisor.current() or app
         redrives.append(summary.get("totals", summary))
-        drained = chaos_drain.wait_drained(app, work / "probe.jsonl", args.drain_timeout) and drained
+        drained = (
+            chaos_drain.wait_drained(supervisor.current, work / "probe.jsonl", args.drain_timeout) and drained
+        )
         if not redrives[-1].get("redriven"):
             break
+    while (app := supervisor.current()) is None:
+        time.sleep(0.5)
     end_state = chaos_drain.in_flight(app)
     parked = chaos_drain.dead_letters(app) + chaos_drain.archived(settings["BUSBAR_ARCHIVE_URL"])
     rows, commits = chaos_drain.committed(app)
