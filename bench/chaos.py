@@ -140,6 +140,23 @@ def steal_messages(supervisor: Supervisor, count: int, stop: threading.Event) ->
     return stolen
 
 
+def _final_redrive(supervisor: Supervisor, settings: dict[str, str], run_id: str) -> dict[str, Any]:
+    """The re-drive once, against the app as it runs now: a host that gave up on its worker during the
+    drain is started again by the supervisor, on new ports, and a re-drive aimed at the old ones crashes;
+    it is tried again (three times) against the new one, and a third crash is the run's error."""
+    for attempt in range(3):
+        while (app := supervisor.current()) is None:
+            time.sleep(0.5)
+        try:
+            return chaos_drain.run_redrive(ROOT, chaos_drain.app_environment(settings, app), run_id)
+        except chaos_drain.RedriveCrashed as crash:
+            if attempt == 2:
+                raise
+            print(f"chaos: final re-drive {run_id} crashed, trying again: {crash}", flush=True)
+            time.sleep(5)
+    raise AssertionError("unreachable")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     work = args.work_dir or Path(tempfile.mkdtemp(prefix="busbar-chaos-"))
@@ -191,20 +208,18 @@ def _run(
     load_seconds = time.monotonic() - started
     print(f"chaos: load done, {len(published.accepted)} accepted; draining", flush=True)
 
-    while supervisor.current() is None:
-        time.sleep(0.5)
-    app = supervisor.current()
-    assert app is not None
-    drained = chaos_drain.wait_drained(app, work / "probe.jsonl", args.drain_timeout)
+    drained = chaos_drain.wait_drained(supervisor.current, work / "probe.jsonl", args.drain_timeout)
     redrives = []
     for round_number in range(4):  # re-driven messages must be handled; then re-drive again
-        summary = chaos_drain.run_redrive(
-            ROOT, chaos_drain.app_environment(settings, app), f"chaos-final-{round_number}"
-        )
+        summary = _final_redrive(supervisor, settings, f"chaos-final-{round_number}")
         redrives.append(summary.get("totals", summary))
-        drained = chaos_drain.wait_drained(app, work / "probe.jsonl", args.drain_timeout) and drained
+        drained = (
+            chaos_drain.wait_drained(supervisor.current, work / "probe.jsonl", args.drain_timeout) and drained
+        )
         if not redrives[-1].get("redriven"):
             break
+    while (app := supervisor.current()) is None:
+        time.sleep(0.5)
     end_state = chaos_drain.in_flight(app)
     parked = chaos_drain.dead_letters(app) + chaos_drain.archived(settings["BUSBAR_ARCHIVE_URL"])
     rows, commits = chaos_drain.committed(app)

@@ -9,7 +9,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -48,14 +48,16 @@ def in_flight(app: AppInfo) -> dict[str, dict[str, int]]:
     }
 
 
-def wait_drained(app: AppInfo, probe: Path, timeout: float) -> bool:
-    """Until no endpoint entity holds an active message and the probe record has stopped growing."""
+def wait_drained(current: Callable[[], AppInfo | None], probe: Path, timeout: float) -> bool:
+    """Until no endpoint entity holds an active message and the probe record has stopped growing.
+    ``current``: the app as it runs now (the supervisor may start it again meanwhile, on new ports)."""
     deadline = time.monotonic() + timeout
     quiet = 0
     size = -1
     while time.monotonic() < deadline:
+        app = current()
         try:
-            active = sum(counts["active"] for counts in in_flight(app).values())
+            active = -1 if app is None else sum(counts["active"] for counts in in_flight(app).values())
         except httpx.HTTPError:
             active = -1
         now = probe.stat().st_size if probe.exists() else 0
@@ -88,10 +90,17 @@ def run_redrive(repo: Path, environment: Mapping[str, str], run_id: str) -> dict
         text=True,
         timeout=600,
     )
-    if result.returncode not in (0, 1):
-        raise RuntimeError(f"the re-drive failed ({result.returncode}): {result.stderr[-2000:]}")
-    summary: dict[str, Any] = json.loads(result.stdout)
+    try:
+        summary: dict[str, Any] = json.loads(result.stdout)
+    except ValueError:
+        summary = {}
+    if result.returncode not in (0, 1) or not summary:  # exit 1 is also Python's for an uncaught exception
+        raise RedriveCrashed(f"the re-drive failed ({result.returncode}): {result.stderr[-2000:]}")
     return summary
+
+
+class RedriveCrashed(RuntimeError):
+    """The re-drive command ended without its summary (e.g. the app restarted under it: new ports)."""
 
 
 def _key(body: bytes) -> str | None:
