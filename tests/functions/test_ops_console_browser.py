@@ -130,6 +130,9 @@ def test_the_console_lists_the_apps_endpoints_first_and_infrastructure_and_forei
         expect(page.locator(f'#foreign tr[data-entity="{path}"]')).to_have_count(1)
         expect(page.locator(f'#entities tr[data-entity="{path}"]')).to_have_count(0)
     expect(page.locator('#foreign tr[data-entity="orders"] td[data-count="deadLetter"]')).to_have_text("1")
+    expect(page.locator("#infrastructure-empty")).to_be_hidden()
+    expect(page.locator("#foreign-empty")).to_be_hidden()
+    expect(page.locator("#entity-notes")).to_be_hidden()  # the topology options are valid: nothing to say
     # In that order down the page: the app's endpoints, then the infrastructure, then the rest.
     headings = page.locator("main h2").all_inner_texts()
     endpoints, infra, others = (
