@@ -44,6 +44,10 @@ SETTINGS ?= local.settings.json
 # Entity-path prefix for `make run` (BUSBAR_HIERARCHY_NAMESPACE, overriding local.settings.json): queues
 # and topics are provisioned, published to and listened on as <prefix>/<name>. Empty: the settings file's.
 HIERARCHY_NAMESPACE ?=
+# An emulator Config.json whose entities `make run` creates besides the app's (none by default: the namespace
+# holds the app's topology only), e.g. EMULATOR_CONFIG=emulator/sample-config.json for the emulator's sample
+# queues and topic (orders, orders-errors, wallet-transactions, bundle-1).
+EMULATOR_CONFIG ?=
 PYTEST_ARGS ?= -n 4
 # Replay runbook: the archive to read (a directory or abfs:// URL, the app's BUSBAR_ARCHIVE_URL) and extra
 # job parameters, e.g. REPLAY_ARGS="--reasons MaxDeliveryCountExceeded".
@@ -220,12 +224,12 @@ format: $(STAMP) ## Reformat and apply safe lint fixes
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
 
-# Emulator (data under $(DATA_DIR)/emulator) + Azurite as AzureWebJobsStorage (data under $(DATA_DIR)/azurite,
-# unless $(SETTINGS) names another storage account) + Busbar's topology (startup hook, when app/bootstrap.py
-# exists) + devhost running function_app.py. Ctrl-C drains in-flight invocations and stops them all. devhost
+# Emulator (data under $(DATA_DIR)/emulator; with $(EMULATOR_CONFIG)'s entities, when set) + Azurite as
+# AzureWebJobsStorage (data under $(DATA_DIR)/azurite, unless $(SETTINGS) names another storage account) +
+# Busbar's topology (startup hook, when app/bootstrap.py exists) + devhost running function_app.py. Ctrl-C drains in-flight invocations and stops them all. devhost
 # keeps the HTTP keys under $(DATA_DIR)/devhost/secrets and, while it runs, records the URLs and ports it
 # listens on in $(DATA_DIR)/devhost/endpoints.json, where the command lines below read them.
-run: $(STAMP) $(AZURITE_STAMP) ## Start emulator + Azurite + devhost with function_app.py (HTTP_PORT, AMQP_PORT, MANAGEMENT_PORT, MANAGEMENT_TLS_PORT, AMQPS_PORT, AZURITE_BLOB_PORT, AZURITE_QUEUE_PORT, AZURITE_TABLE_PORT, DATA_DIR, SETTINGS, HIERARCHY_NAMESPACE)
+run: $(STAMP) $(AZURITE_STAMP) ## Start emulator + Azurite + devhost with function_app.py (HTTP_PORT, AMQP_PORT, MANAGEMENT_PORT, MANAGEMENT_TLS_PORT, AMQPS_PORT, AZURITE_BLOB_PORT, AZURITE_QUEUE_PORT, AZURITE_TABLE_PORT, DATA_DIR, SETTINGS, HIERARCHY_NAMESPACE, EMULATOR_CONFIG)
 	@$(require_node18)
 	@mkdir -p $(DATA_DIR)/emulator
 	@[ -f "$(SETTINGS)" ] || { cp local.settings.sample.json "$(SETTINGS)"; \
@@ -233,7 +237,7 @@ run: $(STAMP) $(AZURITE_STAMP) ## Start emulator + Azurite + devhost with functi
 	exec $(APP_ENV) \
 	  $(VPY) -m devhost --app function_app.py --settings "$(SETTINGS)" --host-json host.json \
 	  --port $(HTTP_PORT) --data-dir $(DATA_DIR)/devhost --with-emulator --emulator-data-dir $(DATA_DIR)/emulator \
-	  --emulator-config emulator/sample-config.json --amqp-port $(AMQP_PORT) \
+	  $(if $(EMULATOR_CONFIG),--emulator-config "$(EMULATOR_CONFIG)") --amqp-port $(AMQP_PORT) \
 	  --management-port $(MANAGEMENT_PORT) --management-tls-port $(MANAGEMENT_TLS_PORT) --amqps-port $(AMQPS_PORT) \
 	  --with-azurite --azurite-data-dir $(DATA_DIR)/azurite --azurite-blob-port $(AZURITE_BLOB_PORT) \
 	  --azurite-queue-port $(AZURITE_QUEUE_PORT) --azurite-table-port $(AZURITE_TABLE_PORT) \

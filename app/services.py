@@ -19,10 +19,13 @@ from shared.api.provisioning.service import ProvisioningService, entity_defaults
 from shared.api.publishing import PublishingService
 from shared.app_settings import read
 from shared.contracts import ContractRegistry
+from shared.entity_paths import endpoint_queue_path, hierarchy
 from shared.handlers.endpoints import EndpointCatalog
 from shared.management import SettingsError
-from shared.router.service import FallbackRouter
-from shared.topology import HierarchyNamespace, Publisher, TopologyValidationError
+from shared.ops.entity_sections import AppEntities
+from shared.router.service import ROUTER_SUBSCRIPTION, FallbackRouter
+from shared.topology import HierarchyNamespace, Publisher, TopologyValidationError, desired_state
+from shared.topology.options import FALLBACK_TOPIC_SETTING
 
 CATALOG = sample_catalog()
 CONTRACTS = sample_registry()
@@ -100,3 +103,40 @@ def publisher() -> Publisher:
         raise Misconfigured("the topology options app settings are invalid", error.errors) from None
     except SettingsError as error:
         raise Misconfigured("the app settings are incomplete", [str(error)]) from None
+
+
+def app_entities(env: Mapping[str, str], catalog: EndpointCatalog = CATALOG) -> AppEntities:
+    """The entities the console lists as this app's: ``catalog``'s endpoint queues (as provisioned, under
+    the hierarchy prefix), the topics and subscriptions their topology wants, the provisioning lock queue,
+    the fallback topic and the router's subscription on it. Invalid topology options leave the topology's
+    topics and subscriptions out, with a note saying why (the console still lists every entity)."""
+    prefix = hierarchy(env)
+    endpoints = {endpoint_queue_path(e, env): e.name for e in catalog}
+    lock_queue = prefix.apply(read(LOCK_QUEUE, env) or "busbar-provisioning-locks")
+    router = read(ROUTER_SUBSCRIPTION, env) or "busbar-router"
+    try:
+        options = runtime.topology_options(env)
+        states = [
+            desired_state(options, e.queue(env), e.subscribed_events(), ordered=e.ordered) for e in catalog
+        ]
+    except TopologyValidationError as error:
+        note = "the topology options are invalid, so the app's topics are not told apart: " + "; ".join(
+            error.errors
+        )
+        fallback = read(FALLBACK_TOPIC_SETTING, env)
+        return AppEntities(
+            endpoints,
+            lock_queue=lock_queue,
+            fallback_topic=prefix.apply(fallback) if fallback else None,
+            router_subscription=router,
+            notes=(note,),
+        )
+    fallback = options.fallback_topic.topic_name if options.fallback_topic else None
+    return AppEntities(
+        endpoints=endpoints,
+        topics=frozenset(t for s in states for t in (*s.topics, *s.forwarding_topics)),
+        subscriptions=frozenset(sub.path for s in states for sub in s.subscriptions),
+        lock_queue=lock_queue,
+        fallback_topic=prefix.apply(fallback) if fallback else None,
+        router_subscription=router,
+    )

@@ -77,8 +77,11 @@ def ops_console(req: func.HttpRequest) -> func.HttpResponse:
 @bp.function_name("ops_entities")
 @bp.route(route="ops/entities", methods=["GET"], auth_level=func.AuthLevel.ADMIN)
 def ops_entities(req: func.HttpRequest) -> func.HttpResponse:
-    """Every queue, topic and subscription with active, dead-letter, scheduled and transfer counts."""
-    return _serve(req, OpsService.entities)
+    """Every queue, topic and subscription with active, dead-letter, scheduled and transfer counts: the
+    app's endpoints first, Busbar's infrastructure and foreign entities apart."""
+    from app.services import app_entities  # the catalog imports the app's handlers: only when asked
+
+    return _serve(req, lambda ops, request: ops.entities(request, app_entities(runtime.environment())))
 
 
 @bp.function_name("ops_failures")

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from typing import Any
 from urllib.parse import unquote
 
 from azure.servicebus import ServiceBusClient
@@ -28,6 +27,8 @@ from shared.api import (
 from shared.management import ManagementClient, SettingsError
 from shared.ops.archive_view import archive_view
 from shared.ops.dead_letters import peek_failures, peek_one
+from shared.ops.entities_view import entities_view
+from shared.ops.entity_sections import AppEntities
 from shared.ops.failures import FailureGroup, group_failures
 from shared.ops.message_view import message_view
 from shared.redrive.entities import EntityPlan, EntityRef
@@ -39,13 +40,6 @@ from shared.redrive.targets import discover
 
 DEFAULT_PAGE = 50
 MAX_PAGE = 500
-_COUNTS = (
-    ("active", "active_message_count"),
-    ("deadLetter", "dead_letter_message_count"),
-    ("scheduled", "scheduled_message_count"),
-    ("transfer", "transfer_message_count"),
-    ("transferDeadLetter", "transfer_dead_letter_message_count"),
-)
 
 
 class RunConflict(ApiError):
@@ -61,11 +55,6 @@ class Selection(BaseModel):
     sequence_numbers: list[int] = Field(default_factory=list, alias="sequenceNumbers")
 
     model_config = {"populate_by_name": True, "extra": "forbid"}
-
-
-def _counts(entity: Any) -> dict[str, int]:
-    details = getattr(entity, "count_details", None)
-    return {name: int(getattr(details, attr, 0) or 0) for name, attr in _COUNTS}
 
 
 class OpsService:
@@ -93,38 +82,17 @@ class OpsService:
         except SettingsError as error:
             raise Misconfigured("the management settings are incomplete", [str(error)]) from None
 
-    def entities(self, request: ApiRequest) -> ApiResponse:
-        """Every queue, topic and subscription with its message counts by kind."""
+    def entities(self, request: ApiRequest, app: AppEntities) -> ApiResponse:
+        """Every queue, topic and subscription with its message counts by kind: ``app``'s endpoints first,
+        Busbar's infrastructure and foreign entities apart (:mod:`shared.ops.entities_view`)."""
         management = self._management()
         scope = management.scope
-        queues = [
-            {"kind": "queue", "path": q.name, "endpoint": q.name, "counts": _counts(q)}
-            for q in management.queues.list_by_namespace(*scope)
+        queues = list(management.queues.list_by_namespace(*scope))
+        topics = [
+            (topic, list(management.subscriptions.list_by_topic(*scope, topic.name)))
+            for topic in management.topics.list_by_namespace(*scope)
         ]
-        topics, subscriptions = [], []
-        for topic in management.topics.list_by_namespace(*scope):
-            topics.append({"kind": "topic", "path": topic.name, "counts": _counts(topic)})
-            for sub in management.subscriptions.list_by_topic(*scope, topic.name):
-                subscriptions.append(
-                    {
-                        "kind": "subscription",
-                        "path": EntityRef.subscription(topic.name, sub.name).path,
-                        "forwardTo": sub.forward_to,
-                        "endpoint": sub.forward_to or EntityRef.subscription(topic.name, sub.name).path,
-                        "counts": _counts(sub),
-                    }
-                )
-        per_endpoint: dict[str, int] = {}
-        for item in queues + subscriptions:
-            endpoint = str(item["endpoint"])
-            per_endpoint[endpoint] = per_endpoint.get(endpoint, 0) + item["counts"]["deadLetter"]
-        body = {
-            "queues": queues,
-            "topics": topics,
-            "subscriptions": subscriptions,
-            "deadLettersPerEndpoint": dict(sorted(per_endpoint.items())),
-        }
-        return ApiResponse(200, body)
+        return ApiResponse(200, entities_view(queues, topics, app))
 
     def _groups(self) -> tuple[list[FailureGroup], dict[str, str], int]:
         # The transfer dead-letter queues (failed send-via transfers) are left to the timer: their counts

@@ -18,8 +18,13 @@ import httpx
 import pytest
 from azure.data.tables import TableServiceClient
 from azure.servicebus import ServiceBusClient, ServiceBusMessage
+from azure.servicebus.management import ServiceBusAdministrationClient
 
 REPO = Path(__file__).resolve().parents[2]
+SAMPLE_ENTITIES = "EMULATOR_CONFIG=emulator/sample-config.json"
+"""make run's opt-in to the emulator's sample entities (``orders`` and the like, which no function reads)."""
+SAMPLE_QUEUES = ("orders", "orders-errors", "wallet-transactions")
+SAMPLE_TOPIC = "bundle-1"
 
 
 class OutputReader:
@@ -139,7 +144,7 @@ def test_make_run_starts_everything_serves_http_stops_on_ctrl_c_and_reuses_its_d
     marker = f"kept-{uuid.uuid4().hex}"
     runs: list[MakeRun] = []
     try:
-        first = MakeRun(tmp_path / "data")
+        first = MakeRun(tmp_path / "data", SAMPLE_ENTITIES)
         runs.append(first)
         text = first.reader.wait_ready(timeout=90)
         # A fresh checkout has no settings file: the first run makes one from the sample, later runs keep it.
@@ -180,7 +185,7 @@ def test_make_run_starts_everything_serves_http_stops_on_ctrl_c_and_reuses_its_d
             assert client.get(path).status_code == 401
             key = first.banner(f"Function key: {name}")
             assert client.get(path, headers={"x-functions-key": key}).status_code == 200
-        # A message on a queue no function consumes ('orders' from emulator/sample-config.json) ...
+        # A message on a queue no function consumes ('orders', of SAMPLE_ENTITIES' config) ...
         with (
             ServiceBusClient.from_connection_string(connection_string) as sb,
             sb.get_queue_sender("orders") as tx,
@@ -189,7 +194,7 @@ def test_make_run_starts_everything_serves_http_stops_on_ctrl_c_and_reuses_its_d
         first.interrupt()
 
         # ... is still there when `make run` starts again on the same data.
-        second = MakeRun(tmp_path / "data")
+        second = MakeRun(tmp_path / "data", SAMPLE_ENTITIES)
         runs.append(second)
         assert "from local.settings.sample.json" not in second.reader.wait_ready(timeout=90)
         # ... is there too: Azurite's data is kept under DATA_DIR/azurite.
@@ -204,6 +209,33 @@ def test_make_run_starts_everything_serves_http_stops_on_ctrl_c_and_reuses_its_d
     finally:
         for run in runs:
             run.kill()
+
+
+@pytest.mark.slow
+@pytest.mark.subprocess
+def test_make_run_creates_the_apps_topology_only_unless_emulator_config_names_more(tmp_path: Path) -> None:
+    if shutil.which("make") is None:
+        pytest.fail("GNU make is required for the newcomer path")
+    run = MakeRun(tmp_path / "data")
+    try:
+        run.reader.wait_ready(timeout=90)
+        ca_file = run.banner("Emulator management CA file")
+        admin_connection_string = run.banner("Service Bus admin connection string")
+        with ServiceBusAdministrationClient.from_connection_string(
+            admin_connection_string, connection_verify=ca_file
+        ) as admin:
+            queues = {q.name for q in admin.list_queues()}
+            topics = {t.name for t in admin.list_topics()}
+        run.interrupt()
+    finally:
+        run.kill()
+
+    # The app's endpoints (crm is ordered: its hold queue too) and its fallback topic; none of the
+    # emulator's sample entities (the opt-in is SAMPLE_ENTITIES, which the restart test above uses).
+    assert {"billing", "crm", "crm.held", "shipping"} <= queues, queues
+    assert "busbar-fallback" in topics, topics
+    assert not queues & set(SAMPLE_QUEUES), queues
+    assert SAMPLE_TOPIC not in topics, topics
 
 
 @pytest.mark.slow

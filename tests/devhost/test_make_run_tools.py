@@ -16,9 +16,9 @@ import httpx
 import pytest
 from azure.servicebus import ServiceBusClient, ServiceBusMessage
 
-from tests.devhost.test_make_run import REPO, MakeRun
+from tests.devhost.test_make_run import REPO, SAMPLE_ENTITIES, MakeRun
 
-QUEUE = "orders"  # emulator/sample-config.json: no function consumes it
+QUEUE = "orders"  # emulator/sample-config.json (make run's SAMPLE_ENTITIES): no function consumes it
 REASON = "Unfixable"  # not a transient reason: the re-drive policy archives it
 
 
@@ -88,7 +88,7 @@ def test_the_documented_command_lines_reach_the_app_make_run_serves_on_os_picked
     write_settings(app_dir / "local.settings.json", archive)  # where MakeRun points SETTINGS
     make_paths = [f"SETTINGS={app_dir / 'local.settings.json'}", f"DATA_DIR={data}"]
     busbar_code = {"PYTHONPATH": str(REPO)}  # importable from the app directory, as from the checkout
-    app = MakeRun(data)
+    app = MakeRun(data, SAMPLE_ENTITIES)
     try:
         app.reader.wait_ready(timeout=90)
         record = json.loads((data / "devhost" / "endpoints.json").read_text())

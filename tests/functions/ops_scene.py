@@ -1,5 +1,6 @@
-"""The operations console's test scene: two endpoint queues and a forwarding subscription with poison,
-transient and unmatched failures, and an app with the console's blueprint running under devhost."""
+"""The operations console's test scenes: two endpoint queues and a forwarding subscription with poison,
+transient and unmatched failures, and an app with the console's blueprint running under devhost; and the
+namespace ``make run EMULATOR_CONFIG=emulator/sample-config.json`` gives the app, for the entity sections."""
 
 from __future__ import annotations
 
@@ -9,10 +10,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from azure.mgmt.servicebus.models import SBSubscription, SBSubscriptionProperties
+from azure.mgmt.servicebus.models import SBQueue, SBQueueProperties, SBSubscription, SBSubscriptionProperties
 
+from app import runtime
+from app.bootstrap import provision as provision_app
 from devhost.testing import running_host
+from emulator.config import load_config
+from emulator.server import EmulatorOptions, EmulatorThread
+from shared.api.provisioning.lock import create_lock_queue
 from shared.redrive.entities import EntityRef
+from tests.functions.busbar_app import app_settings, management_for
 from tests.shared.redrive.redrive_support import (
     Provisioner,
     dead_letter_queue_messages,
@@ -79,7 +86,15 @@ def scene(emulator: Any, provision: Provisioner, tmp_path: Path) -> Iterator[dic
     )
     path = EntityRef.subscription(topic, subscription).path
     archive = tmp_path / "archive"
-    settings = redrive_env(emulator, archive, [billing, shipping, path])
+    # The app hosts billing and shipping on these queues (crm's is not provisioned here).
+    settings = redrive_env(
+        emulator,
+        archive,
+        [billing, shipping, path],
+        BUSBAR_BILLING_QUEUE=billing,
+        BUSBAR_SHIPPING_QUEUE=shipping,
+        BUSBAR_CRM_QUEUE=f"crm-{billing}",
+    )
     app = tmp_path / "app" / "function_app.py"
     app.parent.mkdir()
     app.write_text(APP)
@@ -94,3 +109,56 @@ def scene(emulator: Any, provision: Provisioner, tmp_path: Path) -> Iterator[dic
             "archive": archive,
             "cs": cs,
         }
+
+
+SAMPLE_CONFIG = Path(__file__).resolve().parents[2] / "emulator" / "sample-config.json"
+MAKE_RUN_NAMES = {
+    "BUSBAR_BILLING_QUEUE": "billing",
+    "BUSBAR_CRM_QUEUE": "crm",
+    "BUSBAR_SHIPPING_QUEUE": "shipping",
+    "BUSBAR_FALLBACK_TOPIC": "busbar-fallback",
+    "BUSBAR_ROUTER_SUBSCRIPTION": "busbar-router",
+}
+"""The entity names of local.settings.sample.json, which make run serves: the emulator is this scene's own."""
+FOREIGN_ENDPOINT = "audit"
+"""An ordered endpoint another host runs, on the fallback topic: its queue, hold queue and subscription."""
+
+
+@pytest.fixture(scope="module")
+def sample_namespace(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """An emulator loaded with emulator/sample-config.json (``orders``, ``orders-errors``,
+    ``wallet-transactions``, ``shipping``, ``bundle-1`` with ``Shipping`` forwarding to ``shipping``), the app
+    provisioned on it as make run's start-up hook does, the provisioning lock queue, a foreign ordered
+    endpoint, one dead letter in billing and one in ``orders``; the console's app running against it."""
+    thread = EmulatorThread(
+        EmulatorOptions(config=load_config(SAMPLE_CONFIG), amqp_port=0, management_port=0)
+    )
+    thread.start()
+    try:
+        root = tmp_path_factory.mktemp("sample-namespace")
+        settings = app_settings(thread, **MAKE_RUN_NAMES, BUSBAR_ARCHIVE_URL=str(root / "archive"))
+        provision_app(settings)
+        with management_for(settings) as management:
+            scope = management.scope
+            create_lock_queue(management, "busbar-provisioning-locks")
+            for queue in (FOREIGN_ENDPOINT, f"{FOREIGN_ENDPOINT}.held"):
+                management.queues.create_or_update(
+                    *scope, queue, SBQueue(properties=SBQueueProperties(requires_session=True))
+                )
+            management.subscriptions.create_or_update(
+                *scope,
+                "busbar-fallback",
+                FOREIGN_ENDPOINT,
+                SBSubscription(properties=SBSubscriptionProperties(forward_to=FOREIGN_ENDPOINT)),
+            )
+        cs = settings["ServiceBusConnection"]
+        dead_letter_queue_messages(cs, "billing", [message()], POISON)
+        dead_letter_queue_messages(cs, "orders", [message()], TRANSIENT)
+        app = root / "app" / "function_app.py"
+        app.parent.mkdir()
+        app.write_text(APP)
+        with running_host(app, settings=settings) as host:
+            yield {"host": host, "settings": settings}
+    finally:
+        runtime.reset()
+        thread.stop()

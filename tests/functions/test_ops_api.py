@@ -12,10 +12,11 @@ from urllib.parse import quote
 import httpx
 from azure.servicebus import ServiceBusClient, ServiceBusSubQueue
 
+from app.services import app_entities
 from devhost.testing import HostHandle, running_host
 from shared.archive.reader import read_archive
 from tests.functions import ops_scene
-from tests.functions.ops_scene import provision, scene
+from tests.functions.ops_scene import FOREIGN_ENDPOINT, provision, sample_namespace, scene
 from tests.shared.redrive.redrive_support import (
     Provisioner,
     dead_letter_queue_messages,
@@ -28,7 +29,7 @@ from tests.shared.redrive.redrive_support import (
 )
 
 POISON, TRANSIENT, UNMATCHED = ops_scene.POISON, ops_scene.TRANSIENT, ops_scene.UNMATCHED
-__all__ = ["provision", "scene"]  # fixtures used by name below
+__all__ = ["provision", "sample_namespace", "scene"]  # fixtures used by name below
 
 
 def admin(host: HostHandle) -> httpx.Client:
@@ -166,6 +167,114 @@ def test_entities_report_counts_and_dead_letters_per_endpoint(scene: dict[str, A
     assert subscriptions[scene["path"]]["counts"]["deadLetter"] == 1
     assert body["deadLettersPerEndpoint"][scene["billing"]] == 5
     assert body["deadLettersPerEndpoint"][scene["shipping"]] == 1
+
+
+def test_entities_list_the_apps_endpoints_first_and_busbars_infrastructure_and_foreign_entities_apart(
+    sample_namespace: dict[str, Any],
+) -> None:
+    with admin(sample_namespace["host"]) as client:
+        response = client.get("/api/ops/entities")
+    assert response.status_code == 200, response.text
+    body = response.json()
+
+    # The endpoints the app hosts, in its catalog's order: each one's input queue, then the subscriptions
+    # forwarding to it (the sample config's bundle-1/Shipping feeds the app's shipping: its dead letters
+    # would be shipping's).
+    assert [(e["endpoint"], e["queue"]) for e in body["endpoints"]] == [
+        ("billing", "billing"),
+        ("crm", "crm"),
+        ("shipping", "shipping"),
+    ]
+    listed = {
+        e["endpoint"]: [(r["kind"], r["path"], r["role"]) for r in e["entities"]] for e in body["endpoints"]
+    }
+    assert listed == {
+        "billing": [
+            ("queue", "billing", "input queue"),
+            ("subscription", "busbar-fallback/Subscriptions/billing", "subscription forwarding to billing"),
+        ],
+        "crm": [
+            ("queue", "crm", "input queue"),
+            ("subscription", "busbar-fallback/Subscriptions/crm", "subscription forwarding to crm"),
+        ],
+        "shipping": [
+            ("queue", "shipping", "input queue"),
+            ("subscription", "bundle-1/Subscriptions/Shipping", "subscription forwarding to shipping"),
+            ("subscription", "busbar-fallback/Subscriptions/shipping", "subscription forwarding to shipping"),
+        ],
+    }
+    billing_queue = body["endpoints"][0]["entities"][0]
+    assert billing_queue["section"] == "app" and billing_queue["counts"]["deadLetter"] == 1
+
+    # What Busbar keeps to run them, apart.
+    assert {r["path"]: r["role"] for r in body["infrastructure"]} == {
+        "crm.held": "hold queue of crm (held keys wait here)",
+        "busbar-provisioning-locks": "provisioning locks (no message is ever sent here)",
+        "busbar-fallback/Subscriptions/busbar-router": "the fallback router's subscription",
+        "busbar-fallback": "fallback topic (the router reads it)",
+    }
+    # And everything else: the emulator's sample entities and another host's endpoint.
+    foreign = {r["path"]: r for r in body["foreign"]}
+    assert set(foreign) == {
+        "orders",
+        "orders-errors",
+        "wallet-transactions",
+        FOREIGN_ENDPOINT,
+        f"{FOREIGN_ENDPOINT}.held",
+        f"busbar-fallback/Subscriptions/{FOREIGN_ENDPOINT}",
+        "bundle-1",
+    }
+    assert foreign[f"{FOREIGN_ENDPOINT}.held"]["role"] == f"hold queue of {FOREIGN_ENDPOINT}"
+    assert foreign["orders"]["counts"]["deadLetter"] == 1
+    assert {r["section"] for r in body["foreign"]} == {"foreign"}
+
+    # The lists by kind still hold every entity, each naming its section.
+    by_kind = body["queues"] + body["topics"] + body["subscriptions"]
+    assert len(by_kind) == sum(len(e["entities"]) for e in body["endpoints"]) + len(
+        body["infrastructure"]
+    ) + len(foreign)
+    assert {r["path"]: r["section"] for r in by_kind}["orders"] == "foreign"
+    # Dead letters per endpoint: the app's endpoints first.
+    assert list(body["deadLettersPerEndpoint"])[:3] == ["billing", "crm", "shipping"]
+    assert body["deadLettersPerEndpoint"]["orders"] == 1
+    assert body["notes"] == []
+
+
+def test_the_apps_entities_are_its_endpoints_and_busbars_names_under_the_hierarchy_prefix() -> None:
+    settings = {
+        "BUSBAR_HIERARCHY_NAMESPACE": "team-a",
+        "BUSBAR_BILLING_QUEUE": "billing-q",
+        "BUSBAR_FALLBACK_TOPIC": "busbar-fallback",
+        "BUSBAR_PROVISIONING_LOCK_QUEUE": "locks",
+    }
+
+    known = app_entities(settings)
+
+    assert dict(known.endpoints) == {
+        "team-a/billing-q": "billing",
+        "team-a/crm": "crm",
+        "team-a/shipping": "shipping",
+    }
+    assert (known.lock_queue, known.fallback_topic, known.router_subscription) == (
+        "team-a/locks",
+        "team-a/busbar-fallback",
+        "busbar-router",
+    )
+    # Every event goes to the fallback topic here (nothing mapped): the endpoints' subscriptions are on it.
+    assert known.topics == {"team-a/busbar-fallback"}
+    assert "team-a/busbar-fallback/Subscriptions/billing-q" in known.subscriptions
+    assert known.notes == ()
+
+
+def test_invalid_topology_options_still_tell_the_endpoints_and_say_why_the_topics_are_not() -> None:
+    known = app_entities(
+        {"AzureServiceBus__TopologyOptions": '{"$type": "nonsense"}', "BUSBAR_FALLBACK_TOPIC": "fb"}
+    )
+
+    assert list(known.endpoints) == ["billing", "crm", "shipping"]
+    assert known.fallback_topic == "fb" and known.topics == frozenset()
+    [note] = known.notes
+    assert note.startswith("the topology options are invalid") and "nonsense" in note
 
 
 def test_the_console_needs_the_admin_key(scene: dict[str, Any]) -> None:

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, Page, Route, expect, sync_playwright
 
-from tests.functions.ops_scene import TRANSIENT, provision, scene
+from tests.functions.ops_scene import FOREIGN_ENDPOINT, TRANSIENT, provision, sample_namespace, scene
 
-__all__ = ["provision", "scene"]  # fixtures used by name below
+__all__ = ["provision", "sample_namespace", "scene"]  # fixtures used by name below
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = os.environ.get("BUSBAR_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
@@ -83,6 +83,63 @@ def test_operator_opens_a_group_and_a_message_and_retries_it(
     expect(billing.locator('td[data-count="deadLetter"]')).to_have_text("3", timeout=30_000)
     expect(billing.locator('td[data-count="active"]')).to_have_text("2")
     expect(page.locator("#groups tbody tr", has_text=TRANSIENT)).to_have_count(0)
+    page.close()
+
+
+def test_the_console_lists_the_apps_endpoints_first_and_infrastructure_and_foreign_entities_apart(
+    browser: Browser, sample_namespace: dict[str, Any]
+) -> None:
+    host = sample_namespace["host"]
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(f"{host.base_url}/api/ops?code={host.master_key}")
+
+    # The endpoints list: the app's three endpoints, each heading its input queue and the subscriptions
+    # forwarding to it, and nothing else.
+    expect(page.locator("#entities tr[data-endpoint-group]")).to_have_text(["billing", "crm", "shipping"])
+    expect(page.locator("#entities tr[data-entity]")).to_have_count(7)
+    assert page.locator("#entities tr[data-entity]").evaluate_all(
+        "rows => rows.map(r => r.dataset.entity)"
+    ) == [
+        "billing",
+        "busbar-fallback/Subscriptions/billing",
+        "crm",
+        "busbar-fallback/Subscriptions/crm",
+        "shipping",
+        "bundle-1/Subscriptions/Shipping",
+        "busbar-fallback/Subscriptions/shipping",
+    ]
+    expect(page.locator('#entities tr[data-entity="billing"]')).to_contain_text("input queue")
+    expect(page.locator('#entities tr[data-entity="billing"] td[data-count="deadLetter"]')).to_have_text("1")
+    # Dead letters per endpoint: the app's endpoints only, by name.
+    expect(page.locator("#bars span[data-endpoint]")).to_have_count(3)
+    expect(page.locator('#bars span[data-endpoint="billing"]')).to_have_text("1")
+    expect(page.locator("#bars")).not_to_contain_text("orders")
+
+    # Busbar's infrastructure in its own table, each entity saying what it is.
+    infrastructure = page.locator("#infrastructure tbody tr")
+    expect(infrastructure).to_have_count(4)
+    expect(page.locator('#infrastructure tr[data-entity="crm.held"]')).to_contain_text("hold queue of crm")
+    expect(page.locator('#infrastructure tr[data-entity="busbar-provisioning-locks"]')).to_contain_text(
+        "provisioning locks"
+    )
+    expect(
+        page.locator('#infrastructure tr[data-entity="busbar-fallback/Subscriptions/busbar-router"]')
+    ).to_have_count(1)
+    # The emulator's sample entities and another host's endpoint: apart too, with their counts.
+    for path in ("orders", "wallet-transactions", "bundle-1", FOREIGN_ENDPOINT, f"{FOREIGN_ENDPOINT}.held"):
+        expect(page.locator(f'#foreign tr[data-entity="{path}"]')).to_have_count(1)
+        expect(page.locator(f'#entities tr[data-entity="{path}"]')).to_have_count(0)
+    expect(page.locator('#foreign tr[data-entity="orders"] td[data-count="deadLetter"]')).to_have_text("1")
+    expect(page.locator("#infrastructure-empty")).to_be_hidden()
+    expect(page.locator("#foreign-empty")).to_be_hidden()
+    expect(page.locator("#entity-notes")).to_be_hidden()  # the topology options are valid: nothing to say
+    # In that order down the page: the app's endpoints, then the infrastructure, then the rest.
+    headings = page.locator("main h2").all_inner_texts()
+    endpoints, infra, others = (
+        headings.index(title)
+        for title in ("Endpoints", "Busbar's infrastructure", "Other entities in the namespace")
+    )
+    assert endpoints < infra < others, headings
     page.close()
 
 

@@ -51,7 +51,7 @@ from tests.shared.envelope.wire_types import DESCRIBED, DESCRIBED_EXACT, EXACT, 
 BILLING = "billing"
 WINDOW = "PT20S"
 """The app's duplicate-detection window: Azure's minimum, so re-drives wait as little as the broker allows."""
-INSPECTION_QUEUE = "orders"  # emulator/sample-config.json: a queue no function consumes
+INSPECTION_QUEUE = "orders"  # emulator/sample-config.json (typed_app opts in): a queue no function consumes
 DEDICATED_TOPIC = "Shipping.OrderAccepted"  # a topic named after the contract: the router bridges to it
 AUDIT = "audit"  # an endpoint the app does not host, subscribed on the dedicated topic
 
