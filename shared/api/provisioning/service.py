@@ -67,6 +67,7 @@ from shared.topology import (
     desired_state,
     parse_subscribed_events,
 )
+from shared.topology.content_filters import require_valid_filters
 from shared.topology.delivery_paths import DuplicateDeliveryError
 from shared.topology.duplicate_detection import (
     DEFAULT_WINDOW,
@@ -298,6 +299,14 @@ class ProvisioningService:
     def _require_known(self, event_types: list[str]) -> None:
         require_known(self.contracts, event_types)
 
+    def _require_valid_filters(self, entries: list[str | dict[str, Any]]) -> None:
+        """400 before any call when a filter does not parse or reads a property the contract does not
+        promote (:mod:`shared.topology.content_filters`): such a rule would fail or silently match nothing."""
+        try:
+            require_valid_filters(parse_subscribed_events(entries), self.contracts)
+        except TopologyValidationError as error:
+            raise ValidationFailed("the subscriptions are invalid", error.errors) from None
+
     def _desired(
         self,
         queue: str,
@@ -389,8 +398,19 @@ class ProvisioningService:
             for rule in existing.rules:
                 if rule.name.lower() not in keep:
                     path = rule_path(existing.topic, existing.name, rule.name)
+                    # After the plan's creates and rewrites: a filter's rule or a $Default being replaced
+                    # must not leave the subscription without a rule for what it still wants.
                     items.append(
-                        PlanItem("delete", "rule", path, {}, existing.topic, existing.name, rule.name)
+                        PlanItem(
+                            "delete",
+                            "rule",
+                            path,
+                            {},
+                            existing.topic,
+                            existing.name,
+                            rule.name,
+                            after_creates=True,
+                        )
                     )
         return items
 
@@ -405,6 +425,7 @@ class ProvisioningService:
         target = self._endpoint(request)
         body = parse_body(SubscriptionsRequest, request.body)
         self._require_known(body.unmapped_event_types())
+        self._require_valid_filters(body.entries())
         queue = target.queue
         ordered = target.hosted is not None and target.hosted.ordered
         if ordered:
@@ -516,7 +537,7 @@ class ProvisioningService:
                 desired: Any = desired_state(
                     self.options,
                     queue,
-                    endpoint.subscribed_events(),
+                    endpoint.subscriptions(),
                     ordered=endpoint.ordered,
                     duplicate_detection_window=self.defaults.duplicate_detection_window,
                 ).to_dict()
