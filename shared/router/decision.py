@@ -323,7 +323,8 @@ def _bridge(
     Only certain matches count as received: when in doubt the copy is sent (a duplicate), never withheld
     (a loss). Every subscriber already served: no copy. Some: the copy goes straight to the others'
     forwarding targets, which is where their subscriptions would have forwarded it; when one of them has
-    no forwarding target it can only be reached through the topic, and the note names the duplicate."""
+    no forwarding target, or a filter the router cannot evaluate (a content filter, which only the broker
+    may apply), it can only be reached through the topic, and the note names the duplicate."""
     by_name = {s.name.lower(): s for s in snapshot.subscriptions}
     served = {
         (by_name[name.lower()].forward_to or "").lower()
@@ -346,11 +347,12 @@ def _bridge(
             (),
             f"not bridged to {target!r}: its subscribers {names} received it on the fallback topic",
         )
-    if all(s.forward_to for s in others):
+    # A subscriber whose filter the router cannot evaluate (routing by content: ``amount >= 1000``) can only
+    # be reached through the topic, where the broker applies its filter: a copy put straight into its
+    # queue would skip it.
+    uncertain = [s for s in others if subscription_matches(s, message) is Match.UNKNOWN]
+    if all(s.forward_to for s in others) and not uncertain:
         entities = tuple(dict.fromkeys(s.forward_to or "" for s in others))
         return None, entities, f"{names} received it on the fallback topic"
-    return (
-        target,
-        (),
-        f"{names} receive it twice: a subscriber of {target!r} without forwarding needs the topic",
-    )
+    why = "whose filter the router cannot evaluate" if uncertain else "without forwarding"
+    return (target, (), f"{names} receive it twice: a subscriber of {target!r} {why} needs the topic")

@@ -4,7 +4,15 @@ routes by content (a SQL rule on ``amount``) sees the copy as it would have seen
 
 from __future__ import annotations
 
-from azure.mgmt.servicebus.models import Rule, Ruleproperties, SBSubscription, SqlFilter
+from azure.mgmt.servicebus.models import (
+    CorrelationFilter,
+    Rule,
+    Ruleproperties,
+    SBQueue,
+    SBSubscription,
+    SBTopic,
+    SqlFilter,
+)
 from azure.servicebus import ServiceBusReceivedMessage
 
 from app.sample_events import OrderAccepted
@@ -13,6 +21,7 @@ from shared.envelope.sdk import from_received, readable_body
 from shared.envelope.sdk_property_types import typed_receiver
 from shared.messages import IncomingMessage
 from shared.topology import TopicRoutingMode, build_message
+from tests.emulator.sdk_helpers import drain
 from tests.shared.router.test_router_bridge_sessions import Bridge, bridge  # noqa: F401  (the fixture)
 
 
@@ -72,3 +81,48 @@ def _drain_watch(through: Bridge, topic: str) -> list[ServiceBusReceivedMessage]
         for message in received:
             receiver.complete_message(message)
     return received
+
+
+def test_a_copy_sent_around_the_topic_never_skips_a_subscribers_content_filter(
+    bridge: Bridge,  # noqa: F811
+) -> None:
+    # billing gets orders on the fallback topic already; sales only on the dedicated topic, filtered. The
+    # router cannot evaluate sales' SQL, so it must not put a copy straight into sales' queue: only the
+    # topic applies the filter.
+    m, scope = bridge.management, bridge.management.scope
+    billing, sales = f"{bridge.namespace}/billing", f"{bridge.namespace}/sales"
+    for queue in (billing, sales):
+        m.queues.create_or_update(*scope, queue, SBQueue())
+    on_fallback = SBSubscription(forward_to=billing)
+    m.subscriptions.create_or_update(*scope, bridge.fallback, "billing", on_fallback)
+    stamp = Rule(
+        properties=Ruleproperties(
+            filter_type="CorrelationFilter",
+            correlation_filter=CorrelationFilter(properties={"Shipping.OrderAccepted": True}),  # type: ignore[dict-item]
+        )
+    )
+    m.rules.create_or_update(*scope, bridge.fallback, "billing", "Shipping.OrderAccepted", stamp)
+    m.rules.delete(*scope, bridge.fallback, "billing", "$Default")
+    topic = f"{bridge.namespace}/Shipping.OrderAccepted"  # every subscriber forwards: no "watch" here
+    m.topics.create_or_update(*scope, topic, SBTopic())
+    m.subscriptions.create_or_update(*scope, topic, "billing", SBSubscription(forward_to=billing))
+    m.subscriptions.create_or_update(*scope, topic, "sales", SBSubscription(forward_to=sales))
+    high_value = SqlFilter(sql_expression="amount >= 1000")
+    m.rules.create_or_update(
+        *scope,
+        topic,
+        "sales",
+        "high-value",
+        Rule(properties=Ruleproperties(filter_type="SqlFilter", sql_filter=high_value)),
+    )
+    m.rules.delete(*scope, topic, "sales", "$Default")
+    with bridge.client.get_topic_sender(bridge.fallback) as sender:
+        for order_id, amount in (("big", 5000.0), ("small", 10.0)):
+            event = OrderAccepted(order_id=order_id, amount=amount)
+            sender.send_messages(build_message(event, TopicRoutingMode.CorrelationFilter, endpoint_name="s"))
+
+    _route_all(bridge, 2)
+
+    with bridge.client.get_queue_receiver(sales) as receiver:
+        got = [OrderAccepted.model_validate_json(str(m)).order_id for m in drain(receiver, None, 2)]
+    assert got == ["big"]
