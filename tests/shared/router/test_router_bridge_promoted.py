@@ -10,6 +10,7 @@ from azure.mgmt.servicebus.models import (
     Ruleproperties,
     SBQueue,
     SBSubscription,
+    SBSubscriptionProperties,
     SBTopic,
     SqlFilter,
 )
@@ -93,7 +94,7 @@ def test_a_copy_sent_around_the_topic_never_skips_a_subscribers_content_filter(
     billing, sales = f"{bridge.namespace}/billing", f"{bridge.namespace}/sales"
     for queue in (billing, sales):
         m.queues.create_or_update(*scope, queue, SBQueue())
-    on_fallback = SBSubscription(forward_to=billing)
+    on_fallback = _forwarding(billing)
     m.subscriptions.create_or_update(*scope, bridge.fallback, "billing", on_fallback)
     stamp = Rule(
         properties=Ruleproperties(
@@ -105,8 +106,8 @@ def test_a_copy_sent_around_the_topic_never_skips_a_subscribers_content_filter(
     m.rules.delete(*scope, bridge.fallback, "billing", "$Default")
     topic = f"{bridge.namespace}/Shipping.OrderAccepted"  # every subscriber forwards: no "watch" here
     m.topics.create_or_update(*scope, topic, SBTopic())
-    m.subscriptions.create_or_update(*scope, topic, "billing", SBSubscription(forward_to=billing))
-    m.subscriptions.create_or_update(*scope, topic, "sales", SBSubscription(forward_to=sales))
+    m.subscriptions.create_or_update(*scope, topic, "billing", _forwarding(billing))
+    m.subscriptions.create_or_update(*scope, topic, "sales", _forwarding(sales))
     high_value = SqlFilter(sql_expression="amount >= 1000")
     m.rules.create_or_update(
         *scope,
@@ -126,3 +127,7 @@ def test_a_copy_sent_around_the_topic_never_skips_a_subscribers_content_filter(
     with bridge.client.get_queue_receiver(sales) as receiver:
         got = [OrderAccepted.model_validate_json(str(m)).order_id for m in drain(receiver, None, 2)]
     assert got == ["big"]
+
+
+def _forwarding(queue: str) -> SBSubscription:
+    return SBSubscription(properties=SBSubscriptionProperties(forward_to=queue))
