@@ -33,6 +33,7 @@ from typing import Any
 
 from shared.contracts import ENCLOSED_MESSAGE_TYPES
 from shared.messages import IncomingMessage
+from shared.topology.content_filters import split_condition, stamp_tested
 from shared.topology.handover import CLOCK_SKEW_SECONDS
 
 BRIDGED_FROM = "busbar.bridged-from"
@@ -200,6 +201,16 @@ def rule_matches(rule: Rule, message: IncomingMessage) -> Match:
         return Match.YES
     if _FALSE.match(rule.expression):
         return Match.NO
+    combined = split_condition(rule.expression)
+    if combined is not None:
+        # An event rule routing by content: its type condition AND a condition the router cannot evaluate.
+        # Not that event: certainly no match (so an event nobody else takes is still found unrouted).
+        kind = rule_matches(SqlRule(rule.name, combined[0]), message)
+        return Match.NO if kind is Match.NO else Match.UNKNOWN
+    stamp = stamp_tested(rule.expression)
+    if stamp is not None:
+        # A missing property is unknown in SQL, and an unknown filter result does not match.
+        return Match.YES if _user_property(message.application_properties, stamp) is True else Match.NO
     like = _ENCLOSED_LIKE.match(rule.expression)
     if like is None or like.group("name").lower() != ENCLOSED_MESSAGE_TYPES.lower():
         return Match.UNKNOWN

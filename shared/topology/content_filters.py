@@ -16,6 +16,7 @@ promotes (:func:`content_filter_errors`). Pure.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -112,6 +113,24 @@ class ContentFilter:
         if type_filter.kind == "correlation" and self.sql is None:
             return RuleFilter("correlation", properties=type_filter.properties + self.properties)
         return RuleFilter("sql", sql=f"{type_filter.expression} AND ({self.as_sql()})")
+
+
+_CONTENT_ADDED = re.compile(r"^(?P<type>.+?) AND \((?P<content>.*)\)$", re.DOTALL)
+_STAMP_TRUE = re.compile(r"^\s*\[(?P<name>[^\]]+)\]\s*=\s*TRUE\s*$", re.IGNORECASE)
+
+
+def split_condition(sql: str) -> tuple[str, str] | None:
+    """``(type condition, content condition)`` of a SQL rule :meth:`ContentFilter.combined` wrote
+    (``<type> AND (<content>)``), or None for any other SQL."""
+    match = _CONTENT_ADDED.match(sql)
+    return None if match is None else (match.group("type"), match.group("content"))
+
+
+def stamp_tested(sql: str) -> str | None:
+    """The property a CorrelationFilter-mode stamp test reads (``[Shipping.OrderAccepted] = TRUE``: the
+    stamp written as SQL, when a SQL condition joins it), or None for any other SQL."""
+    match = _STAMP_TRUE.match(sql)
+    return None if match is None else match.group("name")
 
 
 def refines(existing: RuleFilter, type_filter: RuleFilter) -> bool:

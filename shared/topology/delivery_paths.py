@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from shared.contracts import ENCLOSED_MESSAGE_TYPES
+from shared.topology.content_filters import split_condition, stamp_tested
 from shared.topology.desired import DesiredState, RuleFilter, RuleSpec, sql_filter
 from shared.topology.errors import TopologyValidationError
 from shared.topology.event_carriers import CheckedEvent, carrier_topics, checked_events
@@ -42,12 +43,6 @@ from shared.topology.plan import PlanItem, rule_path, subscription_path
 _ENCLOSED_LIKE = re.compile(
     r"^\s*(?:user\.)?\[?(?P<name>[\w.]+)\]?\s+LIKE\s+'(?P<pattern>(?:[^']|'')*)'\s*$", re.IGNORECASE
 )
-
-
-_CONTENT_ADDED = re.compile(r"^(?P<type>.+?) AND \((?P<content>.*)\)$", re.DOTALL)
-"""An event rule's type condition with a content condition AND-ed (``ContentFilter.combined``)."""
-_STAMP_TRUE = re.compile(r"^\s*\[(?P<name>[^\]]+)\]\s*=\s*TRUE\s*$", re.IGNORECASE)
-"""A CorrelationFilter-mode stamp tested in SQL: ``[Shipping.OrderAccepted] = TRUE``."""
 
 
 class Forwarding(Protocol):
@@ -132,12 +127,12 @@ def rule_takes(rule: RuleFilter, enclosed: Sequence[str]) -> bool:
         return bool(typed) and not any("." in key and key not in typed for key, _ in rule.properties)
     if rule.kind != "sql" or rule.sql is None:
         return False
-    combined = _CONTENT_ADDED.match(rule.sql)
+    combined = split_condition(rule.sql)
     if combined is not None:
-        return rule_takes(sql_filter(combined.group("type")), enclosed)
-    stamp = _STAMP_TRUE.match(rule.sql)
+        return rule_takes(sql_filter(combined[0]), enclosed)
+    stamp = stamp_tested(rule.sql)
     if stamp is not None:
-        return stamp.group("name").lower() in {t.lower() for t in enclosed}
+        return stamp.lower() in {t.lower() for t in enclosed}
     like = _ENCLOSED_LIKE.match(rule.sql)
     if like is None or like.group("name").lower() != ENCLOSED_MESSAGE_TYPES.lower():
         return False

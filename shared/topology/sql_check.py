@@ -3,7 +3,9 @@
 Azure refuses a SQL filter that does not parse only when the rule is created, halfway through a plan; Busbar
 checks it first, so a bad filter is refused before anything changes, naming the problem and its 1-based
 position. The grammar is Service Bus's SQL filter language (Microsoft, "Subscription rule SQL filter
-syntax"): ``AND``/``OR``/``NOT``, comparisons (``= <> != > >= < <=``), ``[NOT] LIKE`` with ``ESCAPE``,
+syntax", learn.microsoft.com/azure/service-bus-messaging/service-bus-messaging-sql-filter: an unscoped name
+is a user property, reading a system property that does not exist is an error, a regular identifier starts
+with a letter): ``AND``/``OR``/``NOT``, comparisons (``= <> != > >= < <=``), ``[NOT] LIKE`` with ``ESCAPE``,
 ``[NOT] IN (...)``, ``IS [NOT] NULL``, ``EXISTS(property)``, arithmetic, constants (numbers, ``'strings'``,
 ``TRUE``/``FALSE``/``NULL``), ``@parameters`` and properties: ``name`` or ``user.name`` (an application
 property), ``sys.Name`` (a system property), ``[delimited name]``.
@@ -88,7 +90,9 @@ def _tokens(text: str) -> list[_Token]:
         c = text[i]
         if c.isspace():
             i += 1
-        elif c.isalpha() or c == "_":
+        elif (
+            c.isalpha()
+        ):  # a regular identifier starts with a letter ([[:IsLetter:]][_[:IsLetter:][:IsDigit:]]*)
             j = i + 1
             while j < n and (text[j].isalnum() or text[j] == "_"):
                 j += 1

@@ -62,6 +62,7 @@ def test_the_filter_is_shown_back_in_the_subscribed_events_shape() -> None:
         ("sys.Colour = 'red'", "'sys.Colour' is not a system property", 1),
         ("amount >= 1000 region = 'x'", "expected AND, OR or the end of the filter, found 'region'", 16),
         ("(amount > 1", "expected ')' to close the '(' opened at position 1", 12),
+        ("_amount = 1", "unexpected character '_'", 1),  # Azure: a regular identifier starts with a letter
     ],
 )
 def test_sql_that_does_not_parse_is_refused_naming_the_problem_and_its_position(
