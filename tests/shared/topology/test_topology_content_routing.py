@@ -194,3 +194,21 @@ def test_without_the_false_default_rule_the_match_all_default_is_deleted_after_t
     [delete] = [i for i in plan.items if i.action == "delete"]
     assert delete.name == "$Default" and delete.after_creates
     assert _rules(management, HierarchyNamespace(ns).apply(OA), "sales") == {OA.lower(): "amount >= 1000"}
+
+
+def test_dropping_the_condition_gives_the_match_all_default_back_in_place_before_anything_goes(
+    management: ManagementClient, sb_client: ServiceBusClient, ns: str
+) -> None:
+    options = TopologyOptions(hierarchy_namespace=ns)
+    provision(management, options, "sales", [{"type": OA, "filter": "amount >= 1000"}])
+    provisioner = Provisioner(management)
+
+    plan = provisioner.plan(desired_state(options, "sales", [OA]))
+    provisioner.apply(plan)
+
+    topic = HierarchyNamespace(ns).apply(OA)
+    [update] = [i for i in plan.items if i.action == "update"]
+    assert update.name.lower() == "$default" and update.details["desired"]["sqlExpression"] == "1=1"
+    # plan/apply never delete: the condition's rule stays, OR-ed with 1=1 (a PUT deletes it, after this).
+    assert _rules(management, topic, "sales") == {"$default": "1=1", OA.lower(): "amount >= 1000"}
+    assert _orders(sb_client, options, "sales", [OrderAccepted(order_id="small", amount=10)]) == ["small"]
