@@ -456,3 +456,28 @@ def test_a_correlation_filter_for_another_subscriber_round_trips_plan_apply_and_
         "$default": None,
         "shipping.orderaccepted": {"Shipping.OrderAccepted": True},
     }
+
+
+def test_dropping_a_filter_over_http_gives_the_subscription_its_match_all_rule_back_and_deletes_the_filter(
+    http: httpx.Client,
+) -> None:
+    endpoint = _fresh_endpoint("reports")
+    url = f"/api/endpoints/{endpoint}/subscriptions"
+    topic = f"orders-{endpoint}"  # an explicit topic: the event's subscription there is NotMultiplexed
+    plain = {"type": "Shipping.OrderAccepted", "topic": topic}
+
+    filtered = http.put(url, json={"events": [{**plain, "filter": "amount >= 1000"}]})
+    first = {
+        r["name"].lower(): r.get("sqlExpression") for r in http.get(url).json()["subscriptions"][0]["rules"]
+    }
+    dropped = http.put(url, json={"events": [plain]})
+    after = {
+        r["name"].lower(): r.get("sqlExpression") for r in http.get(url).json()["subscriptions"][0]["rules"]
+    }
+
+    assert filtered.status_code == 201, filtered.text
+    assert first == {"$default": "1=0", "shipping.orderaccepted": "amount >= 1000"}
+    assert dropped.status_code == 200, dropped.text
+    actions = {(i["action"], i["path"].rsplit("/", 1)[-1].lower()) for i in dropped.json()["plan"]["items"]}
+    assert {("update", "$default"), ("delete", "shipping.orderaccepted")} <= actions
+    assert after == {"$default": "1=1"}

@@ -430,8 +430,11 @@ class ProvisioningService:
             for rule in existing.rules:
                 if rule.name.lower() not in keep:
                     path = rule_path(existing.topic, existing.name, rule.name)
-                    # After the plan's creates and rewrites: a filter's rule or a $Default being replaced
-                    # must not leave the subscription without a rule for what it still wants.
+                    # A condition dropped from a NotMultiplexed subscription: its rule goes only after
+                    # $Default is 1=1 again (rewritten in place), or the subscription would take nothing
+                    # in between. Other stale rules go first, as always (off the fallback topic, a late
+                    # delete would be a handover).
+                    late = spec.is_catch_all
                     items.append(
                         PlanItem(
                             "delete",
@@ -441,7 +444,7 @@ class ProvisioningService:
                             existing.topic,
                             existing.name,
                             rule.name,
-                            after_creates=True,
+                            after_creates=late,
                         )
                     )
         return items
