@@ -78,7 +78,7 @@ def provision_endpoints(
         desired_state(
             options,
             endpoint.queue(settings),
-            endpoint.subscribed_events(),
+            endpoint.subscriptions(),
             ordered=endpoint.ordered,
             duplicate_detection_window=defaults.duplicate_detection_window,
         )

@@ -1,4 +1,4 @@
-"""The sample domain: three endpoints over the seeds' events, so ``make run`` shows real traffic.
+"""The sample domain: four endpoints over the seeds' events, so ``make run`` shows real traffic.
 
 - **billing** (queue ``BUSBAR_BILLING_QUEUE``) handles ``Shipping.OrderAccepted`` and
   ``Shipping.OrderAcceptedV2`` and publishes ``Billing.InvoiceIssued`` for each. An order with a negative
@@ -10,6 +10,9 @@
   ``CustomerUpdated`` with an empty name (which it cannot record) is dead-lettered and holds that customer's
   later events until it is resolved (:mod:`shared.ordering`).
 - **shipping** (queue ``BUSBAR_SHIPPING_QUEUE``) handles ``Billing.InvoiceIssued``: it ships invoiced orders.
+- **sales** (queue ``BUSBAR_SALES_QUEUE``) handles ``Shipping.OrderAccepted`` only when ``amount >= 1000``
+  (routing by content: its subscription holds that SQL rule over the promoted ``amount`` and no match-all
+  rule, so the broker never delivers it a smaller order): it follows up high-value orders.
 
 No endpoint handles ``Billing.PaymentReceived``: published, it is archived by the fallback router as unrouted.
 
@@ -48,7 +51,12 @@ SHIPPING_QUEUE = AppSetting(
     "BUSBAR_SHIPPING_QUEUE", "Input queue of the sample shipping endpoint.", "shipping"
 )
 
-SETTINGS: tuple[AppSetting, ...] = (BILLING_QUEUE, CRM_QUEUE, SHIPPING_QUEUE)
+SALES_QUEUE = AppSetting("BUSBAR_SALES_QUEUE", "Input queue of the sample sales endpoint.", "sales")
+
+HIGH_VALUE = "amount >= 1000"
+"""The condition of the sales endpoint's subscription: SQL over ``OrderAccepted``'s promoted ``amount``."""
+
+SETTINGS: tuple[AppSetting, ...] = (BILLING_QUEUE, CRM_QUEUE, SHIPPING_QUEUE, SALES_QUEUE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +106,7 @@ JOURNAL = Journal()
 _billing = HandlerRegistry()
 _crm = HandlerRegistry()
 _shipping = HandlerRegistry()
+_sales = HandlerRegistry()
 
 
 def _invoice(endpoint: str, order_id: str, amount: float, contract: str, context: HandlerContext) -> None:
@@ -151,16 +160,23 @@ def ship_invoiced_order(event: InvoiceIssued, context: HandlerContext) -> None:
     JOURNAL.note("shipping", event.contract_name, event.order_id, context)
 
 
+@_sales.handles(OrderAccepted, where=HIGH_VALUE)
+def follow_up_high_value_order(event: OrderAccepted, context: HandlerContext) -> None:
+    """Sales follows up every high-value order (the broker delivers only those: ``where=`` above)."""
+    JOURNAL.note("sales", event.contract_name, event.order_id, context, detail=f"{event.amount:g}")
+
+
 def _arrived_as(context: HandlerContext, event: object) -> str:
     # The concrete contract on the wire (the handler sees it through an interface).
     return context.incoming.contract_type or type(event).__name__
 
 
 def sample_catalog() -> EndpointCatalog:
-    """The three sample endpoints (crm ordered)."""
+    """The four sample endpoints (crm ordered, sales filtered by content)."""
     contracts = sample_registry()
     return EndpointCatalog(
         Endpoint("billing", BILLING_QUEUE, contracts, _billing),
         Endpoint("crm", CRM_QUEUE, contracts, _crm, ordered=True),
         Endpoint("shipping", SHIPPING_QUEUE, contracts, _shipping),
+        Endpoint("sales", SALES_QUEUE, contracts, _sales),
     )

@@ -9,7 +9,8 @@
   subscription there, so the fallback router archives it as unrouted: ``NoMatchingSubscription``).
 
 Ordering keys (the ``SessionId`` of every publish): the customer lifecycle by ``customer_id``, the Shipping
-and Billing events by ``order_id``.
+and Billing events by ``order_id``. Promoted properties (for subscriptions that route by content):
+``OrderAccepted``'s ``amount`` and ``region``.
 """
 
 from __future__ import annotations
@@ -31,10 +32,15 @@ class IOrderAccepted(Event, contract="Shipping.IOrderAccepted", abstract=True, o
     order_id: str
 
 
-class OrderAccepted(IOrderAccepted, IOrderStatusChanged, contract="Shipping.OrderAccepted"):
-    """Shipping accepted an order."""
+class OrderAccepted(
+    IOrderAccepted, IOrderStatusChanged, contract="Shipping.OrderAccepted", promoted=("amount", "region")
+):
+    """Shipping accepted an order. ``amount`` and ``region`` are promoted (application properties of the
+    same names), so a subscriber can take only some orders: the sample's sales endpoint only those with
+    ``amount >= 1000``."""
 
     amount: float = 0.0
+    region: str = ""
 
 
 class OrderDeclined(IOrderAccepted, IOrderStatusChanged, contract="Shipping.OrderDeclined"):

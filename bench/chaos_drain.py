@@ -25,7 +25,7 @@ from shared.idempotency.records import TABLE_NAME, HandledRecords
 from shared.router.decision import NO_MATCHING_SUBSCRIPTION
 
 FALLBACK_TOPIC_PREFIX = "busbar-fallback/"
-ENDPOINT_QUEUES = ("billing", "crm", "shipping")
+ENDPOINT_QUEUES = ("billing", "crm", "shipping", "sales")
 
 
 def entities(app: AppInfo) -> list[dict[str, Any]]:

@@ -10,6 +10,8 @@ What an event is owed (:func:`expected_outcomes`):
 - ``Shipping.OrderAccepted`` / ``OrderAcceptedV2``: billing, crm and (through billing's invoice) shipping
   handle it. With a negative amount it is **poison**: billing can never invoice it (``PermanentHandlerError``)
   so it must end dead-lettered or archived for billing, while crm still handles it and shipping never sees it.
+  An ``OrderAccepted`` of :data:`HIGH_VALUE_AMOUNT` or more is sales' too (its subscription's content filter,
+  ``amount >= 1000``, lets only those through); amounts are drawn up to twice that, so about half qualify.
 - ``Shipping.OrderDeclined`` and the ``Tenant.Customer*`` events: crm handles them.
 - ``Billing.InvoiceIssued`` published directly: shipping handles it.
 - ``Billing.PaymentReceived``: nobody subscribes to it. It is **unrouted**: on the fallback topic it matches
@@ -49,6 +51,8 @@ CONTRACTS: tuple[tuple[str, int], ...] = (
     ("Billing.PaymentReceived", 1),
 )
 POISON_SHARE = 0.1  # of the orders billing invoices
+HIGH_VALUE_AMOUNT = 1000.0
+"""sales' threshold (``app.sample_endpoints.HIGH_VALUE``: ``amount >= 1000``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,12 +73,15 @@ class PlannedEvent:
         return UNROUTED in self.expected.values()
 
 
-def expected_outcomes(contract: str, poison: bool) -> dict[str, str]:
+def expected_outcomes(contract: str, poison: bool, amount: float = 0.0) -> dict[str, str]:
     """Per subscribing endpoint, what it owes an event of ``contract`` (see the module docstring)."""
     if contract in ("Shipping.OrderAccepted", "Shipping.OrderAcceptedV2"):
         if poison:
             return {"billing": POISON, "crm": HANDLED}
-        return {"billing": HANDLED, "crm": HANDLED, "shipping": HANDLED}
+        owed = {"billing": HANDLED, "crm": HANDLED, "shipping": HANDLED}
+        if contract == "Shipping.OrderAccepted" and amount >= HIGH_VALUE_AMOUNT:
+            owed["sales"] = HANDLED
+        return owed
     if contract == "Billing.InvoiceIssued":
         return {"shipping": HANDLED}
     if contract == "Billing.PaymentReceived":
@@ -112,10 +119,12 @@ class EventFactory:
             body = {"order_id": key, "amount": self._amount()}
         else:
             body = {"order_id": key, "invoice_id": f"INV-{key}", "amount": self._amount()}
-        return PlannedEvent(contract, key, json.dumps(body), expected_outcomes(contract, poison))
+        amount = body.get("amount")
+        owed = expected_outcomes(contract, poison, amount if isinstance(amount, float) else 0.0)
+        return PlannedEvent(contract, key, json.dumps(body), owed)
 
     def _amount(self) -> float:
-        return round(self._random.uniform(1, 500), 2)
+        return round(self._random.uniform(1, 2 * HIGH_VALUE_AMOUNT), 2)
 
 
 @dataclass(frozen=True, slots=True)

@@ -39,10 +39,11 @@ param fallbackTopicName string = 'busbar-fallback'
 @description('Catch-all subscription of the fallback router on the fallback topic (BUSBAR_ROUTER_SUBSCRIPTION).')
 param routerSubscriptionName string = 'busbar-router'
 
-@description('Input queues of the hosted endpoints: billing, crm, shipping (BUSBAR_BILLING_QUEUE, BUSBAR_CRM_QUEUE, BUSBAR_SHIPPING_QUEUE).')
+@description('Input queues of the hosted endpoints: billing, crm, shipping, sales (BUSBAR_BILLING_QUEUE, BUSBAR_CRM_QUEUE, BUSBAR_SHIPPING_QUEUE, BUSBAR_SALES_QUEUE).')
 param billingQueueName string = 'billing'
 param crmQueueName string = 'crm'
 param shippingQueueName string = 'shipping'
+param salesQueueName string = 'sales'
 
 @description('Routing mode of the fallback topic (BUSBAR_FALLBACK_ROUTING_MODE).')
 @allowed([
@@ -132,6 +133,7 @@ module serviceBus 'modules/servicebus.bicep' = {
     endpointQueueNames: [
       billingQueueName
       shippingQueueName
+      salesQueueName
     ]
     // crm is ordered (app/sample_endpoints.py): its queue requires sessions and has a hold queue.
     orderedEndpointQueueNames: [
@@ -183,6 +185,7 @@ module functionApp 'modules/functionapp.bicep' = {
     billingQueueName: billingQueueName
     crmQueueName: crmQueueName
     shippingQueueName: shippingQueueName
+    salesQueueName: salesQueueName
     hierarchyNamespace: hierarchyNamespace
     duplicateDetectionWindow: duplicateDetectionWindow
     provisionableEndpoints: provisionableEndpoints

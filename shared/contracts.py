@@ -28,6 +28,11 @@ carries that field's value as the Service Bus ``SessionId``, so an ordered endpo
 input queue) handles the events of one key in publish order (:func:`ordering_key`). Choose a key that
 names one thing with a history (a customer, an order, a device): never a constant (that serialises
 everything) and never unique per message (that orders nothing).
+
+A contract may also **promote** fields (``promoted=("amount", "region")``; an interface's promoted fields are
+promoted by every event deriving from it): every publish and send copies their values into application
+properties of the same names, with their AMQP types (:mod:`shared.promoted`), so a subscription can filter
+on them (SQL ``amount >= 1000``, correlation ``{"region": "emea"}``).
 """
 
 from __future__ import annotations
@@ -35,6 +40,8 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
+
+from shared.promoted import unpromotable_reason
 
 ENCLOSED_MESSAGE_TYPES = "NServiceBus.EnclosedMessageTypes"
 """The header (application property) that lists a message's contract names, concrete type first."""
@@ -66,14 +73,30 @@ class Event(BaseModel):
     ordering_key_field: ClassVar[str | None] = None
     """The field whose value is the event's ordering boundary (its ``SessionId``), or None: unordered."""
 
+    promoted_fields: ClassVar[tuple[str, ...]] = ()
+    """The fields copied into application properties of the same names (:mod:`shared.promoted`): the
+    contract's own ``promoted=`` after every base's, each once."""
+
     def __init_subclass__(
         cls,
         contract: str | None = None,
         abstract: bool = False,
         ordering_key: str | None = None,
+        promoted: tuple[str, ...] | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init_subclass__(**kwargs)
+        if isinstance(promoted, str):
+            # ("amount") is a string, not a tuple: iterating it would promote one field per letter.
+            raise ContractError(
+                f"{cls.__qualname__}: promoted= takes a tuple of field names, e.g. ({promoted!r},)"
+            )
+        promoted_before: list[str] = []
+        for base in cls.__mro__[1:]:
+            for name in getattr(base, "promoted_fields", ()):
+                if name not in promoted_before:
+                    promoted_before.append(name)
+        cls.promoted_fields = tuple(dict.fromkeys([*promoted_before, *(promoted or ())]))
         if ordering_key is not None:
             inherited = cls.ordering_key_field
             if inherited is not None and inherited != ordering_key:
@@ -102,6 +125,18 @@ class Event(BaseModel):
                 f"{cls.__qualname__}: ordering key {key!r} is not a field of the contract "
                 f"(fields: {', '.join(cls.model_fields) or 'none'})"
             )
+        for name in cls.promoted_fields:
+            field = cls.model_fields.get(name)
+            if field is None:
+                raise ContractError(
+                    f"{cls.__qualname__}: promoted field {name!r} is not a field of the contract "
+                    f"(fields: {', '.join(cls.model_fields) or 'none'})"
+                )
+            reason = unpromotable_reason(field.annotation)
+            if reason is not None:
+                raise ContractError(
+                    f"{cls.__qualname__}: promoted field {name!r} cannot be promoted: {reason}"
+                )
 
 
 def _check_name(name: str, owner: str) -> None:

@@ -38,6 +38,7 @@ param routerSubscriptionName string
 param billingQueueName string
 param crmQueueName string
 param shippingQueueName string
+param salesQueueName string
 
 @description('Routing mode of the fallback topic: CorrelationFilter or SqlLikeFilter.')
 param fallbackRoutingMode string
@@ -229,6 +230,10 @@ resource app 'Microsoft.Web/sites@2024-04-01' = {
         {
           name: 'BUSBAR_SHIPPING_QUEUE'
           value: shippingQueueName
+        }
+        {
+          name: 'BUSBAR_SALES_QUEUE'
+          value: salesQueueName
         }
         {
           name: 'BUSBAR_ROUTER_SUBSCRIPTION'

@@ -23,9 +23,11 @@ from typing import Any, TypeVar
 from pydantic import ValidationError
 
 from shared.contracts import ContractRegistry, Event, enclosed_types
+from shared.handlers.conditions import handler_condition
 from shared.handlers.context import HandlerContext, Outgoing
 from shared.handlers.store import HandlerStore
 from shared.messages import IncomingMessage
+from shared.topology.content_filters import ContentFilter
 
 # Stable dead-letter reasons: operators filter and alert on them, so they never change.
 PAYLOAD_VALIDATION_FAILED = "PayloadValidationFailed"
@@ -105,35 +107,57 @@ def describe_validation_error(error: ValidationError) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class _Registration:
+class Registration:
+    """One handler for one contract, with the condition its endpoint subscribes under (None: every event)."""
+
     contract: str
     handler: Handler
     name: str
+    condition: ContentFilter | None = None
 
 
 class HandlerRegistry:
     """Handlers per contract (concrete event or interface), in registration order."""
 
     def __init__(self) -> None:
-        self._registrations: list[_Registration] = []
+        self._registrations: list[Registration] = []
 
-    def register(self, event_type: type[E], handler: Callable[[E, HandlerContext], None]) -> None:
-        """Run ``handler`` for every message enclosing ``event_type``'s contract."""
+    def register(
+        self,
+        event_type: type[E],
+        handler: Callable[[E, HandlerContext], None],
+        *,
+        where: str | Mapping[str, str | int | float | bool] | None = None,
+    ) -> None:
+        """Run ``handler`` for every message enclosing ``event_type``'s contract; with ``where``, the
+        endpoint subscribes to the event only when its content matches: SQL over the contract's promoted
+        properties and system properties (``"amount >= 1000"``) or a correlation filter of promoted
+        properties to the values they must equal (``{"region": "emea"}``, the cheapest; prefer it when
+        equality is enough). A condition that does not parse, or that reads a property the contract does
+        not promote, raises :class:`~shared.contracts.ContractError` naming the problem."""
         if not event_type.contract_name:
             raise ValueError(f"{event_type.__qualname__} has no contract name and cannot be handled")
         name = f"{getattr(handler, '__module__', '?')}.{getattr(handler, '__qualname__', repr(handler))}"
-        self._registrations.append(_Registration(event_type.contract_name, handler, name))
+        condition = None if where is None else handler_condition(event_type, where)
+        self._registrations.append(Registration(event_type.contract_name, handler, name, condition))
 
     def handles(
-        self, event_type: type[E]
+        self,
+        event_type: type[E],
+        *,
+        where: str | Mapping[str, str | int | float | bool] | None = None,
     ) -> Callable[[Callable[[E, HandlerContext], None]], Callable[[E, HandlerContext], None]]:
         """Decorator form of :meth:`register`."""
 
         def decorate(handler: Callable[[E, HandlerContext], None]) -> Callable[[E, HandlerContext], None]:
-            self.register(event_type, handler)
+            self.register(event_type, handler, where=where)
             return handler
 
         return decorate
+
+    def registrations(self) -> list[Registration]:
+        """Every registration, in order."""
+        return list(self._registrations)
 
     def handled_contracts(self) -> list[str]:
         """The contract names with at least one handler, in first-registration order (the subscriptions)."""

@@ -10,6 +10,10 @@ a time, in the order they were published: its input queue requires sessions and 
 session-enabled. Every contract it can receive must therefore have an ordering key (a message without a
 ``SessionId`` cannot enter a session-enabled queue); declaring one that does not is an error at start-up
 naming the endpoint and the contract.
+
+A handler registered with a condition (``where=``) makes the endpoint's subscription of that event route by
+content (:mod:`shared.handlers.conditions`); handlers that would see one event under different conditions
+are refused at start-up.
 """
 
 from __future__ import annotations
@@ -19,7 +23,9 @@ from dataclasses import dataclass
 
 from shared.app_settings import AppSetting, read
 from shared.contracts import ContractError, ContractRegistry
+from shared.handlers.conditions import condition_conflicts, subscriptions
 from shared.handlers.dispatch import Dispatcher, HandlerRegistry
+from shared.topology.desired import SubscribedEvent
 
 
 @dataclass(frozen=True)
@@ -34,6 +40,9 @@ class Endpoint:
     """Handle each ordering key's events one at a time in publish order (a session-enabled queue)."""
 
     def __post_init__(self) -> None:
+        conflicts = condition_conflicts(self.name, self.handlers.registrations(), self.contracts)
+        if conflicts:
+            raise ContractError("; ".join(conflicts))
         if self.ordered:
             missing = self.unkeyed_contracts()
             if missing:
@@ -72,6 +81,11 @@ class Endpoint:
     def subscribed_events(self) -> list[str]:
         """The contract names this endpoint subscribes to: those its handlers handle."""
         return self.handlers.handled_contracts()
+
+    def subscriptions(self) -> list[SubscribedEvent]:
+        """What this endpoint subscribes to, each handled contract with its handlers' condition (routing by
+        content: :mod:`shared.handlers.conditions`); what its desired topology is planned from."""
+        return subscriptions(self.handlers.registrations())
 
     def dispatcher(self) -> Dispatcher:
         """A dispatcher running this endpoint's handlers."""

@@ -33,6 +33,7 @@ from typing import Any
 
 from shared.contracts import ENCLOSED_MESSAGE_TYPES
 from shared.messages import IncomingMessage
+from shared.topology.content_filters import split_condition, stamp_tested
 from shared.topology.handover import CLOCK_SKEW_SECONDS
 
 BRIDGED_FROM = "busbar.bridged-from"
@@ -200,6 +201,16 @@ def rule_matches(rule: Rule, message: IncomingMessage) -> Match:
         return Match.YES
     if _FALSE.match(rule.expression):
         return Match.NO
+    combined = split_condition(rule.expression)
+    if combined is not None:
+        # An event rule routing by content: its type condition AND a condition the router cannot evaluate.
+        # Not that event: certainly no match (so an event nobody else takes is still found unrouted).
+        kind = rule_matches(SqlRule(rule.name, combined[0]), message)
+        return Match.NO if kind is Match.NO else Match.UNKNOWN
+    stamp = stamp_tested(rule.expression)
+    if stamp is not None:
+        # A missing property is unknown in SQL, and an unknown filter result does not match.
+        return Match.YES if _user_property(message.application_properties, stamp) is True else Match.NO
     like = _ENCLOSED_LIKE.match(rule.expression)
     if like is None or like.group("name").lower() != ENCLOSED_MESSAGE_TYPES.lower():
         return Match.UNKNOWN
@@ -323,7 +334,8 @@ def _bridge(
     Only certain matches count as received: when in doubt the copy is sent (a duplicate), never withheld
     (a loss). Every subscriber already served: no copy. Some: the copy goes straight to the others'
     forwarding targets, which is where their subscriptions would have forwarded it; when one of them has
-    no forwarding target it can only be reached through the topic, and the note names the duplicate."""
+    no forwarding target, or a filter the router cannot evaluate (a content filter, which only the broker
+    may apply), it can only be reached through the topic, and the note names the duplicate."""
     by_name = {s.name.lower(): s for s in snapshot.subscriptions}
     served = {
         (by_name[name.lower()].forward_to or "").lower()
@@ -346,11 +358,12 @@ def _bridge(
             (),
             f"not bridged to {target!r}: its subscribers {names} received it on the fallback topic",
         )
-    if all(s.forward_to for s in others):
+    # A subscriber whose filter the router cannot evaluate (routing by content: ``amount >= 1000``) can only
+    # be reached through the topic, where the broker applies its filter: a copy put straight into its
+    # queue would skip it.
+    uncertain = [s for s in others if subscription_matches(s, message) is Match.UNKNOWN]
+    if all(s.forward_to for s in others) and not uncertain:
         entities = tuple(dict.fromkeys(s.forward_to or "" for s in others))
         return None, entities, f"{names} received it on the fallback topic"
-    return (
-        target,
-        (),
-        f"{names} receive it twice: a subscriber of {target!r} without forwarding needs the topic",
-    )
+    why = "whose filter the router cannot evaluate" if uncertain else "without forwarding"
+    return (target, (), f"{names} receive it twice: a subscriber of {target!r} {why} needs the topic")

@@ -2,7 +2,9 @@
 
 ``--options FILE`` is NServiceBus TopologyOptions JSON (default: the app's own, from the
 ``AzureServiceBus__TopologyOptions`` app setting and its overrides); events are contract names or JSON
-objects ``{"type": ..., "topic": ..., "routingMode": ...}``. The management plane comes from the
+objects ``{"type": ..., "topic": ..., "routingMode": ..., "filter": ...}`` (a filter: SQL over promoted
+properties or a correlation object, checked against ``--contracts`` before anything is provisioned: see
+:mod:`shared.topology.content_filters`). The management plane comes from the
 ``BUSBAR_*`` settings (see :mod:`shared.management`). Settings are the local app's, found as ``func`` finds
 them (:mod:`shared.local_settings`): ``local.settings.json`` (``--settings``), the endpoints a running
 ``make run`` recorded (``--data-dir``), environment variables over both. Output is JSON on stdout;
@@ -40,6 +42,7 @@ from typing import Any, TextIO
 from shared.contracts import ContractRegistry
 from shared.local_settings import LocalSettingsError, add_settings_arguments, local_app_settings
 from shared.management import ManagementClient, ManagementSettings, SettingsError
+from shared.topology.content_filters import require_valid_filters
 from shared.topology.delivery_paths import DuplicateDeliveryError
 from shared.topology.desired import desired_state, parse_subscribed_events
 from shared.topology.duplicate_detection import duplicate_detection_window
@@ -189,6 +192,9 @@ def run(
             # Before any call: an unkeyed event would be dead-lettered on its way to the session queue.
             contracts = load_contracts(args.contracts or DEFAULT_CONTRACTS)
             require_keyed(args.endpoint, contracts, [e.event for e in events])
+        if args.command != "unsubscribe" and any(e.filter is not None for e in events):
+            # Before any call: a filter that reads what no publisher sets would silently match nothing.
+            require_valid_filters(events, load_contracts(args.contracts or DEFAULT_CONTRACTS))
         if args.command == "validate":
             document: dict[str, Any] = {"valid": True, "options": options.to_json_dict()}
             if args.endpoint:

@@ -19,7 +19,9 @@ topic and once more through the router's bridge to the dedicated topic. :func:`d
 events a plan would leave with two paths; :func:`migration_deletes` removes an event's old paths when the
 plan is a declared migration. Pure functions: the existing subscriptions are read by the caller
 (:meth:`shared.topology.Provisioner.describe`). SQL filters other than the ``LIKE`` shape never count as a
-path: the planner does not guess what they take.
+path (the planner does not guess what they take), except the rules of routing by content
+(:mod:`shared.topology.content_filters`): an event rule with a condition added, and a rule named after the
+event on a topic carrying it (a filtered NotMultiplexed subscription); each is a path of its event.
 """
 
 from __future__ import annotations
@@ -30,10 +32,11 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from shared.contracts import ENCLOSED_MESSAGE_TYPES
-from shared.topology.desired import DesiredState, RuleFilter, RuleSpec
+from shared.topology.content_filters import split_condition, stamp_tested
+from shared.topology.desired import DesiredState, RuleFilter, RuleSpec, sql_filter
 from shared.topology.errors import TopologyValidationError
 from shared.topology.event_carriers import CheckedEvent, carrier_topics, checked_events
-from shared.topology.names import HierarchyNamespace
+from shared.topology.names import HierarchyNamespace, rule_name
 from shared.topology.options import TopologyOptions
 from shared.topology.plan import PlanItem, rule_path, subscription_path
 
@@ -112,14 +115,24 @@ class DuplicateDeliveryError(TopologyValidationError):
 
 
 def rule_takes(rule: RuleFilter, enclosed: Sequence[str]) -> bool:
-    """Whether a (non catch-all) rule certainly takes a message enclosing ``enclosed``."""
+    """Whether a (non catch-all) rule takes a message enclosing ``enclosed``: certainly, or, for an event
+    rule with a content condition added (:meth:`~shared.topology.content_filters.ContentFilter.combined`),
+    whenever the message's content matches. Either way it is a path: two of them could deliver the event
+    twice."""
     if rule.kind == "correlation":
         stamps = {t.lower() for t in enclosed}
-        return bool(rule.properties) and all(
-            value is True and key.lower() in stamps for key, value in rule.properties
-        )
+        typed = [key for key, value in rule.properties if value is True and key.lower() in stamps]
+        # Any other property is a content condition (a promoted field's name never holds a dot), or the
+        # stamp of a type the message does not carry, which rules it out.
+        return bool(typed) and not any("." in key and key not in typed for key, _ in rule.properties)
     if rule.kind != "sql" or rule.sql is None:
         return False
+    combined = split_condition(rule.sql)
+    if combined is not None:
+        return rule_takes(sql_filter(combined[0]), enclosed)
+    stamp = stamp_tested(rule.sql)
+    if stamp is not None:
+        return stamp.lower() in {t.lower() for t in enclosed}
     like = _ENCLOSED_LIKE.match(rule.sql)
     if like is None or like.group("name").lower() != ENCLOSED_MESSAGE_TYPES.lower():
         return False
@@ -139,10 +152,14 @@ def paths_of(
         if any(r.filter.kind == "true" for r in sub.rules) and sub.topic.lower() in carriers:
             paths.append(DeliveryPath(event.event, sub.topic, sub.name))
             continue
+        # A NotMultiplexed subscription routing by content holds a rule named after the event it filters
+        # (or an interface the event implements): on a topic carrying the event, that rule is a path.
+        named = {rule_name(n).lower() for n in event.enclosed} if sub.topic.lower() in carriers else set()
         paths.extend(
             DeliveryPath(event.event, sub.topic, sub.name, r.name)
             for r in sub.rules
-            if r.filter.kind != "true" and rule_takes(r.filter, event.enclosed)
+            if r.filter.kind not in ("true", "false")
+            and (rule_takes(r.filter, event.enclosed) or r.name.lower() in named)
         )
     return paths
 

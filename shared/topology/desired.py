@@ -13,9 +13,9 @@ import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
-from typing import Any, Literal
+from typing import Any
 
-from shared.contracts import ENCLOSED_MESSAGE_TYPES
+from shared.topology.content_filters import ContentFilter
 from shared.topology.duplicate_detection import DEFAULT_WINDOW, iso_window
 from shared.topology.errors import IncompatibleRoutingModesError, TopologyValidationError
 from shared.topology.names import (
@@ -34,6 +34,15 @@ from shared.topology.options import (
 )
 from shared.topology.queues import QueueSpec, endpoint_queues, merge_queue_specs
 from shared.topology.routing import SubscribeRoute, migration_unmapped_message, subscribe_routes
+
+# Rule filters were defined here: they stay importable from here.
+from shared.topology.rule_filters import FALSE_FILTER as FALSE_FILTER
+from shared.topology.rule_filters import TRUE_FILTER as TRUE_FILTER
+from shared.topology.rule_filters import FilterKind as FilterKind
+from shared.topology.rule_filters import RuleFilter as RuleFilter
+from shared.topology.rule_filters import correlation_filter as correlation_filter
+from shared.topology.rule_filters import sql_filter as sql_filter
+from shared.topology.rule_filters import sql_like_filter as sql_like_filter
 from shared.topology.validation import names_error, validation_errors
 
 FORWARD_SUBSCRIPTION_PREFIX = "forwardTo-"
@@ -44,16 +53,19 @@ FORWARD_SUBSCRIPTION_PREFIX = "forwardTo-"
 @dataclass(frozen=True, slots=True)
 class SubscribedEvent:
     """One event an endpoint subscribes to: a contract name, optionally on an explicit topic (like
-    ``SubscribeTo<T>(topic)``) with an explicit routing mode."""
+    ``SubscribeTo<T>(topic)``) with an explicit routing mode, and optionally only when its content matches
+    ``filter`` (:mod:`shared.topology.content_filters`)."""
 
     event: str
     topic: str | None = None
     routing_mode: TopicRoutingMode | None = None
+    filter: ContentFilter | None = None
 
     @classmethod
     def parse(cls, item: object) -> SubscribedEvent:
         """From the HTTP/CLI shape: ``"Shipping.OrderAccepted"`` or
-        ``{"type": "...", "topic": "...", "routingMode": "CorrelationFilter"}``."""
+        ``{"type": "...", "topic": "...", "routingMode": "CorrelationFilter", "filter": ...}`` (a filter is a
+        SQL string, ``"amount >= 1000"``, or a correlation object, ``{"region": "emea"}``)."""
         if isinstance(item, SubscribedEvent):
             return item
         if isinstance(item, str):
@@ -62,7 +74,7 @@ class SubscribedEvent:
             return cls(item.strip())
         if isinstance(item, Mapping):
             keys = {str(k).lower(): v for k, v in item.items()}
-            unknown = sorted(set(keys) - {"type", "topic", "routingmode"})
+            unknown = sorted(set(keys) - {"type", "topic", "routingmode", "filter"})
             errors = [f"unknown field(s) {', '.join(unknown)} in {item!r}"] if unknown else []
             event, topic = keys.get("type"), keys.get("topic")
             if not isinstance(event, str) or not event.strip():
@@ -76,23 +88,35 @@ class SubscribedEvent:
                 mode = None
             if mode is not None and topic is None:
                 errors.append(f"'routingMode' needs a 'topic' in {item!r}")
+            content: ContentFilter | None = None
+            if keys.get("filter") is not None:
+                try:
+                    content = ContentFilter.parse(keys["filter"], str(event))
+                except TopologyValidationError as exc:
+                    errors.extend(exc.errors)
             if errors:
                 raise TopologyValidationError(errors)
             assert isinstance(event, str)
-            return cls(event.strip(), topic.strip() if isinstance(topic, str) else None, mode)
+            return cls(event.strip(), topic.strip() if isinstance(topic, str) else None, mode, content)
         raise TopologyValidationError([f"expected an event name or an object with 'type', got {item!r}"])
 
     def to_dict(self) -> dict[str, Any] | str:
-        if self.topic is None:
+        if self.topic is None and self.filter is None:
             return self.event
-        out: dict[str, Any] = {"type": self.event, "topic": self.topic}
+        out: dict[str, Any] = {"type": self.event}
+        if self.topic is not None:
+            out["topic"] = self.topic
         if self.routing_mode is not None:
             out["routingMode"] = str(self.routing_mode)
+        if self.filter is not None:
+            out["filter"] = self.filter.to_json()
         return out
 
 
 def parse_subscribed_events(items: Iterable[object]) -> tuple[SubscribedEvent, ...]:
-    """Every item parsed; all malformed items are reported at once."""
+    """Every item parsed; all malformed items are reported at once. One event given two different filters
+    is refused: an endpoint receives an event through one rule, and the handlers of both would run on
+    whatever either condition admits (write one condition, combining them with OR)."""
     parsed: list[SubscribedEvent] = []
     errors: list[str] = []
     for item in items:
@@ -100,9 +124,27 @@ def parse_subscribed_events(items: Iterable[object]) -> tuple[SubscribedEvent, .
             parsed.append(SubscribedEvent.parse(item))
         except TopologyValidationError as exc:
             errors.extend(exc.errors)
+    filters: dict[str, ContentFilter | None] = {}
+    for event in parsed:
+        known = filters.setdefault(event.event, event.filter)
+        if known != event.filter:
+            errors.append(
+                f"{event.event} is subscribed with two different filters ({_shown(known)} and "
+                f"{_shown(event.filter)}): an endpoint receives an event through one rule; give one "
+                "filter (combine the conditions with OR), or none to receive every one"
+            )
     if errors:
-        raise TopologyValidationError(errors)
+        raise TopologyValidationError(list(dict.fromkeys(errors)))
     return tuple(parsed)
+
+
+def _shown(content: ContentFilter | None) -> str:
+    return "no filter" if content is None else repr(content.to_json())
+
+
+def content_filters(events: Iterable[SubscribedEvent]) -> dict[str, ContentFilter]:
+    """The filter of each filtered event (:func:`parse_subscribed_events` made them one per event)."""
+    return {e.event: e.filter for e in events if e.filter is not None}
 
 
 SubscriptionRequest = tuple[SubscribedEvent, ...]
@@ -110,77 +152,20 @@ SubscriptionRequest = tuple[SubscribedEvent, ...]
 
 # ------------------------------------------------------------------------------------------ entities
 
-FilterKind = Literal["true", "false", "sql", "correlation"]
-
-
-@dataclass(frozen=True, slots=True)
-class RuleFilter:
-    """A rule's filter: TrueFilter ``1=1``, FalseFilter ``1=0``, a SQL filter or a correlation filter on
-    application properties (NServiceBus only ever uses boolean ``True`` properties)."""
-
-    kind: FilterKind
-    sql: str | None = None
-    properties: tuple[tuple[str, bool | str | int | float], ...] = ()
-
-    @property
-    def expression(self) -> str:
-        """The SQL text Azure stores for SQL, true and false filters (correlation: a readable form)."""
-        if self.kind == "true":
-            return "1=1"
-        if self.kind == "false":
-            return "1=0"
-        if self.kind == "sql":
-            return self.sql or ""
-        return " AND ".join(f"[{k}] = {_literal(v)}" for k, v in self.properties)
-
-    def to_dict(self) -> dict[str, Any]:
-        if self.kind == "correlation":
-            return {"filterType": "CorrelationFilter", "properties": dict(self.properties)}
-        return {"filterType": "SqlFilter", "sqlExpression": self.expression}
-
-
-def _literal(value: object) -> str:
-    if isinstance(value, bool):
-        return "TRUE" if value else "FALSE"
-    if isinstance(value, str):
-        return "'" + value.replace("'", "''") + "'"
-    return str(value)
-
-
-TRUE_FILTER = RuleFilter("true")
-FALSE_FILTER = RuleFilter("false")
-
-
-def sql_filter(expression: str | None) -> RuleFilter:
-    """The :class:`RuleFilter` of a SQL expression as Azure stores it (none: ``1=1``): the true and false
-    filters recognised whatever their spacing, any other expression kept as it is."""
-    text = expression or "1=1"
-    compact = text.replace(" ", "")
-    if compact == "1=1":
-        return TRUE_FILTER
-    if compact == "1=0":
-        return FALSE_FILTER
-    return RuleFilter("sql", sql=text)
-
-
-def sql_like_filter(event: str) -> RuleFilter:
-    """``[NServiceBus.EnclosedMessageTypes] LIKE '%<event>%'``."""
-    return RuleFilter("sql", sql=f"[{ENCLOSED_MESSAGE_TYPES}] LIKE '%{event}%'")
-
-
-def correlation_filter(event: str) -> RuleFilter:
-    """A correlation filter on the application property ``<event>`` = ``True``."""
-    return RuleFilter("correlation", properties=((event, True),))
-
 
 @dataclass(frozen=True, slots=True)
 class RuleSpec:
     name: str
     filter: RuleFilter
     event: str | None = None  # the event the rule serves; None for $Default / $default
+    content: ContentFilter | None = None
+    """The condition the rule holds besides the event's type (routing by content), or None."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "event": self.event, **self.filter.to_dict()}
+        out = {"name": self.name, "event": self.event, **self.filter.to_dict()}
+        if self.content is not None:
+            out["contentFilter"] = self.content.to_json()
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -352,23 +337,54 @@ def _compatible(a: TopicRoutingMode, b: TopicRoutingMode) -> bool:
 
 
 def _topic_subscription(
-    topic: str, routes: list[SubscribeRoute], name: str, queue: str, false_default_rule: bool
+    topic: str,
+    routes: list[SubscribeRoute],
+    name: str,
+    queue: str,
+    false_default_rule: bool,
+    filters: Mapping[str, ContentFilter],
 ) -> SubscriptionSpec:
-    catch_all = any(r.routing_mode is TopicRoutingMode.NotMultiplexed for r in routes)
+    plain = [r.event for r in routes if r.routing_mode is TopicRoutingMode.NotMultiplexed]
+    takers = [event for event in plain if event not in filters]
+    moot = [event for event in plain if event in filters]
+    if takers and moot:
+        raise TopologyValidationError(
+            [
+                f"the filter of {', '.join(moot)} on topic {topic} would never apply: {', '.join(takers)} "
+                f"subscribes to the same topic without a filter, so subscription {name} takes everything "
+                "on it; filter those events too, or give them their own topics"
+            ]
+        )
+    catch_all = bool(takers)
     rules: dict[str, RuleSpec] = {}
     if catch_all:
         rules[DEFAULT_RULE_NAME.lower()] = RuleSpec(DEFAULT_RULE_NAME, TRUE_FILTER)
     elif false_default_rule:
         rules[FALSE_DEFAULT_RULE_NAME.lower()] = RuleSpec(FALSE_DEFAULT_RULE_NAME, FALSE_FILTER)
     for route in routes:
+        type_filter: RuleFilter | None
         if route.routing_mode is TopicRoutingMode.CorrelationFilter:
-            spec = RuleSpec(rule_name(route.event), correlation_filter(route.event), route.event)
+            type_filter = correlation_filter(route.event)
         elif route.routing_mode is TopicRoutingMode.SqlLikeFilter:
-            spec = RuleSpec(rule_name(route.event), sql_like_filter(route.event), route.event)
+            type_filter = sql_like_filter(route.event)
         else:
-            continue
-        rules.setdefault(spec.name.lower(), spec)
+            type_filter = None  # NotMultiplexed: the topic carries the event; only a condition needs a rule
+        spec = event_rule(rule_name(route.event), route.event, type_filter, filters.get(route.event))
+        if spec is not None:
+            rules.setdefault(spec.name.lower(), spec)
     return SubscriptionSpec(topic, name, queue, tuple(rules.values()), user_metadata=queue)
+
+
+def event_rule(
+    name: str, event: str, type_filter: RuleFilter | None, content: ContentFilter | None
+) -> RuleSpec | None:
+    """The rule ``name`` that takes ``event``: its type condition AND-ed with its content condition (either
+    may be absent; None when both are)."""
+    if content is not None:
+        return RuleSpec(name, content.combined(type_filter), event, content)
+    if type_filter is not None:
+        return RuleSpec(name, type_filter, event)
+    return None
 
 
 def desired_state(
@@ -418,11 +434,12 @@ def desired_state(
         errors.extend(_move_errors(options, queue, name, moved_from, moved))
     if errors:
         raise TopologyValidationError(errors)
+    filters = content_filters(events)
     if isinstance(options, MigrationTopologyOptions):
-        state = _migration_state(options, queue, name, events, false_default_rule)
+        state = _migration_state(options, queue, name, events, false_default_rule, filters)
     else:
         routes = resolve_routes(options, events)
-        state = _topic_per_event_state(options, queue, name, routes, false_default_rule)
+        state = _topic_per_event_state(options, queue, name, routes, false_default_rule, filters)
     if moved is not None:
         state = replace(state, moved_from=(moved,))
     specs = endpoint_queues(queue, ordered=ordered, duplicate_detection_window=duplicate_detection_window)
@@ -458,6 +475,7 @@ def _topic_per_event_state(
     name: str,
     routes: list[SubscribeRoute],
     false_default_rule: bool,
+    filters: Mapping[str, ContentFilter],
 ) -> DesiredState:
     groups: dict[str, list[SubscribeRoute]] = {}
     spelled: dict[str, str] = {}
@@ -484,7 +502,8 @@ def _topic_per_event_state(
     if topic_error is not None:
         raise TopologyValidationError([topic_error])
     subscriptions = tuple(
-        _topic_subscription(spelled[k], g, name, queue, false_default_rule) for k, g in groups.items()
+        _topic_subscription(spelled[k], g, name, queue, false_default_rule, filters)
+        for k, g in groups.items()
     )
     return DesiredState((queue,), tuple(spelled.values()), subscriptions)
 
@@ -495,6 +514,7 @@ def _migration_state(
     name: str,
     events: tuple[SubscribedEvent, ...],
     false_default_rule: bool,
+    filters: Mapping[str, ContentFilter],
 ) -> DesiredState:
     hierarchy = HierarchyNamespace(options.hierarchy_namespace)
     publish_topic = hierarchy.apply(options.topic_to_publish_to)
@@ -532,7 +552,9 @@ def _migration_state(
             continue
         if item.event in to_migrate and item.topic is None:
             rule = options.subscribed_event_to_rule_name_map.get(item.event) or item.event  # never hashed
-            bundle_rules.setdefault(rule.lower(), RuleSpec(rule, sql_like_filter(item.event), item.event))
+            spec = event_rule(rule, item.event, sql_like_filter(item.event), filters.get(item.event))
+            assert spec is not None
+            bundle_rules.setdefault(rule.lower(), spec)
             continue
         entries = list(options.subscribed_event_to_topics_map.get(item.event, ()))
         if item.topic is not None:
@@ -552,7 +574,7 @@ def _migration_state(
     if errors:
         raise TopologyValidationError(errors)
     subscriptions.append(SubscriptionSpec(subscribe_topic, name, queue, tuple(bundle_rules.values()), queue))
-    migrated_state = _topic_per_event_state(options, queue, name, migrated, false_default_rule)
+    migrated_state = _topic_per_event_state(options, queue, name, migrated, false_default_rule, filters)
     return DesiredState.combine(
         [
             DesiredState((queue,), tuple(topics), tuple(subscriptions), tuple(forwarding)),

@@ -1,12 +1,14 @@
-"""The outgoing message of a publish: NServiceBus headers as application properties, a JSON body, and
-the correlation stamps of the CorrelationFilter routing mode (``MessageDispatcher.ApplyMultiplexingStamps``
-and ``OutgoingMessageExtensions`` in the NServiceBus transport)."""
+"""The outgoing message of a publish: NServiceBus headers as application properties, a JSON body, the
+correlation stamps of the CorrelationFilter routing mode (``MessageDispatcher.ApplyMultiplexingStamps``
+and ``OutgoingMessageExtensions`` in the NServiceBus transport) and the contract's promoted fields
+(:mod:`shared.promoted`), typed, for subscriptions that route by content."""
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
 from datetime import UTC, datetime
+from typing import Any
 
 from azure.servicebus import ServiceBusMessage
 
@@ -17,6 +19,8 @@ from shared.contracts import (
     ordering_key,
     parse_enclosed_types,
 )
+from shared.envelope.sdk import sdk_value
+from shared.promoted import promoted_properties
 from shared.topology.options import TopicRoutingMode
 
 MESSAGE_ID = "NServiceBus.MessageId"
@@ -87,8 +91,9 @@ def build_message(
 ) -> ServiceBusMessage:
     """The ``ServiceBusMessage`` that publishes ``event``: JSON body, every header as an application
     property, ``CorrelationId`` and ``ContentType`` promoted, the contract's ordering key as ``SessionId``
-    (:func:`ordering_key`; an empty key raises :class:`~shared.contracts.ContractError`), and for
-    CorrelationFilter one boolean ``True`` property per enclosed type.
+    (:func:`ordering_key`; an empty key raises :class:`~shared.contracts.ContractError`), for
+    CorrelationFilter one boolean ``True`` property per enclosed type, and each promoted field
+    (:func:`~shared.promoted.promoted_properties`) under its own name with its AMQP type (an int as a long).
 
     The broker ``MessageId`` is the ``NServiceBus.MessageId`` header (``message_id``, fresh when not
     given). NServiceBus's transport gives the native message a fresh GUID instead ("Cannot re-use
@@ -109,9 +114,12 @@ def build_message(
         headers=headers,
         now=now,
     )
-    properties: dict[str | bytes, int | float | bytes | bool | str | uuid.UUID] = dict(values.items())
+    properties: dict[str | bytes, Any] = dict(values.items())
     if routing_mode is TopicRoutingMode.CorrelationFilter:
         properties.update(correlation_stamps(values[ENCLOSED_MESSAGE_TYPES]))
+    # Typed as azure-servicebus must be given them (a plain int goes out as a 32-bit int, or fails).
+    promoted = promoted_properties(event, reserved=(str(name) for name in properties))
+    properties.update({name: sdk_value(value) for name, value in promoted.items()})
     return ServiceBusMessage(
         message_body(event),
         application_properties=properties,

@@ -48,7 +48,9 @@ from azure.mgmt.servicebus.models import (
 import shared.topology.quotas as quotas
 from shared.management import ManagementClient
 from shared.topology.arm import arm_rule, filter_of
+from shared.topology.content_filters import refines
 from shared.topology.desired import (
+    FALSE_FILTER,
     TRUE_FILTER,
     DesiredState,
     RuleSpec,
@@ -314,6 +316,25 @@ class Provisioner:
             current = filter_of(found)
             if current == rule.filter:
                 items.append(PlanItem("unchanged", "rule", rpath, {}, spec.topic, spec.name, rule.name, rule))
+            elif (
+                rule.content is not None
+                or refines(current, rule.filter)
+                or self._default_switches(spec, rule, current, rules)
+            ):
+                # A condition added, changed or dropped (routing by content): the rule is rewritten in place,
+                # one atomic PUT, so the subscription never goes without it.
+                items.append(
+                    PlanItem(
+                        "update",
+                        "rule",
+                        rpath,
+                        {"existing": current.to_dict(), "desired": rule.filter.to_dict()},
+                        spec.topic,
+                        spec.name,
+                        rule.name,
+                        rule,
+                    )
+                )
             else:
                 items.append(
                     PlanItem(
@@ -327,7 +348,43 @@ class Provisioner:
                         rule,
                     )
                 )
+        items.extend(self._default_rule_left_behind(spec, rules))
         return items
+
+    @staticmethod
+    def _default_switches(
+        spec: SubscriptionSpec, rule: RuleSpec, current: Any, found: dict[str, Any]
+    ) -> bool:
+        """Whether ``$Default`` switches between ``1=1`` and ``1=0`` because the subscription starts or stops
+        routing by content: it starts when a rule of the spec holds a condition (the default must stop taking
+        everything), it stops when it holds none and the subscription still has a rule the spec drops (that
+        condition is about to go: the default must take everything again before it does)."""
+        if rule.name.lower() != DEFAULT_RULE_NAME.lower():
+            return False
+        filtering = any(r.content is not None for r in spec.rules)
+        if filtering:
+            return current == TRUE_FILTER and rule.filter == FALSE_FILTER
+        wanted = {r.name.lower() for r in spec.rules}
+        dropped = [r for name, r in found.items() if name not in wanted]
+        return current == FALSE_FILTER and rule.filter == TRUE_FILTER and bool(dropped)
+
+    @staticmethod
+    def _default_rule_left_behind(spec: SubscriptionSpec, found: dict[str, Any]) -> list[PlanItem]:
+        """The delete of an existing subscription's ``$Default`` ``1=1`` once the subscription is to route
+        by content: kept, it would match everything beside the condition (Azure: "if you add a custom rule,
+        delete the default"). It goes after the creates and updates, so the subscription always has a rule
+        taking the events it wants."""
+        default = found.get(DEFAULT_RULE_NAME.lower())
+        if default is None or spec.has_default_rule or not any(r.content is not None for r in spec.rules):
+            return []
+        if filter_of(default) != TRUE_FILTER:
+            return []
+        path = rule_path(spec.topic, spec.name, default.name)
+        return [
+            PlanItem(
+                "delete", "rule", path, {}, spec.topic, spec.name, default.name, None, after_creates=True
+            )
+        ]
 
     # ------------------------------------------------------------------------------------------ apply
 
@@ -370,6 +427,10 @@ class Provisioner:
         for outcomes in self._parallel(lambda g: self._create_group(g, done), list(groups.values())):
             for path, created in outcomes:
                 (result.created if created else result.unchanged).append(path)
+        # A changed condition: each rule rewritten in place (create_or_update replaces its filter).
+        rewrites = [i for i in plan.items if i.action == "update" and i.kind == "rule"]
+        self._parallel(lambda i: self._rewrite_rule(i, done), rewrites)
+        result.updated.extend(i.path for i in rewrites)
         # A migration's old paths go last: until the new path is there, the old one keeps delivering. Off
         # the fallback topic they stay for the handover too, so every router has seen the new path (and
         # the cutoff written on it) before they go: see shared.topology.handover.
@@ -542,6 +603,20 @@ class Provisioner:
             ) from exc
         done.append(item.path)
         return True
+
+    def _rewrite_rule(self, item: PlanItem, done: list[str]) -> None:
+        rule = item.spec
+        assert isinstance(rule, RuleSpec) and item.topic is not None and item.subscription is not None
+        topic, subscription = item.topic, item.subscription
+        call = partial(
+            self.management.rules.create_or_update,
+            *self._scope,
+            topic,
+            subscription,
+            rule.name,
+            arm_rule(rule.filter),
+        )
+        self._step("update", item.path, call, done)
 
     def _redirect(self, item: PlanItem, done: list[str]) -> None:
         """Point the existing subscription of ``item`` at its spec's ``forwardTo`` (and its ``userMetadata``

@@ -66,7 +66,13 @@ def plan_single_delivery(
         for i in moves
         if i.topic is not None and i.subscription is not None
     }  # the caller may delete the whole subscription an old rule is on
-    removed = [replace(d, after_creates=True) if d.path.lower() in late else d for d in deletes]
+    # The plan may delete a rule itself (a $Default left behind by routing by content): once is enough.
+    planned = {i.path.lower() for i in plan.items if i.action == "delete"}
+    removed = [
+        replace(d, after_creates=True) if d.path.lower() in late else d
+        for d in deletes
+        if d.path.lower() not in planned
+    ]
     if migrate:
         taken = {i.path.lower() for i in removed}
         removed += [i for i in moves if i.path.lower() not in taken]

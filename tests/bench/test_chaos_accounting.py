@@ -54,6 +54,18 @@ def test_an_order_is_owed_by_billing_crm_and_shipping_and_a_poison_one_is_owed_a
     assert expected_outcomes("Billing.InvoiceIssued", poison=False) == {"shipping": HANDLED}
 
 
+def test_a_high_value_order_is_owed_by_sales_too_and_only_an_order_accepted_of_1000_or_more() -> None:
+    assert expected_outcomes("Shipping.OrderAccepted", poison=False, amount=1000.0) == {
+        "billing": HANDLED,
+        "crm": HANDLED,
+        "shipping": HANDLED,
+        "sales": HANDLED,
+    }
+    assert "sales" not in expected_outcomes("Shipping.OrderAccepted", poison=False, amount=999.99)
+    assert "sales" not in expected_outcomes("Shipping.OrderAcceptedV2", poison=False, amount=5000.0)
+    assert "sales" not in expected_outcomes("Shipping.OrderAccepted", poison=True, amount=5000.0)
+
+
 def test_an_event_nobody_subscribes_to_is_owed_an_archive_entry_by_the_fallback_router() -> None:
     assert expected_outcomes("Billing.PaymentReceived", poison=False) == {ROUTER: UNROUTED}
 

@@ -41,6 +41,7 @@ def app_settings(thread: EmulatorThread, **overrides: str) -> dict[str, str]:
         "BUSBAR_BILLING_QUEUE": f"billing-{suffix}",
         "BUSBAR_CRM_QUEUE": f"crm-{suffix}",
         "BUSBAR_SHIPPING_QUEUE": f"shipping-{suffix}",
+        "BUSBAR_SALES_QUEUE": f"sales-{suffix}",
         "BUSBAR_FALLBACK_TOPIC": f"bundle-{suffix}",
         "BUSBAR_FALLBACK_ROUTING_MODE": "CorrelationFilter",
         "BUSBAR_ROUTER_SUBSCRIPTION": "busbar-router",

@@ -35,13 +35,24 @@ def test_provisioning_twice_creates_the_sample_topology_once(private_emulator: E
             name: sorted(r.name.lower() for r in management.rules.list_by_subscriptions(*scope, topic, name))
             for name in subscriptions
         }
-    billing, crm, shipping = (settings[f"BUSBAR_{n}_QUEUE"] for n in ("BILLING", "CRM", "SHIPPING"))
+    billing, crm, shipping, sales = (
+        settings[f"BUSBAR_{n}_QUEUE"] for n in ("BILLING", "CRM", "SHIPPING", "SALES")
+    )
     assert rules == {
         "busbar-router": ["$default"],
         billing: ["$default", "shipping.orderaccepted", "shipping.orderacceptedv2"],
         crm: ["$default", "shipping.iorderstatuschanged", "tenant.icustomerlifecycleevent"],
         shipping: ["$default", "billing.invoiceissued"],
+        sales: ["$default", "shipping.orderaccepted"],
     }
+    # sales routes by content: its event rule holds the condition beside the event's stamp.
+    with management_for(settings) as management:
+        [sales_rule] = [
+            r
+            for r in management.rules.list_by_subscriptions(*management.scope, topic, sales)
+            if r.name.lower() == "shipping.orderaccepted"
+        ]
+    assert sales_rule.sql_filter.sql_expression == "[Shipping.OrderAccepted] = TRUE AND (amount >= 1000)"
     assert subscriptions["busbar-router"].forward_to in (None, "")
     assert subscriptions[crm].forward_to == crm
 

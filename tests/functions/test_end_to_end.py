@@ -184,6 +184,42 @@ def test_each_endpoint_handles_exactly_the_events_it_subscribes_to_over_http_and
     assert {k: handled(app, k) for k in expected} == expected
 
 
+def test_a_high_value_order_reaches_sales_and_billing_and_a_small_one_only_billing(provisioned: App) -> None:
+    # sales' handler is registered where="amount >= 1000": the PUT naming its event subscribes under it.
+    sales = provisioned.put("sales", ["Shipping.OrderAccepted"])
+    assert sales.status_code == 201, sales.text
+    big, small = fresh("big"), fresh("small")
+
+    for order, amount in ((big, 5000), (small, 10)):
+        response = provisioned.publish("Shipping.OrderAccepted", {"order_id": order, "amount": amount})
+        assert response.status_code == 202, response.text
+
+    accepted = "Shipping.OrderAccepted"
+    wait_for(lambda: len(handled(provisioned, big)) == 3, "billing, crm and sales handling the big order")
+    wait_for(lambda: len(handled(provisioned, small)) == 2, "billing and crm handling the small order")
+    assert handled(provisioned, big) == [("billing", accepted), ("crm", accepted), ("sales", accepted)]
+    assert handled(provisioned, small) == [("billing", accepted), ("crm", accepted)]
+    [subscription] = provisioned.http.get("/api/endpoints/sales/subscriptions").json()["subscriptions"]
+    rules = {r["name"].lower(): r.get("sqlExpression") for r in subscription["rules"]}
+    assert rules == {"$default": "1=0", "shipping.orderaccepted": f"[{accepted}] = TRUE AND (amount >= 1000)"}
+    # Nothing dead-lettered at sales: the small order never reached it (the broker's rule, not its handler).
+    with management_for(provisioned.settings) as management:
+        queue = management.queues.get(*management.scope, provisioned.settings["BUSBAR_SALES_QUEUE"])
+    assert queue.count_details is not None and queue.count_details.dead_letter_message_count == 0
+
+
+def test_a_put_giving_a_hosted_endpoint_another_filter_than_its_handlers_is_400(provisioned: App) -> None:
+    event = {"type": "Shipping.OrderAccepted", "filter": "amount >= 1"}
+
+    response = provisioned.put("sales", [event], dry_run=True)
+
+    assert response.status_code == 400, response.text
+    [problem] = response.json()["error"]["details"]
+    assert problem.startswith(
+        "Shipping.OrderAccepted: endpoint sales's handlers subscribe where 'amount >= 1000'"
+    )
+
+
 def test_handlers_publish_with_the_incoming_correlation_carried_over(provisioned: App) -> None:
     order = fresh("corr")
     response = provisioned.http.post(

@@ -4,6 +4,7 @@ idempotent publishing (``Idempotency-Key``)."""
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Mapping
 from typing import Any
@@ -364,3 +365,119 @@ def test_a_malformed_or_oversized_idempotency_key_is_400_naming_the_problem_and_
     assert problem in error["details"][0], error
     [first] = first_copies(settings, watcher, 1)
     assert first.message_id == accepted.json()["messageId"]
+
+
+def _fresh_endpoint(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.mark.parametrize(
+    ("event", "problem"),
+    [
+        (
+            {"type": "Shipping.OrderAccepted", "filter": "amount >= 1000 AND"},
+            "filter of Shipping.OrderAccepted: expected a condition or a value, found the end of the filter "
+            "at position 19",
+        ),
+        (
+            {"type": "Shipping.OrderAccepted", "filter": "total >= 1000"},
+            "SQL filter of Shipping.OrderAccepted: property 'total' at position 1 is not promoted by "
+            "Shipping.OrderAccepted (promoted: amount, region)",
+        ),
+        (
+            {"type": "Shipping.OrderAccepted", "filter": {"country": "nl"}},
+            "correlation filter of Shipping.OrderAccepted: property 'country' is not promoted by "
+            "Shipping.OrderAccepted (promoted: amount, region)",
+        ),
+    ],
+)
+def test_a_filter_that_cannot_work_is_400_naming_the_problem_and_nothing_is_provisioned(
+    http: httpx.Client, settings: dict[str, str], event: dict[str, Any], problem: str
+) -> None:
+    endpoint = _fresh_endpoint("analytics")
+
+    response = http.put(f"/api/endpoints/{endpoint}/subscriptions", json={"events": [event]})
+
+    assert response.status_code == 400, response.text
+    error = error_of(response)
+    assert error["code"] == "ValidationFailed"
+    assert error["details"][0].startswith(problem), error["details"]
+    with management_for(settings) as management:
+        assert endpoint not in [q.name for q in management.queues.list_by_namespace(*management.scope)]
+    assert http.get(f"/api/endpoints/{endpoint}/subscriptions").json()["subscriptions"] == []
+
+
+def test_a_correlation_filter_for_another_subscriber_round_trips_plan_apply_and_delivery(
+    http: httpx.Client, settings: dict[str, str]
+) -> None:
+    endpoint = _fresh_endpoint("analytics")
+    url = f"/api/endpoints/{endpoint}/subscriptions"
+    emea = {"type": "Shipping.OrderAccepted", "filter": {"region": "emea"}}
+    rule = f"{settings['BUSBAR_FALLBACK_TOPIC']}/Subscriptions/{endpoint}/Rules/Shipping.OrderAccepted"
+
+    planned = http.put(url, json={"events": [emea], "dryRun": True})
+    applied = http.put(url, json={"events": [emea]})
+    listed = http.get(url)
+    orders = {"eu": "emea", "us": "amer"}
+    published = [
+        http.post("/api/events/Shipping.OrderAccepted", json={"order_id": f"{o}-{endpoint}", "region": r})
+        for o, r in orders.items()
+    ]
+
+    assert planned.status_code == 200, planned.text
+    [planned_rule] = [i for i in planned.json()["plan"]["items"] if i["path"] == rule]
+    assert planned_rule["action"] == "create"
+    assert planned_rule["details"]["properties"] == {"Shipping.OrderAccepted": True, "region": "emea"}
+    assert applied.status_code == 201, applied.text
+    [subscription] = listed.json()["subscriptions"]
+    rules = {r["name"].lower(): r for r in subscription["rules"]}
+    assert rules["$default"]["sqlExpression"] == "1=0"  # no match-all rule beside the filter
+    assert rules["shipping.orderaccepted"]["properties"] == {"Shipping.OrderAccepted": True, "region": "emea"}
+    assert all(p.status_code == 202 for p in published), [p.text for p in published]
+    with sdk_client_for(settings) as client, client.get_queue_receiver(endpoint, max_wait_time=5) as receiver:
+        received = [json.loads(str(m))["order_id"] for m in receiver.receive_messages(max_message_count=10)]
+        received += [json.loads(str(m))["order_id"] for m in receiver.receive_messages(max_message_count=10)]
+    assert received == [f"eu-{endpoint}"]
+
+    # A changed condition rewrites the rule in place; dropping it gives the event's plain rule back.
+    changed = http.put(url, json={"events": [{**emea, "filter": {"region": "apac"}}]})
+    dropped = http.put(url, json={"events": ["Shipping.OrderAccepted"]})
+
+    for response, properties in (
+        (changed, {"Shipping.OrderAccepted": True, "region": "apac"}),
+        (dropped, {"Shipping.OrderAccepted": True}),
+    ):
+        assert response.status_code == 200, response.text
+        [item] = [i for i in response.json()["plan"]["items"] if i["path"] == rule]
+        assert item["action"] == "update" and item["details"]["desired"]["properties"] == properties
+        assert response.json()["result"]["updated"] == [rule]
+    [after] = http.get(url).json()["subscriptions"]
+    assert {r["name"].lower(): r.get("properties") for r in after["rules"]} == {
+        "$default": None,
+        "shipping.orderaccepted": {"Shipping.OrderAccepted": True},
+    }
+
+
+def test_dropping_a_filter_over_http_gives_the_subscription_its_match_all_rule_back_and_deletes_the_filter(
+    http: httpx.Client,
+) -> None:
+    endpoint = _fresh_endpoint("reports")
+    url = f"/api/endpoints/{endpoint}/subscriptions"
+    topic = f"orders-{endpoint}"  # an explicit topic: the event's subscription there is NotMultiplexed
+    plain = {"type": "Shipping.OrderAccepted", "topic": topic}
+
+    filtered = http.put(url, json={"events": [{**plain, "filter": "amount >= 1000"}]})
+    first = {
+        r["name"].lower(): r.get("sqlExpression") for r in http.get(url).json()["subscriptions"][0]["rules"]
+    }
+    dropped = http.put(url, json={"events": [plain]})
+    after = {
+        r["name"].lower(): r.get("sqlExpression") for r in http.get(url).json()["subscriptions"][0]["rules"]
+    }
+
+    assert filtered.status_code == 201, filtered.text
+    assert first == {"$default": "1=0", "shipping.orderaccepted": "amount >= 1000"}
+    assert dropped.status_code == 200, dropped.text
+    actions = {(i["action"], i["path"].rsplit("/", 1)[-1].lower()) for i in dropped.json()["plan"]["items"]}
+    assert {("update", "$default"), ("delete", "shipping.orderaccepted")} <= actions
+    assert after == {"$default": "1=1"}

@@ -16,11 +16,14 @@ class _Model(BaseModel):
 
 
 class EventSubscription(_Model):
-    """One subscribed event with an explicit topic (and optionally a routing mode)."""
+    """One subscribed event, optionally on an explicit topic (and routing mode), optionally filtered by its
+    content: ``filter`` is SQL over promoted and system properties (``"amount >= 1000"``) or a correlation
+    filter, promoted properties to the values they must equal (``{"region": "emea"}``)."""
 
     type: str = Field(min_length=1)
     topic: str | None = Field(default=None, min_length=1)
     routing_mode: TopicRoutingMode | None = None
+    filter: str | dict[str, str | int | float | bool] | None = None
 
 
 class QueueSettings(_Model):
@@ -62,6 +65,8 @@ class SubscriptionsRequest(_Model):
                     entry["topic"] = item.topic
                 if item.routing_mode is not None:
                     entry["routingMode"] = str(item.routing_mode)
+                if item.filter is not None:
+                    entry["filter"] = item.filter
                 out.append(entry)
         return out
 

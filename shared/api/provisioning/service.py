@@ -67,6 +67,7 @@ from shared.topology import (
     desired_state,
     parse_subscribed_events,
 )
+from shared.topology.content_filters import ContentFilter, require_valid_filters
 from shared.topology.delivery_paths import DuplicateDeliveryError
 from shared.topology.duplicate_detection import (
     DEFAULT_WINDOW,
@@ -298,6 +299,46 @@ class ProvisioningService:
     def _require_known(self, event_types: list[str]) -> None:
         require_known(self.contracts, event_types)
 
+    @staticmethod
+    def _with_handler_conditions(
+        target: EndpointTarget, entries: list[str | dict[str, Any]]
+    ) -> list[str | dict[str, Any]]:
+        """``entries`` with a hosted endpoint's handler conditions (``where=``) on the events they filter: its
+        handlers only ever see what the condition admits, so a ``PUT`` naming such an event subscribes under
+        it; naming another filter for it is a 400 (the handlers would run on what they did not ask for)."""
+        if target.hosted is None:
+            return entries
+        conditions = {s.event: s.filter for s in target.hosted.subscriptions() if s.filter is not None}
+        out: list[str | dict[str, Any]] = []
+        problems: list[str] = []
+        for entry in entries:
+            event = entry if isinstance(entry, str) else str(entry.get("type", ""))
+            condition = conditions.get(event)
+            if condition is None:
+                out.append(entry)
+                continue
+            item: dict[str, Any] = {"type": entry} if isinstance(entry, str) else dict(entry)
+            given = item.get("filter")
+            if given is not None and not _same_filter(given, condition, event):
+                problems.append(
+                    f"{event}: endpoint {target.name}'s handlers subscribe where {condition.to_json()!r}; "
+                    f"the filter {given!r} would give them events they do not handle (change the handlers' "
+                    "condition instead)"
+                )
+            item["filter"] = condition.to_json()
+            out.append(item)
+        if problems:
+            raise ValidationFailed("the subscriptions contradict the endpoint's handlers", problems)
+        return out
+
+    def _require_valid_filters(self, entries: list[str | dict[str, Any]]) -> None:
+        """400 before any call when a filter does not parse or reads a property the contract does not
+        promote (:mod:`shared.topology.content_filters`): such a rule would fail or silently match nothing."""
+        try:
+            require_valid_filters(parse_subscribed_events(entries), self.contracts)
+        except TopologyValidationError as error:
+            raise ValidationFailed("the subscriptions are invalid", error.errors) from None
+
     def _desired(
         self,
         queue: str,
@@ -389,8 +430,22 @@ class ProvisioningService:
             for rule in existing.rules:
                 if rule.name.lower() not in keep:
                     path = rule_path(existing.topic, existing.name, rule.name)
+                    # A condition dropped from a NotMultiplexed subscription: its rule goes only after
+                    # $Default is 1=1 again (rewritten in place), or the subscription would take nothing
+                    # in between. Other stale rules go first, as always (off the fallback topic, a late
+                    # delete would be a handover).
+                    late = spec.is_catch_all
                     items.append(
-                        PlanItem("delete", "rule", path, {}, existing.topic, existing.name, rule.name)
+                        PlanItem(
+                            "delete",
+                            "rule",
+                            path,
+                            {},
+                            existing.topic,
+                            existing.name,
+                            rule.name,
+                            after_creates=late,
+                        )
                     )
         return items
 
@@ -405,11 +460,13 @@ class ProvisioningService:
         target = self._endpoint(request)
         body = parse_body(SubscriptionsRequest, request.body)
         self._require_known(body.unmapped_event_types())
+        entries = self._with_handler_conditions(target, body.entries())
+        self._require_valid_filters(entries)
         queue = target.queue
         ordered = target.hosted is not None and target.hosted.ordered
         if ordered:
             self._require_keyed(target.name, body.event_types())
-        desired = self._desired(queue, body.entries(), ordered=ordered, moved_from=body.move_from)
+        desired = self._desired(queue, entries, ordered=ordered, moved_from=body.move_from)
         provisioner = self._provisioner_for(body.queue)
         endpoint_lock = [endpoint_key(HierarchyNamespace(self.options.hierarchy_namespace).apply(queue))]
         try:
@@ -417,12 +474,12 @@ class ProvisioningService:
                 if not body.dry_run:
                     held.enter_context(self._serialised(endpoint_lock))
                 existing = self.provisioner.describe(queue, self.options)
-                plan = self._plan(provisioner, queue, body.entries(), desired, existing)
+                plan = self._plan(provisioner, queue, entries, desired, existing)
                 if plan.near_quota and not body.dry_run:
                     # Two plans that each fit a nearly full topic may not fit together: take the topics'
                     # locks (after the endpoint's: never in a cycle) and plan again under them.
                     held.enter_context(self._serialised([topic_key(t) for t in plan.near_quota]))
-                    plan = self._plan(provisioner, queue, body.entries(), desired, existing)
+                    plan = self._plan(provisioner, queue, entries, desired, existing)
                 if plan.refusals:
                     raise QueueNeedsNewName(
                         "an existing queue of the endpoint cannot be used: it needs a new queue",
@@ -516,7 +573,7 @@ class ProvisioningService:
                 desired: Any = desired_state(
                     self.options,
                     queue,
-                    endpoint.subscribed_events(),
+                    endpoint.subscriptions(),
                     ordered=endpoint.ordered,
                     duplicate_detection_window=self.defaults.duplicate_detection_window,
                 ).to_dict()
@@ -541,3 +598,11 @@ class ProvisioningService:
                 "contracts": self.contracts.names(),
             },
         )
+
+
+def _same_filter(given: object, condition: ContentFilter, event: str) -> bool:
+    """Whether a request's filter is ``condition`` (a filter that does not parse is not)."""
+    try:
+        return ContentFilter.parse(given, event) == condition
+    except TopologyValidationError:
+        return False

@@ -145,3 +145,35 @@ def test_a_subscription_without_rules_receives_nothing() -> None:
     decision = decide(message(), snapshot(SubscriptionRules("empty", ())), no_dedicated_topic)
 
     assert decision.unrouted
+
+
+def test_an_event_another_events_content_filtered_rule_cannot_take_is_still_unrouted() -> None:
+    # sales routes Shipping.OrderAccepted by content on the fallback topic: its rule's type condition rules
+    # out every other event, so an InvoiceIssued nobody subscribes to is still found unrouted.
+    sales = SubscriptionRules(
+        "sales",
+        (
+            SqlRule("$default", "1=0"),
+            SqlRule("Shipping.OrderAccepted", "[Shipping.OrderAccepted] = TRUE AND (amount >= 1000)"),
+        ),
+    )
+    invoice = message({"Billing.InvoiceIssued": True}, header="Billing.InvoiceIssued")
+
+    decision = decide(invoice, snapshot(sales), no_dedicated_topic)
+
+    assert decision.unrouted
+    assert rule_matches(sales.rules[1], invoice) is Match.NO
+
+
+def test_the_events_own_content_filtered_rule_is_a_possible_match_the_router_cannot_settle() -> None:
+    rule = SqlRule("r", "[Shipping.OrderAccepted] = TRUE AND (amount >= 1000)")
+    like = SqlRule(
+        "r", "[NServiceBus.EnclosedMessageTypes] LIKE '%Shipping.OrderAccepted%' AND (amount >= 1000)"
+    )
+    stamp_only = SqlRule("r", "[Shipping.OrderAccepted] = TRUE")
+    order = message({"Shipping.OrderAccepted": True, "amount": 10.0})
+
+    assert rule_matches(rule, order) is Match.UNKNOWN
+    assert rule_matches(like, order) is Match.UNKNOWN
+    assert rule_matches(stamp_only, order) is Match.YES
+    assert rule_matches(stamp_only, message({"Shipping.OrderDeclined": True})) is Match.NO

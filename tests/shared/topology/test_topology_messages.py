@@ -6,7 +6,7 @@ import json
 from datetime import UTC, datetime
 
 from app.sample_events import OrderAccepted, OrderAcceptedV2
-from shared.contracts import ENCLOSED_MESSAGE_TYPES
+from shared.contracts import ENCLOSED_MESSAGE_TYPES, Event
 from shared.topology import TopicRoutingMode, build_message, correlation_stamps, publish_headers
 from shared.topology.messages import MESSAGE_ID
 
@@ -72,7 +72,7 @@ def test_the_message_has_a_json_body_promoted_properties_and_its_message_id_as_t
         endpoint_name="s",
         message_id="m-1",
     )
-    assert json.loads(str(message)) == {"order_id": "1", "amount": 9.5}
+    assert json.loads(str(message)) == {"order_id": "1", "amount": 9.5, "region": ""}
     assert message.content_type == "application/json"
     assert message.correlation_id == "m-1"
     # Unlike NServiceBus's transport (a fresh native GUID per send): the broker's duplicate detection must
@@ -91,3 +91,21 @@ def test_without_a_message_id_each_message_gets_a_fresh_one_on_the_broker_and_in
 
 def test_stamps_come_from_the_parsed_header_including_assembly_qualified_names() -> None:
     assert correlation_stamps("Ns.A, Asm, Version=1.0.0.0; Ns.B__impl ;Ns.C") == {"Ns.A": True, "Ns.C": True}
+
+
+def test_the_contracts_promoted_fields_go_out_as_typed_application_properties_in_every_routing_mode() -> None:
+    for mode in TopicRoutingMode:
+        props = _props(
+            build_message(OrderAccepted(order_id="1", amount=5000, region="emea"), mode, endpoint_name="s")
+        )
+        assert props["amount"] == 5000.0 and isinstance(props["amount"], float)
+        assert props["region"] == "emea"
+
+
+def test_an_integer_field_is_given_to_the_sdk_as_a_long_not_as_a_32_bit_int() -> None:
+    class Counted(Event, contract="Tests.Messages.Counted", promoted=("count",)):
+        count: int
+
+    # The SDK sends a plain int as a 32-bit int (and refuses one past 2**31): a long must be marked as one.
+    props = _props(build_message(Counted(count=2**40), TopicRoutingMode.NotMultiplexed, endpoint_name="s"))
+    assert props["count"] == {"TYPE": "LONG", "VALUE": 2**40}
