@@ -316,29 +316,18 @@ class Provisioner:
             current = filter_of(found)
             if current == rule.filter:
                 items.append(PlanItem("unchanged", "rule", rpath, {}, spec.topic, spec.name, rule.name, rule))
-            elif (
-                rule.content is not None
-                or refines(current, rule.filter)
-                or self._default_switches(spec, rule, current, rules)
-            ):
-                # A condition added, changed or dropped (routing by content): the rule is rewritten in place,
-                # one atomic PUT, so the subscription never goes without it.
-                items.append(
-                    PlanItem(
-                        "update",
-                        "rule",
-                        rpath,
-                        {"existing": current.to_dict(), "desired": rule.filter.to_dict()},
-                        spec.topic,
-                        spec.name,
-                        rule.name,
-                        rule,
-                    )
-                )
             else:
+                # A condition added, changed or dropped (routing by content): the rule is rewritten in place,
+                # one atomic PUT, so the subscription never goes without it. Any other difference is
+                # reported and left alone.
+                rewritten = (
+                    rule.content is not None
+                    or refines(current, rule.filter)
+                    or self._default_switches(spec, rule, current, rules)
+                )
                 items.append(
                     PlanItem(
-                        "would-update",
+                        "update" if rewritten else "would-update",
                         "rule",
                         rpath,
                         {"existing": current.to_dict(), "desired": rule.filter.to_dict()},
