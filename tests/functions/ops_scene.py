@@ -116,6 +116,7 @@ MAKE_RUN_NAMES = {
     "BUSBAR_BILLING_QUEUE": "billing",
     "BUSBAR_CRM_QUEUE": "crm",
     "BUSBAR_SHIPPING_QUEUE": "shipping",
+    "BUSBAR_SALES_QUEUE": "sales",
     "BUSBAR_FALLBACK_TOPIC": "busbar-fallback",
     "BUSBAR_ROUTER_SUBSCRIPTION": "busbar-router",
 }

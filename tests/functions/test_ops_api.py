@@ -184,6 +184,7 @@ def test_entities_list_the_apps_endpoints_first_and_busbars_infrastructure_and_f
         ("billing", "billing"),
         ("crm", "crm"),
         ("shipping", "shipping"),
+        ("sales", "sales"),
     ]
     listed = {
         e["endpoint"]: [(r["kind"], r["path"], r["role"]) for r in e["entities"]] for e in body["endpoints"]
@@ -201,6 +202,10 @@ def test_entities_list_the_apps_endpoints_first_and_busbars_infrastructure_and_f
             ("queue", "shipping", "input queue"),
             ("subscription", "bundle-1/Subscriptions/Shipping", "subscription forwarding to shipping"),
             ("subscription", "busbar-fallback/Subscriptions/shipping", "subscription forwarding to shipping"),
+        ],
+        "sales": [
+            ("queue", "sales", "input queue"),
+            ("subscription", "busbar-fallback/Subscriptions/sales", "subscription forwarding to sales"),
         ],
     }
     billing_queue = body["endpoints"][0]["entities"][0]
@@ -235,7 +240,7 @@ def test_entities_list_the_apps_endpoints_first_and_busbars_infrastructure_and_f
     ) + len(foreign)
     assert {r["path"]: r["section"] for r in by_kind}["orders"] == "foreign"
     # Dead letters per endpoint: the app's endpoints first.
-    assert list(body["deadLettersPerEndpoint"])[:3] == ["billing", "crm", "shipping"]
+    assert list(body["deadLettersPerEndpoint"])[:4] == ["billing", "crm", "shipping", "sales"]
     assert body["deadLettersPerEndpoint"]["orders"] == 1
     assert body["notes"] == []
 
@@ -254,6 +259,7 @@ def test_the_apps_entities_are_its_endpoints_and_busbars_names_under_the_hierarc
         "team-a/billing-q": "billing",
         "team-a/crm": "crm",
         "team-a/shipping": "shipping",
+        "team-a/sales": "sales",
     }
     assert (known.lock_queue, known.fallback_topic, known.router_subscription) == (
         "team-a/locks",
@@ -271,7 +277,7 @@ def test_invalid_topology_options_still_tell_the_endpoints_and_say_why_the_topic
         {"AzureServiceBus__TopologyOptions": '{"$type": "nonsense"}', "BUSBAR_FALLBACK_TOPIC": "fb"}
     )
 
-    assert list(known.endpoints) == ["billing", "crm", "shipping"]
+    assert list(known.endpoints) == ["billing", "crm", "shipping", "sales"]
     assert known.fallback_topic == "fb" and known.topics == frozenset()
     [note] = known.notes
     assert note.startswith("the topology options are invalid") and "nonsense" in note

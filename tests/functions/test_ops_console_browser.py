@@ -93,10 +93,12 @@ def test_the_console_lists_the_apps_endpoints_first_and_infrastructure_and_forei
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     page.goto(f"{host.base_url}/api/ops?code={host.master_key}")
 
-    # The endpoints list: the app's three endpoints, each heading its input queue and the subscriptions
+    # The endpoints list: the app's four endpoints, each heading its input queue and the subscriptions
     # forwarding to it, and nothing else.
-    expect(page.locator("#entities tr[data-endpoint-group]")).to_have_text(["billing", "crm", "shipping"])
-    expect(page.locator("#entities tr[data-entity]")).to_have_count(7)
+    expect(page.locator("#entities tr[data-endpoint-group]")).to_have_text(
+        ["billing", "crm", "shipping", "sales"]
+    )
+    expect(page.locator("#entities tr[data-entity]")).to_have_count(9)
     assert page.locator("#entities tr[data-entity]").evaluate_all(
         "rows => rows.map(r => r.dataset.entity)"
     ) == [
@@ -107,11 +109,13 @@ def test_the_console_lists_the_apps_endpoints_first_and_infrastructure_and_forei
         "shipping",
         "bundle-1/Subscriptions/Shipping",
         "busbar-fallback/Subscriptions/shipping",
+        "sales",
+        "busbar-fallback/Subscriptions/sales",
     ]
     expect(page.locator('#entities tr[data-entity="billing"]')).to_contain_text("input queue")
     expect(page.locator('#entities tr[data-entity="billing"] td[data-count="deadLetter"]')).to_have_text("1")
     # Dead letters per endpoint: the app's endpoints only, by name.
-    expect(page.locator("#bars span[data-endpoint]")).to_have_count(3)
+    expect(page.locator("#bars span[data-endpoint]")).to_have_count(4)
     expect(page.locator('#bars span[data-endpoint="billing"]')).to_have_text("1")
     expect(page.locator("#bars")).not_to_contain_text("orders")
 
