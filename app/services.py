@@ -1,4 +1,4 @@
-"""The app's services, composed from the app settings and the sample endpoints (what function code calls).
+"""The app's services, composed from the app settings and the hosted endpoints (what function code calls).
 
 The services in :mod:`shared.api` take their options, clients and locks as arguments; this module builds
 them from the app settings through :mod:`app.runtime` (the cached clients), so ``shared`` never reaches up
@@ -11,7 +11,6 @@ from collections.abc import Mapping
 
 from app import runtime
 from app.sample_endpoints import sample_catalog
-from app.sample_events import sample_registry
 from shared.api import Misconfigured
 from shared.api.message_size import MessageSizeLimits
 from shared.api.provisioning.lock import LOCK_QUEUE, ProvisioningLocks, create_lock_queue, lock_wait_seconds
@@ -28,7 +27,23 @@ from shared.topology import HierarchyNamespace, Publisher, TopologyValidationErr
 from shared.topology.options import FALLBACK_TOPIC_SETTING
 
 CATALOG = sample_catalog()
-CONTRACTS = sample_registry()
+
+PUBLISHED_ONLY = ContractRegistry()
+"""Contracts the app publishes over HTTP (``POST /api/events/{eventType}``) and provisions for subscribers
+(the ``PUT``) that no hosted endpoint declares: events only other systems handle. List them here,
+``ContractRegistry(TheEvent, ...)``; a hosted endpoint's contracts need no declaration (the sample declares
+none: every sample contract is in its endpoints' registry)."""
+
+
+def app_contracts(
+    catalog: EndpointCatalog, published_only: ContractRegistry = PUBLISHED_ONLY
+) -> ContractRegistry:
+    """The contracts the HTTP API knows: every contract of ``catalog``'s endpoints (what each handles and
+    publishes, :meth:`~shared.handlers.endpoints.EndpointCatalog.contracts`) and the published-only ones."""
+    return ContractRegistry.union(catalog.contracts(), published_only)
+
+
+CONTRACTS = app_contracts(CATALOG)
 
 
 def provisioning_from_settings(

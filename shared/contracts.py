@@ -236,6 +236,16 @@ class ContractRegistry:
             self._by_name[name] = klass
         return event_type
 
+    @classmethod
+    def union(cls, *registries: ContractRegistry) -> ContractRegistry:
+        """One registry holding every contract of ``registries``; a name two of them bind to different
+        classes is a :class:`ContractError` naming both (as registering it twice in one would be)."""
+        merged = cls()
+        for registry in registries:
+            for event_type in registry._by_name.values():
+                merged.register(event_type)
+        return merged
+
     def get(self, name: str) -> type[Event] | None:
         """The class registered for ``name``, or None."""
         return self._by_name.get(name)

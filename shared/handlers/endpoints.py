@@ -110,5 +110,10 @@ class EndpointCatalog:
         """Every endpoint name, sorted."""
         return sorted(self._by_name)
 
+    def contracts(self) -> ContractRegistry:
+        """Every contract of the endpoints' registries (what each handles and publishes), in one registry;
+        a contract name two endpoints bind to different classes is a :class:`ContractError` at start-up."""
+        return ContractRegistry.union(*(e.contracts for e in self._by_name.values()))
+
     def __iter__(self) -> Iterator[Endpoint]:
         return iter(self._by_name.values())

@@ -39,6 +39,7 @@ from shared.api import (
     parse_body,
 )
 from shared.api.provisioning import admission
+from shared.api.provisioning.handled import refuse_handled_deletes
 from shared.api.provisioning.lock import (
     LockTimeout,
     ProvisioningLocks,
@@ -531,6 +532,8 @@ class ProvisioningService:
     def delete_subscription(self, request: ApiRequest) -> ApiResponse:
         """Unsubscribe the endpoint from one event (idempotent), under the endpoint's lock.
 
+        A hosted endpoint's subscriptions follow its handlers: a delete of one they need is refused with 409
+        ``SubscriptionHandled`` naming them, before any call (:mod:`shared.api.provisioning.handled`).
         ``?topic=...`` (and optionally ``&routingMode=...``) names the event's topic, as the PUT's body
         can: then the event type need not be a contract the registry knows."""
         target = self._endpoint(request)
@@ -547,6 +550,7 @@ class ProvisioningService:
         hierarchy = HierarchyNamespace(self.options.hierarchy_namespace)
         try:
             plan = self.provisioner.plan_unsubscribe(self.options, queue, event)
+            refuse_handled_deletes(target.hosted, queue, self.options, plan)
             with self._serialised([endpoint_key(hierarchy.apply(queue))]):
                 result = self.provisioner.apply(plan)
         except TopologyValidationError as error:
