@@ -171,7 +171,7 @@ def enclosed_like(sql: str) -> str | None:
     return like.group("pattern").replace("''", "'")
 
 
-def like(value: str, pattern: str) -> bool:
+def _like(value: str, pattern: str) -> bool:
     """SQL ``LIKE``: ``%`` any run, ``_`` any one character, case-sensitive (as Service Bus compares)."""
     regex = "".join(".*" if c == "%" else "." if c == "_" else re.escape(c) for c in pattern)
     return re.fullmatch(regex, value, re.DOTALL) is not None
@@ -193,14 +193,11 @@ _ABSENT, _UNKNOWN = object(), object()
 
 
 def _property(known: Known, name: str, *, exact: bool) -> Any:
-    if name in known.properties:
-        return known.properties[name]
-    if not exact:
-        lowered = name.lower()
-        for key, value in known.properties.items():
-            if isinstance(key, str) and key.lower() == lowered:
-                return value
-    return _ABSENT if known.complete or "." in name else _UNKNOWN
+    missing = _ABSENT if known.complete or "." in name else _UNKNOWN
+    if name in known.properties or exact:
+        return known.properties.get(name, missing)
+    lowered = name.lower()
+    return next((v for k, v in known.properties.items() if str(k).lower() == lowered), missing)
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -230,8 +227,10 @@ def evaluate(rule: RuleFilter, known: Known) -> Match:
         terms += [_term(_property(known, k, exact=known.complete), w) for k, w in rule.properties]
         return Match.NO if Match.NO in terms else Match.UNKNOWN if Match.UNKNOWN in terms else Match.YES
     text = rule.sql or ""
-    if takes_everything(rule) or _FALSE.match(text):
-        return Match.YES if takes_everything(rule) else Match.NO
+    if takes_everything(rule):
+        return Match.YES
+    if _FALSE.match(text):
+        return Match.NO
     combined = split_condition(text)
     if combined is not None:
         return Match.NO if evaluate(sql_filter(combined[0]), known) is Match.NO else Match.UNKNOWN
@@ -243,7 +242,7 @@ def evaluate(rule: RuleFilter, known: Known) -> Match:
     if pattern is None:
         return Match.UNKNOWN
     header = _property(known, ENCLOSED_MESSAGE_TYPES, exact=False)
-    return Match.YES if isinstance(header, str) and like(header, pattern) else Match.NO
+    return Match.YES if isinstance(header, str) and _like(header, pattern) else Match.NO
 
 
 def takes_everything(rule: RuleFilter) -> bool:
@@ -254,8 +253,7 @@ def takes_everything(rule: RuleFilter) -> bool:
 def takes_type(rule: RuleFilter, enclosed: Sequence[str]) -> bool:
     """Whether ``rule``'s type condition takes a message enclosing ``enclosed`` (types, most concrete
     first): it tests one of them and holds, whatever the content condition added to it."""
-    stamped = {**dict.fromkeys(enclosed, True), ENCLOSED_MESSAGE_TYPES: ";".join(enclosed)}
-    known = Known(stamped, complete=False)
+    known = Known({**dict.fromkeys(enclosed, True), ENCLOSED_MESSAGE_TYPES: ";".join(enclosed)}, None, False)
     if rule.kind == "sql":
         combined = split_condition(rule.sql or "")
         typed = sql_filter(combined[0]) if combined is not None else rule
