@@ -151,6 +151,7 @@ PURE_MODULES = (
     "shared.topology.plan",
     "shared.topology.quotas",
     "shared.topology.routing",
+    "shared.topology.rule_filters",
     "shared.topology.validation",
 )
 IMPURE_ROOTS = ("azure", "httpx", "pyarrow", "fsspec", "pyspark", "grpc")

@@ -24,17 +24,22 @@ unrouted unless it is certain.
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
-from enum import Enum
 from typing import Any
 
-from shared.contracts import ENCLOSED_MESSAGE_TYPES
 from shared.messages import IncomingMessage
-from shared.topology.content_filters import split_condition, stamp_tested
 from shared.topology.handover import CLOCK_SKEW_SECONDS
+from shared.topology.rule_filters import (
+    SYSTEM_FIELDS,
+    Known,
+    Rule,
+    correlation,
+    evaluate,
+    sql_filter,
+)
+from shared.topology.rule_filters import Match as Match  # the router's tests and callers read it here
 
 BRIDGED_FROM = "busbar.bridged-from"
 """Application property on a bridged copy: the fallback topic it was copied from."""
@@ -43,39 +48,37 @@ NO_MATCHING_SUBSCRIPTION = "NoMatchingSubscription"
 """The archive reason of an event no subscription on the fallback topic matched."""
 
 
-class Match(Enum):
-    """Whether a filter matches a message; UNKNOWN when the router cannot evaluate it."""
+class CorrelationRule(Rule):
+    """A correlation rule built from its fields: every set field and property must equal the message's."""
 
-    YES = "yes"
-    NO = "no"
-    UNKNOWN = "unknown"
+    __slots__ = ()
 
-
-@dataclass(frozen=True, slots=True)
-class CorrelationRule:
-    """A correlation filter: every set field and property must equal the message's (AND)."""
-
-    name: str
-    correlation_id: str | None = None
-    message_id: str | None = None
-    to: str | None = None
-    reply_to: str | None = None
-    subject: str | None = None
-    session_id: str | None = None
-    reply_to_session_id: str | None = None
-    content_type: str | None = None
-    properties: Mapping[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, slots=True)
-class SqlRule:
-    """A SQL filter by its expression text."""
-
-    name: str
-    expression: str
+    def __init__(
+        self,
+        name: str,
+        correlation_id: str | None = None,
+        message_id: str | None = None,
+        to: str | None = None,
+        reply_to: str | None = None,
+        subject: str | None = None,
+        session_id: str | None = None,
+        reply_to_session_id: str | None = None,
+        content_type: str | None = None,
+        properties: Mapping[str, Any] | None = None,
+    ) -> None:
+        values = (correlation_id, message_id, to, reply_to, subject, session_id, reply_to_session_id)
+        fields = zip(SYSTEM_FIELDS, (*values, content_type), strict=True)
+        system = {k: v for k, v in fields if v is not None}
+        super().__init__(name, correlation(properties or {}, system))
 
 
-Rule = CorrelationRule | SqlRule
+class SqlRule(Rule):
+    """A SQL rule built from its expression text."""
+
+    __slots__ = ()
+
+    def __init__(self, name: str, expression: str) -> None:
+        super().__init__(name, sql_filter(expression))
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,79 +148,11 @@ class RouterDecision:
         return self.note
 
 
-_SYSTEM_FIELDS = (
-    "correlation_id",
-    "message_id",
-    "to",
-    "reply_to",
-    "subject",
-    "session_id",
-    "reply_to_session_id",
-    "content_type",
-)
-
-_TRUE = re.compile(r"^\s*\(?\s*(1\s*=\s*1|true)\s*\)?\s*$", re.IGNORECASE)
-_FALSE = re.compile(r"^\s*\(?\s*(1\s*=\s*0|false)\s*\)?\s*$", re.IGNORECASE)
-_ENCLOSED_LIKE = re.compile(
-    r"^\s*(?:user\.)?\[?(?P<name>[\w.]+)\]?\s+LIKE\s+'(?P<pattern>(?:[^']|'')*)'\s*$", re.IGNORECASE
-)
-
-
-def _same(a: Any, b: Any) -> bool:
-    # Service Bus compares typed values: true is not 1 and "1" is not 1.
-    if isinstance(a, bool) or isinstance(b, bool):
-        return isinstance(a, bool) and isinstance(b, bool) and a == b
-    if isinstance(a, int | float) and isinstance(b, int | float):
-        return a == b
-    return type(a) is type(b) and bool(a == b)
-
-
-def _user_property(properties: Mapping[str, Any], name: str) -> Any:
-    if name in properties:
-        return properties[name]
-    lowered = name.lower()
-    return next((v for k, v in properties.items() if isinstance(k, str) and k.lower() == lowered), None)
-
-
-def _like(value: str, pattern: str) -> bool:
-    regex = "".join(".*" if c == "%" else "." if c == "_" else re.escape(c) for c in pattern)
-    return re.fullmatch(regex, value, re.DOTALL) is not None
-
-
 def rule_matches(rule: Rule, message: IncomingMessage) -> Match:
-    """Whether ``rule`` matches ``message``, as far as the router can tell."""
-    if isinstance(rule, CorrelationRule):
-        for name in _SYSTEM_FIELDS:
-            wanted = getattr(rule, name)
-            if wanted is not None and getattr(message, name) != wanted:
-                return Match.NO
-        for key, wanted in rule.properties.items():
-            if key not in message.application_properties:
-                return Match.NO
-            if not _same(message.application_properties[key], wanted):
-                return Match.NO
-        return Match.YES
-    if _TRUE.match(rule.expression):
-        return Match.YES
-    if _FALSE.match(rule.expression):
-        return Match.NO
-    combined = split_condition(rule.expression)
-    if combined is not None:
-        # An event rule routing by content: its type condition AND a condition the router cannot evaluate.
-        # Not that event: certainly no match (so an event nobody else takes is still found unrouted).
-        kind = rule_matches(SqlRule(rule.name, combined[0]), message)
-        return Match.NO if kind is Match.NO else Match.UNKNOWN
-    stamp = stamp_tested(rule.expression)
-    if stamp is not None:
-        # A missing property is unknown in SQL, and an unknown filter result does not match.
-        return Match.YES if _user_property(message.application_properties, stamp) is True else Match.NO
-    like = _ENCLOSED_LIKE.match(rule.expression)
-    if like is None or like.group("name").lower() != ENCLOSED_MESSAGE_TYPES.lower():
-        return Match.UNKNOWN
-    header = _user_property(message.application_properties, ENCLOSED_MESSAGE_TYPES)
-    if not isinstance(header, str):
-        return Match.NO  # a missing property makes LIKE unknown, and an unknown filter result does not match
-    return Match.YES if _like(header, like.group("pattern").replace("''", "'")) else Match.NO
+    """Whether ``rule`` matches ``message``, as far as the router can tell (the one reading of a rule,
+    :func:`~shared.topology.rule_filters.evaluate`)."""
+    fields = {name: getattr(message, name) for name in SYSTEM_FIELDS}
+    return evaluate(rule.filter, Known(message.application_properties, fields))
 
 
 def subscription_matches(subscription: SubscriptionRules, message: IncomingMessage) -> Match:

@@ -57,21 +57,19 @@ from shared.messages import IncomingMessage
 from shared.router.decision import (
     BRIDGED_FROM,
     NO_MATCHING_SUBSCRIPTION,
-    CorrelationRule,
     Retirement,
     RouterDecision,
     RoutingSnapshot,
-    SqlRule,
     SubscriptionRules,
     decide,
 )
 from shared.router.session import SessionSource, bridge_session
-from shared.topology.arm import correlation_properties
-from shared.topology.desired import RuleFilter
+from shared.topology.arm import rule_of
 from shared.topology.handover import SNAPSHOT_SECONDS, Handover, skew_allowance
 from shared.topology.handover import snapshot_seconds as snapshot_seconds  # the app reads it from here
 from shared.topology.names import HierarchyNamespace
 from shared.topology.options import TopologyOptions
+from shared.topology.rule_filters import Rule
 
 log = logging.getLogger(__name__)
 
@@ -152,7 +150,9 @@ def _subscriptions_of(
     return tuple(
         SubscriptionRules(
             s.name,
-            tuple(_rule(r) for r in management.rules.list_by_subscriptions(group, namespace, topic, s.name)),
+            tuple(
+                rule_of(r) for r in management.rules.list_by_subscriptions(group, namespace, topic, s.name)
+            ),
             s.forward_to or None,
         )
         for s in listed
@@ -169,7 +169,7 @@ def _retirements(subscription: Any, fallback_topic: str) -> list[Retirement]:
     return [
         Retirement(
             r.subscription,
-            _rule_of_filter(r.rule, r.filter),
+            Rule(r.rule, r.filter),
             handover.cutoff_of(r, created, updated),
             handover.endpoint,
             skew_allowance(handover.after_seconds),
@@ -183,35 +183,6 @@ def _utc(moment: Any) -> datetime | None:
     if not isinstance(moment, datetime):
         return None
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
-
-
-def _rule_of_filter(name: str, spec: RuleFilter) -> CorrelationRule | SqlRule:
-    if spec.kind == "correlation":
-        return CorrelationRule(name, properties=dict(spec.properties))
-    return SqlRule(name, spec.expression)
-
-
-def _rule(rule: Any) -> CorrelationRule | SqlRule:
-    if (
-        str(rule.filter_type) in ("CorrelationFilter", "FilterType.CORRELATION_FILTER")
-        and rule.correlation_filter
-    ):
-        c = rule.correlation_filter
-        properties = correlation_properties(c)
-        return CorrelationRule(
-            rule.name,
-            correlation_id=c.correlation_id,
-            message_id=c.message_id,
-            to=c.to,
-            reply_to=c.reply_to,
-            subject=c.label,
-            session_id=c.session_id,
-            reply_to_session_id=c.reply_to_session_id,
-            content_type=c.content_type,
-            properties=dict(properties),
-        )
-    expression = rule.sql_filter.sql_expression if rule.sql_filter is not None else "1=1"
-    return SqlRule(rule.name, expression or "1=1")
 
 
 def dedicated_topic_resolver(options: TopologyOptions) -> Callable[[str], str | None]:

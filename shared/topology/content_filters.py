@@ -16,17 +16,14 @@ promotes (:func:`content_filter_errors`). Pure.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from shared.contracts import ContractRegistry
 from shared.topology.errors import TopologyValidationError
-from shared.topology.rule_filters import RuleFilter
+from shared.topology.rule_filters import CorrelationValue, RuleFilter, split_condition, with_condition
 from shared.topology.sql_check import SqlFilterError, check_sql_filter
-
-CorrelationValue = str | int | float | bool
 
 
 class FilteredEvent(Protocol):
@@ -112,25 +109,7 @@ class ContentFilter:
             return RuleFilter("correlation", properties=self.properties)
         if type_filter.kind == "correlation" and self.sql is None:
             return RuleFilter("correlation", properties=type_filter.properties + self.properties)
-        return RuleFilter("sql", sql=f"{type_filter.expression} AND ({self.as_sql()})")
-
-
-_CONTENT_ADDED = re.compile(r"^(?P<type>.+?) AND \((?P<content>.*)\)$", re.DOTALL)
-_STAMP_TRUE = re.compile(r"^\s*\[(?P<name>[^\]]+)\]\s*=\s*TRUE\s*$", re.IGNORECASE)
-
-
-def split_condition(sql: str) -> tuple[str, str] | None:
-    """``(type condition, content condition)`` of a SQL rule :meth:`ContentFilter.combined` wrote
-    (``<type> AND (<content>)``), or None for any other SQL."""
-    match = _CONTENT_ADDED.match(sql)
-    return None if match is None else (match.group("type"), match.group("content"))
-
-
-def stamp_tested(sql: str) -> str | None:
-    """The property a CorrelationFilter-mode stamp test reads (``[Shipping.OrderAccepted] = TRUE``: the
-    stamp written as SQL, when a SQL condition joins it), or None for any other SQL."""
-    match = _STAMP_TRUE.match(sql)
-    return None if match is None else match.group("name")
+        return with_condition(type_filter, self.as_sql())
 
 
 def refines(existing: RuleFilter, type_filter: RuleFilter) -> bool:
@@ -139,9 +118,8 @@ def refines(existing: RuleFilter, type_filter: RuleFilter) -> bool:
     if existing.kind == "correlation" and type_filter.kind == "correlation":
         wanted = set(type_filter.properties)
         return wanted < set(existing.properties)
-    if existing.kind == "sql" and existing.sql is not None:
-        return existing.sql.startswith(f"{type_filter.expression} AND (")
-    return False
+    split = split_condition(existing.sql or "") if existing.kind == "sql" else None
+    return split is not None and split[0] == type_filter.expression
 
 
 def content_filter_errors(events: Iterable[FilteredEvent], contracts: ContractRegistry) -> list[str]:

@@ -26,23 +26,17 @@ event on a topic carrying it (a filtered NotMultiplexed subscription); each is a
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from shared.contracts import ENCLOSED_MESSAGE_TYPES
-from shared.topology.content_filters import split_condition, stamp_tested
-from shared.topology.desired import DesiredState, RuleFilter, RuleSpec, sql_filter
+from shared.topology.desired import DesiredState
 from shared.topology.errors import TopologyValidationError
 from shared.topology.event_carriers import CheckedEvent, carrier_topics, checked_events
 from shared.topology.names import HierarchyNamespace, rule_name
 from shared.topology.options import TopologyOptions
 from shared.topology.plan import PlanItem, rule_path, subscription_path
-
-_ENCLOSED_LIKE = re.compile(
-    r"^\s*(?:user\.)?\[?(?P<name>[\w.]+)\]?\s+LIKE\s+'(?P<pattern>(?:[^']|'')*)'\s*$", re.IGNORECASE
-)
+from shared.topology.rule_filters import Rule, RuleFilter, takes_everything, takes_type
 
 
 class Forwarding(Protocol):
@@ -55,7 +49,7 @@ class Forwarding(Protocol):
     @property
     def forward_to(self) -> str | None: ...
     @property
-    def rules(self) -> tuple[RuleSpec, ...]: ...
+    def rules(self) -> tuple[Rule, ...]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,28 +111,9 @@ class DuplicateDeliveryError(TopologyValidationError):
 def rule_takes(rule: RuleFilter, enclosed: Sequence[str]) -> bool:
     """Whether a (non catch-all) rule takes a message enclosing ``enclosed``: certainly, or, for an event
     rule with a content condition added (:meth:`~shared.topology.content_filters.ContentFilter.combined`),
-    whenever the message's content matches. Either way it is a path: two of them could deliver the event
-    twice."""
-    if rule.kind == "correlation":
-        stamps = {t.lower() for t in enclosed}
-        typed = [key for key, value in rule.properties if value is True and key.lower() in stamps]
-        # Any other property is a content condition (a promoted field's name never holds a dot), or the
-        # stamp of a type the message does not carry, which rules it out.
-        return bool(typed) and not any("." in key and key not in typed for key, _ in rule.properties)
-    if rule.kind != "sql" or rule.sql is None:
-        return False
-    combined = split_condition(rule.sql)
-    if combined is not None:
-        return rule_takes(sql_filter(combined[0]), enclosed)
-    stamp = stamp_tested(rule.sql)
-    if stamp is not None:
-        return stamp.lower() in {t.lower() for t in enclosed}
-    like = _ENCLOSED_LIKE.match(rule.sql)
-    if like is None or like.group("name").lower() != ENCLOSED_MESSAGE_TYPES.lower():
-        return False
-    pattern = like.group("pattern").replace("''", "'")
-    regex = "".join(".*" if c == "%" else "." if c == "_" else re.escape(c) for c in pattern)
-    return re.fullmatch(regex, ";".join(enclosed), re.DOTALL) is not None
+    whenever the message's content matches (:func:`~shared.topology.rule_filters.takes_type`, the router's
+    reading of the rule). Either way it is a path: two of them could deliver the event twice."""
+    return takes_type(rule, enclosed)
 
 
 def paths_of(
@@ -149,7 +124,7 @@ def paths_of(
     for sub in subscriptions:
         if (sub.forward_to or "").lower() != queue.lower() or sub.topic.lower() in event.elsewhere:
             continue  # not into the queue, or on a topic that carries other events only
-        if any(r.filter.kind == "true" for r in sub.rules) and sub.topic.lower() in carriers:
+        if any(takes_everything(r.filter) for r in sub.rules) and sub.topic.lower() in carriers:
             paths.append(DeliveryPath(event.event, sub.topic, sub.name))
             continue
         # A NotMultiplexed subscription routing by content holds a rule named after the event it filters
@@ -158,7 +133,8 @@ def paths_of(
         paths.extend(
             DeliveryPath(event.event, sub.topic, sub.name, r.name)
             for r in sub.rules
-            if r.filter.kind not in ("true", "false")
+            if not takes_everything(r.filter)
+            and r.filter.kind != "false"
             and (rule_takes(r.filter, event.enclosed) or r.name.lower() in named)
         )
     return paths

@@ -39,6 +39,7 @@ from shared.topology.routing import SubscribeRoute, migration_unmapped_message, 
 from shared.topology.rule_filters import FALSE_FILTER as FALSE_FILTER
 from shared.topology.rule_filters import TRUE_FILTER as TRUE_FILTER
 from shared.topology.rule_filters import FilterKind as FilterKind
+from shared.topology.rule_filters import Rule
 from shared.topology.rule_filters import RuleFilter as RuleFilter
 from shared.topology.rule_filters import correlation_filter as correlation_filter
 from shared.topology.rule_filters import sql_filter as sql_filter
@@ -154,9 +155,9 @@ SubscriptionRequest = tuple[SubscribedEvent, ...]
 
 
 @dataclass(frozen=True, slots=True)
-class RuleSpec:
-    name: str
-    filter: RuleFilter
+class RuleSpec(Rule):
+    """A rule Busbar wants: its name and filter, and what it is for."""
+
     event: str | None = None  # the event the rule serves; None for $Default / $default
     content: ContentFilter | None = None
     """The condition the rule holds besides the event's type (routing by content), or None."""

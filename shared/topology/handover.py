@@ -39,7 +39,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 from shared.app_settings import AppSetting, read_seconds
-from shared.topology.desired import RuleFilter, sql_filter
+from shared.topology.desired import RuleFilter
 from shared.topology.errors import TopologyValidationError
 
 # Declared here, read by the router (shared.router.service) and by migrations, which last this long (+2 s).
@@ -164,7 +164,7 @@ class Handover:
                     str(r["topic"]),
                     str(r["subscription"]),
                     str(r["rule"]),
-                    _filter(r),
+                    RuleFilter.from_dict(r),
                     _moment(r["cutoff"]) if r.get("cutoff") else None,
                 )
                 for r in record["retires"]
@@ -180,14 +180,6 @@ class Handover:
 def _moment(text: Any) -> datetime:
     moment = datetime.fromisoformat(str(text))
     return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
-
-
-def _filter(raw: Mapping[str, Any]) -> RuleFilter:
-    if raw.get("filterType") == "CorrelationFilter":
-        properties = raw.get("properties") or {}
-        return RuleFilter("correlation", properties=tuple(sorted(dict(properties).items())))
-    expression = raw.get("sqlExpression")
-    return sql_filter(str(expression) if expression else None)
 
 
 __all__ = [
