@@ -46,7 +46,7 @@ class Recorder:
     def __init__(self, on_new_minute: Callable[[], None] | None = None) -> None:
         self._entries: dict[tuple[str, datetime], _Entry] = {}
         self._lock = threading.Lock()
-        self._on_new_minute = on_new_minute
+        self.on_new_minute = on_new_minute
         self._latest: datetime | None = None
 
     def record(
@@ -64,8 +64,8 @@ class Recorder:
             if self._latest is None or minute > self._latest:
                 rolled = self._latest is not None
                 self._latest = minute
-        if rolled and self._on_new_minute is not None:
-            self._on_new_minute()
+        if rolled and self.on_new_minute is not None:
+            self.on_new_minute()
 
     def pending(self) -> list[Pending]:
         """Every (endpoint, minute) whose numbers changed since they were last written, oldest first."""
