@@ -66,7 +66,8 @@ def _critical_ms(message: ServiceBusReceivedMessage, now: datetime) -> float | N
 def monitored(
     endpoint: str, message: ServiceBusReceivedMessage, actions: MessageActions
 ) -> Iterator[MessageActions]:
-    """Run an invocation of ``endpoint`` with the actions to settle ``message`` through, and count it."""
+    """Run an invocation of ``endpoint`` (named by its input queue's path, as provisioned) with the actions to
+    settle ``message`` through, and count it."""
     started = time.monotonic()
     observed = ObservedActions(actions)
     raised = False

@@ -92,7 +92,7 @@ def register_subscriber(bp: func.Blueprint, endpoint: Endpoint, env: Mapping[str
     def subscriber(
         message: servicebus.ServiceBusReceivedMessage, message_actions: servicebus.ServiceBusMessageActions
     ) -> None:
-        with monitored(endpoint.name, message, message_actions) as actions:  # the console's monitoring view
+        with monitored(queue, message, message_actions) as actions:  # the console's monitoring view
             _handle(endpoint, queue, message, actions)
 
     subscriber.__name__ = subscriber.__qualname__ = name

@@ -39,9 +39,9 @@ class _Entry:
 
 
 class Recorder:
-    """Thread-safe counters per (endpoint, minute). ``on_new_minute`` is called (outside the lock) when a
-    record opens a minute while an earlier one is still held, so the flusher can write the closed minute
-    now rather than at its next interval."""
+    """Thread-safe counters per (endpoint, minute), an endpoint named by its input queue path.
+    ``on_new_minute`` is called (outside the lock) when a record opens a minute while an earlier one is still
+    held, so the flusher can write the closed minute now rather than at its next interval."""
 
     def __init__(self, on_new_minute: Callable[[], None] | None = None) -> None:
         self._entries: dict[tuple[str, datetime], _Entry] = {}

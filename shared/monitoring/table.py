@@ -1,7 +1,8 @@
 """The monitoring rows in Azure Table Storage (the app's account, ``AzureWebJobsStorage``: Azurite under
 ``make run``), table :data:`TABLE_NAME`.
 
-* Partition: the endpoint (:func:`shared.table_keys.table_key` of its name).
+* Partition: the endpoint, by its input queue's path as provisioned (:func:`shared.table_keys.table_key` of
+  it): unique in the namespace, where endpoint names repeat (two apps' ``billing``, hierarchy prefixes).
 * An instance's minute: row ``<yyyymmddHHMM>.i.<instance>``, its running totals for that minute (replaced
   at each flush). Each process has its own instance id, so instances, and a restarted process, never
   overwrite each other's numbers: the reader adds the rows of a minute together.
@@ -36,7 +37,7 @@ def _stats_row(instance: str, item: Pending) -> dict[str, Any]:
     return {
         "PartitionKey": table_key(item.endpoint),
         "RowKey": f"{item.minute:{_MINUTE}}.i.{table_key(instance)}",
-        "Endpoint": item.endpoint,
+        "Queue": item.endpoint,
         "Minute": item.minute,
         "Instance": instance,
         "Handled": stats.handled,
@@ -85,7 +86,7 @@ class MonitoringTable:
         entity = {
             "PartitionKey": table_key(endpoint),
             "RowKey": f"{sample.minute:{_MINUTE}}.q",
-            "Endpoint": endpoint,
+            "Queue": endpoint,
             "Minute": sample.minute,
             "Active": sample.active,
             "DeadLetter": sample.dead_letter,

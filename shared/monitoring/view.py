@@ -77,13 +77,14 @@ def monitoring_view(
     minutes: int = DEFAULT_MINUTES,
     errors: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """The view of ``endpoints`` (in the app's order) over the ``minutes`` minutes up to ``now``'s."""
+    """The view of ``endpoints`` (in the app's order) over the ``minutes`` minutes up to ``now``'s;
+    ``histories`` by input queue path (the table's partition)."""
     window = minutes_back(now, minutes)
     empty = EndpointHistory({}, {})
     return {
         "minutes": minutes,
         "from": window[0].isoformat(),
         "to": window[-1].isoformat(),
-        "endpoints": [endpoint_view(e, histories.get(e.name, empty), window) for e in endpoints],
+        "endpoints": [endpoint_view(e, histories.get(e.queue, empty), window) for e in endpoints],
         "errors": list(errors),
     }

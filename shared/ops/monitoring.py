@@ -62,9 +62,9 @@ def monitoring(
         try:
             if endpoint.active is not None:
                 sample = QueueSample(minute, endpoint.active, endpoint.dead_letters or 0)
-                store.write_queue_sample(endpoint.name, sample)
-            histories[endpoint.name] = store.history(
-                endpoint.name, minute - timedelta(minutes=minutes - 1), minute
+                store.write_queue_sample(endpoint.queue, sample)
+            histories[endpoint.queue] = store.history(
+                endpoint.queue, minute - timedelta(minutes=minutes - 1), minute
             )
         except AzureError as error:
             errors.append(f"{endpoint.name}: the monitoring table could not be read: {error}")

@@ -173,9 +173,14 @@ def test_the_view_adds_up_a_window_of_minutes_and_says_what_it_lacks() -> None:
         {minute: busy, minute - timedelta(minutes=1): MinuteStats(), minute - timedelta(minutes=20): old},
         {minute: QueueSample(minute, 4, 1)},
     )
-    endpoints = [EndpointNow("billing", "billing", 4, 1), EndpointNow("shipping", "shipping", None, None)]
-    body = monitoring_view(endpoints, {"billing": history}, T0, minutes=15)
+    endpoints = [
+        EndpointNow("billing", "app1-billing", 4, 1),
+        EndpointNow("shipping", "app1-shipping", None, None),
+    ]
+    # The history is the input queue's (the table's partition), wherever another app's "billing" is.
+    body = monitoring_view(endpoints, {"app1-billing": history, "billing": history}, T0, minutes=15)
     billing, shipping = body["endpoints"]
+    assert (billing["endpoint"], billing["queue"]) == ("billing", "app1-billing")
     assert (billing["handled"], billing["retries"], billing["deadLettered"]) == (4, 1, 0)
     assert billing["throughputPerMinute"] == round(4 / 15, 2)
     assert within_a_bucket(billing["processingMs"]["median"], 6.0)
