@@ -9,7 +9,9 @@
 * A queue-length sample: row ``<yyyymmddHHMM>.q``, the input queue's active and dead-letter counts as the
   console's monitoring API last read them in that minute.
 
-Row keys start with the minute, so the last N minutes are one range query per endpoint.
+Row keys start with the minute, so the last N minutes are one range query per endpoint, and so are the rows
+past :data:`RETENTION`, which the console's reads delete a page at a time (:meth:`MonitoringTable.prune`):
+Table Storage has no expiry of its own.
 """
 
 from __future__ import annotations
@@ -29,6 +31,10 @@ from shared.storage_tables import LazyTable, table_client
 from shared.table_keys import table_key
 
 TABLE_NAME = "busbarmonitoring"
+RETENTION = timedelta(hours=24)
+"""How long rows are kept: the console shows at most the last few hours."""
+PRUNE_PAGE = 100
+"""At most this many old rows are deleted per endpoint and call, so a read never turns into a long purge."""
 _MINUTE = "%Y%m%d%H%M"
 
 
@@ -122,6 +128,24 @@ class MonitoringTable:
             self._table.forget_if_missing(error)
             raise
         return EndpointHistory(dict(minutes), queue)
+
+    def prune(self, endpoint: str, now: datetime) -> int:
+        """Delete up to :data:`PRUNE_PAGE` of ``endpoint``'s rows older than :data:`RETENTION`; how many."""
+        cutoff = f"{minute_of(now - RETENTION):{_MINUTE}}"
+        table = self._table.ready()
+        old = table.query_entities(
+            "PartitionKey eq @pk and RowKey lt @cutoff",
+            parameters={"pk": table_key(endpoint), "cutoff": cutoff},
+            select=["PartitionKey", "RowKey"],
+            results_per_page=PRUNE_PAGE,
+        )
+        deleted = 0
+        for entity in old:
+            if deleted >= PRUNE_PAGE:
+                break
+            table.delete_entity(entity["PartitionKey"], entity["RowKey"])
+            deleted += 1
+        return deleted
 
     def close(self) -> None:
         """Close the table client."""

@@ -48,7 +48,8 @@ def monitoring(
     minutes: int,
 ) -> dict[str, Any]:
     """The monitoring view of ``endpoints`` over the last ``minutes`` minutes, after storing their queue
-    samples. Storage that answers with an error leaves the history empty and says so in ``errors``."""
+    samples (and deleting a page of rows past the table's retention). Storage that answers with an error
+    leaves the history empty and says so in ``errors``."""
     try:
         store = table()
     except StorageNotConfigured as error:
@@ -66,6 +67,7 @@ def monitoring(
             histories[endpoint.queue] = store.history(
                 endpoint.queue, minute - timedelta(minutes=minutes - 1), minute
             )
+            store.prune(endpoint.queue, now)
         except AzureError as error:
             errors.append(f"{endpoint.name}: the monitoring table could not be read: {error}")
     return monitoring_view(endpoints, histories, now, minutes, errors)

@@ -13,7 +13,7 @@ from azure.data.tables import TableServiceClient
 from shared.monitoring.flusher import Flusher
 from shared.monitoring.minute_stats import MinuteStats, Outcome, QueueSample, minute_of
 from shared.monitoring.recorder import Pending, Recorder
-from shared.monitoring.table import MonitoringTable
+from shared.monitoring.table import PRUNE_PAGE, RETENTION, MonitoringTable
 from tests.azurite import table_connection_string
 
 pytestmark = pytest.mark.timeout(60)
@@ -85,3 +85,21 @@ def test_a_flusher_writes_an_instances_record_into_the_table(table: MonitoringTa
     assert (stored.handled, stored.dead_lettered) == (3, 1)
     median = stored.processing.quantile(0.5)
     assert median is not None and median > 0
+
+
+def test_rows_past_the_retention_are_pruned_a_page_at_a_time_and_recent_ones_stay(
+    table: MonitoringTable,
+) -> None:
+    endpoint = f"sales-{uuid.uuid4().hex[:6]}"
+    now = T0 + RETENTION + timedelta(minutes=1)
+    old = [Pending(endpoint, MINUTE - timedelta(minutes=i), stats(1, 2.0), 1) for i in range(PRUNE_PAGE + 3)]
+    table.write("i1", old)
+    table.write("i1", [Pending(endpoint, minute_of(now), stats(2, 2.0), 1)])
+    table.write_queue_sample(endpoint, QueueSample(MINUTE, 1, 0))
+
+    assert table.prune(endpoint, now) == PRUNE_PAGE
+    assert table.prune(endpoint, now) == 4  # the rest: 3 minutes and the queue sample
+    assert table.prune(endpoint, now) == 0
+    span = table.history(endpoint, MINUTE - timedelta(minutes=PRUNE_PAGE + 3), minute_of(now))
+    assert {minute: s.handled for minute, s in span.minutes.items()} == {minute_of(now): 2}
+    assert span.queue == {}
