@@ -12,7 +12,8 @@ Routes (prefix ``/api``): ``GET ops`` (the page), ``GET ops/entities``, ``GET op
 segment also matches here in Azure, whose routing keeps ``%2F`` encoded),
 ``GET ops/failures/{topic}/Subscriptions/{subscription}/{sequenceNumber}`` (a subscription by its path),
 ``POST ops/failures/retry``, ``POST ops/failures/archive``, ``GET ops/archive``, ``GET ops/held`` (the held
-keys of ordered endpoints).
+keys of ordered endpoints), ``GET ops/monitoring?minutes=15`` (each endpoint's throughput, retries, dead
+letters, processing and critical time and queue length over recent minutes).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from pathlib import Path
 import azure.functions as func
 
 from app import runtime
+from app.monitoring import monitoring_table
 from functions.convert import api_request, http_response
 from shared.api import ApiRequest, ApiResponse, guarded
 from shared.ops.held_keys_view import held_keys_view
@@ -140,3 +142,14 @@ def ops_held_keys(req: func.HttpRequest) -> func.HttpResponse:
     return http_response(
         guarded(lambda: ApiResponse(200, held_keys_view(CATALOG, env, lambda: runtime.held_keys(env))))
     )
+
+
+@bp.function_name("ops_monitoring")
+@bp.route(route="ops/monitoring", methods=["GET"], auth_level=func.AuthLevel.ADMIN)
+def ops_monitoring(req: func.HttpRequest) -> func.HttpResponse:
+    """Per endpoint over the last ``minutes`` minutes (default 15): handled per minute, retries, dead
+    letters, processing and critical time (median, p95), and queue length now and per minute."""
+    from app.services import app_entities  # the catalog imports the app's handlers: only when asked
+
+    env = runtime.environment()
+    return _serve(req, lambda ops, request: ops.monitoring(request, app_entities(env), monitoring_table))

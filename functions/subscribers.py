@@ -25,6 +25,7 @@ from app.runtime import CONNECTION, EnvironmentTransport, environment, held_keys
 from app.services import CATALOG
 from functions.convert import incoming_from_received
 from functions.message_actions import MessageActions
+from functions.monitored import monitored
 from shared.api.provisioning.service import entity_defaults
 from shared.entity_paths import endpoint_queue_path
 from shared.handlers.dispatch import UNREADABLE_MESSAGE, DeadLetter, Outcome, Retry, truncate
@@ -91,7 +92,8 @@ def register_subscriber(bp: func.Blueprint, endpoint: Endpoint, env: Mapping[str
     def subscriber(
         message: servicebus.ServiceBusReceivedMessage, message_actions: servicebus.ServiceBusMessageActions
     ) -> None:
-        _handle(endpoint, queue, message, message_actions)
+        with monitored(queue, message, message_actions) as actions:  # the console's monitoring view
+            _handle(endpoint, queue, message, actions)
 
     subscriber.__name__ = subscriber.__qualname__ = name
     subscriber.__doc__ = f"The {endpoint.name} endpoint's input queue."

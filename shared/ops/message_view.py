@@ -2,7 +2,8 @@
 
 The body is shown as text, pretty-printed when it is JSON, and cut at :data:`BODY_LIMIT` bytes (the full
 size is reported); application properties are split into NServiceBus headers, Busbar's re-drive history
-(``busbar.redrive.*``) and the rest. A described property (a .NET ``DateTimeOffset``, ``TimeSpan`` or ``Uri``)
+(``busbar.redrive.*``) and the rest; the trace id in ``traceparent`` or ``Diagnostic-Id`` is shown apart
+(:mod:`shared.ops.trace_context`). A described property (a .NET ``DateTimeOffset``, ``TimeSpan`` or ``Uri``)
 is shown as its text (:class:`~shared.envelope.properties.Described`), as a .NET consumer would print it.
 """
 
@@ -14,6 +15,7 @@ from typing import Any
 
 from shared.envelope.properties import Described
 from shared.ops.failures import exception_of
+from shared.ops.trace_context import trace_of
 from shared.redrive.message import DEAD_LETTER_PROPERTIES, REDRIVE_PREFIX, DeadLetter
 
 BODY_LIMIT = 64 * 1024
@@ -91,4 +93,6 @@ def message_view(dead_letter: DeadLetter) -> dict[str, Any]:
         "nservicebusHeaders": headers,
         "redriveHistory": history,
         "applicationProperties": other,
+        # The trace it belongs to (its traceparent / Diagnostic-Id), so a failure leads to its trace.
+        "trace": trace_of(dead_letter.application_properties),
     }

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
 from urllib.parse import unquote
 
 from azure.servicebus import ServiceBusClient
@@ -25,12 +26,15 @@ from shared.api import (
     parse_body,
 )
 from shared.management import ManagementClient, SettingsError
+from shared.monitoring.table import MonitoringTable
+from shared.monitoring.view import DEFAULT_MINUTES, MAX_MINUTES
 from shared.ops.archive_view import archive_view
 from shared.ops.dead_letters import peek_failures, peek_one
 from shared.ops.entities_view import entities_view
 from shared.ops.entity_sections import AppEntities
 from shared.ops.failures import FailureGroup, group_failures
 from shared.ops.message_view import message_view
+from shared.ops.monitoring import endpoints_now, monitoring
 from shared.redrive.entities import EntityPlan, EntityRef
 from shared.redrive.job import RunInProgress, run_redrive
 from shared.redrive.policy import Action
@@ -93,6 +97,19 @@ class OpsService:
             for topic in management.topics.list_by_namespace(*scope)
         ]
         return ApiResponse(200, entities_view(queues, topics, app))
+
+    def monitoring(
+        self, request: ApiRequest, app: AppEntities, table: Callable[[], MonitoringTable]
+    ) -> ApiResponse:
+        """Per endpoint over the last ``minutes`` minutes (default 15): throughput, retries, dead letters,
+        processing and critical time, and the queue now and per minute (:mod:`shared.ops.monitoring`)."""
+        minutes = _int(request.query, "minutes", DEFAULT_MINUTES, MAX_MINUTES)
+        if minutes < 1:
+            raise ValidationFailed(f"'minutes' must be 1..{MAX_MINUTES}, got {minutes}")
+        entities = self.entities(request, app).body
+        assert isinstance(entities, dict)
+        body = monitoring(endpoints_now(entities), table, datetime.now(UTC), minutes)
+        return ApiResponse(200, body)
 
     def _groups(self) -> tuple[list[FailureGroup], dict[str, str], int]:
         # The transfer dead-letter queues (failed send-via transfers) are left to the timer: their counts
