@@ -117,10 +117,10 @@ class HttpServer:
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port)
         await site.start()
-        server = site._server  # aiohttp exposes the bound sockets only here
-        sockets = getattr(server, "sockets", None)
-        if sockets:
-            self.port = int(sockets[0].getsockname()[1])
+        # AppRunner.addresses: the public list of the served sockets' addresses (the port port 0 picked).
+        addresses = self._runner.addresses
+        if addresses:
+            self.port = int(addresses[0][1])
 
     async def stop(self) -> None:
         """Stop listening; requests in progress get up to aiohttp's shutdown timeout."""

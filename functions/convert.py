@@ -13,8 +13,7 @@ from azure.servicebus import ServiceBusReceivedMessage
 
 from functions.trigger_properties import typed_application_properties
 from shared.api import ApiRequest, ApiResponse
-from shared.archive.properties import normalise_received
-from shared.envelope.sdk import from_received, readable_body
+from shared.envelope.sdk import readable_from_received
 from shared.messages import IncomingMessage
 
 
@@ -22,12 +21,7 @@ def incoming_from_received(message: ServiceBusReceivedMessage) -> IncomingMessag
     """An SDK-type binding's message as an :class:`IncomingMessage` (any body readable as bytes), every
     application property with the AMQP type it arrived with (:mod:`functions.trigger_properties`)."""
     typed = typed_application_properties(message)
-    return from_received(
-        message,
-        IncomingMessage,
-        body=readable_body(message),
-        application_properties=None if typed is None else normalise_received(typed),
-    )
+    return readable_from_received(message, IncomingMessage, application_properties=typed)
 
 
 def api_request(request: func.HttpRequest) -> ApiRequest:

@@ -196,7 +196,7 @@ def rewrite(
             props[index] = None
         elif before is None or str(before) != str(value):
             # Changed by the action: content-type is a symbol on the wire, the others strings.
-            props[index] = Symbol(str(value)) if index == PropertiesField.CONTENT_TYPE else value
+            props[index] = Symbol.as_sent(str(value)) if index == PropertiesField.CONTENT_TYPE else value
     # Identity, not equality: an untouched value is the very object the action was given. A property the
     # action REMOVEd or SET to NULL goes; one that was null and left alone stays.
     changed = {k: v for k, v in user.items() if k not in seen or v is not seen[k]}

@@ -133,7 +133,7 @@ def _variable(size_struct: struct.Struct | None, kind: str) -> Decoder:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise DecodeError(f"invalid UTF-8 in {kind} at offset {pos}") from exc
-        return (Symbol(text) if kind == "symbol" else text), end
+        return (Symbol.as_sent(text) if kind == "symbol" else text), end
 
     return decode
 

@@ -1,9 +1,15 @@
 """AMQP 1.0 value types that have no exact Python counterpart.
 
 Decoding maps AMQP values onto plain Python values wherever that loses nothing the broker needs
-(all integer widths become ``int``, strings ``str``, binaries ``bytes``). The wrappers here carry an
-AMQP type through encoding where the peer cares about the exact type: the SDK compares a
-``uint`` header field, reads ``symbol`` annotation keys and ``timestamp`` values.
+(all integer widths become ``int``, strings ``str``, binaries ``bytes``). The wrappers carry an AMQP type
+through encoding where the peer cares about the exact type: the SDK compares a ``uint`` header field, reads
+``symbol`` annotation keys and ``timestamp`` values.
+
+The scalar wrappers (the integer widths, ``float``, ``char``, ``symbol``) are Busbar's one typed-value model,
+:mod:`shared.envelope.properties`, which the app's envelope, archive and sends use too (a stdlib-only module
+that imports nothing else of Busbar, pinned by tests/test_layers.py). What stays here is the codec's own: a
+timestamp as epoch milliseconds, a decimal as its raw encoding, a described value of any kind (a
+performative's fields, not only a property's scalar) and an array.
 """
 
 from __future__ import annotations
@@ -11,75 +17,23 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-
-class Symbol(str):
-    """An AMQP ``symbol`` (ASCII string used for names and keys)."""
-
-    __slots__ = ()
-
-
-class UByte(int):
-    """An AMQP ``ubyte``."""
-
-    __slots__ = ()
-
-
-class UShort(int):
-    """An AMQP ``ushort``."""
-
-    __slots__ = ()
-
-
-class UInt(int):
-    """An AMQP ``uint``."""
-
-    __slots__ = ()
-
-
-class ULong(int):
-    """An AMQP ``ulong``."""
-
-    __slots__ = ()
-
-
-class Byte(int):
-    """An AMQP ``byte`` (signed 8 bit)."""
-
-    __slots__ = ()
-
-
-class Short(int):
-    """An AMQP ``short`` (signed 16 bit)."""
-
-    __slots__ = ()
-
-
-class Int(int):
-    """An AMQP ``int`` (signed 32 bit)."""
-
-    __slots__ = ()
-
-
-class Long(int):
-    """An AMQP ``long`` (signed 64 bit)."""
-
-    __slots__ = ()
+from shared.envelope.properties import (
+    Byte,
+    Char,
+    Int,
+    Long,
+    Short,
+    Symbol,
+    UByte,
+    UInt,
+    ULong,
+    UShort,
+)
+from shared.envelope.properties import Float32 as Float
 
 
 class Timestamp(int):
     """An AMQP ``timestamp``: milliseconds since the Unix epoch."""
-
-    __slots__ = ()
-
-
-class Float(float):
-    """An AMQP ``float`` (32 bit)."""
-
-    __slots__ = ()
-
-
-class Char(str):
-    """An AMQP ``char`` (one UTF-32 code point)."""
 
     __slots__ = ()
 
@@ -106,3 +60,22 @@ class Array:
 
     code: int
     items: tuple[Any, ...]
+
+
+__all__ = [
+    "Array",
+    "Byte",
+    "Char",
+    "Decimal",
+    "Described",
+    "Float",
+    "Int",
+    "Long",
+    "Short",
+    "Symbol",
+    "Timestamp",
+    "UByte",
+    "UInt",
+    "ULong",
+    "UShort",
+]

@@ -31,18 +31,13 @@ Rows written before the typed tags existed hold plain integers; they decode as b
 stamps (``busbar.redrive.at``, ...) get their type back by name
 (:func:`shared.envelope.properties.with_known_types`).
 
-Received messages need normalising first (:func:`normalise_received`): azure-servicebus 7.x hands back
-application property keys and *string values* as ``bytes``. Busbar's receivers mark a binary
-(:class:`~shared.envelope.properties.Binary`, :mod:`shared.envelope.sdk_property_types`), so it stays
-binary and other bytes are strings; bytes that were not marked (a message decoded without the hook: the
-Functions trigger's, whose extension decodes with uamqp) are taken as the strings they almost always were
-when they are valid UTF-8, and stay binary otherwise.
+Received messages come here normalised by the envelope's SDK adapter
+(:func:`shared.envelope.sdk.normalise_received`).
 """
 
 from __future__ import annotations
 
 import base64
-import contextlib
 import json
 import math
 import uuid
@@ -54,7 +49,6 @@ from typing import Any
 from shared.envelope.properties import (
     TYPED_INTS,
     AmqpType,
-    Binary,
     Char,
     Described,
     Float32,
@@ -73,7 +67,6 @@ __all__ = [
     "decode_value",
     "encode_properties",
     "encode_value",
-    "normalise_received",
 ]
 
 _INT_TAGS = {f"${kind}": cls for kind, cls in TYPED_INTS.items()}
@@ -85,27 +78,6 @@ _DESCRIBED = "$described"
 
 class PropertyCodecError(ValueError):
     """An application property cannot be encoded, or stored JSON is not valid typed-property JSON."""
-
-
-def _received_value(value: Any) -> Any:
-    if isinstance(value, Binary):
-        return bytes(value)
-    if isinstance(value, Described):
-        return Described(value.descriptor, _received_value(value.value))
-    if isinstance(value, bytes):
-        with contextlib.suppress(UnicodeDecodeError):  # not UTF-8: genuinely binary, keep the bytes
-            return value.decode("utf-8")
-    return value
-
-
-def normalise_received(raw: Mapping[Any, Any] | None) -> dict[str, PropertyValue]:
-    """Application properties as received from the SDK, with ``str`` keys, a marked binary as ``bytes``,
-    other UTF-8 bytes as ``str``, and Busbar's own stamps with their AMQP types."""
-    result: dict[str, PropertyValue] = {}
-    for key, value in (raw or {}).items():
-        name = key.decode("utf-8", errors="replace") if isinstance(key, bytes) else str(key)
-        result[name] = _received_value(value)
-    return with_known_types(result)
 
 
 def _float_text(value: float) -> str:

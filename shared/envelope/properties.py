@@ -183,6 +183,12 @@ class Symbol(str):
             raise PropertyTypeError(f"an AMQP symbol is ASCII, got {value!r}")
         return super().__new__(cls, value)
 
+    @classmethod
+    def as_sent(cls, value: str) -> Symbol:
+        """A symbol as a peer sent it, ASCII or not: the emulator's decoder keeps what arrived (an SDK that
+        sends a non-ASCII content type as a symbol) rather than failing the whole transfer over it."""
+        return str.__new__(cls, value)
+
 
 TYPED_INTS: dict[AmqpType, type[TypedInt]] = {
     cls.amqp: cls for cls in (Byte, Short, Int, Long, UByte, UShort, UInt, ULong)

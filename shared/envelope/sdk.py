@@ -2,15 +2,17 @@
 ``ServiceBusReceivedMessage`` and builds a ``ServiceBusMessage``.
 
 Received application properties keep their AMQP types when the receiver was marked
-(:mod:`shared.envelope.sdk_property_types`, installed here) and are normalised as the archive needs them
-(:func:`shared.archive.properties.normalise_received`: ``str`` keys, strings as ``str``, binaries as
-``bytes``). Bodies come in two readings, chosen by the caller: :func:`data_body` (an AMQP data body, or
-None for a value or sequence body, which is never re-sent) and :func:`readable_body` (any body as bytes, so
-dispatch can dead-letter a foreign body with a precise reason instead of failing to read it).
+(:mod:`shared.envelope.sdk_property_types`, installed here) and are normalised once, here, into what the
+envelope holds (:func:`normalise_received`: ``str`` keys, strings as ``str``, binaries as ``bytes``).
+Bodies come in two readings: :func:`data_body` (an AMQP data body, or None for a value or sequence body,
+which is never re-sent) and :func:`readable_body` (any body as bytes, so dispatch can dead-letter a foreign
+body with a precise reason instead of failing to read it; :func:`readable_from_received` reads a message
+so).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -19,7 +21,6 @@ from azure.servicebus import ServiceBusMessage, ServiceBusReceivedMessage
 from azure.servicebus._pyamqp.types import TYPE, VALUE, AMQPTypes
 from azure.servicebus.amqp import AmqpMessageBodyType
 
-from shared.archive.properties import normalise_received
 from shared.envelope import (
     Envelope,
     PartitionKeyPolicy,
@@ -30,10 +31,13 @@ from shared.envelope import (
 )
 from shared.envelope.properties import (
     AmqpType,
+    Binary,
     Described,
     PropertyTypeError,
+    PropertyValue,
     amqp_type,
     check_decimal128,
+    with_known_types,
 )
 
 # Every Busbar receiver and sender comes through here: char and decimal properties are readable and char is
@@ -81,6 +85,34 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
+def _received_value(value: Any) -> Any:
+    if isinstance(value, Binary):
+        return bytes(value)
+    if isinstance(value, Described):
+        return Described(value.descriptor, _received_value(value.value))
+    if isinstance(value, bytes):
+        with contextlib.suppress(UnicodeDecodeError):  # not UTF-8: genuinely binary, keep the bytes
+            return value.decode("utf-8")
+    return value
+
+
+def normalise_received(raw: Mapping[Any, Any] | None) -> dict[str, PropertyValue]:
+    """Application properties as received from the SDK, with ``str`` keys, a marked binary as ``bytes``,
+    other UTF-8 bytes as ``str``, and Busbar's own stamps with their AMQP types.
+
+    azure-servicebus 7.x hands back application property keys and *string values* as ``bytes``. Busbar's
+    receivers mark a binary (:class:`~shared.envelope.properties.Binary`,
+    :mod:`shared.envelope.sdk_property_types`), so it stays binary and other bytes are strings; bytes that
+    were not marked (a message decoded without the hook: the Functions trigger's, whose extension decodes
+    with uamqp) are taken as the strings they almost always were when they are valid UTF-8, and stay binary
+    otherwise."""
+    result: dict[str, PropertyValue] = {}
+    for key, value in (raw or {}).items():
+        name = key.decode("utf-8", errors="replace") if isinstance(key, bytes) else str(key)
+        result[name] = _received_value(value)
+    return with_known_types(result)
+
+
 def from_received[E: Envelope](
     message: ServiceBusReceivedMessage,
     into: Callable[..., E],
@@ -90,12 +122,12 @@ def from_received[E: Envelope](
     **extra: Any,
 ) -> E:
     """``message`` as an envelope of type ``into`` (an :class:`Envelope` subclass, given ``extra``), with
-    ``body`` (:func:`data_body` or :func:`readable_body` of it). ``application_properties`` replace the
-    message's when given; otherwise the SDK's decoded ones are taken
-    (:func:`~shared.archive.properties.normalise_received`: typed when a Busbar receiver decoded the message,
-    what uamqp keeps for a Functions trigger's)."""
-    if application_properties is None:
-        application_properties = normalise_received(message.application_properties)
+    ``body`` (:func:`data_body` or :func:`readable_body` of it). ``application_properties``, as decoded from
+    the message with their AMQP types, replace the SDK's decoded ones when given (typed when a Busbar
+    receiver decoded the message, what uamqp keeps for a Functions trigger's); either is normalised here
+    (:func:`normalise_received`)."""
+    raw = message.application_properties if application_properties is None else application_properties
+    properties = normalise_received(raw)
     return into(
         body=body,
         message_id=as_text(message.message_id),
@@ -108,7 +140,7 @@ def from_received[E: Envelope](
         to=as_text(message.to),
         partition_key=as_text(message.partition_key),
         time_to_live=message.time_to_live,
-        application_properties=application_properties,
+        application_properties=properties,
         sequence_number=message.sequence_number,
         enqueued_time=message.enqueued_time_utc,
         delivery_count=message.delivery_count,
@@ -117,6 +149,19 @@ def from_received[E: Envelope](
         dead_letter_source=as_text(message.dead_letter_source),
         **extra,
     )
+
+
+def readable_from_received[E: Envelope](
+    message: ServiceBusReceivedMessage,
+    into: Callable[..., E],
+    *,
+    application_properties: Mapping[Any, Any] | None = None,
+    **extra: Any,
+) -> E:
+    """:func:`from_received` with any body readable as bytes (:func:`readable_body`): how a message to
+    handle or route is read."""
+    body = readable_body(message)
+    return from_received(message, into, body=body, application_properties=application_properties, **extra)
 
 
 def to_message(envelope: Envelope, partition_key: PartitionKeyPolicy) -> ServiceBusMessage:
@@ -226,7 +271,9 @@ __all__ = [
     "body_type",
     "data_body",
     "from_received",
+    "normalise_received",
     "readable_body",
+    "readable_from_received",
     "sdk_application_properties",
     "sdk_value",
     "to_message",

@@ -21,7 +21,7 @@ from typing import Any
 from azure.servicebus import AutoLockRenewer, ServiceBusClient, ServiceBusMessage, ServiceBusReceivedMessage
 
 from shared.envelope import PartitionKeyPolicy
-from shared.envelope.sdk import from_received, readable_body, to_message
+from shared.envelope.sdk import readable_from_received, to_message
 from shared.envelope.sdk_property_types import typed_receiver
 from shared.messages import IncomingMessage
 
@@ -74,7 +74,7 @@ class ParkedMessages:
         if not received:
             return None
         message = received[0]
-        return message, from_received(message, IncomingMessage, body=readable_body(message))
+        return message, readable_from_received(message, IncomingMessage)
 
     def complete(self, message: ServiceBusReceivedMessage) -> None:
         """The parked message was handled."""

@@ -54,6 +54,7 @@ from shared.envelope import PartitionKeyPolicy
 from shared.envelope.sdk import to_message
 from shared.management import ManagementClient
 from shared.messages import IncomingMessage
+from shared.router.bridge_senders import BridgeSenders, Destination
 from shared.router.decision import (
     BRIDGED_FROM,
     NO_MATCHING_SUBSCRIPTION,
@@ -272,6 +273,7 @@ class FallbackRouter:
         self.router_subscription = router_subscription
         self.recorder = recorder
         self.snapshot_seconds = snapshot_seconds
+        self.senders = BridgeSenders(client)
         self._dedicated = dedicated_topic_resolver(options)
         self._snapshot: RoutingSnapshot | None = None
         self._loaded_at = 0.0
@@ -311,28 +313,42 @@ class FallbackRouter:
 
     def route(self, message: IncomingMessage) -> RouterDecision:
         """Decide and act; raises (so the broker redelivers) when the bridge or the archive fails."""
-        decision = decide(message, self._with_target(self._current(fresh=False), message), self._dedicated)
-        if decision.unrouted:
-            # Declaring an event lost is a strong claim: check against the namespace as it is now.
-            fresh = self._with_target(self._current(fresh=True), message)
-            decision = decide(message, fresh, self._dedicated)
+        decision = self._decide(message)
         if decision.bridge_to is not None or decision.bridge_to_entities:
-            message = self._with_session(message, decision)
+            self._bridge(message, decision)
+        if decision.unrouted:
+            self.recorder.record(message, decision, self.fallback_topic, self.router_subscription)
+        return decision
+
+    def _bridge(self, message: IncomingMessage, decision: RouterDecision) -> None:
+        """Send ``message``'s bridged copy (built once) where ``decision`` says, on the kept senders."""
+        message = self._with_session(message, decision)
+        copy = bridged_copy(message, self.fallback_topic)
         if decision.bridge_to is not None:
-            with self.client.get_topic_sender(decision.bridge_to) as sender:
-                sender.send_messages(bridged_copy(message, self.fallback_topic))
+            self.senders.send(Destination.TOPIC, decision.bridge_to, copy)
             log.info(
                 "bridged %s (message %s) to %s", decision.contract, message.message_id, decision.bridge_to
             )
         for entity in decision.bridge_to_entities:
             # Subscribers of the dedicated topic that did not get the event on the fallback topic, straight
             # to where their subscriptions forward (the others must not receive it twice).
-            with self.client.get_queue_sender(entity) as sender:
-                sender.send_messages(bridged_copy(message, self.fallback_topic))
+            self.senders.send(Destination.QUEUE, entity, copy)
             log.info("bridged %s (message %s) to %s", decision.contract, message.message_id, entity)
-        if decision.unrouted:
-            self.recorder.record(message, decision, self.fallback_topic, self.router_subscription)
-        return decision
+
+    def _decide(self, message: IncomingMessage) -> RouterDecision:
+        """The decision on the cached snapshot, or, when that says unrouted, on a fresh one: declaring an
+        event lost is a strong claim, checked against the namespace as it is now. Decided once per snapshot
+        (a cached snapshot still fresh enough is not decided on twice)."""
+        snapshot = self._with_target(self._current(fresh=False), message)
+        decision = decide(message, snapshot, self._dedicated)
+        if not decision.unrouted:
+            return decision
+        fresh = self._with_target(self._current(fresh=True), message)
+        return decision if fresh is snapshot else decide(message, fresh, self._dedicated)
+
+    def close(self) -> None:
+        """Close the bridge's senders (the clients stay open: they belong to the caller)."""
+        self.senders.close()
 
     def _with_session(self, message: IncomingMessage, decision: RouterDecision) -> IncomingMessage:
         """``message`` with the SessionId its bridged copies carry, logging where it comes from."""

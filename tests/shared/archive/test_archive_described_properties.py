@@ -12,9 +12,9 @@ from shared.archive.properties import (
     PropertyCodecError,
     decode_properties,
     encode_properties,
-    normalise_received,
 )
 from shared.envelope.properties import Binary, Described, Long, amqp_type
+from shared.envelope.sdk import normalise_received
 from tests.shared.envelope.wire_types import DESCRIBED
 
 

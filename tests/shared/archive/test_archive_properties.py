@@ -15,7 +15,6 @@ from shared.archive.properties import (
     PropertyCodecError,
     decode_properties,
     encode_properties,
-    normalise_received,
 )
 from shared.envelope.properties import (
     Byte,
@@ -28,6 +27,7 @@ from shared.envelope.properties import (
     UShort,
     amqp_type,
 )
+from shared.envelope.sdk import normalise_received
 
 scalars = st.one_of(
     st.none(),

@@ -18,7 +18,6 @@ from azurefunctions.extensions.bindings.servicebus.utils import get_decoded_mess
 
 from emulator.testing import EmulatorHandle
 from functions.convert import incoming_from_received
-from shared.archive.properties import normalise_received
 from shared.envelope import Envelope, PartitionKeyPolicy
 from shared.envelope.properties import (
     DATETIME_OFFSET,
@@ -31,7 +30,7 @@ from shared.envelope.properties import (
     ULong,
     amqp_type,
 )
-from shared.envelope.sdk import sdk_application_properties, to_message
+from shared.envelope.sdk import normalise_received, sdk_application_properties, to_message
 from shared.envelope.sdk_property_types import decode_application_properties, typed_receiver
 from shared.router.decision import BRIDGED_FROM
 from shared.router.service import bridged_copy

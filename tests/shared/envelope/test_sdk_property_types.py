@@ -32,7 +32,7 @@ from azure.servicebus._transport import _pyamqp_transport
 from azure.servicebus.aio import ServiceBusClient as AsyncServiceBusClient
 
 from emulator.testing import EmulatorHandle
-from shared.archive.properties import decode_properties, encode_properties, normalise_received
+from shared.archive.properties import decode_properties, encode_properties
 from shared.envelope import Envelope, PartitionKeyPolicy, sdk_property_types
 from shared.envelope.properties import (
     Binary,
@@ -49,7 +49,7 @@ from shared.envelope.properties import (
     UShort,
     amqp_type,
 )
-from shared.envelope.sdk import from_received, sdk_application_properties, to_message
+from shared.envelope.sdk import from_received, normalise_received, sdk_application_properties, to_message
 from shared.envelope.sdk_property_types import typed_receiver
 from tests.shared.envelope.wire_types import EXACT, SENT, stored_properties, types_of
 
