@@ -119,10 +119,6 @@ ALLOWED: dict[str, str] = {
         "devhost's invocation log wraps each function the runtime registered to record its bound arguments' "
         "classes; azure-functions-runtime has no public hook for it"
     ),
-    "shared/topology/arm.py: _data": (
-        "azure-mgmt-servicebus's CorrelationFilter keeps a filter's custom properties only in its msrest "
-        "_data; the rule model (issue 39 item 3, another helper) owns this line"
-    ),
 }
 
 
