@@ -32,6 +32,7 @@ from shared.handlers.endpoints import Endpoint
 from shared.handlers.subscriber import HandlerFailed, process
 from shared.messages import IncomingMessage
 from shared.ordering.ordered import KeyHolding, process_ordered
+from shared.telemetry.processing import processing
 from shared.topology.names import held_queue
 
 TRANSPORT = EnvironmentTransport()
@@ -91,7 +92,18 @@ def register_subscriber(bp: func.Blueprint, endpoint: Endpoint, env: Mapping[str
     def subscriber(
         message: servicebus.ServiceBusReceivedMessage, message_actions: servicebus.ServiceBusMessageActions
     ) -> None:
-        _handle(endpoint, queue, message, message_actions)
+        # The delivery's process span (continuing the message's trace) and its metrics; settlement goes
+        # through it so that the span records the disposition (shared.telemetry.processing).
+        with processing(
+            endpoint.name,
+            queue,
+            properties=message.application_properties,
+            actions=message_actions,
+            message_id=message.message_id,
+            delivery_count=message.delivery_count,
+            enqueued_time=message.enqueued_time_utc,
+        ) as settlement:
+            _handle(endpoint, queue, message, settlement)
 
     subscriber.__name__ = subscriber.__qualname__ = name
     subscriber.__doc__ = f"The {endpoint.name} endpoint's input queue."
