@@ -110,9 +110,11 @@ def linked(
         yield span
 
 
-def record_archived(span: Span | None, reason: str, count: int = 1, **labels: str) -> None:
-    """An archiving of ``count`` messages: ``busbar.messages.archived``, and the reason on ``span`` (the
-    current one when None) as an event."""
+def record_archived(
+    span: Span | None, reason: str, count: int = 1, attributes: Mapping[str, str] | None = None
+) -> None:
+    """An archiving of ``count`` messages for ``reason``: ``busbar.messages.archived``, and the reason on
+    ``span`` (the current one when None; nothing when there is none) as an ``archived`` event."""
     target = span or trace.get_current_span()
     target.add_event("archived", {c.ARCHIVE_REASON: reason})
-    instruments.count(instruments.archived, count, {c.ARCHIVE_REASON: reason, **labels})
+    instruments.count(instruments.archived, count, {c.ARCHIVE_REASON: reason, **(attributes or {})})
