@@ -81,6 +81,13 @@ def configure_telemetry(env: Mapping[str, str]) -> Export:
     except TelemetrySettingsError as error:
         log.error("telemetry is off: %s", error)
         export = Export.NONE
+    if export is not Export.NONE and _sdk_installed():
+        # The Python worker configured Azure Monitor itself (PYTHON_APPLICATIONINSIGHTS_ENABLE_TELEMETRY:
+        # azure_functions_runtime's initialize_azure_monitor, before the app is imported): a second SDK
+        # would export everything twice. Busbar's spans and metrics go through the worker's.
+        log.info("OpenTelemetry SDK already installed (by the Functions worker): using it")
+        _configured = export
+        return export
     if export is Export.AZURE_MONITOR:
         _azure_monitor(env)
     elif export is Export.OTLP:
@@ -89,6 +96,13 @@ def configure_telemetry(env: Mapping[str, str]) -> Export:
     if export is not Export.NONE:
         log.info("OpenTelemetry traces and metrics export to %s", export)
     return export
+
+
+def _sdk_installed() -> bool:
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import TracerProvider
+
+    return isinstance(trace.get_tracer_provider(), TracerProvider)
 
 
 def _resource(env: Mapping[str, str]) -> Any:

@@ -23,7 +23,7 @@ from opentelemetry.util.types import AttributeValue
 from shared.telemetry import conventions as c
 from shared.telemetry import instruments
 from shared.telemetry.processing import contract_of
-from shared.telemetry.propagation import link_to, stamp
+from shared.telemetry.propagation import joined, link_to, stamp
 
 tracer = trace.get_tracer(c.INSTRUMENTATION_SCOPE)
 
@@ -33,8 +33,13 @@ SEND = "send"
 
 @contextmanager
 def continuing(context: Context) -> Iterator[None]:
-    """Make ``context`` (e.g. an HTTP request's ``traceparent``) the current one inside the block."""
-    token = otel_context.attach(context)
+    """Make ``context`` (e.g. an HTTP request's ``traceparent``) the current one inside the block, unless
+    the current one already continues it (:func:`~shared.telemetry.propagation.joined`: the host's span)."""
+    parent = joined(context)
+    if parent is None:
+        yield
+        return
+    token = otel_context.attach(parent)
     try:
         yield
     finally:

@@ -30,7 +30,7 @@ from opentelemetry.util.types import AttributeValue
 from shared.contracts import ENCLOSED_MESSAGE_TYPES, parse_enclosed_types
 from shared.telemetry import conventions as c
 from shared.telemetry import instruments
-from shared.telemetry.propagation import context_from_properties
+from shared.telemetry.propagation import context_from_properties, joined
 
 tracer = trace.get_tracer(c.INSTRUMENTATION_SCOPE)
 
@@ -165,7 +165,7 @@ def processing(
     started = time.perf_counter()
     with tracer.start_as_current_span(
         c.span_name(c.PROCESS, queue),
-        context=context_from_properties(properties),
+        context=joined(context_from_properties(properties)),
         kind=SpanKind.CONSUMER,
         attributes=attributes,
     ) as span:

@@ -119,3 +119,15 @@ def stamp(properties: MutableMapping[Any, Any], context: Context | None = None) 
         properties.pop(name, None)
         properties.pop(name.encode(), None)
     properties.update(stamped)
+
+
+def joined(context: Context) -> Context | None:
+    """The parent to continue ``context``'s trace under: the *current* context when it already has a span
+    in that trace (or ``context`` has none) — in Azure, with ``PYTHON_ENABLE_OPENTELEMETRY``, the worker
+    attaches the host's invocation span, itself in the message's or the request's trace, and Busbar's span
+    belongs under it — else ``context`` itself. None means "the current context"."""
+    current = trace.get_current_span().get_span_context()
+    wanted = trace.get_current_span(context).get_span_context()
+    if current.is_valid and (not wanted.is_valid or current.trace_id == wanted.trace_id):
+        return None
+    return context
