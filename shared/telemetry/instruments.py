@@ -79,9 +79,6 @@ archived = _meter.create_counter(
 replayed = _meter.create_counter(
     "busbar.messages.replayed", unit="{message}", description="Archived messages the replay job re-sent."
 )
-retried = _meter.create_counter(
-    "busbar.messages.retried", unit="{message}", description="Dead letters the console sent back."
-)
 
 
 def count(counter: metrics.Counter, amount: int, attributes: Mapping[str, str]) -> None:

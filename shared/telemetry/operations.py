@@ -23,7 +23,7 @@ from opentelemetry.util.types import AttributeValue
 from shared.telemetry import conventions as c
 from shared.telemetry import instruments
 from shared.telemetry.processing import contract_of
-from shared.telemetry.propagation import joined, link_to, stamp
+from shared.telemetry.propagation import current_trace_properties, joined, link_to, stamp
 
 tracer = trace.get_tracer(c.INSTRUMENTATION_SCOPE)
 
@@ -47,7 +47,10 @@ def continuing(context: Context) -> Iterator[None]:
 
 
 def stamp_message(message: ServiceBusMessage) -> None:
-    """Put the current span's trace context on ``message`` (replacing any it carried)."""
+    """Put the current span's trace context on ``message`` (replacing any it carried); nothing changes
+    when there is no span to continue (tracing off and no incoming context)."""
+    if not current_trace_properties():
+        return
     properties: dict[str | bytes, Any] = dict(message.application_properties or {})
     stamp(properties)
     message.application_properties = properties
