@@ -11,8 +11,9 @@ with the SDK's default batching. Every order arrives with a ``traceparent``, as 
 
 For each ``maxConcurrentCalls`` level, N ``Shipping.OrderAccepted`` messages are sent to the queue first; the
 rate is N / (first invocation start -> last invocation end), and the steady rate counts the completions
-between the 10% and the 90% one (``bench/host_throughput.py``'s measures). Each configuration runs
-``--rounds`` times, interleaved, medians reported. Writes ``bench/results/tracing_overhead.json``. Usage::
+between the 10% and the 90% one (``bench/host_throughput.py``'s measures); CPU per message per process
+(the worker's is where tracing runs: a figure load from elsewhere moves far less than a rate). Each
+configuration runs ``--rounds`` times, interleaved, medians reported. Writes ``bench/results/tracing_overhead.json``. Usage::
 
     .venv/bin/python bench/tracing_overhead.py [--messages 400] [--rounds 3] [--levels 1,16]
 """
@@ -41,7 +42,7 @@ if str(ROOT) not in sys.path:
 from azure.servicebus import ServiceBusClient  # noqa: E402
 
 from app.sample_events import OrderAccepted  # noqa: E402
-from bench.host_throughput import steady_rate  # noqa: E402
+from bench.host_throughput import CpuMeter, steady_rate  # noqa: E402
 from bench.store_cost import start_emulator  # noqa: E402
 from devhost.testing import running_host  # noqa: E402
 from shared.topology.messages import build_message  # noqa: E402
@@ -76,22 +77,32 @@ def preload(conn: str, queue: str, total: int, run: str) -> None:
 
 
 def host_run(
-    settings: dict[str, str], queue: str, mode: str, total: int, concurrency: int, collector: Collector
-) -> tuple[float, float]:
-    """One run over ``queue``: its rate and steady rate."""
+    settings: dict[str, str],
+    queue: str,
+    mode: str,
+    total: int,
+    concurrency: int,
+    collector: Collector,
+    meter: CpuMeter,
+) -> tuple[float, float, dict[str, float]]:
+    """One run over ``queue``: its rate, steady rate and CPU milliseconds per message (this process: the
+    host and the OTLP receiver; the worker; the emulator)."""
     host_json = {"version": "2.0", "extensions": {"serviceBus": {"maxConcurrentCalls": concurrency}}}
     values = {**settings, "TRACED_QUEUE": queue}
     if mode == "on":
         values |= {"OTEL_EXPORTER_OTLP_ENDPOINT": collector.endpoint, "OTEL_SERVICE_NAME": "bench"}
     with running_host(APP, settings=values, host_json=host_json) as host:
+        already = len(host.invocations)
+        start = meter.reading()
         host.wait_for_invocations(total, timeout=900)
+        cpu = CpuMeter.per_message(start, meter.reading(), total - already)
         records = host.invocations
     failed = [r for r in records if not r.succeeded]
     if failed:
         raise RuntimeError(f"{len(failed)} invocations failed ({mode}): {failed[0].error}")
     first = min(r.started_at for r in records)
     last = max(r.finished_at for r in records)
-    return total / (last - first), steady_rate([r.finished_at for r in records])
+    return total / (last - first), steady_rate([r.finished_at for r in records]), cpu
 
 
 def _median(values: list[float]) -> float:
@@ -117,21 +128,29 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp, running_collector() as collector:
         emulator, conn = start_emulator(Path(tmp), queues)
         settings = {"ServiceBusConnection": conn}
+        meter = CpuMeter(emulator.pid)
         try:
             for concurrency in args.levels:
                 rates: dict[str, list[float]] = {mode: [] for mode in MODES}
                 steady: dict[str, list[float]] = {mode: [] for mode in MODES}
+                cpu: dict[str, list[dict[str, float]]] = {mode: [] for mode in MODES}
                 for round_number in range(args.rounds):  # interleaved: load from elsewhere hits both alike
                     for mode in MODES:
                         queue = f"{mode}-{concurrency}"
                         preload(conn, queue, args.messages, f"{mode}-{concurrency}-{round_number}")
-                        rate, steady_one = host_run(
-                            settings, queue, mode, args.messages, concurrency, collector
+                        rate, steady_one, used = host_run(
+                            settings, queue, mode, args.messages, concurrency, collector, meter
                         )
                         rates[mode].append(rate)
                         steady[mode].append(steady_one)
+                        cpu[mode].append(used)
                 on, off = _median(rates["on"]), _median(rates["off"])
                 steady_on, steady_off = _median(steady["on"]), _median(steady["off"])
+                cpu_ms = {
+                    mode: {part: round(statistics.median(r[part] for r in rs), 3) for part in rs[0]}
+                    for mode, rs in cpu.items()
+                }
+                worker_on, worker_off = cpu_ms["on"]["worker"], cpu_ms["off"]["worker"]
                 levels[str(concurrency)] = {
                     "tracing_on_msgs_per_s": on,
                     "tracing_off_msgs_per_s": off,
@@ -141,11 +160,16 @@ def main() -> int:
                     "steady_on_vs_off": round(steady_on / steady_off, 3),
                     "rounds": {k: [round(v, 1) for v in values] for k, values in rates.items()},
                     "steady_rounds": {k: [round(v, 1) for v in values] for k, values in steady.items()},
+                    # CPU per message is what tracing adds, whatever else the machine runs meanwhile
+                    # ("client": this process, i.e. devhost and the OTLP receiver).
+                    "cpu_ms_per_msg": cpu_ms,
+                    "worker_cpu_off_vs_on": round(worker_off / worker_on, 3),
                 }
                 print(
                     f"maxConcurrentCalls={concurrency}: tracing on {on:.0f} msg/s, off {off:.0f} msg/s "
                     f"({on / off:.0%}); steady {steady_on:.0f} vs {steady_off:.0f} msg/s "
-                    f"({steady_on / steady_off:.0%}) [medians of {args.rounds}]",
+                    f"({steady_on / steady_off:.0%}); worker CPU {worker_on:.2f} vs {worker_off:.2f} ms/msg "
+                    f"[medians of {args.rounds}]",
                     flush=True,
                 )
         finally:

@@ -5,6 +5,8 @@ NServiceBus 10's meter ``NServiceBus.Core.Pipeline.Incoming`` records ``nservice
 ``.failures``, ``.fetches`` (counters), and ``.handler_time``, ``.processing_time``, ``.critical_time``
 (histograms, seconds); OpenTelemetry's messaging conventions define ``messaging.process.duration``
 (histogram, seconds), ``messaging.client.sent.messages`` and ``messaging.client.consumed.messages``.
+``.fetches`` means what ``messaging.client.consumed.messages`` does and ``.handler_time`` is not measured
+(Busbar times the whole delivery): neither is recorded, each recording costs every delivery.
 Busbar's recoverability counters (dead-lettered, re-driven, archived, replayed) are ``busbar.messages.*``.
 
 Instruments are made once from the API's global meter provider: before an SDK is installed that is a proxy,
@@ -51,9 +53,6 @@ sent = _meter.create_counter(
     "messaging.client.sent.messages",
     unit="{message}",
     description="Messages published or sent (by the publish API and by handlers).",
-)
-fetches = _meter.create_counter(
-    "nservicebus.messaging.fetches", unit="{message}", description="Messages fetched (NServiceBus's name)."
 )
 successes = _meter.create_counter(
     "nservicebus.messaging.successes",

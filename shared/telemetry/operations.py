@@ -23,7 +23,7 @@ from opentelemetry.util.types import AttributeValue
 from shared.telemetry import conventions as c
 from shared.telemetry import instruments
 from shared.telemetry.processing import contract_of
-from shared.telemetry.propagation import current_trace_properties, joined, link_to, stamp
+from shared.telemetry.propagation import current_trace_properties, joined, link_to, replace_trace_properties
 
 tracer = trace.get_tracer(c.INSTRUMENTATION_SCOPE)
 
@@ -49,10 +49,11 @@ def continuing(context: Context) -> Iterator[None]:
 def stamp_message(message: ServiceBusMessage) -> None:
     """Put the current span's trace context on ``message`` (replacing any it carried); nothing changes
     when there is no span to continue (tracing off and no incoming context)."""
-    if not current_trace_properties():
+    stamped = current_trace_properties()
+    if not stamped:
         return
     properties: dict[str | bytes, Any] = dict(message.application_properties or {})
-    stamp(properties)
+    replace_trace_properties(properties, stamped)
     message.application_properties = properties
 
 
@@ -63,6 +64,22 @@ def producing(
     """The ``publish <topic>`` / ``send <queue>`` span (PRODUCER, a child of the current context) around
     sending ``messages``, each stamped with it; ``messaging.client.sent.messages`` counts them once the block
     returns (a send that raises sent nothing)."""
+    with tracer.start_as_current_span(c.span_name(operation, destination), kind=SpanKind.PRODUCER) as span:
+        if span.is_recording():  # reading a ServiceBusMessage's properties is not free: only when kept
+            span.set_attributes(_send_attributes(destination, messages, operation))
+        for message in messages:
+            stamp_message(message)
+        yield span
+    instruments.count(
+        instruments.sent,
+        len(messages),
+        {c.DESTINATION_NAME: destination, c.OPERATION_NAME: operation},
+    )
+
+
+def _send_attributes(
+    destination: str, messages: Sequence[ServiceBusMessage], operation: str
+) -> dict[str, AttributeValue]:
     attributes: dict[str, AttributeValue] = {
         c.MESSAGING_SYSTEM: c.SERVICEBUS,
         c.OPERATION_NAME: operation,
@@ -76,17 +93,7 @@ def producing(
         attributes[c.CONTRACT] = contract_of(only.application_properties)
     else:
         attributes[c.BATCH_COUNT] = len(messages)
-    with tracer.start_as_current_span(
-        c.span_name(operation, destination), kind=SpanKind.PRODUCER, attributes=attributes
-    ) as span:
-        for message in messages:
-            stamp_message(message)
-        yield span
-    instruments.count(
-        instruments.sent,
-        len(messages),
-        {c.DESTINATION_NAME: destination, c.OPERATION_NAME: operation},
-    )
+    return attributes
 
 
 @contextmanager

@@ -191,7 +191,6 @@ def _record(
 ) -> None:
     labels = {c.ENDPOINT: endpoint, c.CONTRACT: contract, c.DESTINATION_NAME: queue}
     instruments.consumed.add(1, labels)
-    instruments.fetches.add(1, labels)
     instruments.process_duration.record(seconds, {**labels, c.OUTCOME: outcome})
     if outcome == c.HANDLED:
         instruments.successes.add(1, labels)

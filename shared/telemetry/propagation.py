@@ -112,7 +112,12 @@ def current_trace_properties(context: Context | None = None) -> dict[bytes, str]
 def stamp(properties: MutableMapping[Any, Any], context: Context | None = None) -> None:
     """Replace whatever trace context ``properties`` carry (under ``str`` or ``bytes`` keys) with
     ``context``'s (the current span's by default); leave them as they are when there is none."""
-    stamped = current_trace_properties(context)
+    replace_trace_properties(properties, current_trace_properties(context))
+
+
+def replace_trace_properties(properties: MutableMapping[Any, Any], stamped: Mapping[bytes, str]) -> None:
+    """Replace the trace context ``properties`` carry (``str`` or ``bytes`` keys) with ``stamped`` (what
+    :func:`current_trace_properties` gave); nothing when ``stamped`` is empty."""
     if not stamped:
         return
     for name in TRACE_PROPERTIES:
