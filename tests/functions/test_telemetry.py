@@ -18,10 +18,14 @@ from dataclasses import dataclass
 
 import httpx
 import pytest
+from azure.servicebus import ServiceBusClient
 
+from app.sample_events import OrderAccepted
 from devhost.testing import HostHandle, running_host
 from emulator.server import EmulatorThread
 from shared.handlers.dispatch import PERMANENT_HANDLER_ERROR
+from shared.topology.messages import build_message
+from shared.topology.options import TopicRoutingMode
 from tests.functions.busbar_app import APP, HOST_JSON, app_settings, create_queues_and_router
 from tests.otlp_collector import Collector, ReceivedSpan, running_collector
 
@@ -220,3 +224,26 @@ def test_a_dead_lettering_records_its_reason_and_the_redriven_copy_links_to_the_
         lambda: process_span(traced, span.trace_id, "billing"), "the copy's span"
     )
     assert copy.parent_span_id == span.span_id
+
+
+def test_a_message_carrying_only_diagnostic_id_as_the_dotnet_sdk_writes_it_joins_that_trace(
+    traced: TracedApp,
+) -> None:
+    # A .NET sender (Azure.Messaging.ServiceBus, NServiceBus) puts its W3C context in Diagnostic-Id; the
+    # Python SDK reads traceparent first, then Diagnostic-Id (azure/servicebus/_common/tracing.py).
+    header, trace_id, sender_span = traceparent()
+    message = build_message(
+        OrderAccepted(order_id=f"order-{uuid.uuid4().hex[:10]}", amount=4),
+        TopicRoutingMode.NotMultiplexed,
+        endpoint_name="dotnet-sender",
+    )
+    message.application_properties = {**(message.application_properties or {}), "Diagnostic-Id": header}
+    with (
+        ServiceBusClient.from_connection_string(traced.settings["ServiceBusConnection"]) as client,
+        client.get_queue_sender(traced.settings["BUSBAR_BILLING_QUEUE"]) as sender,
+    ):
+        sender.send_messages(message)
+
+    billing = traced.collector.wait_for(lambda: process_span(traced, trace_id, "billing"), "billing's span")
+    assert billing.parent_span_id == sender_span
+    assert billing.attributes["busbar.outcome"] == "handled"
