@@ -15,15 +15,19 @@ import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import timedelta
 
 import httpx
 import pytest
-from azure.servicebus import ServiceBusClient
+from azure.mgmt.servicebus.models import SBSubscription, SBTopic, SBTopicProperties
+from azure.servicebus import ServiceBusClient, ServiceBusMessage
 
 from app.sample_events import OrderAccepted
 from devhost.testing import HostHandle, running_host
 from emulator.server import EmulatorThread
+from shared.contracts import ENCLOSED_MESSAGE_TYPES
 from shared.handlers.dispatch import PERMANENT_HANDLER_ERROR
+from shared.management import ManagementClient, ManagementSettings
 from shared.topology.messages import build_message
 from shared.topology.options import TopicRoutingMode
 from tests.functions.busbar_app import APP, HOST_JSON, app_settings, create_queues_and_router
@@ -247,3 +251,50 @@ def test_a_message_carrying_only_diagnostic_id_as_the_dotnet_sdk_writes_it_joins
     billing = traced.collector.wait_for(lambda: process_span(traced, trace_id, "billing"), "billing's span")
     assert billing.parent_span_id == sender_span
     assert billing.attributes["busbar.outcome"] == "handled"
+
+
+def test_the_routers_bridged_copy_starts_a_trace_linked_to_the_original(traced: TracedApp) -> None:
+    # An event on the fallback topic that a dedicated topic's subscriber did not get there: the router
+    # bridges a copy (as in test_end_to_end), which carries a new trace linked to the event's.
+    dedicated, watcher = "Tenant.CustomerUpdated", f"watch-{uuid.uuid4().hex[:8]}"
+    with ManagementClient(ManagementSettings.from_env(traced.settings)) as management:
+        group, namespace = management.scope
+        deduplicated = SBTopicProperties(
+            requires_duplicate_detection=True, duplicate_detection_history_time_window=timedelta(minutes=10)
+        )
+        management.topics.create_or_update(group, namespace, dedicated, SBTopic(properties=deduplicated))
+        management.subscriptions.create_or_update(group, namespace, dedicated, watcher, SBSubscription())
+    header, trace_id, publisher_span = traceparent()
+    message = ServiceBusMessage(
+        json.dumps({"customer_id": f"c-{uuid.uuid4().hex[:8]}", "name": "Ada"}),
+        message_id=f"msg-{uuid.uuid4().hex[:10]}",
+        content_type="application/json",
+        session_id="session-1",
+        application_properties={
+            ENCLOSED_MESSAGE_TYPES: "Tenant.CustomerUpdated;Tenant.ICustomerLifecycleEvent",
+            "Tenant.CustomerUpdated": True,
+            "Tenant.ICustomerLifecycleEvent": True,
+            "traceparent": header,
+        },
+    )
+    with ServiceBusClient.from_connection_string(traced.settings["ServiceBusConnection"]) as client:
+        with client.get_topic_sender(traced.settings["BUSBAR_FALLBACK_TOPIC"]) as sender:
+            sender.send_messages(message)
+        with client.get_subscription_receiver(dedicated, watcher, max_wait_time=30) as receiver:
+            [copy] = receiver.receive_messages(max_message_count=1, max_wait_time=30)
+            receiver.complete_message(copy)
+
+    assert copy.message_id == message.message_id
+    stamped = (copy.application_properties or {})[b"traceparent"]
+    assert isinstance(stamped, bytes)  # a received message's string values arrive as bytes
+    _, copy_trace, copy_parent, _ = stamped.decode().split("-")
+    assert copy_trace != trace_id
+
+    def bridge() -> ReceivedSpan | None:
+        return next((s for s in traced.collector.spans() if s.span_id == copy_parent), None)
+
+    span = traced.collector.wait_for(bridge, "the bridge span")
+    assert span.name == f"bridge {dedicated}"
+    assert span.links == [(trace_id, publisher_span)]
+    assert span.attributes["messaging.destination.name"] == dedicated
+    assert span.attributes["busbar.contract"] == "Tenant.CustomerUpdated"
