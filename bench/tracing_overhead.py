@@ -13,7 +13,8 @@ For each ``maxConcurrentCalls`` level, N ``Shipping.OrderAccepted`` messages are
 rate is N / (first invocation start -> last invocation end), and the steady rate counts the completions
 between the 10% and the 90% one (``bench/host_throughput.py``'s measures); CPU per message per process
 (the worker's is where tracing runs: a figure load from elsewhere moves far less than a rate). Each
-configuration runs ``--rounds`` times, interleaved, medians reported. Writes ``bench/results/tracing_overhead.json``. Usage::
+configuration runs ``--rounds`` times, interleaved, medians reported. Writes
+``bench/results/tracing_overhead.json``. Usage::
 
     .venv/bin/python bench/tracing_overhead.py [--messages 400] [--rounds 3] [--levels 1,16]
 """
