@@ -282,7 +282,7 @@ bench: $(STAMP) ## Run the emulator throughput benchmark
 	$(VPY) bench/emulator_throughput.py
 
 # Each script writes its figures to bench/results/<name>.json. Spark's takes a few minutes and needs Java.
-bench-all: $(STAMP) $(AZURITE_STAMP) ## Run every benchmark in bench/ (emulator, start-up, filters, topologies, admin API, host, ordered vs unordered, settlement gRPC, re-drive, replay, console)
+bench-all: $(STAMP) $(AZURITE_STAMP) ## Run every benchmark in bench/ (emulator, start-up, filters, topologies, admin API, host, ordered vs unordered, settlement gRPC, re-drive, replay, console, tracing)
 	$(VPY) bench/emulator_throughput.py
 	$(VPY) bench/emulator_startup.py
 	$(VPY) bench/filters.py
@@ -294,6 +294,7 @@ bench-all: $(STAMP) $(AZURITE_STAMP) ## Run every benchmark in bench/ (emulator,
 	$(VPY) bench/settlement_grpc.py
 	$(VPY) bench/redrive.py
 	$(VPY) bench/ops_console.py
+	$(VPY) bench/tracing_overhead.py
 	@$(require_java17)
 	$(VPY) bench/replay.py
 

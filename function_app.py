@@ -7,6 +7,7 @@ here; the logic lives in ``shared/``.
 import azure.functions as func
 
 from app.runtime import environment
+from app.telemetry import configure_telemetry
 from functions import (
     fallback_router,
     handled_records,
@@ -16,6 +17,10 @@ from functions import (
     redrive,
     subscribers,
 )
+
+# Before any function runs: the SDK's providers when OTEL_EXPORTER_OTLP_* or
+# APPLICATIONINSIGHTS_CONNECTION_STRING is set, none (the API's no-op) otherwise.
+configure_telemetry(environment())
 
 app = func.FunctionApp(http_auth_level=func.AuthLevel.FUNCTION)
 # The triggers' entity paths come from the app settings as they are now (hierarchy prefix included).

@@ -33,6 +33,7 @@ from shared.handlers.endpoints import Endpoint
 from shared.handlers.subscriber import HandlerFailed, process
 from shared.messages import IncomingMessage
 from shared.ordering.ordered import KeyHolding, process_ordered
+from shared.telemetry.processing import processing
 from shared.topology.names import held_queue
 
 TRANSPORT = EnvironmentTransport()
@@ -92,7 +93,20 @@ def register_subscriber(bp: func.Blueprint, endpoint: Endpoint, env: Mapping[str
     def subscriber(
         message: servicebus.ServiceBusReceivedMessage, message_actions: servicebus.ServiceBusMessageActions
     ) -> None:
-        with monitored(queue, message, message_actions) as actions:  # the console's monitoring view
+        # The delivery's process span (continuing the message's trace) and its metrics, and the console's
+        # per-minute monitoring: settlement goes through both so they record the disposition.
+        with (
+            processing(
+                endpoint.name,
+                queue,
+                properties=message.application_properties,
+                actions=message_actions,
+                message_id=message.message_id,
+                delivery_count=message.delivery_count,
+                enqueued_time=message.enqueued_time_utc,
+            ) as traced,
+            monitored(queue, message, traced) as actions,
+        ):
             _handle(endpoint, queue, message, actions)
 
     subscriber.__name__ = subscriber.__qualname__ = name

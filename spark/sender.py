@@ -36,6 +36,9 @@ from shared.envelope import PartitionKeyPolicy
 from shared.envelope.sdk import to_message
 from shared.rate_limit import BatchPacer
 from shared.servicebus_errors import is_entity_not_found
+from shared.telemetry.conventions import DESTINATION_NAME
+from shared.telemetry.instruments import count, replayed
+from shared.telemetry.operations import linked, stamp_message
 from spark.columns import REPORTED
 from spark.ledger import FAILED, SENT, OutcomeWriter
 from spark.params import Connection, PropertyTransform
@@ -96,7 +99,14 @@ def build_message(
     copy = replace(archived, message_id=message_id, application_properties=properties)
     # Deliberately stricter than the re-drive and the router (SESSION_WINS): a replay sends what was archived
     # or reports the row invalid, never an altered copy.
-    return to_message(copy, PartitionKeyPolicy.REFUSE)
+    message = to_message(copy, PartitionKeyPolicy.REFUSE)
+    # With tracing on (an OpenTelemetry SDK installed in the job), the copy carries a ``replay`` span's
+    # context: a new trace linked to the archived message's. Without one it keeps the archived context.
+    with linked(
+        "replay", archived.application_properties, attributes={"busbar.replay.run_id": replay_run_id}
+    ):
+        stamp_message(message)
+    return message
 
 
 def is_transient(error: BaseException) -> bool:
@@ -190,6 +200,7 @@ class _PartitionSender:
         if error is None:
             self.batches_sent += 1
             self.messages_sent += len(rows)
+            count(replayed, len(rows), {DESTINATION_NAME: target})
             self._maybe_crash()
             self.writer.record(rows, SENT, None)
             at = datetime.now(UTC)

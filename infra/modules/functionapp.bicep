@@ -139,6 +139,13 @@ resource app 'Microsoft.Web/sites@2024-04-01' = {
           name: 'APPLICATIONINSIGHTS_AUTHENTICATION_STRING'
           value: 'Authorization=AAD'
         }
+        // host.json's "telemetryMode": "OpenTelemetry": the Python worker exports its own logs and traces
+        // (app/telemetry.py: azure-monitor-opentelemetry with the connection string above), and the host
+        // does not repeat them (learn.microsoft.com/azure/azure-functions/opentelemetry-howto, Python).
+        {
+          name: 'PYTHON_ENABLE_OPENTELEMETRY'
+          value: 'true'
+        }
         {
           name: 'ServiceBusConnection__fullyQualifiedNamespace'
           value: serviceBusFullyQualifiedNamespace

@@ -19,6 +19,7 @@ from azure.servicebus import ServiceBusClient
 
 from shared.handlers.context import OutgoingPublish, OutgoingSend
 from shared.handlers.dispatch import Complete
+from shared.telemetry.operations import SEND, producing
 from shared.topology.message_ids import outgoing_message_id
 from shared.topology.messages import MESSAGE_INTENT, build_message
 from shared.topology.options import TopicRoutingMode
@@ -77,5 +78,8 @@ def dispatch_outgoing(
             properties = message.application_properties
             if properties is not None:
                 properties[MESSAGE_INTENT] = SEND_INTENT
-            with client.get_queue_sender(item.destination) as sender:
+            with (
+                client.get_queue_sender(item.destination) as sender,
+                producing(item.destination, [message], operation=SEND),
+            ):
                 sender.send_messages(message)

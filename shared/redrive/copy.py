@@ -33,6 +33,7 @@ from shared.envelope import PartitionKeyPolicy
 from shared.envelope.properties import Int, Long, PropertyTypeError
 from shared.envelope.sdk import to_message
 from shared.redrive.message import DEAD_LETTER_PROPERTIES, REDRIVE_COUNT, REDRIVE_PREFIX, DeadLetter
+from shared.telemetry.operations import linked, stamp_message
 
 DESCRIPTION_LIMIT = 1024
 """Characters of the dead-letter description kept on the copy (the archive keeps all of it)."""
@@ -71,9 +72,19 @@ def build_redrive_message(dead_letter: DeadLetter, run_id: str, now: datetime) -
     # The copy goes where the original went: a PartitionKey that conflicts with the SessionId yields to it.
     copy = replace(dead_letter, application_properties=redrive_properties(dead_letter, run_id, now))
     try:
-        return to_message(copy, PartitionKeyPolicy.SESSION_WINS)
+        message = to_message(copy, PartitionKeyPolicy.SESSION_WINS)
     except PropertyTypeError as error:
         raise CopyError(str(error)) from None
+    # The copy starts a new trace, linked to the original's (shared.telemetry.operations: why linked).
+    reason = dead_letter.dead_letter_reason or ""
+    with linked(
+        "redrive",
+        dead_letter.application_properties,
+        destination=dead_letter.source.path,
+        attributes={f"{REDRIVE_PREFIX}reason": reason, f"{REDRIVE_PREFIX}run_id": run_id},
+    ):
+        stamp_message(message)
+    return message
 
 
 def oversize(message: ServiceBusMessage, max_message_size_bytes: int) -> bool:

@@ -41,6 +41,9 @@ from shared.redrive.policy import Policy
 from shared.redrive.received import archive_row, from_received
 from shared.redrive.settings import Limits
 from shared.redrive.summary import RunSummary
+from shared.telemetry.conventions import DESTINATION_NAME
+from shared.telemetry.instruments import count, redriven
+from shared.telemetry.operations import record_archived
 
 log = logging.getLogger(__name__)
 
@@ -304,6 +307,10 @@ class Redriver:
         if self.hooks.after_archive is not None:
             self.hooks.after_archive([item.dead_letter for item in items])
         for item in items:
+            record_archived(
+                None, item.decision.decision, attributes={DESTINATION_NAME: state.plan.source.path}
+            )
+        for item in items:
             self._complete(state, item, Outcome.ARCHIVE, summary)
         self._resume_keys(state, items, summary)
 
@@ -365,6 +372,7 @@ class Redriver:
             return
         if self.hooks.after_send is not None:
             self.hooks.after_send([item.dead_letter for item in items])
+        count(redriven, len(items), {DESTINATION_NAME: state.plan.source.path})
         for item in items:
             self._complete(state, item, Outcome.REDRIVE, summary)
 

@@ -65,6 +65,8 @@ from shared.router.decision import (
     decide,
 )
 from shared.router.session import SessionSource, bridge_session
+from shared.telemetry.conventions import DESTINATION_NAME
+from shared.telemetry.operations import linked, record_archived, stamp_message
 from shared.topology.arm import rule_of
 from shared.topology.handover import SNAPSHOT_SECONDS, Handover, skew_allowance
 from shared.topology.handover import snapshot_seconds as snapshot_seconds  # the app reads it from here
@@ -197,13 +199,18 @@ def dedicated_topic_resolver(options: TopologyOptions) -> Callable[[str], str | 
     return resolve
 
 
-def bridged_copy(message: IncomingMessage, fallback_topic: str) -> ServiceBusMessage:
+def bridged_copy(message: IncomingMessage, fallback_topic: str, destination: str = "") -> ServiceBusMessage:
     """An exact copy of ``message`` (ids, session, properties, body) marked as bridged from the fallback.
     Its MessageId is the original's, so an endpoint that also got the original (through a fallback rule a
-    migration is retiring) recognises the copy and does not handle it again."""
+    migration is retiring) recognises the copy and does not handle it again. With tracing on, the copy
+    carries a ``bridge`` span's context, a new trace linked to the original's (``destination``: where the
+    copy goes, for that span)."""
     properties = {**message.application_properties, BRIDGED_FROM: fallback_topic}
     # The copy goes where the original went: a PartitionKey that conflicts with the SessionId yields to it.
-    return to_message(replace(message, application_properties=properties), PartitionKeyPolicy.SESSION_WINS)
+    copy = to_message(replace(message, application_properties=properties), PartitionKeyPolicy.SESSION_WINS)
+    with linked("bridge", message.application_properties, destination=destination):
+        stamp_message(copy)
+    return copy
 
 
 class ArchivingRecorder:
@@ -249,6 +256,7 @@ class ArchivingRecorder:
             redrive_count=0,
         )
         self.writer.write(row.run_id, [row])
+        record_archived(None, NO_MATCHING_SUBSCRIPTION, attributes={DESTINATION_NAME: topic})
 
 
 class FallbackRouter:
@@ -321,10 +329,11 @@ class FallbackRouter:
         return decision
 
     def _bridge(self, message: IncomingMessage, decision: RouterDecision) -> None:
-        """Send ``message``'s bridged copy (built once) where ``decision`` says, on the kept senders."""
+        """Send ``message``'s bridged copies where ``decision`` says, on the kept senders (each copy starts
+        its own ``bridge`` span, linked to the original's trace, naming its destination)."""
         message = self._with_session(message, decision)
-        copy = bridged_copy(message, self.fallback_topic)
         if decision.bridge_to is not None:
+            copy = bridged_copy(message, self.fallback_topic, decision.bridge_to)
             self.senders.send(Destination.TOPIC, decision.bridge_to, copy)
             log.info(
                 "bridged %s (message %s) to %s", decision.contract, message.message_id, decision.bridge_to
@@ -332,7 +341,7 @@ class FallbackRouter:
         for entity in decision.bridge_to_entities:
             # Subscribers of the dedicated topic that did not get the event on the fallback topic, straight
             # to where their subscriptions forward (the others must not receive it twice).
-            self.senders.send(Destination.QUEUE, entity, copy)
+            self.senders.send(Destination.QUEUE, entity, bridged_copy(message, self.fallback_topic, entity))
             log.info("bridged %s (message %s) to %s", decision.contract, message.message_id, entity)
 
     def _decide(self, message: IncomingMessage) -> RouterDecision:

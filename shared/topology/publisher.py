@@ -3,6 +3,7 @@ behaviour on a missing topic (warn and drop, or raise when ``throw_on_missing_to
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import threading
 import uuid
@@ -19,6 +20,7 @@ from azure.servicebus.exceptions import (
 
 from shared.contracts import Event
 from shared.servicebus_errors import is_entity_not_found
+from shared.telemetry.operations import producing
 from shared.topology.messages import build_message
 from shared.topology.options import TopologyOptions
 from shared.topology.routing import PublishRoute, publish_route
@@ -116,7 +118,11 @@ class Publisher:
             # Topics go out in parallel: a first send on a topic opens an AMQP link, which takes far longer
             # than the send itself, and a missing topic takes longest to be refused.
             with ThreadPoolExecutor(max_workers=min(self.max_parallel_topics, len(groups))) as pool:
-                futures = [pool.submit(self._publish_topic, topic, items) for topic, items in groups]
+                # Each in a copy of the caller's context, so every topic's publish span has the same parent.
+                futures = [
+                    pool.submit(contextvars.copy_context().run, self._publish_topic, topic, items)
+                    for topic, items in groups
+                ]
             errors = [error for f in futures if (error := f.exception()) is not None]
             if errors:
                 raise errors[0]
@@ -134,7 +140,9 @@ class Publisher:
         """Send one topic's messages; False when the topic does not exist and that is not an error."""
         with self._lock(topic):
             try:
-                self._send(topic, [m for _, m in items])
+                messages = [m for _, m in items]
+                with producing(topic, messages):  # the publish span; each message carries it
+                    self._send(topic, messages)
             except (MessagingEntityNotFoundError, ServiceBusAuthenticationError) as error:
                 if not is_entity_not_found(error):
                     raise

@@ -41,6 +41,22 @@ def test_repository_host_json_is_read() -> None:
     assert config.default_log_level == "Information"
 
 
+def test_the_repository_host_json_asks_the_host_for_opentelemetry_and_devhost_reads_it() -> None:
+    # "telemetryMode": "OpenTelemetry" (host.json root) makes the Azure Functions host emit OpenTelemetry
+    # instead of Application Insights SDK telemetry (learn.microsoft.com/azure/azure-functions/
+    # opentelemetry-howto); devhost has no telemetry of its own and reads the rest of the file as before.
+    path = Path(__file__).parents[2] / "host.json"
+    assert json.loads(path.read_text())["telemetryMode"] == "OpenTelemetry"
+    assert load_host_config(path).route_prefix == "api"
+
+
+def test_opentelemetry_settings_in_local_settings_reach_the_worker_unchanged() -> None:
+    # The worker's environment is the app settings (devhost.process_worker), as in Azure: the OTLP
+    # exporter reads OTEL_EXPORTER_OTLP_* from it.
+    values = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318", "OTEL_SERVICE_NAME": "busbar"}
+    assert effective_settings(values, {}, {}).items() >= values.items()
+
+
 def test_session_options_are_read_with_the_extensions_names_and_timespan_format() -> None:
     # ServiceBusOptions (extension 5.x): MaxConcurrentSessions (int), SessionIdleTimeout (TimeSpan?),
     # bound from host.json's camelCase keys; an unset SessionIdleTimeout falls back to the try timeout.

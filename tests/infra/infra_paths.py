@@ -30,6 +30,25 @@ AZURE_HOST_SETTINGS = frozenset(
         "AzureWebJobsStorage__credential",
         "APPLICATIONINSIGHTS_CONNECTION_STRING",
         "APPLICATIONINSIGHTS_AUTHENTICATION_STRING",
+        # Read by the Python worker (azure_functions_runtime): OpenTelemetry on in the worker.
+        "PYTHON_ENABLE_OPENTELEMETRY",
+    }
+)
+# Settings of the platform that app/telemetry.py reads to decide which OpenTelemetry exporter to install:
+# OpenTelemetry's own environment variables (the SDK specification's, which the SDK and exporters read
+# themselves too), the Application Insights connection string and App Service's site name. Their meaning and
+# defaults are the platform's, so Busbar does not declare them; docs/configuration.md has a row for each.
+TELEMETRY_PLATFORM_SETTINGS = frozenset(
+    {
+        "APPLICATIONINSIGHTS_CONNECTION_STRING",
+        "OTEL_EXPORTER_OTLP_ENDPOINT",
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+        "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
+        "OTEL_EXPORTER_OTLP_PROTOCOL",
+        "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
+        "OTEL_SDK_DISABLED",
+        "OTEL_SERVICE_NAME",
+        "WEBSITE_SITE_NAME",
     }
 )
 LOCAL_HOST_SETTINGS = frozenset(

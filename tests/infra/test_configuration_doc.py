@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from tests.infra.infra_paths import DOCS, declared_settings
+from tests.infra.infra_paths import DOCS, TELEMETRY_PLATFORM_SETTINGS, declared_settings
 
 ROW = re.compile(r"^\|\s*`([^`]+)`\s*\|(.*)$", re.M)
 
@@ -54,3 +54,7 @@ def test_no_row_documents_a_busbar_setting_the_code_does_not_declare() -> None:
         and name not in declared_settings()
     )
     assert stale == []
+
+
+def test_every_platform_setting_the_telemetry_reads_has_a_row() -> None:
+    assert sorted(TELEMETRY_PLATFORM_SETTINGS - set(documented_rows())) == []
