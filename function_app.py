@@ -6,6 +6,7 @@ here; the logic lives in ``shared/``.
 
 import azure.functions as func
 
+from app.provision_on_start import provision_on_start
 from app.runtime import environment
 from functions import (
     fallback_router,
@@ -16,6 +17,10 @@ from functions import (
     redrive,
     subscribers,
 )
+
+# BUSBAR_PROVISION_ON_START (on in Azure): the topology exists before the host starts any listener, which it
+# does only after this import has indexed the functions (app/provision_on_start.py).
+provision_on_start(environment())
 
 app = func.FunctionApp(http_auth_level=func.AuthLevel.FUNCTION)
 # The triggers' entity paths come from the app settings as they are now (hierarchy prefix included).
