@@ -81,10 +81,22 @@ def plan_delivery(
 
     One subscriber: :func:`plan_single_delivery` (``deletes``, ``migrate``, ``existing`` and the handover are
     its). Several (the start-up's every hosted endpoint, in one plan): the raw plan, and the one-delivery
-    check for each subscriber's events against what forwards to its queue. Then, either way,
-    :class:`PlanRefusedError` when the plan holds a refusal, and
-    :class:`~shared.topology.queue_move.SecondSubscriptionError` when it would create a subscription beside
-    one that forwards to the same queue and that the plan does not delete. Reads only."""
+    check for each subscriber's events against what forwards to its queue. Either way
+    :class:`~shared.topology.queue_move.SecondSubscriptionError` first (the more specific reason) when the
+    plan would create a subscription beside one that forwards to the same queue and that the plan does not
+    delete, then the duplicate check, then :class:`PlanRefusedError` when the plan holds a refusal. Reads
+    only."""
+    management = provisioner.management
+
+    def no_second_subscription(plan: Plan) -> None:
+        deleted = {i.path.lower() for i in plan.items if i.action == "delete" and i.kind == "subscription"}
+
+        def kept_subscriptions(topic: str) -> list[Any]:
+            listed = management.subscriptions.list_by_topic(*management.scope, topic)
+            return [sub for sub in listed if subscription_path(topic, sub.name).lower() not in deleted]
+
+        check_no_second_subscription(plan, kept_subscriptions)
+
     if len(subscribers) == 1:
         [one] = subscribers
         plan = plan_single_delivery(
@@ -99,9 +111,11 @@ def plan_delivery(
             deletes=deletes,
             hint=hint,
             router_snapshot_seconds=router_snapshot_seconds,
+            precheck=no_second_subscription,
         )
     else:
         plan = provisioner.plan(desired)
+        no_second_subscription(plan)
         hierarchy = HierarchyNamespace(options.hierarchy_namespace)
         for subscriber in subscribers:
             checked = checked_events(options, subscriber.events, enclosed_of)
@@ -112,14 +126,6 @@ def plan_delivery(
                 raise DuplicateDeliveryError(duplicates, hint)
     if plan.refusals:
         raise PlanRefusedError(plan)
-    deleted = {i.path.lower() for i in plan.items if i.action == "delete" and i.kind == "subscription"}
-    management = provisioner.management
-
-    def kept_subscriptions(topic: str) -> list[Any]:
-        listed = management.subscriptions.list_by_topic(*management.scope, topic)
-        return [sub for sub in listed if subscription_path(topic, sub.name).lower() not in deleted]
-
-    check_no_second_subscription(plan, kept_subscriptions)
     return plan
 
 
@@ -136,6 +142,7 @@ def plan_single_delivery(
     deletes: Sequence[PlanItem] = (),
     hint: str = CLI_HINT,
     router_snapshot_seconds: float = float(SNAPSHOT_SECONDS.default or 30),
+    precheck: Callable[[Plan], None] | None = None,
 ) -> Plan:
     """``provisioner.plan(desired)`` plus ``deletes`` (and, with ``migrate``, the old paths' deletes),
     refused when an event would then reach the endpoint's queue through two paths (the one-delivery part
@@ -166,6 +173,8 @@ def plan_single_delivery(
     if migrate:
         taken = {i.path.lower() for i in removed}
         removed += [i for i in moves if i.path.lower() not in taken]
+    if precheck is not None:  # a more specific refusal than the duplicate's, when both apply
+        precheck(Plan(plan.items + tuple(removed), plan.near_quota))
     duplicates = duplicate_paths(options, queue, checked, found, desired, removed)
     if duplicates:
         raise DuplicateDeliveryError(duplicates, hint)
