@@ -133,15 +133,6 @@ module serviceBus 'modules/servicebus.bicep' = {
     hierarchyNamespace: hierarchyNamespace
     duplicateDetectionWindow: duplicateDetectionWindow
     provisioningLockQueueName: 'busbar-provisioning-locks'
-    endpointQueueNames: [
-      billingQueueName
-      shippingQueueName
-      salesQueueName
-    ]
-    // crm is ordered (app/sample_endpoints.py): its queue requires sessions and has a hold queue.
-    orderedEndpointQueueNames: [
-      crmQueueName
-    ]
     tags: tags
   }
 }
