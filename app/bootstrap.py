@@ -46,6 +46,7 @@ from shared.topology import (
     DesiredState,
     EntityDefaults,
     HierarchyNamespace,
+    Plan,
     Provisioner,
     TopologyOptions,
     desired_state,
@@ -76,7 +77,8 @@ def provision_app(
 
     ``locked``: hold every endpoint's provisioning lock (:mod:`shared.api.provisioning.lock`, the HTTP
     API's) while planning and applying, so instances starting at once, and ``PUT``s for the same endpoints,
-    take turns: each plans against what the previous one left."""
+    take turns: each plans against what the previous one left. A first plan without the locks that finds
+    nothing to change (every later start) skips them; its refusals are raised at once."""
     require_valid_settings(settings)
     options = load_topology_options(settings)
     defaults = entity_defaults(settings)
@@ -85,7 +87,9 @@ def provision_app(
         ManagementClient(ManagementSettings.from_env(settings)) as management,
         contextlib.ExitStack() as held,
     ):
-        if locked:
+        if locked and _changes(plan_endpoints(management, options, defaults, settings, hosted)[1]):
+            # Only a start that has something to change takes the locks: once the topology is in place,
+            # instances scaling out at once do not queue behind each other for a plan of "unchanged".
             hierarchy = HierarchyNamespace(options.hierarchy_namespace)
             locks = _locks(settings, management, hierarchy)
             held.enter_context(locks.hold(endpoint_key(hierarchy.apply(e.queue(settings))) for e in hosted))
@@ -95,6 +99,11 @@ def provision_app(
             subscription = read(ROUTER_SUBSCRIPTION, settings) or "busbar-router"
             provision_router(management, topic, subscription, defaults)
     return result
+
+
+def _changes(plan: Plan) -> bool:
+    """Whether applying ``plan`` would change anything (a create, an update or a delete)."""
+    return any(item.action in ("create", "update", "delete") for item in plan.items)
 
 
 def _catalog() -> EndpointCatalog:
@@ -137,6 +146,22 @@ def provision_endpoints(
     anything when a subscription would be created beside one that forwards to the same queue already, and
     :class:`~shared.topology.delivery_paths.DuplicateDeliveryError` when an endpoint would then receive an
     event through two paths (:func:`~shared.topology.single_delivery.plan_delivery`)."""
+    provisioner, plan = plan_endpoints(management, options, defaults, settings, endpoints)
+    result = provisioner.apply(plan)
+    log.info(
+        "sample endpoints provisioned: %d created, %d unchanged", len(result.created), len(result.unchanged)
+    )
+    return result
+
+
+def plan_endpoints(
+    management: ManagementClient,
+    options: TopologyOptions,
+    defaults: EntityDefaults,
+    settings: Mapping[str, str],
+    endpoints: Iterable[Endpoint] | None = None,
+) -> tuple[Provisioner, Plan]:
+    """The checked plan of :func:`provision_endpoints` (reads only), with the provisioner to apply it."""
     hosted = list(sample_catalog() if endpoints is None else endpoints)
     states = [
         desired_state(
@@ -158,11 +183,7 @@ def provision_endpoints(
         DesiredState.combine(states),
         hint=STARTUP_HINT,
     )
-    result = provisioner.apply(plan)
-    log.info(
-        "sample endpoints provisioned: %d created, %d unchanged", len(result.created), len(result.unchanged)
-    )
-    return result
+    return provisioner, plan
 
 
 def provision_router(
