@@ -1,4 +1,8 @@
-"""Start-up provisioning for ``make run``: the sample endpoints' topology and the fallback router's entities.
+"""Start-up provisioning: the hosted endpoints' topology and the fallback router's entities.
+
+Two callers, one path (:func:`provision_app`): devhost's ``--startup-hook app.bootstrap:provision`` under
+``make run``, and, in Azure, ``function_app.py`` at indexing when ``BUSBAR_PROVISION_ON_START`` is on
+(:mod:`app.provision_on_start`: under the provisioning lock, as many instances start at once).
 
 ``provision(settings)`` is idempotent (existing entities are left alone, as NServiceBus installers do) and
 runs before the triggers start listening, so the queues and subscriptions they bind to exist:
@@ -16,6 +20,7 @@ runs before the triggers start listening, so the queues and subscriptions they b
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Callable, Iterable, Mapping
 
@@ -24,39 +29,103 @@ from azure.mgmt.servicebus.models import SBSubscription, SBSubscriptionPropertie
 
 from app.sample_endpoints import sample_catalog
 from app.settings import require_valid_settings
+from shared.api.provisioning.lock import (
+    LOCK_QUEUE,
+    ProvisioningLocks,
+    create_lock_queue,
+    endpoint_key,
+    lock_wait_seconds,
+)
 from shared.api.provisioning.service import entity_defaults
 from shared.app_settings import read
-from shared.handlers.endpoints import Endpoint
+from shared.handlers.endpoints import Endpoint, EndpointCatalog
 from shared.management import ManagementClient, ManagementSettings
 from shared.router.service import ROUTER_SUBSCRIPTION
 from shared.topology import (
+    ApplyResult,
     DesiredState,
     EntityDefaults,
     HierarchyNamespace,
+    Plan,
     Provisioner,
     TopologyOptions,
     desired_state,
     load_topology_options,
 )
 from shared.topology.errors import QueueNeedsRecreatingError
-from shared.topology.queue_move import check_no_second_subscription
 from shared.topology.queues import topic_mismatch
+from shared.topology.single_delivery import STARTUP_HINT, Subscriber, plan_delivery
 
 log = logging.getLogger(__name__)
 
 
 def provision(settings: Mapping[str, str]) -> None:
-    """Provision the sample endpoints and the fallback router for ``settings`` (idempotent). Every invalid
-    app setting is reported first, all in one error, before anything is provisioned."""
+    """Provision the hosted endpoints and the fallback router for ``settings`` (idempotent): devhost's
+    ``--startup-hook`` under ``make run``. Every invalid app setting is reported first, all in one error,
+    before anything is provisioned."""
+    provision_app(settings)
+
+
+def provision_app(
+    settings: Mapping[str, str],
+    endpoints: Iterable[Endpoint] | None = None,
+    *,
+    locked: bool = False,
+) -> ApplyResult:
+    """Provision ``endpoints`` (default: the app's catalog, ``app.services.CATALOG``) and the fallback router
+    for ``settings``, through the one planner; what the endpoints' plan created and found.
+
+    ``locked``: hold every endpoint's provisioning lock (:mod:`shared.api.provisioning.lock`, the HTTP
+    API's) while planning and applying, so instances starting at once, and ``PUT``s for the same endpoints,
+    take turns: each plans against what the previous one left. A first plan without the locks that finds
+    nothing to change (every later start) skips them; its refusals are raised at once."""
     require_valid_settings(settings)
     options = load_topology_options(settings)
     defaults = entity_defaults(settings)
-    with ManagementClient(ManagementSettings.from_env(settings)) as management:
-        provision_endpoints(management, options, defaults, settings)
+    hosted = list(_catalog() if endpoints is None else endpoints)
+    with (
+        ManagementClient(ManagementSettings.from_env(settings)) as management,
+        contextlib.ExitStack() as held,
+    ):
+        if locked and _changes(plan_endpoints(management, options, defaults, settings, hosted)[1]):
+            # Only a start that has something to change takes the locks: once the topology is in place,
+            # instances scaling out at once do not queue behind each other for a plan of "unchanged".
+            hierarchy = HierarchyNamespace(options.hierarchy_namespace)
+            locks = _locks(settings, management, hierarchy)
+            held.enter_context(locks.hold(endpoint_key(hierarchy.apply(e.queue(settings))) for e in hosted))
+        result = provision_endpoints(management, options, defaults, settings, hosted)
         if options.fallback_topic is not None and options.fallback_topic.topic_name:
             topic = HierarchyNamespace(options.hierarchy_namespace).apply(options.fallback_topic.topic_name)
             subscription = read(ROUTER_SUBSCRIPTION, settings) or "busbar-router"
             provision_router(management, topic, subscription, defaults)
+    return result
+
+
+def _changes(plan: Plan) -> bool:
+    """Whether applying ``plan`` would change anything (a create, an update or a delete)."""
+    return any(item.action in ("create", "update", "delete") for item in plan.items)
+
+
+def _catalog() -> EndpointCatalog:
+    # Imported here: app.services builds the app's services (and imports this module's callers).
+    from app.services import CATALOG
+
+    return CATALOG
+
+
+def _locks(
+    settings: Mapping[str, str], management: ManagementClient, hierarchy: HierarchyNamespace
+) -> ProvisioningLocks:
+    """The HTTP API's provisioning locks (the same lock queue and wait) for ``settings``."""
+    from app import runtime
+
+    queue = hierarchy.apply(read(LOCK_QUEUE, settings) or "busbar-provisioning-locks")
+    return ProvisioningLocks(
+        connect=lambda: runtime.new_service_bus_client(settings, retry_total=0),
+        queue=queue,
+        ensure_queue=lambda: create_lock_queue(management, queue),
+        wait_seconds=lock_wait_seconds(settings),
+    )
 
 
 def provision_endpoints(
@@ -65,15 +134,35 @@ def provision_endpoints(
     defaults: EntityDefaults,
     settings: Mapping[str, str],
     endpoints: Iterable[Endpoint] | None = None,
-) -> None:
+) -> ApplyResult:
     """Every endpoint's queues, topics and subscriptions, in one plan (``endpoints``: default the sample
-    catalog). An ordered endpoint gets a session-enabled input queue and its hold queue.
+    catalog); what was created and found. An ordered endpoint gets a session-enabled input queue and its
+    hold queue.
 
     Raises :class:`~shared.topology.errors.QueueNeedsRecreatingError` before changing anything when an
     existing endpoint queue's ``RequiresSession`` differs from what its endpoint needs: the app must not
     start on a queue that would refuse (or not order) its messages; the message names the queue and the
     move to a new one. Raises :class:`~shared.topology.queue_move.SecondSubscriptionError` before changing
-    anything when a subscription would be created beside one that forwards to the same queue already."""
+    anything when a subscription would be created beside one that forwards to the same queue already, and
+    :class:`~shared.topology.delivery_paths.DuplicateDeliveryError` when an endpoint would then receive an
+    event through two paths (:func:`~shared.topology.single_delivery.plan_delivery`)."""
+    provisioner, plan = plan_endpoints(management, options, defaults, settings, endpoints)
+    result = provisioner.apply(plan)
+    log.info(
+        "sample endpoints provisioned: %d created, %d unchanged", len(result.created), len(result.unchanged)
+    )
+    return result
+
+
+def plan_endpoints(
+    management: ManagementClient,
+    options: TopologyOptions,
+    defaults: EntityDefaults,
+    settings: Mapping[str, str],
+    endpoints: Iterable[Endpoint] | None = None,
+) -> tuple[Provisioner, Plan]:
+    """The checked plan of :func:`provision_endpoints` (reads only), with the provisioner to apply it."""
+    hosted = list(sample_catalog() if endpoints is None else endpoints)
     states = [
         desired_state(
             options,
@@ -82,20 +171,19 @@ def provision_endpoints(
             ordered=endpoint.ordered,
             duplicate_detection_window=defaults.duplicate_detection_window,
         )
-        for endpoint in (sample_catalog() if endpoints is None else endpoints)
+        for endpoint in hosted
     ]
     provisioner = Provisioner(management, defaults)
-    plan = provisioner.plan(DesiredState.combine(states))
-    if plan.refusals:
-        raise QueueNeedsRecreatingError(plan.refusals)
-    # After a move to a new queue, options that lost the subscription-name map would double every event.
-    check_no_second_subscription(
-        plan, lambda topic: management.subscriptions.list_by_topic(*management.scope, topic)
+    # The one planner (as the HTTP API and the CLI): refusals, one delivery per subscriber, and no second
+    # subscription beside a moved one (options that lost the subscription-name map would double every event).
+    plan = plan_delivery(
+        provisioner,
+        options,
+        [Subscriber(endpoint.queue(settings), endpoint.subscriptions()) for endpoint in hosted],
+        DesiredState.combine(states),
+        hint=STARTUP_HINT,
     )
-    result = provisioner.apply(plan)
-    log.info(
-        "sample endpoints provisioned: %d created, %d unchanged", len(result.created), len(result.unchanged)
-    )
+    return provisioner, plan
 
 
 def provision_router(

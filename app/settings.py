@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from app import probe, runtime, sample_endpoints
+from app import probe, provision_on_start, runtime, sample_endpoints
 from shared import app_settings, settings_check
 from shared.app_settings import AppSetting
 
@@ -18,7 +18,9 @@ CHECKS: tuple[settings_check.SettingsCheck, ...] = (
 
 def all_settings() -> list[AppSetting]:
     """Every declared setting, by name (see :func:`shared.app_settings.all_settings`)."""
-    return app_settings.all_settings(sample_endpoints.SETTINGS, runtime.SETTINGS, probe.SETTINGS)
+    return app_settings.all_settings(
+        sample_endpoints.SETTINGS, runtime.SETTINGS, probe.SETTINGS, provision_on_start.SETTINGS
+    )
 
 
 def require_valid_settings(env: Mapping[str, str]) -> None:

@@ -64,6 +64,9 @@ param duplicateDetectionWindow string = 'PT10M'
 @description('Endpoint names or patterns the provisioning API may provision besides the hosted ones (BUSBAR_PROVISIONABLE_ENDPOINTS); empty: any valid name.')
 param provisionableEndpoints string = ''
 
+@description('The app provisions the queues, topics and subscriptions of the endpoints it hosts when it starts, under the provisioning lock, with its managed identity (BUSBAR_PROVISION_ON_START). false: run python -m shared.topology apply per endpoint as a deployment step instead (docs/deployment.md).')
+param provisionOnStart bool = true
+
 @description('NCronTab schedule of the dead-letter re-drive (BUSBAR_REDRIVE_SCHEDULE).')
 param redriveSchedule string = '0 */5 * * * *'
 
@@ -130,15 +133,6 @@ module serviceBus 'modules/servicebus.bicep' = {
     hierarchyNamespace: hierarchyNamespace
     duplicateDetectionWindow: duplicateDetectionWindow
     provisioningLockQueueName: 'busbar-provisioning-locks'
-    endpointQueueNames: [
-      billingQueueName
-      shippingQueueName
-      salesQueueName
-    ]
-    // crm is ordered (app/sample_endpoints.py): its queue requires sessions and has a hold queue.
-    orderedEndpointQueueNames: [
-      crmQueueName
-    ]
     tags: tags
   }
 }
@@ -189,6 +183,7 @@ module functionApp 'modules/functionapp.bicep' = {
     hierarchyNamespace: hierarchyNamespace
     duplicateDetectionWindow: duplicateDetectionWindow
     provisionableEndpoints: provisionableEndpoints
+    provisionOnStart: provisionOnStart
     redriveSchedule: redriveSchedule
     redriveEntities: redriveEntities
     redrivePolicy: redrivePolicy

@@ -51,6 +51,8 @@ param duplicateDetectionWindow string
 
 @description('Endpoint names or patterns the provisioning API may provision besides the hosted ones; empty: any.')
 param provisionableEndpoints string
+@description('BUSBAR_PROVISION_ON_START: the app provisions its hosted endpoints when it starts.')
+param provisionOnStart bool
 
 @description('NCronTab schedule of the dead-letter re-drive timer.')
 param redriveSchedule string
@@ -269,6 +271,12 @@ resource app 'Microsoft.Web/sites@2024-04-01' = {
         {
           name: 'BUSBAR_PROVISIONABLE_ENDPOINTS'
           value: provisionableEndpoints
+        }
+        {
+          // The app provisions the endpoints it hosts at start-up (app/provision_on_start.py): adding an
+          // endpoint needs no change here (docs/deployment.md).
+          name: 'BUSBAR_PROVISION_ON_START'
+          value: provisionOnStart ? 'true' : 'false'
         }
         {
           name: 'BUSBAR_PROVISIONING_LOCK_QUEUE'

@@ -42,12 +42,6 @@ param fallbackTopicName string
 @description('Catch-all subscription of the fallback router on the fallback topic (BUSBAR_ROUTER_SUBSCRIPTION).')
 param routerSubscriptionName string
 
-@description('Input queues of the endpoints the app hosts (BUSBAR_*_QUEUE settings).')
-param endpointQueueNames array
-
-@description('Input queues of the ordered endpoints the app hosts (sessions), each with its hold queue <queue>.held.')
-param orderedEndpointQueueNames array = []
-
 @description('Entity-path prefix (BUSBAR_HIERARCHY_NAMESPACE); empty: none.')
 param hierarchyNamespace string
 
@@ -99,52 +93,9 @@ resource routerSubscription 'Microsoft.ServiceBus/namespaces/topics/subscription
   }
 }
 
-resource endpointQueues 'Microsoft.ServiceBus/namespaces/queues@2024-01-01' = [
-  for queueName in endpointQueueNames: {
-    parent: namespace
-    name: '${armPrefix}${queueName}'
-    properties: {
-      requiresDuplicateDetection: true
-      duplicateDetectionHistoryTimeWindow: duplicateDetectionWindow
-      lockDuration: 'PT5M'
-      maxDeliveryCount: 10
-      maxSizeInMegabytes: 5120
-    }
-  }
-]
-
-// An ordered endpoint's queue requires sessions (immutable: decided at creation), and its hold queue keeps a
-// held key's later messages in order (sessions) without doubling them (duplicate detection), see
-// shared/topology/queues.py.
-resource orderedEndpointQueues 'Microsoft.ServiceBus/namespaces/queues@2024-01-01' = [
-  for queueName in orderedEndpointQueueNames: {
-    parent: namespace
-    name: '${armPrefix}${queueName}'
-    properties: {
-      requiresSession: true
-      requiresDuplicateDetection: true
-      duplicateDetectionHistoryTimeWindow: duplicateDetectionWindow
-      lockDuration: 'PT5M'
-      maxDeliveryCount: 10
-      maxSizeInMegabytes: 5120
-    }
-  }
-]
-
-resource holdQueues 'Microsoft.ServiceBus/namespaces/queues@2024-01-01' = [
-  for queueName in orderedEndpointQueueNames: {
-    parent: namespace
-    name: '${armPrefix}${queueName}.held'
-    properties: {
-      requiresSession: true
-      requiresDuplicateDetection: true
-      duplicateDetectionHistoryTimeWindow: duplicateDetectionWindow
-      lockDuration: 'PT5M'
-      maxDeliveryCount: 10
-      maxSizeInMegabytes: 5120
-    }
-  }
-]
+// The endpoints' input queues (and an ordered endpoint's hold queue) are not declared here: the app
+// provisions the endpoints it hosts when it starts (BUSBAR_PROVISION_ON_START, docs/deployment.md), so a new
+// endpoint needs no edit of this template.
 
 // Never holds a message: provisioning requests lock its sessions (shared/api/provisioning/lock.py). The lock
 // duration is the longest Service Bus allows, longer than any HTTP request lives.

@@ -54,7 +54,7 @@ from shared.topology.ordered_subscriptions import UnkeyedSubscriptionError, requ
 from shared.topology.plan import EntityDefaults
 from shared.topology.provisioner import Provisioner
 from shared.topology.queue_move import IncompleteMoveError, check_complete_move
-from shared.topology.single_delivery import plan_single_delivery
+from shared.topology.single_delivery import PlanRefusedError, Subscriber, plan_delivery
 from shared.topology.validation import validate
 
 DEFAULT_CONTRACTS = "app.sample_events:sample_registry"
@@ -227,18 +227,18 @@ def run(
                 duplicate_detection_window=window,
             )
             registry = _duplicate_check_contracts(args.contracts)
-            plan = plan_single_delivery(
-                provisioner,
-                options,
-                args.endpoint,
-                events,
-                desired,
-                migrate=args.migrate,
-                enclosed_of=registry_enclosed_of(registry) if registry is not None else None,
-                router_snapshot_seconds=_router_snapshot_seconds(env),
-            )
-            if plan.refusals:  # an immutable property differs: nothing is applied
-                emit({"plan": plan.to_dict(), "error": "needs-new-queue", "errors": plan.refusals})
+            try:
+                plan = plan_delivery(
+                    provisioner,
+                    options,
+                    [Subscriber(args.endpoint, events)],
+                    desired,
+                    migrate=args.migrate,
+                    enclosed_of=registry_enclosed_of(registry) if registry is not None else None,
+                    router_snapshot_seconds=_router_snapshot_seconds(env),
+                )
+            except PlanRefusedError as refused:  # an immutable property differs: nothing is applied
+                emit({"plan": refused.plan.to_dict(), "error": "needs-new-queue", "errors": refused.errors})
                 return 2
             try:
                 check_complete_move(plan, desired, lambda queue: provisioner.describe(queue, options))

@@ -1,5 +1,10 @@
-"""Plans that keep one delivery per subscriber: the provisioner's plan, checked against every subscription
-that already forwards the requested events into the endpoint's queue (any topic, fallback rules included).
+"""The planner: plans that keep one delivery per subscriber. Every caller that means to apply a plan (the
+start-up provisioning, the HTTP provisioning API, ``python -m shared.topology``) plans through
+:func:`plan_delivery`: the provisioner's raw plan, checked against every subscription that already forwards
+the requested events into the endpoint's queue (any topic, fallback rules included), then refused as a whole
+when it holds a ``refused`` item (:class:`PlanRefusedError`: an existing queue or topic needs a new one) or
+would create a subscription beside one forwarding to the same queue already
+(:class:`~shared.topology.queue_move.SecondSubscriptionError`). ``apply`` then only executes its steps.
 
 See :mod:`shared.topology.delivery_paths` for what a path is. A plan that would add a second path for an
 event is refused with :class:`~shared.topology.delivery_paths.DuplicateDeliveryError`, unless it is a
@@ -13,7 +18,8 @@ there is a duplicate the endpoint does not handle again).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from typing import Any
 
 from shared.topology.delivery_paths import (
     DuplicateDeliveryError,
@@ -22,16 +28,105 @@ from shared.topology.delivery_paths import (
     migration_deletes,
 )
 from shared.topology.desired import DesiredState, SubscribedEvent, SubscriptionSpec
+from shared.topology.errors import QueueNeedsRecreatingError
 from shared.topology.handover import SNAPSHOT_SECONDS, Handover, RetiredRule, handover_seconds
 from shared.topology.names import HierarchyNamespace
 from shared.topology.options import TopologyOptions
 from shared.topology.plan import ExistingSubscription, Plan, PlanItem, subscription_path
 from shared.topology.provisioner import Provisioner
+from shared.topology.queue_move import check_no_second_subscription
 
 CLI_HINT = (
     "run apply with --migrate to remove the existing path in the same plan (a declared migration), or "
     "unsubscribe it first"
 )
+STARTUP_HINT = (
+    "unsubscribe the existing path first (DELETE /api/endpoints/{endpoint}/subscriptions/{eventType}, or "
+    "python -m shared.topology unsubscribe), or migrate to the new one with python -m shared.topology apply "
+    "--migrate"
+)
+
+
+class PlanRefusedError(QueueNeedsRecreatingError):
+    """A plan holds ``refused`` items (an existing queue or topic whose immutable properties differ): it is
+    not applied at all. ``errors``: one reason per entity; ``plan``: the plan, to show what was found."""
+
+    def __init__(self, plan: Plan) -> None:
+        super().__init__(plan.refusals)
+        self.plan = plan
+
+
+@dataclass(frozen=True, slots=True)
+class Subscriber:
+    """One endpoint a plan provisions: its queue (without the hierarchy prefix) and the events it wants."""
+
+    queue: str
+    events: Sequence[SubscribedEvent]
+
+
+def plan_delivery(
+    provisioner: Provisioner,
+    options: TopologyOptions,
+    subscribers: Sequence[Subscriber],
+    desired: DesiredState,
+    *,
+    migrate: bool = False,
+    enclosed_of: Callable[[str], Sequence[Sequence[str]]] | None = None,
+    existing: Sequence[ExistingSubscription] | None = None,
+    deletes: Sequence[PlanItem] = (),
+    hint: str = CLI_HINT,
+    router_snapshot_seconds: float = float(SNAPSHOT_SECONDS.default or 30),
+) -> Plan:
+    """The plan of ``desired`` for ``subscribers``, checked: the one entry point of planning.
+
+    One subscriber: :func:`plan_single_delivery` (``deletes``, ``migrate``, ``existing`` and the handover are
+    its). Several (the start-up's every hosted endpoint, in one plan): the raw plan, and the one-delivery
+    check for each subscriber's events against what forwards to its queue. Either way
+    :class:`~shared.topology.queue_move.SecondSubscriptionError` first (the more specific reason) when the
+    plan would create a subscription beside one that forwards to the same queue and that the plan does not
+    delete, then the duplicate check, then :class:`PlanRefusedError` when the plan holds a refusal. Reads
+    only."""
+    management = provisioner.management
+
+    def no_second_subscription(plan: Plan) -> None:
+        deleted = {i.path.lower() for i in plan.items if i.action == "delete" and i.kind == "subscription"}
+
+        def kept_subscriptions(topic: str) -> list[Any]:
+            listed = management.subscriptions.list_by_topic(*management.scope, topic)
+            return [sub for sub in listed if subscription_path(topic, sub.name).lower() not in deleted]
+
+        check_no_second_subscription(plan, kept_subscriptions)
+
+    if len(subscribers) == 1:
+        [one] = subscribers
+        plan = plan_single_delivery(
+            provisioner,
+            options,
+            one.queue,
+            one.events,
+            desired,
+            migrate=migrate,
+            enclosed_of=enclosed_of,
+            existing=existing,
+            deletes=deletes,
+            hint=hint,
+            router_snapshot_seconds=router_snapshot_seconds,
+            precheck=no_second_subscription,
+        )
+    else:
+        plan = provisioner.plan(desired)
+        no_second_subscription(plan)
+        hierarchy = HierarchyNamespace(options.hierarchy_namespace)
+        for subscriber in subscribers:
+            checked = checked_events(options, subscriber.events, enclosed_of)
+            found = provisioner.describe(subscriber.queue, options)
+            queue = hierarchy.apply(subscriber.queue)
+            duplicates = duplicate_paths(options, queue, checked, found, desired)
+            if duplicates:
+                raise DuplicateDeliveryError(duplicates, hint)
+    if plan.refusals:
+        raise PlanRefusedError(plan)
+    return plan
 
 
 def plan_single_delivery(
@@ -47,9 +142,11 @@ def plan_single_delivery(
     deletes: Sequence[PlanItem] = (),
     hint: str = CLI_HINT,
     router_snapshot_seconds: float = float(SNAPSHOT_SECONDS.default or 30),
+    precheck: Callable[[Plan], None] | None = None,
 ) -> Plan:
     """``provisioner.plan(desired)`` plus ``deletes`` (and, with ``migrate``, the old paths' deletes),
-    refused when an event would then reach the endpoint's queue through two paths.
+    refused when an event would then reach the endpoint's queue through two paths (the one-delivery part
+    of :func:`plan_delivery`, which callers that apply use).
 
     ``existing``: the endpoint's subscriptions as :meth:`Provisioner.describe` returns them (read here when
     not given); ``enclosed_of``: see :func:`~shared.topology.event_carriers.checked_events`;
@@ -76,6 +173,8 @@ def plan_single_delivery(
     if migrate:
         taken = {i.path.lower() for i in removed}
         removed += [i for i in moves if i.path.lower() not in taken]
+    if precheck is not None:  # a more specific refusal than the duplicate's, when both apply
+        precheck(Plan(plan.items + tuple(removed), plan.near_quota))
     duplicates = duplicate_paths(options, queue, checked, found, desired, removed)
     if duplicates:
         raise DuplicateDeliveryError(duplicates, hint)

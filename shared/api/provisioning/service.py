@@ -81,8 +81,8 @@ from shared.topology.handover import snapshot_seconds
 from shared.topology.ordered_subscriptions import UnkeyedSubscriptionError, require_keyed
 from shared.topology.plan import ExistingSubscription
 from shared.topology.provisioner import rule_path, subscription_path
-from shared.topology.queue_move import IncompleteMoveError, check_complete_move
-from shared.topology.single_delivery import plan_single_delivery
+from shared.topology.queue_move import IncompleteMoveError, SecondSubscriptionError, check_complete_move
+from shared.topology.single_delivery import PlanRefusedError, Subscriber, plan_delivery
 
 LOCK_DURATION = AppSetting(
     "BUSBAR_ENTITY_LOCK_DURATION_SECONDS",
@@ -391,16 +391,16 @@ class ProvisioningService:
         desired: DesiredState,
         existing: list[ExistingSubscription],
     ) -> Plan:
-        """The plan of a PUT: creates, then the stale deletes, refused (409) when the endpoint would then
-        receive an event through two paths. A stale delete that removes an event's old path while the plan
+        """The plan of a PUT (:func:`~shared.topology.single_delivery.plan_delivery`): creates, then the
+        stale deletes, refused (409) when the endpoint would then receive an event through two paths or an
+        existing queue needs a new one. A stale delete that removes an event's old path while the plan
         creates its new one waits for the creates (the PUT is the declared migration), and off the fallback
         topic for the router's snapshot interval too (see :mod:`shared.topology.handover`)."""
         try:
-            return plan_single_delivery(
+            return plan_delivery(
                 provisioner,
                 self.options,
-                queue,
-                parse_subscribed_events(entries),
+                [Subscriber(queue, parse_subscribed_events(entries))],
                 desired,
                 enclosed_of=registry_enclosed_of(self.contracts),  # as the CLI: one answer
                 existing=existing,
@@ -413,6 +413,14 @@ class ProvisioningService:
                 "the endpoint would receive an event twice",
                 error.errors,
                 duplicates=[d.to_dict() for d in error.duplicates],
+            ) from None
+        except SecondSubscriptionError as error:
+            raise DuplicateDelivery("the endpoint would receive an event twice", error.errors) from None
+        except PlanRefusedError as error:
+            raise QueueNeedsNewName(
+                "an existing queue of the endpoint cannot be used: it needs a new queue",
+                error.errors,
+                plan=error.plan.to_dict(),
             ) from None
 
     def _stale_items(self, found: list[ExistingSubscription], desired: DesiredState) -> list[PlanItem]:
@@ -481,12 +489,6 @@ class ProvisioningService:
                     # locks (after the endpoint's: never in a cycle) and plan again under them.
                     held.enter_context(self._serialised([topic_key(t) for t in plan.near_quota]))
                     plan = self._plan(provisioner, queue, entries, desired, existing)
-                if plan.refusals:
-                    raise QueueNeedsNewName(
-                        "an existing queue of the endpoint cannot be used: it needs a new queue",
-                        plan.refusals,
-                        plan=plan.to_dict(),
-                    )
                 self._require_complete_move(plan, desired)
                 result = ApplyResult() if body.dry_run else provisioner.apply(plan)
         except QuotaExceededError as error:
