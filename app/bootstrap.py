@@ -1,9 +1,9 @@
-"""Start-up provisioning for ``make run``: the sample endpoints' topology and the fallback router's entities.
+"""Start-up provisioning for ``make run``: the hosted endpoints' topology and the fallback router's entities.
 
 ``provision(settings)`` is idempotent (existing entities are left alone, as NServiceBus installers do) and
 runs before the triggers start listening, so the queues and subscriptions they bind to exist:
 
-1. every sample endpoint's input queue (session-enabled, with its hold queue, for an ordered endpoint),
+1. every hosted endpoint's input queue (session-enabled, with its hold queue, for an ordered endpoint),
    topics and forwarding subscriptions (topology library); an existing queue whose ``RequiresSession``
    or ``RequiresDuplicateDetection`` differs fails the start-up with a message naming it (it needs a new
    queue: docs/topology-guide.md), and so does a subscription that would be created beside one forwarding
@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Mapping
 from azure.core.exceptions import HttpResponseError
 from azure.mgmt.servicebus.models import SBSubscription, SBSubscriptionProperties, SBTopic, SBTopicProperties
 
-from app.sample_endpoints import sample_catalog
+from app.discovery import hosted_catalog
 from app.settings import require_valid_settings
 from shared.api.provisioning.service import entity_defaults
 from shared.app_settings import read
@@ -46,7 +46,7 @@ log = logging.getLogger(__name__)
 
 
 def provision(settings: Mapping[str, str]) -> None:
-    """Provision the sample endpoints and the fallback router for ``settings`` (idempotent). Every invalid
+    """Provision the hosted endpoints and the fallback router for ``settings`` (idempotent). Every invalid
     app setting is reported first, all in one error, before anything is provisioned."""
     require_valid_settings(settings)
     options = load_topology_options(settings)
@@ -66,8 +66,9 @@ def provision_endpoints(
     settings: Mapping[str, str],
     endpoints: Iterable[Endpoint] | None = None,
 ) -> None:
-    """Every endpoint's queues, topics and subscriptions, in one plan (``endpoints``: default the sample
-    catalog). An ordered endpoint gets a session-enabled input queue and its hold queue.
+    """Every endpoint's queues, topics and subscriptions, in one plan (``endpoints``: default the hosted
+    catalog, :func:`app.discovery.hosted_catalog`). An ordered endpoint gets a session-enabled input queue
+    and its hold queue.
 
     Raises :class:`~shared.topology.errors.QueueNeedsRecreatingError` before changing anything when an
     existing endpoint queue's ``RequiresSession`` differs from what its endpoint needs: the app must not
@@ -82,7 +83,7 @@ def provision_endpoints(
             ordered=endpoint.ordered,
             duplicate_detection_window=defaults.duplicate_detection_window,
         )
-        for endpoint in (sample_catalog() if endpoints is None else endpoints)
+        for endpoint in (hosted_catalog(settings) if endpoints is None else endpoints)
     ]
     provisioner = Provisioner(management, defaults)
     plan = provisioner.plan(DesiredState.combine(states))
@@ -93,9 +94,7 @@ def provision_endpoints(
         plan, lambda topic: management.subscriptions.list_by_topic(*management.scope, topic)
     )
     result = provisioner.apply(plan)
-    log.info(
-        "sample endpoints provisioned: %d created, %d unchanged", len(result.created), len(result.unchanged)
-    )
+    log.info("endpoints provisioned: %d created, %d unchanged", len(result.created), len(result.unchanged))
 
 
 def provision_router(

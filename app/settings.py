@@ -6,19 +6,20 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from app import probe, runtime, sample_endpoints
+from app import discovery, probe, runtime
 from shared import app_settings, settings_check
 from shared.app_settings import AppSetting
 
 CHECKS: tuple[settings_check.SettingsCheck, ...] = (
     runtime.require_connection,
+    discovery.sample_enabled,
     *settings_check.LIBRARY_CHECKS,
 )
 
 
 def all_settings() -> list[AppSetting]:
     """Every declared setting, by name (see :func:`shared.app_settings.all_settings`)."""
-    return app_settings.all_settings(sample_endpoints.SETTINGS, runtime.SETTINGS, probe.SETTINGS)
+    return app_settings.all_settings(discovery.SETTINGS, runtime.SETTINGS, probe.SETTINGS)
 
 
 def require_valid_settings(env: Mapping[str, str]) -> None:

@@ -135,7 +135,7 @@ module serviceBus 'modules/servicebus.bicep' = {
       shippingQueueName
       salesQueueName
     ]
-    // crm is ordered (app/sample_endpoints.py): its queue requires sessions and has a hold queue.
+    // crm is ordered (app/endpoints/sample/endpoints.py): its queue requires sessions and has a hold queue.
     orderedEndpointQueueNames: [
       crmQueueName
     ]

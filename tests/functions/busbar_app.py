@@ -11,7 +11,7 @@ from azure.mgmt.servicebus.models import SBQueue, SBQueueProperties
 from azure.servicebus import ServiceBusClient
 
 from app.bootstrap import provision_router
-from app.sample_endpoints import sample_catalog
+from app.endpoints.sample import sample_catalog
 from emulator.server import EmulatorThread
 from shared.api.provisioning.service import entity_defaults
 from shared.management import EMULATOR_NAMESPACE, ManagementClient, ManagementSettings

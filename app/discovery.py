@@ -1,0 +1,118 @@
+"""Which endpoints the app hosts: every endpoint module under ``app/endpoints/`` (:mod:`app.endpoints`).
+
+:func:`hosted_catalog` imports each module or package directly under ``app/endpoints/`` (in name order; names
+starting with ``_`` are left out) and hosts every :class:`~shared.handlers.Endpoint` it defines at module
+level or lists in a module-level ``ENDPOINTS``. The sample package ``app/endpoints/sample/`` is imported only
+while ``BUSBAR_SAMPLE_ENDPOINTS`` is on (the default): switched off, the app serves only your endpoints, and
+with none at all it still starts (the publishing API of published-only contracts, the console and the
+runbooks work).
+
+A module that cannot be imported, an ``ENDPOINTS`` that holds something else than endpoints and two
+endpoints of one name are :class:`EndpointDiscoveryError`\\ s naming the module(s): the app does not start
+on a half-read set of endpoints (its functions would not be indexed, and the host logs the message).
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Mapping
+from pathlib import Path
+from types import ModuleType
+
+from shared.app_settings import AppSetting, read
+from shared.handlers.endpoints import Endpoint, EndpointCatalog
+from shared.management import SettingsError
+
+ENDPOINTS_PACKAGE = "app.endpoints"
+ENDPOINTS_DIRECTORY = Path(__file__).resolve().parent / "endpoints"
+SAMPLE_MODULE = "sample"
+
+SAMPLE_ENDPOINTS = AppSetting(
+    "BUSBAR_SAMPLE_ENDPOINTS",
+    "Host the sample endpoints of app/endpoints/sample/ (billing, crm, shipping, sales): 'true' or 'false' "
+    "('on'/'off'). Off: the app serves only the endpoints of your own modules under app/endpoints/.",
+    default="true",
+)
+
+SETTINGS: tuple[AppSetting, ...] = (SAMPLE_ENDPOINTS,)
+
+_ON = frozenset({"true", "on", "1", "yes"})
+_OFF = frozenset({"false", "off", "0", "no"})
+
+
+class EndpointDiscoveryError(ValueError):
+    """An endpoint module cannot be hosted: it fails to import, or declares what cannot be hosted."""
+
+
+def sample_enabled(env: Mapping[str, str] | None = None) -> bool:
+    """Whether ``BUSBAR_SAMPLE_ENDPOINTS`` hosts the sample; :class:`SettingsError` for another value than
+    true/false/on/off (a typo must not host or drop endpoints silently)."""
+    raw = (read(SAMPLE_ENDPOINTS, env) or "").lower()
+    if raw in _ON:
+        return True
+    if raw in _OFF:
+        return False
+    value = read(SAMPLE_ENDPOINTS, env)
+    raise SettingsError(f"{SAMPLE_ENDPOINTS.name} must be 'true' or 'false' (or 'on'/'off'), got {value!r}")
+
+
+def endpoint_module_names(
+    env: Mapping[str, str] | None = None,
+    package: str = ENDPOINTS_PACKAGE,
+    directory: Path = ENDPOINTS_DIRECTORY,
+) -> list[str]:
+    """The modules hosted under ``env``: each module or package directly under ``directory`` (the
+    package ``package``: ``app/endpoints/``), by dotted name, in name order; the sample's only while it is
+    switched on."""
+    include_sample = sample_enabled(env)
+    return [
+        f"{package}.{found.name}"
+        for found in sorted(pkgutil.iter_modules([str(directory)]), key=lambda m: m.name)
+        if not found.name.startswith("_") and (include_sample or found.name != SAMPLE_MODULE)
+    ]
+
+
+def module_endpoints(module: ModuleType) -> list[Endpoint]:
+    """The endpoints ``module`` declares: those bound to its module-level names, then those of its
+    ``ENDPOINTS`` (each once, in order)."""
+    found: list[Endpoint] = []
+    listed = getattr(module, "ENDPOINTS", ())
+    if not isinstance(listed, (list, tuple)) or not all(isinstance(e, Endpoint) for e in listed):
+        raise EndpointDiscoveryError(
+            f"{module.__name__}: ENDPOINTS must be a list or tuple of Endpoint, got {listed!r}"
+        )
+    for candidate in [*vars(module).values(), *listed]:
+        if isinstance(candidate, Endpoint) and not any(candidate is e for e in found):
+            found.append(candidate)
+    return found
+
+
+def _import(name: str, directory: Path) -> ModuleType:
+    try:
+        return importlib.import_module(name)
+    except Exception as error:  # any failure of a user's module: name it, keep the cause chained
+        where = directory / name.rpartition(".")[2]
+        raise EndpointDiscoveryError(
+            f"endpoint module {name} ({where}) cannot be imported: {type(error).__name__}: {error}"
+        ) from error
+
+
+def hosted_catalog(
+    env: Mapping[str, str] | None = None,
+    package: str = ENDPOINTS_PACKAGE,
+    directory: Path = ENDPOINTS_DIRECTORY,
+) -> EndpointCatalog:
+    """Every endpoint the app hosts under ``env`` (default: the process environment): see the module.
+    ``package`` and ``directory`` name another package of endpoint modules (the tests')."""
+    owners: dict[str, tuple[Endpoint, str]] = {}
+    for name in endpoint_module_names(env, package, directory):
+        for endpoint in module_endpoints(_import(name, directory)):
+            known = owners.get(endpoint.name)
+            if known is not None and known[0] is not endpoint:
+                raise EndpointDiscoveryError(
+                    f"endpoint {endpoint.name!r} is declared twice: in {known[1]} and in {name} (an endpoint "
+                    "name is its queue's and its trigger's: rename one)"
+                )
+            owners.setdefault(endpoint.name, (endpoint, name))
+    return EndpointCatalog(*(endpoint for endpoint, _ in owners.values()))
