@@ -18,7 +18,10 @@ CHECKS: tuple[settings_check.SettingsCheck, ...] = (
 
 
 def all_settings() -> list[AppSetting]:
-    """Every declared setting, by name (see :func:`shared.app_settings.all_settings`)."""
+    """Every declared setting, by name (see :func:`shared.app_settings.all_settings`). The endpoints' queue
+    settings are not among them: each hosted endpoint has one, named after it (``BUSBAR_<NAME>_QUEUE``,
+    :attr:`shared.handlers.endpoints.Endpoint.queue_setting`, default the endpoint's name), documented once
+    as that pattern and needed in no settings file."""
     return app_settings.all_settings(discovery.SETTINGS, runtime.SETTINGS, probe.SETTINGS)
 
 
