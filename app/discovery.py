@@ -5,7 +5,8 @@ starting with ``_`` are left out) and hosts every :class:`~shared.handlers.Endpo
 level or lists in a module-level ``ENDPOINTS``. The sample package ``app/endpoints/sample/`` is imported only
 while ``BUSBAR_SAMPLE_ENDPOINTS`` is on (the default): switched off, the app serves only your endpoints, and
 with none at all it still starts (the publishing API of published-only contracts, the console and the
-runbooks work).
+runbooks work). ``BUSBAR_ENDPOINT_MODULES`` hosts some of the modules only (one Function App per group of
+endpoints, from one code base; the app's own tests host the sample alone, whatever modules you add).
 
 A module that cannot be imported, an ``ENDPOINTS`` that holds something else than endpoints and two
 endpoints of one name are :class:`EndpointDiscoveryError`\\ s naming the module(s): the app does not start
@@ -35,7 +36,13 @@ SAMPLE_ENDPOINTS = AppSetting(
     default="true",
 )
 
-SETTINGS: tuple[AppSetting, ...] = (SAMPLE_ENDPOINTS,)
+ENDPOINT_MODULES = AppSetting(
+    "BUSBAR_ENDPOINT_MODULES",
+    "Which endpoint modules under app/endpoints/ the app hosts: their names, comma-separated (e.g. "
+    "'loyalty,sample'). Empty: every one. A name app/endpoints/ does not hold stops the start-up.",
+)
+
+SETTINGS: tuple[AppSetting, ...] = (SAMPLE_ENDPOINTS, ENDPOINT_MODULES)
 
 _ON = frozenset({"true", "on", "1", "yes"})
 _OFF = frozenset({"false", "off", "0", "no"})
@@ -66,11 +73,32 @@ def endpoint_module_names(
     package ``package``: ``app/endpoints/``), by dotted name, in name order; the sample's only while it is
     switched on."""
     include_sample = sample_enabled(env)
+    present = sorted(m.name for m in pkgutil.iter_modules([str(directory)]) if not m.name.startswith("_"))
+    chosen = selected_modules(env)
+    if chosen is not None:
+        problems = [
+            f"{ENDPOINT_MODULES.name} names {name!r}, which {directory} does not hold (it holds: "
+            f"{', '.join(present) or 'nothing'})"
+            for name in sorted(chosen - set(present))
+        ]
+        if SAMPLE_MODULE in chosen and not include_sample:
+            problems.append(
+                f"{ENDPOINT_MODULES.name} names {SAMPLE_MODULE!r}, which {SAMPLE_ENDPOINTS.name} switches off"
+            )
+        if problems:
+            raise SettingsError(*problems)
     return [
-        f"{package}.{found.name}"
-        for found in sorted(pkgutil.iter_modules([str(directory)]), key=lambda m: m.name)
-        if not found.name.startswith("_") and (include_sample or found.name != SAMPLE_MODULE)
+        f"{package}.{name}"
+        for name in present
+        if (chosen is None or name in chosen) and (include_sample or name != SAMPLE_MODULE)
     ]
+
+
+def selected_modules(env: Mapping[str, str] | None = None) -> frozenset[str] | None:
+    """The module names ``BUSBAR_ENDPOINT_MODULES`` lists; ``None`` when it is empty (every module)."""
+    raw = read(ENDPOINT_MODULES, env)
+    names = frozenset(name.strip() for name in (raw or "").split(",") if name.strip())
+    return names or None
 
 
 def module_endpoints(module: ModuleType) -> list[Endpoint]:

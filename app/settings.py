@@ -12,7 +12,7 @@ from shared.app_settings import AppSetting
 
 CHECKS: tuple[settings_check.SettingsCheck, ...] = (
     runtime.require_connection,
-    discovery.sample_enabled,
+    discovery.endpoint_module_names,
     *settings_check.LIBRARY_CHECKS,
 )
 

@@ -224,6 +224,10 @@ resource app 'Microsoft.Web/sites@2024-04-01' = {
           value: 'true'
         }
         {
+          name: 'BUSBAR_ENDPOINT_MODULES'
+          value: ''
+        }
+        {
           name: 'BUSBAR_BILLING_QUEUE'
           value: billingQueueName
         }

@@ -42,6 +42,8 @@ def app_settings(thread: EmulatorThread, **overrides: str) -> dict[str, str]:
         "BUSBAR_CRM_QUEUE": f"crm-{suffix}",
         "BUSBAR_SHIPPING_QUEUE": f"shipping-{suffix}",
         "BUSBAR_SALES_QUEUE": f"sales-{suffix}",
+        # The app the tests know: the sample's endpoints alone, whatever modules app/endpoints/ holds too.
+        "BUSBAR_ENDPOINT_MODULES": "sample",
         "BUSBAR_FALLBACK_TOPIC": f"bundle-{suffix}",
         "BUSBAR_FALLBACK_ROUTING_MODE": "CorrelationFilter",
         "BUSBAR_ROUTER_SUBSCRIPTION": "busbar-router",

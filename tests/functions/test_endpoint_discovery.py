@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from app.discovery import (
+    ENDPOINT_MODULES,
     SAMPLE_ENDPOINTS,
     EndpointDiscoveryError,
     endpoint_module_names,
@@ -118,11 +119,13 @@ def test_an_endpoints_list_holding_something_else_is_an_error_naming_the_module(
 
 
 def test_the_app_hosts_the_samples_four_endpoints_unless_the_sample_is_switched_off() -> None:
-    assert hosted_catalog({}).names() == ["billing", "crm", "sales", "shipping"]
+    sample = {"billing", "crm", "sales", "shipping"}
+    hosted = set(hosted_catalog({}).names())
+    assert sample <= hosted
     for off in ("false", "off", "FALSE", " Off "):
         assert sample_enabled({SAMPLE_ENDPOINTS.name: off}) is False
-        # This checkout's app/endpoints/ holds only the sample: nothing else is hosted.
-        assert hosted_catalog({SAMPLE_ENDPOINTS.name: off}).names() == []
+        # Your endpoint modules beside it (none in Busbar's checkout) stay.
+        assert set(hosted_catalog({SAMPLE_ENDPOINTS.name: off}).names()) == hosted - sample
     for on in ("true", "on", "TRUE", ""):
         assert sample_enabled({SAMPLE_ENDPOINTS.name: on}) is True
 
@@ -135,6 +138,46 @@ def test_a_sample_switch_that_is_neither_true_nor_false_is_a_settings_error_nami
     with pytest.raises(InvalidAppSettings) as raised:
         require_valid_settings(env)
     assert any(p.startswith("BUSBAR_SAMPLE_ENDPOINTS must be") for p in raised.value.problems)
+
+
+def test_the_endpoint_modules_setting_hosts_the_modules_it_names_only(root: Path) -> None:
+    package, directory = endpoint_package(
+        root,
+        {
+            "loyalty": 'LOYALTY = Endpoint("loyalty", ContractRegistry(), HandlerRegistry())\n',
+            "audit": 'AUDIT = Endpoint("audit", ContractRegistry(), HandlerRegistry())\n',
+            "broken": "raise RuntimeError('never imported unless named')\n",
+        },
+    )
+
+    chosen = hosted_catalog({ENDPOINT_MODULES.name: " loyalty , audit "}, package, directory)
+
+    assert chosen.names() == ["audit", "loyalty"]
+    assert hosted_catalog({ENDPOINT_MODULES.name: "sample"}).names() == [
+        "billing",
+        "crm",
+        "sales",
+        "shipping",
+    ]
+
+
+def test_an_endpoint_modules_setting_naming_what_is_not_there_is_a_settings_error_naming_each(
+    root: Path,
+) -> None:
+    package, directory = endpoint_package(
+        root, {"loyalty": 'LOYALTY = Endpoint("loyalty", ContractRegistry(), HandlerRegistry())\n'}
+    )
+
+    with pytest.raises(SettingsError) as raised:
+        hosted_catalog({ENDPOINT_MODULES.name: "loyalty,loyalyt"}, package, directory)
+    assert raised.value.problems == [
+        f"BUSBAR_ENDPOINT_MODULES names 'loyalyt', which {directory} does not hold (it holds: loyalty)"
+    ]
+    with pytest.raises(InvalidAppSettings) as refused:
+        require_valid_settings({ENDPOINT_MODULES.name: "sample", SAMPLE_ENDPOINTS.name: "false"})
+    assert "BUSBAR_ENDPOINT_MODULES names 'sample', which BUSBAR_SAMPLE_ENDPOINTS switches off" in (
+        refused.value.problems
+    )
 
 
 def test_an_endpoints_queue_is_its_name_unless_its_derived_setting_names_another() -> None:
