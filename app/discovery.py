@@ -102,15 +102,15 @@ def selected_modules(env: Mapping[str, str] | None = None) -> frozenset[str] | N
 
 
 def module_endpoints(module: ModuleType) -> list[Endpoint]:
-    """The endpoints ``module`` declares: those bound to its module-level names, then those of its
-    ``ENDPOINTS`` (each once, in order)."""
+    """The endpoints ``module`` declares: those of its ``ENDPOINTS``, in that order, then the others bound
+    to its module-level names (each once)."""
     found: list[Endpoint] = []
     listed = getattr(module, "ENDPOINTS", ())
     if not isinstance(listed, (list, tuple)) or not all(isinstance(e, Endpoint) for e in listed):
         raise EndpointDiscoveryError(
             f"{module.__name__}: ENDPOINTS must be a list or tuple of Endpoint, got {listed!r}"
         )
-    for candidate in [*vars(module).values(), *listed]:
+    for candidate in [*listed, *vars(module).values()]:
         if isinstance(candidate, Endpoint) and not any(candidate is e for e in found):
             found.append(candidate)
     return found
