@@ -155,3 +155,20 @@ def test_with_the_sample_off_and_no_endpoint_module_the_app_still_starts_and_ser
         run.interrupt()
     finally:
         run.kill()
+
+
+@pytest.mark.timeout(600)
+def test_an_endpoint_module_that_cannot_be_imported_stops_make_run_naming_the_module(tmp_path: Path) -> None:
+    copy = copy_without_the_sample(tmp_path)
+    (copy / "app" / "endpoints" / "broken.py").write_text("import no_such_module_anywhere\n")
+    run = MakeRun(tmp_path / "data", cwd=copy)
+    try:
+        run.process.wait(timeout=READY_SECONDS)
+        output = run.reader.rest(timeout=10)
+    finally:
+        run.kill()
+
+    assert run.process.returncode != 0, output
+    assert not any(line.startswith("devhost ready: ") for line in run.reader.lines), output
+    assert "endpoint module app.endpoints.broken" in output, output
+    assert "No module named 'no_such_module_anywhere'" in output, output
