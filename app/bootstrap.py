@@ -7,7 +7,7 @@ Two callers, one path (:func:`provision_app`): devhost's ``--startup-hook app.bo
 ``provision(settings)`` is idempotent (existing entities are left alone, as NServiceBus installers do) and
 runs before the triggers start listening, so the queues and subscriptions they bind to exist:
 
-1. every sample endpoint's input queue (session-enabled, with its hold queue, for an ordered endpoint),
+1. every hosted endpoint's input queue (session-enabled, with its hold queue, for an ordered endpoint),
    topics and forwarding subscriptions (topology library); an existing queue whose ``RequiresSession``
    or ``RequiresDuplicateDetection`` differs fails the start-up with a message naming it (it needs a new
    queue: docs/topology-guide.md), and so does a subscription that would be created beside one forwarding
@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable, Mapping
 from azure.core.exceptions import HttpResponseError
 from azure.mgmt.servicebus.models import SBSubscription, SBSubscriptionProperties, SBTopic, SBTopicProperties
 
-from app.sample_endpoints import sample_catalog
+from app.discovery import hosted_catalog
 from app.settings import require_valid_settings
 from shared.api.provisioning.lock import (
     LOCK_QUEUE,
@@ -38,7 +38,7 @@ from shared.api.provisioning.lock import (
 )
 from shared.api.provisioning.service import entity_defaults
 from shared.app_settings import read
-from shared.handlers.endpoints import Endpoint, EndpointCatalog
+from shared.handlers.endpoints import Endpoint
 from shared.management import ManagementClient, ManagementSettings
 from shared.router.service import ROUTER_SUBSCRIPTION
 from shared.topology import (
@@ -72,8 +72,8 @@ def provision_app(
     *,
     locked: bool = False,
 ) -> ApplyResult:
-    """Provision ``endpoints`` (default: the app's catalog, ``app.services.CATALOG``) and the fallback router
-    for ``settings``, through the one planner; what the endpoints' plan created and found.
+    """Provision ``endpoints`` (default: those ``settings`` host, :func:`app.discovery.hosted_catalog`) and
+    the fallback router for ``settings``, through the one planner; what the endpoints' plan created and found.
 
     ``locked``: hold every endpoint's provisioning lock (:mod:`shared.api.provisioning.lock`, the HTTP
     API's) while planning and applying, so instances starting at once, and ``PUT``s for the same endpoints,
@@ -82,7 +82,7 @@ def provision_app(
     require_valid_settings(settings)
     options = load_topology_options(settings)
     defaults = entity_defaults(settings)
-    hosted = list(_catalog() if endpoints is None else endpoints)
+    hosted = list(hosted_catalog(settings) if endpoints is None else endpoints)
     with (
         ManagementClient(ManagementSettings.from_env(settings)) as management,
         contextlib.ExitStack() as held,
@@ -104,13 +104,6 @@ def provision_app(
 def _changes(plan: Plan) -> bool:
     """Whether applying ``plan`` would change anything (a create, an update or a delete)."""
     return any(item.action in ("create", "update", "delete") for item in plan.items)
-
-
-def _catalog() -> EndpointCatalog:
-    # Imported here: app.services builds the app's services (and imports this module's callers).
-    from app.services import CATALOG
-
-    return CATALOG
 
 
 def _locks(
@@ -135,9 +128,9 @@ def provision_endpoints(
     settings: Mapping[str, str],
     endpoints: Iterable[Endpoint] | None = None,
 ) -> ApplyResult:
-    """Every endpoint's queues, topics and subscriptions, in one plan (``endpoints``: default the sample
-    catalog); what was created and found. An ordered endpoint gets a session-enabled input queue and its
-    hold queue.
+    """Every endpoint's queues, topics and subscriptions, in one plan (``endpoints``: default the hosted
+    catalog, :func:`app.discovery.hosted_catalog`); what was created and found. An ordered endpoint gets a
+    session-enabled input queue and its hold queue.
 
     Raises :class:`~shared.topology.errors.QueueNeedsRecreatingError` before changing anything when an
     existing endpoint queue's ``RequiresSession`` differs from what its endpoint needs: the app must not
@@ -148,9 +141,7 @@ def provision_endpoints(
     event through two paths (:func:`~shared.topology.single_delivery.plan_delivery`)."""
     provisioner, plan = plan_endpoints(management, options, defaults, settings, endpoints)
     result = provisioner.apply(plan)
-    log.info(
-        "sample endpoints provisioned: %d created, %d unchanged", len(result.created), len(result.unchanged)
-    )
+    log.info("endpoints provisioned: %d created, %d unchanged", len(result.created), len(result.unchanged))
     return result
 
 
@@ -162,7 +153,7 @@ def plan_endpoints(
     endpoints: Iterable[Endpoint] | None = None,
 ) -> tuple[Provisioner, Plan]:
     """The checked plan of :func:`provision_endpoints` (reads only), with the provisioner to apply it."""
-    hosted = list(sample_catalog() if endpoints is None else endpoints)
+    hosted = list(hosted_catalog(settings) if endpoints is None else endpoints)
     states = [
         desired_state(
             options,

@@ -2,7 +2,7 @@
 
 The chaos run (``bench/chaos.py``) kills the worker and the whole host while events flow, then accounts for
 every accepted event per subscriber; the end-to-end tests (``tests/functions``) read what the handlers did
-from outside the worker process. The in-memory :data:`~app.sample_endpoints.JOURNAL` lives and dies in
+from outside the worker process. The in-memory :data:`~app.endpoints.sample.JOURNAL` lives and dies in
 that process, so when ``BUSBAR_PROBE_RECORD`` names a file each handled event is also appended to it as
 one JSON line and fsynced before the handler returns, that is before its message is completed: a line in
 the file proves the handler ran to its end at least once. Unset (or ``off``): no record, no cost.

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from app import runtime
-from app.sample_endpoints import sample_catalog
+from app.discovery import hosted_catalog
 from shared.api import Misconfigured
 from shared.api.message_size import MessageSizeLimits
 from shared.api.provisioning.lock import LOCK_QUEUE, ProvisioningLocks, create_lock_queue, lock_wait_seconds
@@ -26,13 +26,15 @@ from shared.router.service import ROUTER_SUBSCRIPTION, FallbackRouter
 from shared.topology import HierarchyNamespace, Publisher, TopologyValidationError, desired_state
 from shared.topology.options import FALLBACK_TOPIC_SETTING
 
-CATALOG = sample_catalog()
+CATALOG = hosted_catalog(runtime.environment())
+"""The endpoints this app hosts: every endpoint module under ``app/endpoints/`` (:mod:`app.discovery`)."""
 
 PUBLISHED_ONLY = ContractRegistry()
 """Contracts the app publishes over HTTP (``POST /api/events/{eventType}``) and provisions for subscribers
 (the ``PUT``) that no hosted endpoint declares: events only other systems handle. List them here,
 ``ContractRegistry(TheEvent, ...)``; a hosted endpoint's contracts need no declaration (the sample declares
-none: every sample contract is in its endpoints' registry)."""
+none: every sample contract is in its endpoints' registry, and an endpoint module's contracts are known
+as soon as the module is under ``app/endpoints/``)."""
 
 
 def app_contracts(

@@ -6,20 +6,24 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from app import probe, provision_on_start, runtime, sample_endpoints
+from app import discovery, probe, provision_on_start, runtime
 from shared import app_settings, settings_check
 from shared.app_settings import AppSetting
 
 CHECKS: tuple[settings_check.SettingsCheck, ...] = (
     runtime.require_connection,
+    discovery.endpoint_module_names,
     *settings_check.LIBRARY_CHECKS,
 )
 
 
 def all_settings() -> list[AppSetting]:
-    """Every declared setting, by name (see :func:`shared.app_settings.all_settings`)."""
+    """Every declared setting, by name (see :func:`shared.app_settings.all_settings`). The endpoints' queue
+    settings are not among them: each hosted endpoint has one, named after it (``BUSBAR_<NAME>_QUEUE``,
+    :attr:`shared.handlers.endpoints.Endpoint.queue_setting`, default the endpoint's name), documented once
+    as that pattern and needed in no settings file."""
     return app_settings.all_settings(
-        sample_endpoints.SETTINGS, runtime.SETTINGS, probe.SETTINGS, provision_on_start.SETTINGS
+        discovery.SETTINGS, runtime.SETTINGS, probe.SETTINGS, provision_on_start.SETTINGS
     )
 
 

@@ -4,7 +4,7 @@ second invoice for an order, a second shipment, an event CRM committed twice.
 
 Every endpoint records the message ids it handled in Table Storage, with its handlers' rows in the same
 transaction (``shared.idempotency``). Billing keeps an ``invoice`` row and shipping a ``shipment`` row
-(``app.sample_endpoints``), each holding its order id: counted per (endpoint, order) across the whole
+(``app.endpoints.sample``), each holding its order id: counted per (endpoint, order) across the whole
 table, whatever partition or message id they were written under, so an order invoiced twice under two
 message ids (a hop that re-sent with a new id, a record lost) would show as two rows. CRM keeps no rows: its
 effect is its committed handling, the record of a message id, mapped to the event's key through the probe

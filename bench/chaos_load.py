@@ -52,7 +52,7 @@ CONTRACTS: tuple[tuple[str, int], ...] = (
 )
 POISON_SHARE = 0.1  # of the orders billing invoices
 HIGH_VALUE_AMOUNT = 1000.0
-"""sales' threshold (``app.sample_endpoints.HIGH_VALUE``: ``amount >= 1000``)."""
+"""sales' threshold (``app.endpoints.sample.HIGH_VALUE``: ``amount >= 1000``)."""
 
 
 @dataclass(frozen=True, slots=True)

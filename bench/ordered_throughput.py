@@ -275,8 +275,8 @@ def main() -> int:
             base = {
                 "ServiceBusConnection": connection,
                 "AzureWebJobsStorage": development_connection_string("127.0.0.1", *ports.named().values()),
-                "BENCH_ORDERED_QUEUE": queues["ordered"],
-                "BENCH_UNORDERED_QUEUE": queues["unordered"],
+                "BUSBAR_BENCH_ORDERED_QUEUE": queues["ordered"],
+                "BUSBAR_BENCH_UNORDERED_QUEUE": queues["unordered"],
                 "BENCH_WORK_MS": str(args.work_ms),
             }
             runs: dict[str, list[dict[str, Any]]] = {name: [] for name in configurations}

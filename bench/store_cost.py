@@ -43,7 +43,7 @@ if str(ROOT) not in sys.path:
 
 from azure.servicebus import ServiceBusClient  # noqa: E402
 
-from app.sample_events import OrderAccepted  # noqa: E402
+from app.endpoints.sample.events import OrderAccepted  # noqa: E402
 from bench.host_throughput import CpuMeter, _cpu_seconds, steady_rate  # noqa: E402
 from devhost.azurite import AzuritePorts, launch, terminate  # noqa: E402
 from devhost.storage_settings import development_connection_string  # noqa: E402

@@ -42,7 +42,7 @@ if str(ROOT) not in sys.path:
 
 from azure.servicebus import ServiceBusClient  # noqa: E402
 
-from app.sample_events import OrderAccepted  # noqa: E402
+from app.endpoints.sample.events import OrderAccepted  # noqa: E402
 from bench.host_throughput import CpuMeter, steady_rate  # noqa: E402
 from bench.store_cost import start_emulator  # noqa: E402
 from devhost.testing import running_host  # noqa: E402

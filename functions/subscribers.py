@@ -11,8 +11,9 @@ MaxDeliveryCount) when the failure may be transient.
 The annotations must be the extension's classes (not ``azure.servicebus``'s) and must not be strings, since
 the Python worker picks the binding by the annotation object; hence no ``from __future__ import annotations``.
 
-Adding an endpoint is one :class:`~shared.handlers.endpoints.Endpoint` in the catalog plus its queue's app
-setting: its trigger is ``<endpoint>_subscriber`` (the worker indexes functions by that name).
+Adding an endpoint is one module under ``app/endpoints/`` declaring an
+:class:`~shared.handlers.endpoints.Endpoint` (:mod:`app.discovery`): its trigger is ``<endpoint>_subscriber``
+(the worker indexes functions by that name).
 """
 
 from collections.abc import Mapping

@@ -36,6 +36,23 @@ RULES = (
     Rule("shared", ("app", "functions", "devhost", "emulator"), "the library knows nothing of what uses it"),
     Rule("shared", ("azure.functions",), "Busbar's logic runs outside the Functions host too"),
     Rule("app", ("functions", "devhost", "emulator"), "the composition root sits below the triggers"),
+    Rule(
+        "app",
+        ("app.endpoints.sample",),
+        "the sample can be switched off (BUSBAR_SAMPLE_ENDPOINTS) or deleted: only discovery finds it",
+        exempt=("app.endpoints.sample",),
+    ),
+    Rule(
+        "functions",
+        ("app.endpoints.sample",),
+        "the sample can be switched off (BUSBAR_SAMPLE_ENDPOINTS) or deleted: only discovery finds it",
+    ),
+    Rule(
+        "app.endpoints",
+        ("azure.functions", "functions", "app.discovery", "app.services", "app.bootstrap", "app.runtime"),
+        "an endpoint module is contracts and handlers: discovery imports it (so it cannot import what "
+        "imports discovery), and handlers never import azure.functions",
+    ),
     Rule("functions", ("devhost", "emulator"), "the triggers run in Azure, where neither exists"),
     Rule("spark", ("app", "functions", "devhost", "emulator"), "the replay job ships without the app"),
     Rule(

@@ -27,12 +27,6 @@ from shared.handlers import Endpoint, HandlerContext, HandlerRegistry
 
 WORK_MS = AppSetting("BENCH_WORK_MS", "Milliseconds the bench handler sleeps per event.", "5")
 HANDLED_RECORD = AppSetting("BENCH_HANDLED_RECORD", "File the bench handler appends '<key> <n>' to.")
-ORDERED_QUEUE = AppSetting(
-    "BENCH_ORDERED_QUEUE", "Input queue of the ordered bench endpoint.", "bench-ordered"
-)
-UNORDERED_QUEUE = AppSetting(
-    "BENCH_UNORDERED_QUEUE", "Input queue of the unordered bench endpoint.", "bench-unordered"
-)
 
 
 class KeyedWork(Event, contract="Bench.KeyedWork", ordering_key="key"):
@@ -59,8 +53,9 @@ def do_work(event: KeyedWork, context: HandlerContext) -> None:
             os.close(fd)
 
 
-ORDERED = Endpoint("bench_ordered", ORDERED_QUEUE, CONTRACTS, HANDLERS, ordered=True)
-UNORDERED = Endpoint("bench_unordered", UNORDERED_QUEUE, CONTRACTS, HANDLERS)
+# Their input queues: BUSBAR_BENCH_ORDERED_QUEUE and BUSBAR_BENCH_UNORDERED_QUEUE (the bench names them).
+ORDERED = Endpoint("bench_ordered", CONTRACTS, HANDLERS, ordered=True)
+UNORDERED = Endpoint("bench_unordered", CONTRACTS, HANDLERS)
 
 app = func.FunctionApp()
 _subscribers = func.Blueprint()  # type: ignore[no-untyped-call]

@@ -18,8 +18,8 @@ Busbar has no setting to turn the store off (an endpoint always handles a messag
 import azure.functions as func
 import azurefunctions.extensions.bindings.servicebus as servicebus
 
+from app.endpoints.sample.events import InvoiceIssued, OrderAccepted, sample_registry
 from app.runtime import EnvironmentTransport
-from app.sample_events import InvoiceIssued, OrderAccepted, sample_registry
 from functions.convert import incoming_from_received
 from shared.app_settings import AppSetting
 from shared.handlers import Endpoint, HandlerContext, HandlerRegistry
@@ -41,7 +41,7 @@ def invoice(event: OrderAccepted, context: HandlerContext) -> None:
     context.publish(issued)
 
 
-ENDPOINT = Endpoint("benchbilling", INPUT, sample_registry(), _handlers)
+ENDPOINT = Endpoint("benchbilling", sample_registry(), _handlers)  # its queue is bound as %STORE_QUEUE%
 TRANSPORT = EnvironmentTransport()
 
 app = func.FunctionApp()

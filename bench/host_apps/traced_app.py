@@ -12,18 +12,16 @@ import os
 import azure.functions as func
 import azurefunctions.extensions.bindings.servicebus as servicebus
 
+from app.endpoints.sample.events import InvoiceIssued, OrderAccepted, sample_registry
 from app.runtime import EnvironmentTransport
-from app.sample_events import InvoiceIssued, OrderAccepted, sample_registry
 from app.telemetry import configure_telemetry
 from functions.convert import incoming_from_received
-from shared.app_settings import AppSetting
 from shared.handlers import Endpoint, HandlerContext, HandlerRegistry
 from shared.handlers.dispatch import Complete
 from shared.handlers.outgoing import dispatch_outgoing
 from shared.handlers.subscriber import HandlerFailed
 from shared.telemetry.processing import processing
 
-INPUT = AppSetting("TRACED_QUEUE", "The bench endpoint's input queue.", "traced")
 _handlers = HandlerRegistry()
 
 
@@ -35,7 +33,7 @@ def invoice(event: OrderAccepted, context: HandlerContext) -> None:
     )
 
 
-ENDPOINT = Endpoint("benchbilling", INPUT, sample_registry(), _handlers)
+ENDPOINT = Endpoint("benchbilling", sample_registry(), _handlers)  # its queue is bound as %TRACED_QUEUE%
 TRANSPORT = EnvironmentTransport()
 configure_telemetry(os.environ)
 

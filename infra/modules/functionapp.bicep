@@ -229,6 +229,14 @@ resource app 'Microsoft.Web/sites@2024-04-01' = {
           value: archiveAccountName
         }
         {
+          name: 'BUSBAR_SAMPLE_ENDPOINTS'
+          value: 'true'
+        }
+        {
+          name: 'BUSBAR_ENDPOINT_MODULES'
+          value: ''
+        }
+        {
           name: 'BUSBAR_BILLING_QUEUE'
           value: billingQueueName
         }

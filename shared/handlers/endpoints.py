@@ -1,5 +1,10 @@
 """An endpoint: a named input queue plus the events it handles.
 
+The queue's name comes from the app setting derived from the endpoint's name (:func:`queue_setting_name`:
+``BUSBAR_<NAME>_QUEUE``, the name upper-cased with every other character than a letter or digit as ``_``),
+and defaults to the endpoint's name: endpoint ``loyalty`` listens on queue ``loyalty`` unless
+``BUSBAR_LOYALTY_QUEUE`` names another.
+
 The endpoint owns its queue (NServiceBus "queue ownership"): each of its subscriptions auto-forwards into that
 queue, and one Service Bus-triggered function drains it through a
 :class:`~shared.handlers.dispatch.Dispatcher`. The events it subscribes to are exactly the contracts its
@@ -18,8 +23,9 @@ are refused at start-up.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from shared.app_settings import AppSetting, read
 from shared.contracts import ContractError, ContractRegistry
@@ -28,18 +34,27 @@ from shared.handlers.dispatch import Dispatcher, HandlerRegistry
 from shared.topology.desired import SubscribedEvent
 
 
+def queue_setting_name(endpoint_name: str) -> str:
+    """The app setting naming ``endpoint_name``'s input queue: ``BUSBAR_<NAME>_QUEUE``, the name upper-cased
+    with every character other than an ASCII letter or digit as ``_`` (``order-history``:
+    ``BUSBAR_ORDER_HISTORY_QUEUE``)."""
+    return f"BUSBAR_{re.sub(r'[^A-Za-z0-9]', '_', endpoint_name).upper()}_QUEUE"
+
+
 @dataclass(frozen=True)
 class Endpoint:
-    """A named endpoint: its queue setting, its contracts, its handlers and whether it is ordered."""
+    """A named endpoint: its contracts, its handlers and whether it is ordered; its input queue is named by
+    :attr:`queue_setting` (default: the endpoint's name)."""
 
     name: str
-    queue_setting: AppSetting
     contracts: ContractRegistry
     handlers: HandlerRegistry
-    ordered: bool = False
+    ordered: bool = field(default=False, kw_only=True)
     """Handle each ordering key's events one at a time in publish order (a session-enabled queue)."""
 
     def __post_init__(self) -> None:
+        if not self.name.strip():
+            raise ContractError("an endpoint needs a name (its queue and trigger are named after it)")
         conflicts = condition_conflicts(self.name, self.handlers.registrations(), self.contracts)
         if conflicts:
             raise ContractError("; ".join(conflicts))
@@ -69,14 +84,18 @@ class Endpoint:
             if self.contracts.resolve(name).ordering_key_field is None
         ]
 
+    @property
+    def queue_setting(self) -> AppSetting:
+        """The app setting naming the input queue (:func:`queue_setting_name`); default: the endpoint's
+        name."""
+        return AppSetting(
+            queue_setting_name(self.name), f"Input queue of the {self.name} endpoint.", default=self.name
+        )
+
     def queue(self, env: Mapping[str, str] | None = None) -> str:
-        """The input queue's name, from the endpoint's app setting (or its default)."""
-        value = read(self.queue_setting, env)
-        if not value:
-            raise ValueError(
-                f"app setting {self.queue_setting.name} (queue of endpoint {self.name}) is empty"
-            )
-        return value
+        """The input queue's name: the value of :attr:`queue_setting` in ``env`` (default: the process
+        environment), else the endpoint's name."""
+        return read(self.queue_setting, env) or self.name
 
     def subscribed_events(self) -> list[str]:
         """The contract names this endpoint subscribes to: those its handlers handle."""

@@ -19,8 +19,8 @@ endpoint is ordered, its input queue requires sessions and its hold queue ``<que
 "needs-new-queue"``, the plan's ``refused`` item names it) and nothing is applied; so is a subscription to a
 contract without an ordering key (``"error": "unkeyed-contract"``, naming the endpoint and the contract: see
 :mod:`shared.topology.ordered_subscriptions`), the keys read from ``--contracts`` (the app's contract
-registry, by default the sample app's ``app.sample_events:sample_registry``). ``--move-from QUEUE``: the
-endpoint moves from its previous queue, whose subscriptions of the same name are redirected in place (an
+registry, by default the app's: ``app.services:CONTRACTS``, every hosted endpoint's). ``--move-from QUEUE``:
+the endpoint moves from its previous queue, whose subscriptions of the same name are redirected in place (an
 ``update`` in the plan; docs/topology-guide.md, "Making an endpoint ordered: a new queue"); a move that
 would leave a subscription forwarding to the old queue, or redirect a rule of an event it does not list, is
 refused (``"error": "incomplete-move"``). Exit codes:
@@ -57,9 +57,10 @@ from shared.topology.queue_move import IncompleteMoveError, check_complete_move
 from shared.topology.single_delivery import PlanRefusedError, Subscriber, plan_delivery
 from shared.topology.validation import validate
 
-DEFAULT_CONTRACTS = "app.sample_events:sample_registry"
+DEFAULT_CONTRACTS = "app.services:CONTRACTS"
 """The contract registry ``--ordered`` reads keys from, and the one-delivery check reads implementers
-from, unless ``--contracts`` names another: the sample app's. Loaded by name: the library itself never
+from, unless ``--contracts`` names another: the app's (every hosted endpoint's contracts and the
+published-only ones, :mod:`app.services`). Loaded by name: the library itself never
 depends on an app."""
 
 
@@ -79,7 +80,7 @@ def load_contracts(spec: str) -> ContractRegistry:
 
 def _duplicate_check_contracts(spec: str | None) -> ContractRegistry | None:
     """The registry the one-delivery check reads implementers from: the one ``--contracts`` names (an
-    error when it cannot be loaded), else the default when it loads (the CLI may run where the sample app
+    error when it cannot be loaded), else the default when it loads (the CLI may run where the app
     is not importable: then each subscribed name stands for itself, as a name the registry does not know
     does)."""
     if spec is not None:

@@ -70,7 +70,7 @@ class MakeRun:
     deleting the repository's ``local.settings.json`` while another's devhost reads it starts that
     devhost with no settings at all."""
 
-    def __init__(self, data_dir: Path, *variables: str) -> None:
+    def __init__(self, data_dir: Path, *variables: str, cwd: Path = REPO) -> None:
         self.settings = data_dir.parent / "local.settings.json"
         environment = {
             k: v
@@ -93,7 +93,7 @@ class MakeRun:
                 ),
                 *variables,
             ],
-            cwd=REPO,
+            cwd=cwd,  # another checkout: a copy of this one (tests/docs/repo_copy.py)
             env=environment,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,

@@ -25,7 +25,8 @@ runbook make targets) -> operations (a failing order, the console's views, the r
 the failure is archived) -> spark/README.md (replay dry run and real run of that archive) -> topology guide
 (validate / plan / apply, the refused second path and the declared migration; last, because the migration
 changes how billing receives the sample's order). docs/deployment.md's local trial starts its own
-``make run`` from a fresh copy. Azure commands (``az``, ``databricks``, ``func azure``, curl to a deployed
+``make run`` from a fresh copy, and so does docs/endpoints.md's new endpoint (a module the app finds when it
+starts). Azure commands (``az``, ``databricks``, ``func azure``, curl to a deployed
 host) need an account and are not run. ``make test`` is not run: it is this suite (``.ci/run`` runs it in
 a fresh clone).
 """
@@ -64,6 +65,8 @@ WALKTHROUGHS: dict[str, tuple[str, ...]] = {
         "docs/guarantees.md",
     ),
     "deployment-local-trial": ("docs/deployment.md",),
+    # A new endpoint module on a fresh clone, published over HTTP and handled: its own make run.
+    "add-an-endpoint": ("docs/endpoints.md",),
 }
 
 

@@ -11,7 +11,7 @@ from azure.mgmt.servicebus.models import SBQueue, SBQueueProperties
 from azure.servicebus import ServiceBusClient
 
 from app.bootstrap import provision_router
-from app.sample_endpoints import sample_catalog
+from app.endpoints.sample import sample_catalog
 from emulator.server import EmulatorThread
 from shared.api.provisioning.service import entity_defaults
 from shared.management import EMULATOR_NAMESPACE, ManagementClient, ManagementSettings
@@ -42,6 +42,8 @@ def app_settings(thread: EmulatorThread, **overrides: str) -> dict[str, str]:
         "BUSBAR_CRM_QUEUE": f"crm-{suffix}",
         "BUSBAR_SHIPPING_QUEUE": f"shipping-{suffix}",
         "BUSBAR_SALES_QUEUE": f"sales-{suffix}",
+        # The app the tests know: the sample's endpoints alone, whatever modules app/endpoints/ holds too.
+        "BUSBAR_ENDPOINT_MODULES": "sample",
         "BUSBAR_FALLBACK_TOPIC": f"bundle-{suffix}",
         "BUSBAR_FALLBACK_ROUTING_MODE": "CorrelationFilter",
         "BUSBAR_ROUTER_SUBSCRIPTION": "busbar-router",

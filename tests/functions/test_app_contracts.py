@@ -12,11 +12,10 @@ from typing import Any
 import pytest
 from azure.servicebus import ServiceBusClient
 
-from app.sample_endpoints import sample_catalog
-from app.sample_events import sample_registry
+from app.endpoints.sample import sample_catalog
+from app.endpoints.sample.events import sample_registry
 from app.services import app_contracts, provisioning_from_settings, publishing_from_settings
 from shared.api import ApiRequest, ApiResponse, guarded
-from shared.app_settings import AppSetting
 from shared.contracts import ContractError
 from shared.handlers import (
     ContractRegistry,
@@ -26,9 +25,10 @@ from shared.handlers import (
     HandlerContext,
     HandlerRegistry,
 )
+from shared.handlers.endpoints import queue_setting_name
 from shared.topology import Publisher
 
-LOYALTY_QUEUE = AppSetting("BUSBAR_LOYALTY_QUEUE", "Input queue of the tests' loyalty endpoint.", "loyalty")
+LOYALTY_QUEUE = queue_setting_name("loyalty")  # BUSBAR_LOYALTY_QUEUE: the loyalty endpoint's queue
 
 
 class PointsEarned(Event, contract="Loyalty.PointsEarned", ordering_key="customer_id"):
@@ -54,7 +54,7 @@ def credit_points(event: PointsEarned, context: HandlerContext) -> None:
 
 def loyalty_catalog() -> EndpointCatalog:
     """The sample's endpoints and a loyalty endpoint with a registry of its own."""
-    loyalty = Endpoint("loyalty", LOYALTY_QUEUE, ContractRegistry(PointsEarned), _loyalty)
+    loyalty = Endpoint("loyalty", ContractRegistry(PointsEarned), _loyalty)
     return EndpointCatalog(*sample_catalog(), loyalty)
 
 
@@ -86,7 +86,7 @@ def publish(
 @pytest.fixture
 def env(settings: dict[str, str]) -> dict[str, str]:
     """The module's settings with a fresh loyalty queue."""
-    return {**settings, LOYALTY_QUEUE.name: f"loyalty-{uuid.uuid4().hex[:8]}"}
+    return {**settings, LOYALTY_QUEUE: f"loyalty-{uuid.uuid4().hex[:8]}"}
 
 
 def test_a_contract_only_a_hosted_endpoints_registry_declares_is_provisioned_and_published(
@@ -105,7 +105,7 @@ def test_a_contract_only_a_hosted_endpoints_registry_declares_is_provisioned_and
     assert published.body["dropped"] == []
     with (
         ServiceBusClient.from_connection_string(env["ServiceBusConnection"]) as client,
-        client.get_queue_receiver(env[LOYALTY_QUEUE.name], max_wait_time=10) as receiver,
+        client.get_queue_receiver(env[LOYALTY_QUEUE], max_wait_time=10) as receiver,
     ):
         [message] = receiver.receive_messages(max_wait_time=10)
         receiver.complete_message(message)
@@ -148,8 +148,8 @@ def test_one_contract_name_bound_to_two_classes_by_two_endpoints_is_an_error_nam
     other = HandlerRegistry()
     other.register(OtherPointsEarned, lambda event, context: None)
     catalog = EndpointCatalog(
-        Endpoint("loyalty", LOYALTY_QUEUE, ContractRegistry(PointsEarned), _loyalty),
-        Endpoint("rewards", LOYALTY_QUEUE, ContractRegistry(OtherPointsEarned), other),
+        Endpoint("loyalty", ContractRegistry(PointsEarned), _loyalty),
+        Endpoint("rewards", ContractRegistry(OtherPointsEarned), other),
     )
 
     with pytest.raises(ContractError, match=r"PointsEarned and .*OtherPointsEarned"):

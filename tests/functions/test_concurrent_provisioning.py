@@ -14,8 +14,8 @@ from typing import Any
 import httpx
 import pytest
 
-from app.sample_endpoints import sample_catalog
-from app.sample_events import sample_registry
+from app.endpoints.sample import sample_catalog
+from app.endpoints.sample.events import sample_registry
 from app.services import provisioning_from_settings
 from devhost.testing import running_host
 from emulator.server import EmulatorThread

@@ -23,7 +23,7 @@ import pytest
 from azure.servicebus import ServiceBusMessage, ServiceBusSubQueue
 from azure.servicebus.amqp import AmqpAnnotatedMessage
 
-from app.sample_events import (
+from app.endpoints.sample.events import (
     CustomerCreated,
     CustomerDeleted,
     CustomerUpdated,

@@ -13,8 +13,8 @@ import pytest
 from azure.core.exceptions import ResourceNotFoundError
 from azure.mgmt.servicebus.models import SBQueue, SBQueueProperties, SBTopic, SBTopicProperties
 
-from app.sample_endpoints import sample_catalog
-from app.sample_events import sample_registry
+from app.endpoints.sample import sample_catalog
+from app.endpoints.sample.events import sample_registry
 from app.services import provisioning_from_settings
 from shared.api import ApiRequest, guarded
 from tests.functions.busbar_app import management_for

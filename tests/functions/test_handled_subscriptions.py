@@ -33,8 +33,13 @@ def test_deleting_a_subscription_the_endpoints_handlers_need_is_409_naming_them_
     error = refused.json()["error"]
     assert error["code"] == "SubscriptionHandled"
     assert "endpoint shipping handles Billing.InvoiceIssued" in error["message"]
-    assert error["handledBy"] == {"Billing.InvoiceIssued": ["app.sample_endpoints.ship_invoiced_order"]}
-    assert "Billing.InvoiceIssued is handled by app.sample_endpoints.ship_invoiced_order" in error["details"]
+    assert error["handledBy"] == {
+        "Billing.InvoiceIssued": ["app.endpoints.sample.endpoints.ship_invoiced_order"]
+    }
+    assert (
+        "Billing.InvoiceIssued is handled by app.endpoints.sample.endpoints.ship_invoiced_order"
+        in error["details"]
+    )
     assert "billing.invoiceissued" in _rule_names(listed)
 
 

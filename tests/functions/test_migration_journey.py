@@ -4,7 +4,7 @@ default router snapshot interval (30 s).
 
 Orders (the migrated contract: billing, crm through an interface, shipping through billing's invoices) and
 new customers (crm) are published continuously through ``POST /api/events/{type}`` before, during and after
-``apply --migrate``. Every handler notes what it handled in the app's log (``app.sample_endpoints``'s
+``apply --migrate``. Every handler notes what it handled in the app's log (``app.endpoints.sample``'s
 journal: ``<endpoint> handled <contract> for <key>``), and that is what is counted: no event is ever lost,
 and every subscriber handles every event exactly once: before, during and after the move, including the
 orders enqueued in the handover's window (from five seconds before its cutoff until the old rule's delete

@@ -31,7 +31,7 @@ import httpx
 import pytest
 from azure.servicebus import ServiceBusMessage
 
-from app.sample_events import InvoiceIssued, OrderAccepted
+from app.endpoints.sample.events import InvoiceIssued, OrderAccepted
 from devhost.testing import running_host
 from emulator.server import EmulatorThread
 from shared.idempotency.records import TABLE_NAME, HandledRecords

@@ -12,6 +12,7 @@ from urllib.parse import quote
 import httpx
 from azure.servicebus import ServiceBusClient, ServiceBusSubQueue
 
+from app.endpoints.sample import sample_catalog
 from app.services import app_entities
 from devhost.testing import HostHandle, running_host
 from shared.archive.reader import read_archive
@@ -253,7 +254,7 @@ def test_the_apps_entities_are_its_endpoints_and_busbars_names_under_the_hierarc
         "BUSBAR_PROVISIONING_LOCK_QUEUE": "locks",
     }
 
-    known = app_entities(settings)
+    known = app_entities(settings, sample_catalog())
 
     assert dict(known.endpoints) == {
         "team-a/billing-q": "billing",
@@ -274,7 +275,8 @@ def test_the_apps_entities_are_its_endpoints_and_busbars_names_under_the_hierarc
 
 def test_invalid_topology_options_still_tell_the_endpoints_and_say_why_the_topics_are_not() -> None:
     known = app_entities(
-        {"AzureServiceBus__TopologyOptions": '{"$type": "nonsense"}', "BUSBAR_FALLBACK_TOPIC": "fb"}
+        {"AzureServiceBus__TopologyOptions": '{"$type": "nonsense"}', "BUSBAR_FALLBACK_TOPIC": "fb"},
+        sample_catalog(),
     )
 
     assert list(known.endpoints) == ["billing", "crm", "shipping", "sales"]

@@ -16,12 +16,11 @@ from azure.core.exceptions import ResourceNotFoundError
 from azure.mgmt.servicebus.models import SBQueue, SBQueueProperties
 
 from app.bootstrap import provision_endpoints
-from app.sample_events import SAMPLE_EVENTS, CustomerUpdated, sample_registry
+from app.endpoints.sample.events import SAMPLE_EVENTS, CustomerUpdated, sample_registry
 from app.services import provisioning_from_settings
 from devhost.testing import start_host
 from shared.api import ApiRequest, ApiResponse, guarded
 from shared.api.provisioning.service import entity_defaults
-from shared.app_settings import AppSetting
 from shared.contracts import ContractRegistry
 from shared.handlers import Endpoint, EndpointCatalog, HandlerContext, HandlerRegistry
 from shared.management import ManagementClient
@@ -43,8 +42,8 @@ def _ignore(event: CustomerUpdated, context: HandlerContext) -> None:
 def _ordered_endpoint(queue: str, contracts: ContractRegistry | None = None) -> Endpoint:
     handlers = HandlerRegistry()
     handlers.register(CustomerUpdated, _ignore)
-    setting = AppSetting("BUSBAR_ORDERED_TEST_QUEUE", "Input queue of the test's ordered endpoint.", queue)
-    return Endpoint("ordered-crm", setting, contracts or sample_registry(), handlers, ordered=True)
+    # Named after its fresh queue: an endpoint's queue defaults to its name.
+    return Endpoint(queue, contracts or sample_registry(), handlers, ordered=True)
 
 
 @pytest.fixture
@@ -206,9 +205,9 @@ def test_put_subscribing_an_ordered_endpoint_to_an_unkeyed_contract_is_409_and_p
         assert response.status == 409, response.body
         error = response.body["error"]
         assert error["code"] == "ContractWithoutOrderingKey"
-        assert "ordered-crm" in error["message"] and "Loyalty.IAuditable" in error["message"]
+        assert endpoint.name in error["message"] and "Loyalty.IAuditable" in error["message"]
         (reason,) = error["details"]
-        assert "endpoint ordered-crm is ordered, but it would subscribe to Loyalty.IAuditable" in reason
+        assert f"endpoint {queue} is ordered, but it would subscribe to Loyalty.IAuditable" in reason
         assert "Loyalty.CampaignStarted have no ordering key" in reason
     with pytest.raises(ResourceNotFoundError):
         management.queues.get(*management.scope, queue)
@@ -242,12 +241,7 @@ def test_put_with_move_from_redirects_the_old_queues_subscriptions_to_the_new_or
     old = f"plain-{uuid.uuid4().hex[:8]}"
     new = f"{old}-ordered"
     # The old endpoint, unordered, subscribed through the PUT of a non-hosted endpoint's service.
-    unordered = Endpoint(
-        "plain",
-        AppSetting("BUSBAR_PLAIN_TEST_QUEUE", "Input queue.", old),
-        sample_registry(),
-        HandlerRegistry(),
-    )
+    unordered = Endpoint(old, sample_registry(), HandlerRegistry())
     assert _put(settings, unordered).status == 201
     (path,) = _forwarding_to(management, old)
     mapped = {
@@ -258,9 +252,7 @@ def test_put_with_move_from_redirects_the_old_queues_subscriptions_to_the_new_or
 
     def put(dry_run: bool) -> ApiResponse:
         body = json.dumps({"events": [UPDATED], "moveFrom": old, "dryRun": dry_run}).encode()
-        return guarded(
-            lambda: service.put_subscriptions(ApiRequest("PUT", {"endpoint": "ordered-crm"}, body=body))
-        )
+        return guarded(lambda: service.put_subscriptions(ApiRequest("PUT", {"endpoint": new}, body=body)))
 
     planned = put(True)
     assert planned.status == 200, planned.body
@@ -283,8 +275,7 @@ def test_put_with_move_from_that_leaves_an_event_on_the_old_queue_is_409_and_cha
 ) -> None:
     old = f"plain-{uuid.uuid4().hex[:8]}"
     new = f"{old}-ordered"
-    setting = AppSetting("BUSBAR_PLAIN_TEST_QUEUE", "Input queue.", old)
-    unordered = Endpoint("plain", setting, sample_registry(), HandlerRegistry())
+    unordered = Endpoint(old, sample_registry(), HandlerRegistry())
     created = "Tenant.CustomerCreated"
     assert _put(settings, unordered, events=(UPDATED, created)).status == 201
     options = json.dumps({"QueueNameToSubscriptionNameMap": {new: old}})
@@ -313,15 +304,14 @@ def test_start_up_after_a_move_fails_without_the_subscription_name_map_and_finds
 ) -> None:
     old = f"plain-{uuid.uuid4().hex[:8]}"
     new = f"{old}-ordered"
-    setting = AppSetting("BUSBAR_PLAIN_TEST_QUEUE", "Input queue.", old)
-    assert _put(settings, Endpoint("plain", setting, sample_registry(), HandlerRegistry())).status == 201
+    assert _put(settings, Endpoint(old, sample_registry(), HandlerRegistry())).status == 201
     mapped = {
         **settings,
         "AzureServiceBus__TopologyOptions": json.dumps({"QueueNameToSubscriptionNameMap": {new: old}}),
     }
     service = provisioning_from_settings(mapped, EndpointCatalog(_ordered_endpoint(new)), sample_registry())
     body = json.dumps({"events": [UPDATED], "moveFrom": old}).encode()
-    request = ApiRequest("PUT", {"endpoint": "ordered-crm"}, body=body)
+    request = ApiRequest("PUT", {"endpoint": new}, body=body)
     moved = guarded(lambda: service.put_subscriptions(request))
     assert moved.status == 201, moved.body
     (path,) = _forwarding_to(management, new)

@@ -15,10 +15,9 @@ from typing import Any
 
 import pytest
 
-from app.sample_events import OrderAccepted, OrderDeclined, sample_registry
+from app.endpoints.sample.events import OrderAccepted, OrderDeclined, sample_registry
 from app.services import provisioning_from_settings
 from shared.api import ApiRequest, ApiResponse, guarded
-from shared.app_settings import AppSetting
 from shared.handlers import Endpoint, EndpointCatalog, HandlerRegistry
 from shared.management import ManagementClient
 from shared.topology import TopologyOptions, parse_topology_options
@@ -48,8 +47,7 @@ def _put(settings: dict[str, str], ns: str, options: dict[str, Any], events: lis
         "BUSBAR_HIERARCHY_NAMESPACE": ns,
         "AzureServiceBus__TopologyOptions": json.dumps(options),
     }
-    queue = AppSetting("BUSBAR_STATUS_TEST_QUEUE", "Input queue of the test's endpoint.", "status")
-    endpoint = Endpoint("status", queue, sample_registry(), HandlerRegistry())
+    endpoint = Endpoint("status", sample_registry(), HandlerRegistry())
     service = provisioning_from_settings(mapped, EndpointCatalog(endpoint), sample_registry())
     request = ApiRequest("PUT", {"endpoint": "status"}, body=json.dumps({"events": events}).encode())
     return guarded(lambda: service.put_subscriptions(request))

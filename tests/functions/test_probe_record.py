@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from app.sample_endpoints import sample_catalog
+from app.endpoints.sample import sample_catalog
 from shared.handlers.dispatch import Complete, DeadLetter
 from shared.messages import IncomingMessage
 

@@ -15,7 +15,7 @@ from contextlib import ExitStack
 import httpx
 import pytest
 
-from app.sample_events import CustomerCreated
+from app.endpoints.sample.events import CustomerCreated
 from devhost.testing import running_host
 from shared.topology.messages import CORRELATION_ID, MESSAGE_ID, message_body
 from tests.functions.busbar_app import APP, HOST_JSON, create_queues_and_router

@@ -13,8 +13,8 @@ import httpx
 import pytest
 from azure.core.exceptions import ResourceNotFoundError
 
-from app.sample_endpoints import sample_catalog
-from app.sample_events import sample_registry
+from app.endpoints.sample import sample_catalog
+from app.endpoints.sample.events import sample_registry
 from app.services import provisioning_from_settings
 from emulator.broker.properties import SubscriptionProperties, TopicProperties
 from emulator.limits import SQL_FILTERS_PER_TOPIC, SUBSCRIPTIONS_PER_TOPIC

@@ -22,7 +22,7 @@ import pytest
 from azure.mgmt.servicebus.models import SBQueue, SBQueueProperties
 from azure.servicebus import ServiceBusMessage, ServiceBusSubQueue
 
-from app.sample_events import InvoiceIssued
+from app.endpoints.sample.events import InvoiceIssued
 from devhost.testing import running_host
 from emulator.server import EmulatorThread
 from shared.api.provisioning.service import entity_defaults

@@ -9,7 +9,7 @@ the new path: every invoice twice. It used to; now it fails naming both paths an
 from __future__ import annotations
 
 from app.bootstrap import provision_endpoints
-from app.sample_endpoints import sample_catalog
+from app.endpoints.sample import sample_catalog
 from emulator.server import EmulatorThread
 from shared.api.provisioning.service import entity_defaults
 from shared.handlers.endpoints import Endpoint

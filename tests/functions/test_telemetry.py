@@ -22,7 +22,7 @@ import pytest
 from azure.mgmt.servicebus.models import SBSubscription, SBTopic, SBTopicProperties
 from azure.servicebus import ServiceBusClient, ServiceBusMessage
 
-from app.sample_events import OrderAccepted
+from app.endpoints.sample.events import OrderAccepted
 from devhost.testing import HostHandle, running_host
 from emulator.server import EmulatorThread
 from shared.contracts import ENCLOSED_MESSAGE_TYPES

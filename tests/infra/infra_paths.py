@@ -6,6 +6,7 @@ import functools
 import json
 from pathlib import Path
 
+from app.discovery import hosted_catalog
 from app.settings import all_settings
 from shared.app_settings import AppSetting
 from tests.infra.bicep_tree import (
@@ -75,6 +76,13 @@ def bicep_app_settings() -> tuple[AppSettingEntry, ...]:
 def declared_settings() -> dict[str, AppSetting]:
     """``app.settings.all_settings()`` by name (read at test time, so new features are covered)."""
     return {setting.name: setting for setting in all_settings()}
+
+
+def endpoint_queue_settings() -> dict[str, AppSetting]:
+    """The queue setting of every endpoint the app hosts by default (the sample's and any module under
+    ``app/endpoints/``), by name: ``BUSBAR_<ENDPOINT>_QUEUE``, documented once as that pattern, needed in no
+    settings file (the queue defaults to the endpoint's name), allowed in each."""
+    return {endpoint.queue_setting.name: endpoint.queue_setting for endpoint in hosted_catalog({})}
 
 
 def sample_values() -> dict[str, str]:

@@ -1,11 +1,19 @@
-"""docs/configuration.md documents every declared app setting with its default, and nothing stale."""
+"""docs/configuration.md documents every declared app setting with its default, and nothing stale; the
+endpoints' queue settings once, as their pattern ``BUSBAR_<ENDPOINT>_QUEUE``."""
 
 from __future__ import annotations
 
 import re
 
-from tests.infra.infra_paths import DOCS, TELEMETRY_PLATFORM_SETTINGS, declared_settings
+from shared.handlers.endpoints import queue_setting_name
+from tests.infra.infra_paths import (
+    DOCS,
+    TELEMETRY_PLATFORM_SETTINGS,
+    declared_settings,
+    endpoint_queue_settings,
+)
 
+ENDPOINT_QUEUE_PATTERN = "BUSBAR_<ENDPOINT>_QUEUE"
 ROW = re.compile(r"^\|\s*`([^`]+)`\s*\|(.*)$", re.M)
 
 
@@ -52,9 +60,30 @@ def test_no_row_documents_a_busbar_setting_the_code_does_not_declare() -> None:
         for name in documented_rows()
         if (name.startswith(("BUSBAR_", "ServiceBusConnection", "AzureServiceBus__")))
         and name not in declared_settings()
+        and name != ENDPOINT_QUEUE_PATTERN
     )
     assert stale == []
 
 
 def test_every_platform_setting_the_telemetry_reads_has_a_row() -> None:
     assert sorted(TELEMETRY_PLATFORM_SETTINGS - set(documented_rows())) == []
+
+
+def test_the_endpoints_queue_settings_are_documented_once_as_their_pattern_not_one_row_each() -> None:
+    rows = documented_rows()
+    assert ENDPOINT_QUEUE_PATTERN in rows, (
+        f"docs/configuration.md: add the row `{ENDPOINT_QUEUE_PATTERN}` | the endpoint's name | ... under "
+        "Hosted endpoints"
+    )
+    assert cells(rows[ENDPOINT_QUEUE_PATTERN])[0] == "the endpoint's name"
+    one_each = sorted(set(endpoint_queue_settings()) & set(rows))
+    assert one_each == [], (
+        f"docs/configuration.md: remove the rows of {one_each}: the pattern row covers them"
+    )
+
+
+def test_the_pattern_is_how_an_endpoints_queue_setting_is_named() -> None:
+    assert queue_setting_name("loyalty") == "BUSBAR_LOYALTY_QUEUE"
+    assert queue_setting_name("order-history.v2") == "BUSBAR_ORDER_HISTORY_V2_QUEUE"
+    sample = {"BUSBAR_BILLING_QUEUE", "BUSBAR_CRM_QUEUE", "BUSBAR_SHIPPING_QUEUE", "BUSBAR_SALES_QUEUE"}
+    assert sample <= set(endpoint_queue_settings())

@@ -24,7 +24,7 @@ from typing import Any
 import httpx
 from azure.servicebus import ServiceBusClient, ServiceBusMessage
 
-from app.sample_events import OrderAccepted
+from app.endpoints.sample.events import OrderAccepted
 from shared.envelope.sdk import sdk_application_properties
 from shared.topology.messages import correlation_stamps
 from tests.devhost.test_make_run import REPO, SAMPLE_ENTITIES, MakeRun

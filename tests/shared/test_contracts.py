@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.sample_events import (
+from app.endpoints.sample.events import (
     SAMPLE_EVENTS,
     CustomerCreated,
     ICustomerLifecycleEvent,

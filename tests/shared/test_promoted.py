@@ -10,7 +10,7 @@ from enum import StrEnum
 
 import pytest
 
-from app.sample_events import OrderAccepted, OrderAcceptedV2
+from app.endpoints.sample.events import OrderAccepted, OrderAcceptedV2
 from shared.contracts import ContractError, Event
 from shared.envelope.properties import AmqpType, Long, amqp_type
 from shared.promoted import promoted_properties

@@ -12,8 +12,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from app.endpoints.sample import JOURNAL
 from app.probe import append_line
-from app.sample_endpoints import JOURNAL
 from function_app import app
 from shared.handlers import HandlerContext
 

@@ -26,8 +26,8 @@ from pathlib import Path
 from azure.core.exceptions import ServiceRequestError
 
 import shared.handlers.subscriber as subscriber
+from app.endpoints.sample import JOURNAL
 from app.probe import append_line
-from app.sample_endpoints import JOURNAL
 from function_app import app
 from shared.handlers import HandlerContext
 from shared.handlers.dispatch import Outcome

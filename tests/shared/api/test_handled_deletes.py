@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.sample_endpoints import sample_catalog
+from app.endpoints.sample import sample_catalog
 from shared.api.provisioning.handled import SubscriptionHandled, handled_deletes, refuse_handled_deletes
 from shared.handlers import Endpoint
 from shared.topology import load_topology_options
@@ -36,7 +36,7 @@ def test_in_topic_per_event_deleting_a_handled_events_subscription_names_the_eve
     plan = delete_subscription("Billing.InvoiceIssued", "shipping")
 
     assert handled_deletes(endpoint("shipping"), "shipping", options, plan) == {
-        "Billing.InvoiceIssued": ["app.sample_endpoints.ship_invoiced_order"]
+        "Billing.InvoiceIssued": ["app.endpoints.sample.endpoints.ship_invoiced_order"]
     }
 
 
@@ -49,7 +49,7 @@ def test_an_interface_handler_needs_the_interfaces_subscription_not_an_implement
     )
     implementer = handled_deletes(crm, "crm", options, delete_subscription("Tenant.CustomerCreated", "crm"))
 
-    assert interface == {"Tenant.ICustomerLifecycleEvent": ["app.sample_endpoints.track_customer"]}
+    assert interface == {"Tenant.ICustomerLifecycleEvent": ["app.endpoints.sample.endpoints.track_customer"]}
     assert implementer == {}
 
 
@@ -77,6 +77,6 @@ def test_a_refusal_is_a_409_listing_each_handled_event_and_an_unhosted_endpoint_
     refuse_handled_deletes(None, "billing", options, plan)
 
     assert refused.value.status == 409
-    assert "Shipping.OrderAccepted is handled by app.sample_endpoints.invoice_accepted_order" in (
+    assert "Shipping.OrderAccepted is handled by app.endpoints.sample.endpoints.invoice_accepted_order" in (
         refused.value.details
     )

@@ -14,7 +14,7 @@ from azure.mgmt.servicebus.models import SBTopic
 from azure.servicebus import ServiceBusClient
 
 from app import runtime
-from app.sample_events import CustomerCreated, sample_registry
+from app.endpoints.sample.events import CustomerCreated, sample_registry
 from app.services import publishing_from_settings
 from emulator.testing import EmulatorHandle, start_emulator
 from emulator.tier import Sku

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from app.sample_events import (
+from app.endpoints.sample.events import (
     CustomerCreated,
     InvoiceIssued,
     IOrderAccepted,

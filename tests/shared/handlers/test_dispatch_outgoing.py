@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from azure.servicebus import ServiceBusClient
 
-from app.sample_events import CustomerUpdated, InvoiceIssued, OrderAccepted, sample_registry
+from app.endpoints.sample.events import CustomerUpdated, InvoiceIssued, OrderAccepted, sample_registry
 from shared.contracts import ENCLOSED_MESSAGE_TYPES
 from shared.handlers.context import HandlerContext
 from shared.handlers.dispatch import Complete, Dispatcher, HandlerRegistry, Retry

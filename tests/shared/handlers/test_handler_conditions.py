@@ -6,15 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from app.sample_endpoints import sample_catalog
-from app.sample_events import IOrderStatusChanged, OrderAccepted, sample_registry
-from shared.app_settings import AppSetting
+from app.endpoints.sample import sample_catalog
+from app.endpoints.sample.events import IOrderStatusChanged, OrderAccepted, sample_registry
 from shared.contracts import ContractError
 from shared.handlers import Endpoint, HandlerContext, HandlerRegistry
 from shared.topology.content_filters import ContentFilter
 from shared.topology.desired import SubscribedEvent
-
-QUEUE = AppSetting("TESTS_CONDITIONS_QUEUE", "a test endpoint's queue", "conditions")
 
 
 def _noop(event: object, context: HandlerContext) -> None:
@@ -54,7 +51,7 @@ def test_a_correlation_condition_is_a_mapping_of_promoted_properties() -> None:
     handlers = HandlerRegistry()
     handlers.register(OrderAccepted, _noop, where={"region": "emea"})
 
-    endpoint = Endpoint("emea", QUEUE, sample_registry(), handlers)
+    endpoint = Endpoint("emea", sample_registry(), handlers)
 
     [subscribed] = endpoint.subscriptions()
     assert subscribed.filter == ContentFilter(properties=(("region", "emea"),))
@@ -66,7 +63,7 @@ def test_two_handlers_of_one_event_under_different_conditions_are_refused_naming
     handlers.register(OrderAccepted, _other, where={"region": "emea"})
 
     with pytest.raises(ContractError) as raised:
-        Endpoint("mixed", QUEUE, sample_registry(), handlers)
+        Endpoint("mixed", sample_registry(), handlers)
 
     message = str(raised.value)
     assert "would receive Shipping.OrderAccepted under different conditions" in message
@@ -81,7 +78,7 @@ def test_a_filtered_handler_beside_an_unfiltered_interface_handler_of_the_same_e
     handlers.register(IOrderStatusChanged, _other)
 
     with pytest.raises(ContractError, match=r"_other \(every event\)"):
-        Endpoint("mixed", QUEUE, sample_registry(), handlers)
+        Endpoint("mixed", sample_registry(), handlers)
 
 
 def test_two_handlers_under_the_same_condition_share_one_subscription() -> None:
@@ -89,7 +86,7 @@ def test_two_handlers_under_the_same_condition_share_one_subscription() -> None:
     handlers.register(OrderAccepted, _noop, where="amount >= 1000")
     handlers.register(OrderAccepted, _other, where="amount >= 1000")
 
-    endpoint = Endpoint("twins", QUEUE, sample_registry(), handlers)
+    endpoint = Endpoint("twins", sample_registry(), handlers)
 
     assert endpoint.subscriptions() == [
         SubscribedEvent("Shipping.OrderAccepted", filter=ContentFilter(sql="amount >= 1000"))

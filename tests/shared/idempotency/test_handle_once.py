@@ -15,7 +15,6 @@ import pytest
 from azure.core.exceptions import ServiceRequestError
 from azure.data.tables import TableServiceClient
 
-from shared.app_settings import AppSetting
 from shared.contracts import ContractRegistry, Event
 from shared.handlers import Endpoint, HandlerContext, HandlerRegistry
 from shared.handlers.context import OutgoingPublish
@@ -57,7 +56,7 @@ def invoice(event: Ordered, context: HandlerContext) -> None:
     context.publish(Invoiced(order_id=event.order_id, amount=event.amount))
 
 
-ENDPOINT = Endpoint("billing", AppSetting("Q", "test", "billing"), ContractRegistry(Ordered), HANDLERS)
+ENDPOINT = Endpoint("billing", ContractRegistry(Ordered), HANDLERS)
 
 
 @dataclass
@@ -159,7 +158,7 @@ def test_a_failed_handler_commits_nothing_and_the_retry_runs_it_again(records: H
         context.store.put("invoice", {"amount": 1})
         raise TimeoutError("the database timed out")
 
-    endpoint = Endpoint("billing", AppSetting("Q", "test", "billing"), ContractRegistry(Ordered), failing)
+    endpoint = Endpoint("billing", ContractRegistry(Ordered), failing)
     outcome, _ = handle_once(endpoint, copy, records, Dispatched())
     assert isinstance(outcome, Retry)
     assert records.get(partition_of("billing", copy), str(copy.message_id)) is None
@@ -254,7 +253,7 @@ def test_two_messages_of_one_partition_acting_on_the_same_row_at_once_commit_one
         context.store.put("invoice", {"amount": event.amount})
         context.publish(Invoiced(order_id=event.order_id, amount=event.amount))
 
-    endpoint = Endpoint("billing", AppSetting("Q", "test", "billing"), ContractRegistry(Ordered), once)
+    endpoint = Endpoint("billing", ContractRegistry(Ordered), once)
     first, second = message("o-6"), message("o-6")  # two events of one order: two message ids
     dispatched = Dispatched()
     results: list[object] = []

@@ -21,7 +21,6 @@ from azure.data.tables import TableServiceClient
 from azure.servicebus import NEXT_AVAILABLE_SESSION, ServiceBusClient, ServiceBusMessage, ServiceBusSubQueue
 
 from emulator.testing import EmulatorHandle, running_emulator
-from shared.app_settings import AppSetting
 from shared.contracts import ContractRegistry, Event
 from shared.envelope.sdk import from_received, readable_body
 from shared.handlers import Endpoint, HandlerContext, HandlerRegistry, PermanentHandlerError
@@ -70,9 +69,7 @@ RECORDS = HandledRecords(
         f"t{uuid.uuid4().hex}"
     )
 )
-ENDPOINT = Endpoint(
-    "noter", AppSetting("NOTER_QUEUE", "test", "noter"), ContractRegistry(Noted), REGISTRY, True
-)
+ENDPOINT = Endpoint("noter", ContractRegistry(Noted), REGISTRY, ordered=True)
 
 
 class NoTransport:

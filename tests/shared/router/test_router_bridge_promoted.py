@@ -16,7 +16,7 @@ from azure.mgmt.servicebus.models import (
 )
 from azure.servicebus import ServiceBusReceivedMessage
 
-from app.sample_events import OrderAccepted
+from app.endpoints.sample.events import OrderAccepted
 from shared.envelope.properties import AmqpType, amqp_type
 from shared.envelope.sdk import from_received, readable_body
 from shared.envelope.sdk_property_types import typed_receiver

@@ -20,7 +20,7 @@ import pytest
 from azure.mgmt.servicebus.models import SBSubscription, SBTopic, SBTopicProperties
 from azure.servicebus import ServiceBusClient, ServiceBusMessage, ServiceBusReceivedMessage
 
-from app.sample_events import sample_registry
+from app.endpoints.sample.events import sample_registry
 from emulator.testing import EmulatorHandle
 from shared.contracts import ENCLOSED_MESSAGE_TYPES
 from shared.envelope.sdk import from_received, readable_body

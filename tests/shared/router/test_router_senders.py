@@ -15,7 +15,7 @@ from azure.mgmt.servicebus.models import SBSubscription, SBTopic
 from azure.servicebus import ServiceBusClient, ServiceBusMessage
 
 import shared.router.service as router_service
-from app.sample_events import sample_registry
+from app.endpoints.sample.events import sample_registry
 from emulator.testing import EmulatorHandle
 from shared.contracts import ENCLOSED_MESSAGE_TYPES
 from shared.envelope.sdk import readable_from_received

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 
 import pytest
 
-from app.sample_events import OrderAccepted, OrderAcceptedV2, OrderDeclined
+from app.endpoints.sample.events import OrderAccepted, OrderAcceptedV2, OrderDeclined
 from shared.contracts import Event, enclosed_types
 from shared.handlers.conditions import handler_condition
 from shared.messages import IncomingMessage

@@ -193,15 +193,17 @@ def test_ordered_apply_of_keyed_contracts_from_the_named_registry_creates_the_se
     assert management.queues.get(*management.scope, f"{ns}/loyalty").requires_session is True
 
 
-def test_ordered_plan_of_an_event_the_default_sample_registry_does_not_know_exits_2(
+def test_ordered_plan_of_an_event_the_default_registry_does_not_know_exits_2(
     emulator: EmulatorHandle, ns: str
 ) -> None:
-    args = ["--hierarchy", ns, "--endpoint", "loyalty", "--ordered", "--events", "Loyalty.PointsEarned"]
+    # The default registry is the app's, whatever endpoint modules it has: no contract is named like this.
+    unknown = f"Nowhere.Unknown{ns.replace('-', '')}"
+    args = ["--hierarchy", ns, "--endpoint", "loyalty", "--ordered", "--events", unknown]
 
     code, (document,) = _run(["plan", *args], _env(emulator))
 
     assert code == 2
-    assert document["contracts"] == ["Loyalty.PointsEarned"]
+    assert document["contracts"] == [unknown]
     assert "is not a contract the app knows" in str(document["errors"])
 
 

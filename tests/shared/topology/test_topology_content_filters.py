@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from app.sample_events import OrderAccepted, sample_registry
+from app.endpoints.sample.events import OrderAccepted, sample_registry
 from shared.contracts import Event
 from shared.topology import TopologyOptions, desired_state, parse_topology_options
 from shared.topology.cli import run

@@ -10,8 +10,8 @@ from typing import Any
 from azure.servicebus import ServiceBusClient
 
 from app.bootstrap import provision_endpoints
-from app.sample_endpoints import sample_catalog
-from app.sample_events import OrderAccepted, OrderDeclined
+from app.endpoints.sample import sample_catalog
+from app.endpoints.sample.events import OrderAccepted, OrderDeclined
 from shared.contracts import Event
 from shared.management import ManagementClient
 from shared.topology import Provisioner, Publisher, TopologyOptions, desired_state, parse_topology_options

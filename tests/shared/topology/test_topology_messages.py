@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 
-from app.sample_events import OrderAccepted, OrderAcceptedV2
+from app.endpoints.sample.events import OrderAccepted, OrderAcceptedV2
 from shared.contracts import ENCLOSED_MESSAGE_TYPES, Event
 from shared.topology import TopicRoutingMode, build_message, correlation_stamps, publish_headers
 from shared.topology.messages import MESSAGE_ID

@@ -31,7 +31,7 @@ import pytest
 from azure.servicebus import NEXT_AVAILABLE_SESSION, ServiceBusClient, ServiceBusReceivedMessage
 from azure.servicebus.exceptions import ServiceBusError
 
-from app.sample_events import CustomerUpdated
+from app.endpoints.sample.events import CustomerUpdated
 from emulator.testing import EmulatorHandle, start_emulator
 from shared.management import EMULATOR_NAMESPACE, ManagementClient, ManagementSettings
 from shared.topology import Publisher, parse_topology_options

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 from azure.servicebus import ServiceBusClient
 
-from app.sample_events import OrderAccepted, OrderDeclined, sample_registry
+from app.endpoints.sample.events import OrderAccepted, OrderDeclined, sample_registry
 from emulator.testing import EmulatorHandle
 from shared.contracts import ContractRegistry, Event
 from shared.management import ManagementClient

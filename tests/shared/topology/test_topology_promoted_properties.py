@@ -14,7 +14,7 @@ from azure.mgmt.servicebus.models import (
 )
 from azure.servicebus import ServiceBusClient
 
-from app.sample_events import OrderAccepted
+from app.endpoints.sample.events import OrderAccepted
 from shared.contracts import Event
 from shared.envelope.properties import AmqpType, amqp_type
 from shared.envelope.sdk import from_received, readable_body

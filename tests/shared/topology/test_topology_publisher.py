@@ -8,7 +8,7 @@ import pytest
 from azure.servicebus import ServiceBusClient
 from azure.servicebus.exceptions import ServiceBusAuthenticationError
 
-from app.sample_events import CustomerCreated, OrderAccepted
+from app.endpoints.sample.events import CustomerCreated, OrderAccepted
 from shared.management import ManagementClient
 from shared.servicebus_errors import is_entity_not_found
 from shared.topology import Publisher, TopologyOptions, UnmappedEventError

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.sample_events import CustomerCreated, IOrderStatusChanged, OrderAccepted, OrderDeclined
+from app.endpoints.sample.events import CustomerCreated, IOrderStatusChanged, OrderAccepted, OrderDeclined
 from shared.contracts import ContractError
 from shared.topology import (
     FallbackTopicOptions,

@@ -8,7 +8,7 @@ from typing import Any
 
 from azure.servicebus import ServiceBusClient, ServiceBusReceivedMessage
 
-from app.sample_events import (
+from app.endpoints.sample.events import (
     CustomerCreated,
     CustomerDeleted,
     CustomerUpdated,

@@ -1,4 +1,5 @@
-"""The sample domain: four endpoints over the seeds' events, so ``make run`` shows real traffic.
+"""The sample's four endpoints over the seeds' events (:mod:`app.endpoints.sample.events`), so ``make run``
+shows real traffic.
 
 - **billing** (queue ``BUSBAR_BILLING_QUEUE``) handles ``Shipping.OrderAccepted`` and
   ``Shipping.OrderAcceptedV2`` and publishes ``Billing.InvoiceIssued`` for each. An order with a negative
@@ -18,20 +19,12 @@ No endpoint handles ``Billing.PaymentReceived``: published, it is archived by th
 
 billing keeps each invoice and shipping each shipment as a row of its own (``context.store``: committed with
 the record of the handled message id, so each order is invoiced and shipped once however often a message is
-delivered). Every handler notes what it handled in :data:`JOURNAL`, the sample's stand-in for a database,
-which ``make run`` logs (and, with ``BUSBAR_PROBE_RECORD``, in the durable test probe of :mod:`app.probe`,
-which the chaos run accounts with and the end-to-end tests read: the handlers run in the worker process).
+delivered). Every handler notes what it handled in the sample's journal (:mod:`app.endpoints.sample.journal`).
 """
 
 from __future__ import annotations
 
-import logging
-import threading
-from collections import deque
-from dataclasses import dataclass
-
-from app import probe
-from app.sample_events import (
+from app.endpoints.sample.events import (
     CustomerUpdated,
     ICustomerLifecycleEvent,
     InvoiceIssued,
@@ -40,68 +33,12 @@ from app.sample_events import (
     OrderAcceptedV2,
     sample_registry,
 )
-from shared.app_settings import AppSetting
+from app.endpoints.sample.journal import JOURNAL
 from shared.handlers import Endpoint, EndpointCatalog, HandlerContext, HandlerRegistry, PermanentHandlerError
-
-logger = logging.getLogger("busbar.sample")
-
-BILLING_QUEUE = AppSetting("BUSBAR_BILLING_QUEUE", "Input queue of the sample billing endpoint.", "billing")
-CRM_QUEUE = AppSetting("BUSBAR_CRM_QUEUE", "Input queue of the sample CRM endpoint.", "crm")
-SHIPPING_QUEUE = AppSetting(
-    "BUSBAR_SHIPPING_QUEUE", "Input queue of the sample shipping endpoint.", "shipping"
-)
-
-SALES_QUEUE = AppSetting("BUSBAR_SALES_QUEUE", "Input queue of the sample sales endpoint.", "sales")
 
 HIGH_VALUE = "amount >= 1000"
 """The condition of the sales endpoint's subscription: SQL over ``OrderAccepted``'s promoted ``amount``."""
 
-SETTINGS: tuple[AppSetting, ...] = (BILLING_QUEUE, CRM_QUEUE, SHIPPING_QUEUE, SALES_QUEUE)
-
-
-@dataclass(frozen=True, slots=True)
-class HandledEvent:
-    """One handler call: which endpoint, which contract arrived (concrete name) and the message id."""
-
-    endpoint: str
-    contract: str
-    key: str  # the order or customer id
-    message_id: str | None
-    correlation_id: str | None
-    detail: str = ""  # what the handler recorded (a customer's name)
-
-
-class Journal:
-    """A bounded, thread-safe record of handled events (the sample endpoints' "database")."""
-
-    def __init__(self, capacity: int = 10_000) -> None:
-        self._entries: deque[HandledEvent] = deque(maxlen=capacity)
-        self._lock = threading.Lock()
-
-    def note(self, endpoint: str, contract: str, key: str, context: HandlerContext, detail: str = "") -> None:
-        entry = HandledEvent(endpoint, contract, key, context.message_id, context.correlation_id, detail)
-        with self._lock:
-            self._entries.append(entry)
-        probe.record(
-            {
-                "endpoint": endpoint,
-                "contract": contract,
-                "key": key,
-                "message_id": context.message_id,
-                "correlation_id": context.correlation_id,
-                "delivery_count": context.incoming.delivery_count,
-                "detail": detail,
-            }
-        )
-        logger.info("%s handled %s for %s (message %s)", endpoint, contract, key, context.message_id)
-
-    def entries(self, key: str | None = None) -> list[HandledEvent]:
-        """Everything handled, oldest first; only entries about ``key`` when given."""
-        with self._lock:
-            return [e for e in self._entries if key is None or e.key == key]
-
-
-JOURNAL = Journal()
 
 _billing = HandlerRegistry()
 _crm = HandlerRegistry()
@@ -171,12 +108,16 @@ def _arrived_as(context: HandlerContext, event: object) -> str:
     return context.incoming.contract_type or type(event).__name__
 
 
+_contracts = sample_registry()
+BILLING = Endpoint("billing", _contracts, _billing)
+CRM = Endpoint("crm", _contracts, _crm, ordered=True)
+SHIPPING = Endpoint("shipping", _contracts, _shipping)
+SALES = Endpoint("sales", _contracts, _sales)
+
+ENDPOINTS: tuple[Endpoint, ...] = (BILLING, CRM, SHIPPING, SALES)
+"""The four sample endpoints, as the app hosts them (crm ordered, sales filtered by content)."""
+
+
 def sample_catalog() -> EndpointCatalog:
-    """The four sample endpoints (crm ordered, sales filtered by content)."""
-    contracts = sample_registry()
-    return EndpointCatalog(
-        Endpoint("billing", BILLING_QUEUE, contracts, _billing),
-        Endpoint("crm", CRM_QUEUE, contracts, _crm, ordered=True),
-        Endpoint("shipping", SHIPPING_QUEUE, contracts, _shipping),
-        Endpoint("sales", SALES_QUEUE, contracts, _sales),
-    )
+    """The four sample endpoints in a catalog of their own (what tests host without discovery)."""
+    return EndpointCatalog(*ENDPOINTS)

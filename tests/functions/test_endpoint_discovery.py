@@ -1,0 +1,186 @@
+"""Which endpoints the app hosts: every endpoint module under ``app/endpoints/`` (app.discovery).
+
+The discovery is exercised on packages of endpoint modules written here (imported for real, from a
+temporary directory on ``sys.path``) and on the app's own ``app/endpoints/``; the sample's switch
+``BUSBAR_SAMPLE_ENDPOINTS``; an endpoint's queue setting derived from its name.
+"""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import pytest
+
+from app.discovery import (
+    ENDPOINT_MODULES,
+    SAMPLE_ENDPOINTS,
+    EndpointDiscoveryError,
+    endpoint_module_names,
+    hosted_catalog,
+    sample_enabled,
+)
+from app.settings import require_valid_settings
+from shared.handlers import ContractRegistry, Endpoint, HandlerRegistry
+from shared.management import SettingsError
+from shared.settings_check import InvalidAppSettings
+
+pytestmark = pytest.mark.timeout(30)
+
+HEADER = "from shared.handlers import ContractRegistry, Endpoint, HandlerRegistry\n"
+
+
+def endpoint_package(root: Path, modules: dict[str, str]) -> tuple[str, Path]:
+    """A package of endpoint modules under ``root`` (``name`` -> source; ``pkg/__init__`` for a package),
+    with a fresh name, so each test imports its own."""
+    package = f"endpoints_{uuid.uuid4().hex[:8]}"
+    directory = root / package
+    directory.mkdir()
+    (directory / "__init__.py").write_text('"""Test endpoint modules."""\n')
+    for name, source in modules.items():
+        path = directory / f"{name}.py"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(HEADER + source)
+    return package, directory
+
+
+@pytest.fixture
+def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return tmp_path
+
+
+def test_every_endpoint_at_module_level_or_in_endpoints_of_every_module_is_hosted_once(root: Path) -> None:
+    package, directory = endpoint_package(
+        root,
+        {
+            "loyalty": 'LOYALTY = Endpoint("loyalty", ContractRegistry(), HandlerRegistry())\n',
+            "listed": "ENDPOINTS = [\n"
+            '    Endpoint("audit", ContractRegistry(), HandlerRegistry()),\n'
+            '    Endpoint("archive", ContractRegistry(), HandlerRegistry()),\n'
+            "]\n",
+            "team/__init__": "from .inner import TEAM\n",
+            "team/inner": 'TEAM = Endpoint("team", ContractRegistry(), HandlerRegistry(), ordered=False)\n',
+            # Imports another module's endpoint: the same object, hosted once.
+            "again": "from {package}.loyalty import LOYALTY\n",
+            "helpers": "NOT_AN_ENDPOINT = 3\n",
+            "_private": 'HIDDEN = Endpoint("hidden", ContractRegistry(), HandlerRegistry())\n',
+        },
+    )
+    again = directory / "again.py"
+    again.write_text(again.read_text().replace("{package}", package))
+
+    catalog = hosted_catalog({}, package, directory)
+
+    assert catalog.names() == ["archive", "audit", "loyalty", "team"]
+    assert endpoint_module_names({}, package, directory) == [
+        f"{package}.{name}" for name in ("again", "helpers", "listed", "loyalty", "team")
+    ]
+
+
+def test_a_module_that_cannot_be_imported_is_an_error_naming_it_with_its_cause(root: Path) -> None:
+    package, directory = endpoint_package(
+        root,
+        {
+            "fine": 'FINE = Endpoint("fine", ContractRegistry(), HandlerRegistry())\n',
+            "broken": "import no_such_module_anywhere\n",
+        },
+    )
+
+    with pytest.raises(EndpointDiscoveryError) as raised:
+        hosted_catalog({}, package, directory)
+
+    message = str(raised.value)
+    assert f"endpoint module {package}.broken ({directory / 'broken'}) cannot be imported" in message
+    assert "ModuleNotFoundError: No module named 'no_such_module_anywhere'" in message
+    assert isinstance(raised.value.__cause__, ModuleNotFoundError)
+
+
+def test_two_endpoints_of_one_name_in_two_modules_are_an_error_naming_both_modules(root: Path) -> None:
+    package, directory = endpoint_package(
+        root,
+        {
+            "first": 'A = Endpoint("billing", ContractRegistry(), HandlerRegistry())\n',
+            "second": 'B = Endpoint("billing", ContractRegistry(), HandlerRegistry())\n',
+        },
+    )
+
+    with pytest.raises(EndpointDiscoveryError, match="endpoint 'billing' is declared twice") as raised:
+        hosted_catalog({}, package, directory)
+
+    assert f"in {package}.first and in {package}.second" in str(raised.value)
+
+
+def test_an_endpoints_list_holding_something_else_is_an_error_naming_the_module(root: Path) -> None:
+    package, directory = endpoint_package(root, {"odd": 'ENDPOINTS = ["loyalty"]\n'})
+
+    with pytest.raises(EndpointDiscoveryError, match=rf"{package}.odd: ENDPOINTS must be a list or tuple"):
+        hosted_catalog({}, package, directory)
+
+
+def test_the_app_hosts_the_samples_four_endpoints_unless_the_sample_is_switched_off() -> None:
+    sample = {"billing", "crm", "sales", "shipping"}
+    hosted = set(hosted_catalog({}).names())
+    assert sample <= hosted
+    for off in ("false", "off", "FALSE", " Off "):
+        assert sample_enabled({SAMPLE_ENDPOINTS.name: off}) is False
+        # Your endpoint modules beside it (none in Busbar's checkout) stay.
+        assert set(hosted_catalog({SAMPLE_ENDPOINTS.name: off}).names()) == hosted - sample
+    for on in ("true", "on", "TRUE", ""):
+        assert sample_enabled({SAMPLE_ENDPOINTS.name: on}) is True
+
+
+def test_a_sample_switch_that_is_neither_true_nor_false_is_a_settings_error_naming_it() -> None:
+    env = {SAMPLE_ENDPOINTS.name: "nope"}
+
+    with pytest.raises(SettingsError, match=r"BUSBAR_SAMPLE_ENDPOINTS must be 'true' or 'false'.*'nope'"):
+        hosted_catalog(env)
+    with pytest.raises(InvalidAppSettings) as raised:
+        require_valid_settings(env)
+    assert any(p.startswith("BUSBAR_SAMPLE_ENDPOINTS must be") for p in raised.value.problems)
+
+
+def test_the_endpoint_modules_setting_hosts_the_modules_it_names_only(root: Path) -> None:
+    package, directory = endpoint_package(
+        root,
+        {
+            "loyalty": 'LOYALTY = Endpoint("loyalty", ContractRegistry(), HandlerRegistry())\n',
+            "audit": 'AUDIT = Endpoint("audit", ContractRegistry(), HandlerRegistry())\n',
+            "broken": "raise RuntimeError('never imported unless named')\n",
+        },
+    )
+
+    chosen = hosted_catalog({ENDPOINT_MODULES.name: " loyalty , audit "}, package, directory)
+
+    assert chosen.names() == ["audit", "loyalty"]
+    # In the order of the module's ENDPOINTS (the console lists them so).
+    sample = hosted_catalog({ENDPOINT_MODULES.name: "sample"})
+    assert [e.name for e in sample] == ["billing", "crm", "shipping", "sales"]
+
+
+def test_an_endpoint_modules_setting_naming_what_is_not_there_is_a_settings_error_naming_each(
+    root: Path,
+) -> None:
+    package, directory = endpoint_package(
+        root, {"loyalty": 'LOYALTY = Endpoint("loyalty", ContractRegistry(), HandlerRegistry())\n'}
+    )
+
+    with pytest.raises(SettingsError) as raised:
+        hosted_catalog({ENDPOINT_MODULES.name: "loyalty,loyalyt"}, package, directory)
+    assert raised.value.problems == [
+        f"BUSBAR_ENDPOINT_MODULES names 'loyalyt', which {directory} does not hold (it holds: loyalty)"
+    ]
+    with pytest.raises(InvalidAppSettings) as refused:
+        require_valid_settings({ENDPOINT_MODULES.name: "sample", SAMPLE_ENDPOINTS.name: "false"})
+    assert "BUSBAR_ENDPOINT_MODULES names 'sample', which BUSBAR_SAMPLE_ENDPOINTS switches off" in (
+        refused.value.problems
+    )
+
+
+def test_an_endpoints_queue_is_its_name_unless_its_derived_setting_names_another() -> None:
+    endpoint = Endpoint("order-history", ContractRegistry(), HandlerRegistry())
+
+    assert endpoint.queue_setting.name == "BUSBAR_ORDER_HISTORY_QUEUE"
+    assert endpoint.queue({}) == "order-history"
+    assert endpoint.queue({"BUSBAR_ORDER_HISTORY_QUEUE": " history-v2 "}) == "history-v2"
+    assert endpoint.queue({"BUSBAR_ORDER_HISTORY_QUEUE": " "}) == "order-history"
