@@ -6,7 +6,7 @@ here; the logic lives in ``shared/``.
 
 import azure.functions as func
 
-from app.provision_on_start import provision_on_start
+from app.bootstrap import provision_on_start
 from app.runtime import environment
 from app.telemetry import configure_telemetry
 from functions import (
@@ -23,7 +23,7 @@ from functions import (
 # APPLICATIONINSIGHTS_CONNECTION_STRING is set, none (the API's no-op) otherwise.
 configure_telemetry(environment())
 # BUSBAR_PROVISION_ON_START (on in Azure): the topology exists before the host starts any listener, which it
-# does only after this import has indexed the functions (app/provision_on_start.py).
+# does only after this import has indexed the functions (app/bootstrap.py, app/provision_on_start.py).
 provision_on_start(environment())
 
 app = func.FunctionApp(http_auth_level=func.AuthLevel.FUNCTION)

@@ -28,6 +28,7 @@ from azure.core.exceptions import HttpResponseError
 from azure.mgmt.servicebus.models import SBSubscription, SBSubscriptionProperties, SBTopic, SBTopicProperties
 
 from app.discovery import hosted_catalog
+from app.provision_on_start import enabled
 from app.settings import require_valid_settings
 from shared.api.provisioning.lock import (
     LOCK_QUEUE,
@@ -238,3 +239,16 @@ def _create_missing(get: Callable[[], object], create: Callable[[], object]) -> 
             raise
         return get()
     return None
+
+
+def provision_on_start(
+    settings: Mapping[str, str], endpoints: Iterable[Endpoint] | None = None
+) -> ApplyResult | None:
+    """Provision the app's endpoints (``endpoints``: those ``settings`` host) under the provisioning lock when
+    ``BUSBAR_PROVISION_ON_START`` is on; what was created and found, ``None`` when off. Raises what the
+    planner and the management plane refuse (nothing is applied then)."""
+    if not enabled(settings):
+        return None
+    result = provision_app(settings, endpoints, locked=True)
+    log.info("provisioned on start: %d created, %d unchanged", len(result.created), len(result.unchanged))
+    return result

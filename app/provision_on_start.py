@@ -1,10 +1,10 @@
 """The deployed app provisions the endpoints it hosts when it starts (``BUSBAR_PROVISION_ON_START``).
 
-``function_app.py`` calls :func:`provision_on_start` at import. The Python worker imports it to index the
-functions (azure-functions-runtime 1.3.0, ``handle_event.worker_init_request`` →
-``load_function_metadata`` → ``index_functions`` → ``loader.index_function_app``), and the host learns the
-functions, and so which Service Bus listeners to start, only from that index
-(``functions_metadata_request`` answers with it). So the endpoints' queues, topics and subscriptions exist
+``function_app.py`` calls :func:`app.bootstrap.provision_on_start` at import (which reads this setting).
+The Python worker imports it to index the functions (azure-functions-runtime 1.3.0,
+``handle_event.worker_init_request`` → ``load_function_metadata`` → ``index_functions`` →
+``loader.index_function_app``), and the host learns the functions, and so which Service Bus listeners to
+start, only from that index (``functions_metadata_request`` answers with it). So the endpoints' queues, topics and subscriptions exist
 before any trigger listens on them, and a start-up the planner refuses (a queue that needs a new name, an
 event that would be delivered twice, a quota) fails the indexing with the planner's message: the app
 does not run on a topology that would lose or double events.
@@ -19,12 +19,9 @@ Owner covers the data plane only). Off by default: under ``make run`` devhost's 
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 
 from shared.app_settings import AppSetting, read
-from shared.handlers.endpoints import Endpoint
-from shared.topology import ApplyResult
 
 PROVISION_ON_START = AppSetting(
     "BUSBAR_PROVISION_ON_START",
@@ -36,24 +33,7 @@ PROVISION_ON_START = AppSetting(
 
 SETTINGS: tuple[AppSetting, ...] = (PROVISION_ON_START,)
 
-log = logging.getLogger(__name__)
-
 
 def enabled(settings: Mapping[str, str]) -> bool:
     """Whether ``BUSBAR_PROVISION_ON_START`` is on (``true``/``1``/``yes``, any case)."""
     return (read(PROVISION_ON_START, settings) or "").lower() in ("true", "1", "yes")
-
-
-def provision_on_start(
-    settings: Mapping[str, str], endpoints: Iterable[Endpoint] | None = None
-) -> ApplyResult | None:
-    """Provision the app's endpoints (``endpoints``: the app's catalog) under the provisioning lock when
-    ``BUSBAR_PROVISION_ON_START`` is on; what was created and found, ``None`` when off. Raises what the
-    planner and the management plane refuse (nothing is applied then)."""
-    if not enabled(settings):
-        return None
-    from app.bootstrap import provision_app  # the management client and planner: only when on
-
-    result = provision_app(settings, endpoints, locked=True)
-    log.info("provisioned on start: %d created, %d unchanged", len(result.created), len(result.unchanged))
-    return result

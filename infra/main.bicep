@@ -39,12 +39,6 @@ param fallbackTopicName string = 'busbar-fallback'
 @description('Catch-all subscription of the fallback router on the fallback topic (BUSBAR_ROUTER_SUBSCRIPTION).')
 param routerSubscriptionName string = 'busbar-router'
 
-@description('Input queues of the hosted endpoints: billing, crm, shipping, sales (BUSBAR_BILLING_QUEUE, BUSBAR_CRM_QUEUE, BUSBAR_SHIPPING_QUEUE, BUSBAR_SALES_QUEUE).')
-param billingQueueName string = 'billing'
-param crmQueueName string = 'crm'
-param shippingQueueName string = 'shipping'
-param salesQueueName string = 'sales'
-
 @description('Routing mode of the fallback topic (BUSBAR_FALLBACK_ROUTING_MODE).')
 @allowed([
   'CorrelationFilter'
@@ -176,10 +170,6 @@ module functionApp 'modules/functionapp.bicep' = {
     fallbackTopicName: serviceBus.outputs.fallbackTopicName
     fallbackRoutingMode: fallbackRoutingMode
     routerSubscriptionName: serviceBus.outputs.routerSubscriptionName
-    billingQueueName: billingQueueName
-    crmQueueName: crmQueueName
-    shippingQueueName: shippingQueueName
-    salesQueueName: salesQueueName
     hierarchyNamespace: hierarchyNamespace
     duplicateDetectionWindow: duplicateDetectionWindow
     provisionableEndpoints: provisionableEndpoints

@@ -34,12 +34,6 @@ param fallbackTopicName string
 @description('Catch-all subscription of the fallback router on the fallback topic.')
 param routerSubscriptionName string
 
-@description('Input queues of the hosted endpoints.')
-param billingQueueName string
-param crmQueueName string
-param shippingQueueName string
-param salesQueueName string
-
 @description('Routing mode of the fallback topic: CorrelationFilter or SqlLikeFilter.')
 param fallbackRoutingMode string
 
@@ -235,22 +229,6 @@ resource app 'Microsoft.Web/sites@2024-04-01' = {
         {
           name: 'BUSBAR_ENDPOINT_MODULES'
           value: ''
-        }
-        {
-          name: 'BUSBAR_BILLING_QUEUE'
-          value: billingQueueName
-        }
-        {
-          name: 'BUSBAR_CRM_QUEUE'
-          value: crmQueueName
-        }
-        {
-          name: 'BUSBAR_SHIPPING_QUEUE'
-          value: shippingQueueName
-        }
-        {
-          name: 'BUSBAR_SALES_QUEUE'
-          value: salesQueueName
         }
         {
           name: 'BUSBAR_ROUTER_SUBSCRIPTION'

@@ -15,7 +15,7 @@ from concurrent.futures import ProcessPoolExecutor
 
 import pytest
 
-from app.provision_on_start import provision_on_start
+from app.bootstrap import provision_on_start
 from emulator.server import EmulatorThread
 from tests.functions.busbar_app import app_settings, management_for
 
