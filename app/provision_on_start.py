@@ -1,13 +1,13 @@
 """The deployed app provisions the endpoints it hosts when it starts (``BUSBAR_PROVISION_ON_START``).
 
-``function_app.py`` calls :func:`app.bootstrap.provision_on_start` at import (which reads this setting).
-The Python worker imports it to index the functions (azure-functions-runtime 1.3.0,
+``function_app.py`` calls :func:`app.bootstrap.provision_on_start` at import (which reads this setting). The
+Python worker imports it to index the functions (azure-functions-runtime 1.3.0,
 ``handle_event.worker_init_request`` → ``load_function_metadata`` → ``index_functions`` →
 ``loader.index_function_app``), and the host learns the functions, and so which Service Bus listeners to
-start, only from that index (``functions_metadata_request`` answers with it). So the endpoints' queues, topics and subscriptions exist
-before any trigger listens on them, and a start-up the planner refuses (a queue that needs a new name, an
-event that would be delivered twice, a quota) fails the indexing with the planner's message: the app
-does not run on a topology that would lose or double events.
+start, only from that index (``functions_metadata_request`` answers with it). So the endpoints' queues, topics
+and subscriptions exist before any trigger listens on them, and a start-up the planner refuses (a queue that
+needs a new name, an event that would be delivered twice, a quota) fails the indexing with the planner's
+message: the app does not run on a topology that would lose or double events.
 
 Provisioning runs through the one planner (:func:`app.bootstrap.provision_app`) under every hosted
 endpoint's provisioning lock (the HTTP API's session locks), so instances starting at once take turns and
