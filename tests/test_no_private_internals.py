@@ -130,7 +130,8 @@ def product_files(root: Path) -> list[Path]:
 
 
 def is_private(name: str) -> bool:
-    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+    # "_" alone names nothing (it is the replacement in re.sub(pattern, "_", text), for one).
+    return len(name) > 1 and name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
 
 
 def _third_party(module: str) -> bool:
