@@ -80,3 +80,24 @@ def test_another_subscribers_subscription_to_an_event_a_hosted_endpoint_handles_
         f"{settings['BUSBAR_FALLBACK_TOPIC']}/Subscriptions/{endpoint}/Rules/Billing.InvoiceIssued"
     ]
     assert _rule_names(listed) == {"$default"}
+
+
+def test_a_put_leaving_out_an_event_the_endpoints_handlers_need_is_409_naming_them_and_changes_nothing(
+    http: httpx.Client, settings: dict[str, str]
+) -> None:
+    # A PUT declares the endpoint's whole list: leaving out shipping's handled Billing.InvoiceIssued would
+    # delete its rule as stale (and the start-up would re-create it), so the PUT is refused like the DELETE,
+    # its creates included.
+    first = http.put("/api/endpoints/shipping/subscriptions", json={"events": ["Billing.InvoiceIssued"]})
+
+    refused = http.put("/api/endpoints/shipping/subscriptions", json={"events": ["Tenant.CustomerDeleted"]})
+    listed = http.get("/api/endpoints/shipping/subscriptions")
+
+    assert first.status_code in (200, 201), first.text
+    assert refused.status_code == 409, refused.text
+    error = refused.json()["error"]
+    assert error["code"] == "SubscriptionHandled"
+    assert "endpoint shipping handles Billing.InvoiceIssued" in error["message"]
+    assert "nothing was changed" in error["message"]
+    assert error["handledBy"] == {"Billing.InvoiceIssued": ["app.endpoints.sample.endpoints.ship_invoiced_order"]}
+    assert _rule_names(listed) == {"$default", "billing.invoiceissued"}

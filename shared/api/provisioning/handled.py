@@ -1,10 +1,13 @@
-"""A hosted endpoint's subscriptions follow its handlers: a ``DELETE`` that would remove one is refused.
+"""A hosted endpoint's subscriptions follow its handlers: a ``DELETE`` (or a ``PUT`` leaving one out) that
+would remove one is refused.
 
 The app's start-up provisioning (``app/bootstrap.py``) plans every hosted endpoint's subscriptions from its
 handlers and creates what is missing. A subscription of a handled event that an operator deleted over HTTP
 would therefore come back at the next start, silently undoing the call, and until then the handlers would
 wait for events that never arrive. So the provisioning API refuses such a ``DELETE`` (409
-``SubscriptionHandled``, naming the event and its handlers) and deletes nothing: to stop a hosted endpoint
+``SubscriptionHandled``, naming the event and its handlers) and deletes nothing; a ``PUT`` whose list leaves
+out a handled event would delete its subscription as stale, and is refused the same way, changing nothing
+(not even its creates): to stop a hosted endpoint
 handling an event, remove the handler and deploy. What the code does not handle is not the code's and can
 still be deleted: an event a ``PUT`` added for a hosted endpoint without a handler for it, an event on a topic
 named with ``?topic=``, and every subscription of an endpoint the app does not host.
@@ -53,10 +56,16 @@ def handled_deletes(
 
 
 def refuse_handled_deletes(
-    endpoint: Endpoint | None, queue: str, options: TopologyOptions, plan: Plan
+    endpoint: Endpoint | None,
+    queue: str,
+    options: TopologyOptions,
+    plan: Plan,
+    *,
+    unchanged: str = "nothing was deleted",
 ) -> None:
-    """Raise :class:`SubscriptionHandled` when ``plan`` (an unsubscribe) would delete what the hosted
-    ``endpoint``'s handlers need; an endpoint the app does not host (``None``) has no handlers here."""
+    """Raise :class:`SubscriptionHandled` when ``plan`` (an unsubscribe, or a ``PUT``'s plan with its stale
+    deletes) would delete what the hosted ``endpoint``'s handlers need; an endpoint the app does not host
+    (``None``) has no handlers here. ``unchanged``: what the message says was left alone."""
     if endpoint is None:
         return
     handled = handled_deletes(endpoint, queue, options, plan)
@@ -64,8 +73,7 @@ def refuse_handled_deletes(
         return
     events = ", ".join(handled)
     raise SubscriptionHandled(
-        f"endpoint {endpoint.name} handles {events}: its subscriptions follow its handlers; nothing was "
-        "deleted",
+        f"endpoint {endpoint.name} handles {events}: its subscriptions follow its handlers; {unchanged}",
         [f"{event} is handled by {', '.join(handlers)}" for event, handlers in handled.items()]
         + [
             "to unsubscribe, remove the handler and deploy: the app's start-up provisioning re-creates a "

@@ -465,7 +465,9 @@ class ProvisioningService:
 
         Plan and apply run under the endpoint's lock (and, when the plan brings a topic near a quota, that
         topic's lock too), so concurrent requests for one endpoint apply one after the other, each planned
-        against what the previous one left: the final state is exactly the last request's desired state."""
+        against what the previous one left: the final state is exactly the last request's desired state.
+        A hosted endpoint's list that leaves out an event its handlers need is refused (409
+        ``SubscriptionHandled``, nothing changed), as a ``DELETE`` of it is."""
         target = self._endpoint(request)
         body = parse_body(SubscriptionsRequest, request.body)
         self._require_known(body.unmapped_event_types())
@@ -490,6 +492,10 @@ class ProvisioningService:
                     held.enter_context(self._serialised([topic_key(t) for t in plan.near_quota]))
                     plan = self._plan(provisioner, queue, entries, desired, existing)
                 self._require_complete_move(plan, desired)
+                # A handled event left out of the list would be deleted as stale: refused as its DELETE is.
+                refuse_handled_deletes(
+                    target.hosted, queue, self.options, plan, unchanged="nothing was changed"
+                )
                 result = ApplyResult() if body.dry_run else provisioner.apply(plan)
         except QuotaExceededError as error:
             raise QuotaExceeded("the plan would exceed a Service Bus quota", error.violations) from None
