@@ -99,5 +99,7 @@ def test_a_put_leaving_out_an_event_the_endpoints_handlers_need_is_409_naming_th
     assert error["code"] == "SubscriptionHandled"
     assert "endpoint shipping handles Billing.InvoiceIssued" in error["message"]
     assert "nothing was changed" in error["message"]
-    assert error["handledBy"] == {"Billing.InvoiceIssued": ["app.endpoints.sample.endpoints.ship_invoiced_order"]}
+    assert error["handledBy"] == {
+        "Billing.InvoiceIssued": ["app.endpoints.sample.endpoints.ship_invoiced_order"]
+    }
     assert _rule_names(listed) == {"$default", "billing.invoiceissued"}
