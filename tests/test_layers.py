@@ -142,6 +142,7 @@ RULES = (
 # Domain logic that is pure: no SDK, no host, no I/O library, not even through what it imports.
 PURE_MODULES = (
     "shared.contracts",
+    "shared.delivery",
     "shared.messages",
     "shared.envelope",
     "shared.entity_paths",
@@ -153,6 +154,13 @@ PURE_MODULES = (
     "shared.redrive.policy",
     "shared.router.decision",
     "shared.archive.rows",
+    "shared.monitoring.histogram",
+    "shared.monitoring.minute_stats",
+    "shared.monitoring.recorder",
+    "shared.monitoring.view",
+    "shared.ops.message_view",
+    "shared.telemetry.conventions",
+    "shared.telemetry.propagation",
     "shared.topology.delivery_paths",
     "shared.topology.desired",
     "shared.topology.names",
@@ -162,7 +170,8 @@ PURE_MODULES = (
     "shared.topology.rule_filters",
     "shared.topology.validation",
 )
-IMPURE_ROOTS = ("azure", "httpx", "pyarrow", "fsspec", "pyspark", "grpc")
+# The OpenTelemetry *API* is pure (without an SDK its tracers and meters are no-ops); its SDK exports.
+IMPURE_ROOTS = ("azure", "httpx", "pyarrow", "fsspec", "pyspark", "grpc", "opentelemetry.sdk")
 
 # The protocol state machine: a connection owns sessions, a session owns links, and each refers back.
 ALLOWED_LOOPS = (frozenset({"emulator.amqp.connection", "emulator.amqp.session", "emulator.amqp.links"}),)
