@@ -25,9 +25,9 @@ from azure.servicebus import ServiceBusReceivedMessage
 from app.runtime import CONNECTION, EnvironmentTransport, environment, held_keys
 from app.services import CATALOG
 from functions.convert import incoming_from_received
-from functions.message_actions import MessageActions
-from functions.monitored import monitored
+from functions.monitored import monitoring
 from shared.api.provisioning.service import entity_defaults
+from shared.delivery import Settlement
 from shared.entity_paths import endpoint_queue_path
 from shared.handlers.dispatch import UNREADABLE_MESSAGE, DeadLetter, Outcome, Retry, truncate
 from shared.handlers.endpoints import Endpoint
@@ -41,9 +41,7 @@ TRANSPORT = EnvironmentTransport()
 """The cached clients of the process environment, which the handlers' outgoing messages go through."""
 
 
-def _handle(
-    endpoint: Endpoint, queue: str, message: ServiceBusReceivedMessage, actions: MessageActions
-) -> None:
+def _handle(endpoint: Endpoint, queue: str, message: ServiceBusReceivedMessage, actions: Settlement) -> None:
     try:
         incoming = incoming_from_received(message)
     except Exception as error:  # a message that cannot be read never will be: no retry storm
@@ -95,19 +93,17 @@ def register_subscriber(bp: func.Blueprint, endpoint: Endpoint, env: Mapping[str
         message: servicebus.ServiceBusReceivedMessage, message_actions: servicebus.ServiceBusMessageActions
     ) -> None:
         # The delivery's process span (continuing the message's trace) and its metrics, and the console's
-        # per-minute monitoring: settlement goes through both so they record the disposition.
-        with (
-            processing(
-                endpoint.name,
-                queue,
-                properties=message.application_properties,
-                actions=message_actions,
-                message_id=message.message_id,
-                delivery_count=message.delivery_count,
-                enqueued_time=message.enqueued_time_utc,
-            ) as traced,
-            monitored(queue, message, traced) as actions,
-        ):
+        # per-minute monitoring: both fed from the one observation of the settlement.
+        with processing(
+            endpoint.name,
+            queue,
+            properties=message.application_properties,
+            actions=message_actions,
+            message_id=message.message_id,
+            delivery_count=message.delivery_count,
+            enqueued_time=message.enqueued_time_utc,
+            observers=(monitoring(queue),),
+        ) as actions:
             _handle(endpoint, queue, message, actions)
 
     subscriber.__name__ = subscriber.__qualname__ = name

@@ -159,6 +159,7 @@ RULES = (
 # Domain logic that is pure: no SDK, no host, no I/O library, not even through what it imports.
 PURE_MODULES = (
     "shared.contracts",
+    "shared.delivery",
     "shared.messages",
     "shared.envelope",
     "shared.entity_paths",
@@ -170,6 +171,13 @@ PURE_MODULES = (
     "shared.redrive.policy",
     "shared.router.decision",
     "shared.archive.rows",
+    "shared.monitoring.histogram",
+    "shared.monitoring.minute_stats",
+    "shared.monitoring.recorder",
+    "shared.monitoring.view",
+    "shared.ops.message_view",
+    "shared.telemetry.conventions",
+    "shared.telemetry.propagation",
     "shared.topology.delivery_paths",
     "shared.topology.desired",
     "shared.topology.names",
@@ -179,7 +187,8 @@ PURE_MODULES = (
     "shared.topology.rule_filters",
     "shared.topology.validation",
 )
-IMPURE_ROOTS = ("azure", "httpx", "pyarrow", "fsspec", "pyspark", "grpc")
+# The OpenTelemetry *API* is pure (without an SDK its tracers and meters are no-ops); its SDK exports.
+IMPURE_ROOTS = ("azure", "httpx", "pyarrow", "fsspec", "pyspark", "grpc", "opentelemetry.sdk")
 
 # The protocol state machine: a connection owns sessions, a session owns links, and each refers back.
 ALLOWED_LOOPS = (frozenset({"emulator.amqp.connection", "emulator.amqp.session", "emulator.amqp.links"}),)

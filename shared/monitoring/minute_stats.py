@@ -9,20 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from enum import StrEnum
 
+from shared.delivery import Outcome
 from shared.monitoring.histogram import Histogram
 
-
-class Outcome(StrEnum):
-    """How an invocation settled its message."""
-
-    HANDLED = "handled"
-    """Completed: the handlers succeeded (or the message was parked behind its held key)."""
-    FAILED = "failed"
-    """Abandoned, or the invocation raised: the broker delivers it again (a retry)."""
-    DEAD_LETTERED = "deadLettered"
-    """Moved to the dead-letter queue by the function."""
+__all__ = ["EndpointHistory", "MinuteStats", "Outcome", "QueueSample", "minute_of", "minutes_back"]
 
 
 def minute_of(moment: datetime) -> datetime:
@@ -44,6 +35,7 @@ class MinuteStats:
 
     handled: int = 0
     failed: int = 0
+    """Retried: abandoned, or the invocation ended without settling."""
     dead_lettered: int = 0
     processing: Histogram = field(default_factory=Histogram)
     """How long the handled messages' invocations took, settlement included."""
@@ -58,7 +50,7 @@ class MinuteStats:
             self.processing.add(processing_ms)
             if critical_ms is not None:
                 self.critical.add(critical_ms)
-        elif outcome is Outcome.FAILED:
+        elif outcome in (Outcome.RETRIED, Outcome.FAILED):  # both a retry: the console's "retries"
             self.failed += 1
         else:
             self.dead_lettered += 1

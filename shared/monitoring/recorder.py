@@ -15,7 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from shared.monitoring.minute_stats import MinuteStats, Outcome, minute_of
+from shared.delivery import Outcome
+from shared.monitoring.minute_stats import MinuteStats, minute_of
 
 KEEP_MINUTES = 60
 """How many minutes of unwritten numbers an instance keeps while storage is unreachable."""

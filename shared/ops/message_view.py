@@ -3,8 +3,9 @@
 The body is shown as text, pretty-printed when it is JSON, and cut at :data:`BODY_LIMIT` bytes (the full
 size is reported); application properties are split into NServiceBus headers, Busbar's re-drive history
 (``busbar.redrive.*``) and the rest; the trace id in ``traceparent`` or ``Diagnostic-Id`` is shown apart
-(:mod:`shared.ops.trace_context`). A described property (a .NET ``DateTimeOffset``, ``TimeSpan`` or ``Uri``)
-is shown as its text (:class:`~shared.envelope.properties.Described`), as a .NET consumer would print it.
+(:func:`shared.telemetry.propagation.trace_of`). A described property (a .NET ``DateTimeOffset``,
+``TimeSpan`` or ``Uri``) is shown as its text (:class:`~shared.envelope.properties.Described`), as a .NET
+consumer would print it.
 """
 
 from __future__ import annotations
@@ -15,8 +16,8 @@ from typing import Any
 
 from shared.envelope.properties import Described
 from shared.ops.failures import exception_of
-from shared.ops.trace_context import trace_of
 from shared.redrive.message import DEAD_LETTER_PROPERTIES, REDRIVE_PREFIX, DeadLetter
+from shared.telemetry.propagation import trace_of
 
 BODY_LIMIT = 64 * 1024
 NSERVICEBUS_PREFIX = "NServiceBus."

@@ -40,12 +40,7 @@ COMPLETE: Final = "complete"
 ABANDON: Final = "abandon"
 DEAD_LETTER: Final = "dead_letter"
 
-# busbar.outcome values: what became of a delivery.
-HANDLED: Final = "handled"
-RETRIED: Final = "retried"
-DEAD_LETTERED: Final = "dead_lettered"
-FAILED: Final = "failed"
-"""The invocation raised before it settled the message (the host's lock expiry then redelivers it)."""
+# busbar.outcome values: shared.delivery.Outcome (the monitoring counts the same outcomes).
 
 
 def span_name(operation: str, destination: str) -> str:

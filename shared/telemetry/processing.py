@@ -10,92 +10,31 @@ Operations that act on a message *again* (re-drive, console retry, replay, the r
 trace linked to the original instead (:mod:`shared.telemetry.operations`): their cause is an operator or a
 timer, not the publish.
 
-Settlement is observed through the trigger's own settlement object (:class:`ObservedSettlement`): the span
-gets ``messaging.servicebus.disposition_status`` and Busbar's outcome, and a dead-lettering an event with
-its reason and description.
+Settlement is observed once, through the trigger's own settlement object
+(:class:`shared.delivery.ObservedSettlement`), with one timer; at the end of the delivery its
+:class:`~shared.delivery.Observation` goes on the span (``messaging.servicebus.disposition_status``,
+Busbar's outcome, and a dead-lettering as an event with its reason and description), into the processing
+metrics, and to the caller's observers (the console's monitoring).
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from datetime import UTC, datetime
-from typing import Any, Protocol
+from datetime import datetime
+from typing import Any, Final
 
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 from opentelemetry.util.types import AttributeValue
 
 from shared.contracts import ENCLOSED_MESSAGE_TYPES, parse_enclosed_types
+from shared.delivery import Observation, ObservedSettlement, Outcome, Settlement
 from shared.telemetry import conventions as c
 from shared.telemetry import instruments
 from shared.telemetry.propagation import context_from_properties, joined
 
 tracer = trace.get_tracer(c.INSTRUMENTATION_SCOPE)
-
-
-class Settlement(Protocol):
-    """The settlement calls of a Service Bus trigger's ``ServiceBusMessageActions``."""
-
-    def complete(self, message: Any) -> None: ...
-
-    def abandon(self, message: Any) -> None: ...
-
-    def deadletter(
-        self,
-        message: Any,
-        deadletter_reason: str | None = None,
-        deadletter_error_description: str | None = None,
-    ) -> None: ...
-
-
-class ObservedSettlement:
-    """Settles through ``actions`` and records each settlement on ``span`` (and as the delivery's
-    outcome)."""
-
-    def __init__(self, actions: Settlement, span: Span) -> None:
-        self._actions = actions
-        self._span = span
-        self.outcome: str | None = None
-
-    def complete(self, message: Any) -> None:
-        """Complete ``message``: handled."""
-        self._actions.complete(message)
-        self._settled(c.COMPLETE, c.HANDLED)
-
-    def abandon(self, message: Any) -> None:
-        """Abandon ``message``: it will be delivered again."""
-        self._actions.abandon(message)
-        self._settled(c.ABANDON, c.RETRIED)
-
-    def deadletter(
-        self,
-        message: Any,
-        deadletter_reason: str | None = None,
-        deadletter_error_description: str | None = None,
-    ) -> None:
-        """Dead-letter ``message``; the reason and description go on the span as an event."""
-        self._actions.deadletter(
-            message,
-            deadletter_reason=deadletter_reason,
-            deadletter_error_description=deadletter_error_description,
-        )
-        self._span.add_event(
-            "dead_lettered",
-            {
-                c.DEAD_LETTER_REASON: deadletter_reason or "",
-                c.DEAD_LETTER_DESCRIPTION: deadletter_error_description or "",
-            },
-        )
-        self._span.set_attribute(c.DEAD_LETTER_REASON, deadletter_reason or "")
-        self._span.set_status(Status(StatusCode.ERROR, deadletter_reason))
-        self._settled(c.DEAD_LETTER, c.DEAD_LETTERED)
-
-    def _settled(self, disposition: str, outcome: str) -> None:
-        self.outcome = outcome
-        self._span.set_attribute(c.DISPOSITION_STATUS, disposition)
-        self._span.set_attribute(c.OUTCOME, outcome)
 
 
 def contract_of(properties: Mapping[Any, Any] | None) -> str:
@@ -138,6 +77,17 @@ def delivery_attributes(
     return attributes
 
 
+_DISPOSITIONS: Final = {
+    Outcome.HANDLED: c.COMPLETE,
+    Outcome.RETRIED: c.ABANDON,
+    Outcome.DEAD_LETTERED: c.DEAD_LETTER,
+}
+"""``messaging.servicebus.disposition_status`` of each settled outcome (the conventions' values)."""
+
+Observer = Callable[[Observation], None]
+"""Called with a delivery's observation when it ends (inside the span, before it ends)."""
+
+
 @contextmanager
 def processing(
     endpoint: str,
@@ -148,11 +98,13 @@ def processing(
     message_id: str | None = None,
     delivery_count: int | None = None,
     enqueued_time: datetime | None = None,
+    observers: Iterable[Observer] = (),
 ) -> Iterator[ObservedSettlement]:
     """The ``process <queue>`` span (a CONSUMER span, the current one inside the block, so handlers'
     outgoing messages carry it on) of one delivery to ``endpoint``, a child of the context the message's
-    ``properties`` carry; yields the settlement to settle through. On exit the processing metrics are
-    recorded with the endpoint, contract and outcome (``failed`` when the block raised before settling)."""
+    ``properties`` carry; yields the settlement to settle through. On exit the delivery's observation
+    (``failed`` when the block ended before settling) goes on the span, into the processing metrics with the
+    endpoint, contract and outcome, and to each of ``observers``."""
     contract = contract_of(properties)
     attributes = delivery_attributes(
         endpoint,
@@ -162,45 +114,53 @@ def processing(
         enqueued_time=enqueued_time,
         contract=contract,
     )
-    started = time.perf_counter()
     with tracer.start_as_current_span(
         c.span_name(c.PROCESS, queue),
         context=joined(context_from_properties(properties)),
         kind=SpanKind.CONSUMER,
         attributes=attributes,
     ) as span:
-        observed = ObservedSettlement(actions, span)
+        observed = ObservedSettlement(actions, enqueued_time)
         try:
             yield observed
         except BaseException as error:
             span.set_attribute(c.ERROR_TYPE, type(error).__qualname__)
             raise
         finally:
-            outcome = observed.outcome or c.FAILED
-            span.set_attribute(c.OUTCOME, outcome)
-            _record(endpoint, queue, contract, outcome, time.perf_counter() - started, enqueued_time)
+            observation = observed.observation()
+            _annotate(span, observation)
+            _record(endpoint, queue, contract, observation)
+            for observer in observers:
+                observer(observation)
 
 
-def _record(
-    endpoint: str,
-    queue: str,
-    contract: str,
-    outcome: str,
-    seconds: float,
-    enqueued_time: datetime | None,
-) -> None:
+def _annotate(span: Span, observation: Observation) -> None:
+    disposition = _DISPOSITIONS.get(observation.outcome)
+    if disposition is not None:
+        span.set_attribute(c.DISPOSITION_STATUS, disposition)
+    dead = observation.dead_lettering
+    if dead is not None:
+        span.add_event(
+            "dead_lettered",
+            {c.DEAD_LETTER_REASON: dead.reason, c.DEAD_LETTER_DESCRIPTION: dead.description},
+            timestamp=dead.at_ns,
+        )
+        span.set_attribute(c.DEAD_LETTER_REASON, dead.reason)
+        span.set_status(Status(StatusCode.ERROR, dead.reason or None))
+    span.set_attribute(c.OUTCOME, observation.outcome.value)
+
+
+def _record(endpoint: str, queue: str, contract: str, observation: Observation) -> None:
     labels = {c.ENDPOINT: endpoint, c.CONTRACT: contract, c.DESTINATION_NAME: queue}
+    outcome = observation.outcome
     instruments.consumed.add(1, labels)
-    instruments.process_duration.record(seconds, {**labels, c.OUTCOME: outcome})
-    if outcome == c.HANDLED:
+    instruments.process_duration.record(observation.seconds, {**labels, c.OUTCOME: outcome.value})
+    if outcome is Outcome.HANDLED:
         instruments.successes.add(1, labels)
-        instruments.processing_time.record(seconds, labels)
-        if enqueued_time is not None:
-            # The SDK's enqueued_time_utc is aware; a naive one is UTC all the same.
-            enqueued = enqueued_time if enqueued_time.tzinfo else enqueued_time.replace(tzinfo=UTC)
-            late = (datetime.now(UTC) - enqueued).total_seconds()
-            instruments.critical_time.record(max(late, 0.0), labels)
+        instruments.processing_time.record(observation.seconds, labels)
+        if observation.critical_seconds is not None:
+            instruments.critical_time.record(observation.critical_seconds, labels)
     else:
-        instruments.failures.add(1, {**labels, c.OUTCOME: outcome})
-    if outcome == c.DEAD_LETTERED:
+        instruments.failures.add(1, {**labels, c.OUTCOME: outcome.value})
+    if outcome is Outcome.DEAD_LETTERED:
         instruments.dead_lettered.add(1, labels)

@@ -7,7 +7,9 @@ azure-servicebus writes the context of its ``ServiceBus.message`` span into the 
 (and NServiceBus ``traceparent``) in W3C format too. Busbar reads and writes the same properties, so a
 message from any of them joins the same trace, and writes them under ``bytes`` keys as azure-servicebus
 does: the SDK only ``setdefault``s its own, so when its tracing is on too the message still carries one
-context, never two properties of the same name.
+context, never two properties of the same name. The console reads the same property the same way to show
+the trace a dead-lettered message belongs to (:func:`trace_of`), so there is one reader of a message's trace
+context.
 
 Pure: the OpenTelemetry API's W3C propagator, no SDK; with no SDK installed the API still carries a context
 it was given (a non-recording span), so a ``traceparent`` passes through even with tracing off.
@@ -48,16 +50,29 @@ def _named(properties: Mapping[Any, Any], name: str) -> str | None:
     return None
 
 
+def _trace_property(properties: Mapping[Any, Any] | None) -> tuple[str, str] | None:
+    """The property that carries the message's trace context, and its text (stripped): ``traceparent`` when
+    it is there and not empty, else ``Diagnostic-Id``. That is azure-servicebus's order
+    (``get_span_link_from_message``): the first one present is the one read, valid or not."""
+    if not properties:
+        return None
+    for name in (TRACEPARENT, DIAGNOSTIC_ID):
+        text = (_named(properties, name) or "").strip()
+        if text:
+            return name, text
+    return None
+
+
 def carrier_from_properties(properties: Mapping[Any, Any] | None) -> dict[str, str]:
     """The W3C carrier (``traceparent``, ``tracestate``) of a message's application properties:
-    ``traceparent``, else ``Diagnostic-Id`` (azure-servicebus's order); empty when neither is there."""
-    if not properties:
+    ``traceparent``, else ``Diagnostic-Id`` (azure-servicebus's order); empty when neither is there. The hex
+    digits are read in either case (a .NET sender's ``Diagnostic-Id`` may be upper case): the W3C format
+    writes them in lower case, and a reader loses nothing by being lenient."""
+    found = _trace_property(properties)
+    if found is None:
         return {}
-    parent = _named(properties, TRACEPARENT) or _named(properties, DIAGNOSTIC_ID)
-    if not parent:
-        return {}
-    carrier = {TRACEPARENT: parent.strip()}
-    state = _named(properties, TRACESTATE)
+    carrier = {TRACEPARENT: found[1].lower()}
+    state = _named(properties or {}, TRACESTATE)
     if state:
         carrier[TRACESTATE] = state
     return carrier
@@ -92,6 +107,27 @@ def link_to(properties: Mapping[Any, Any] | None) -> list[Link]:
     message *again* (re-drive, retry, bridge, replay) records instead of becoming part of that trace."""
     span_context = span_context_of(properties)
     return [] if span_context is None else [Link(span_context)]
+
+
+def trace_of(properties: Mapping[Any, Any] | None) -> dict[str, str] | None:
+    """The trace a message belongs to, as the console shows it beside its headers (so that a failure leads
+    to its trace in Application Insights, or wherever the app's OpenTelemetry exports):
+    ``{"traceId", "spanId", "property"}`` when the property that carries its context (see
+    :func:`carrier_from_properties`) holds a valid ``traceparent`` (``spanId``: the sending span's), or
+    ``{"rootId", "property"}`` from a ``Diagnostic-Id`` in the old hierarchical ``Request-Id`` format
+    (``|<root>.<parts>.``, still written by older .NET senders), whose root id is the nearest thing to a
+    trace id; None when the message carries neither."""
+    found = _trace_property(properties)
+    if found is None:
+        return None
+    name, text = found
+    span_context = span_context_of(properties)
+    if span_context is not None:
+        trace_id, span_id = format(span_context.trace_id, "032x"), format(span_context.span_id, "016x")
+        return {"traceId": trace_id, "spanId": span_id, "property": name}
+    if name == DIAGNOSTIC_ID and text.startswith("|") and "." in text:
+        return {"rootId": text[1:].split(".", 1)[0], "property": name}
+    return None
 
 
 def current_trace_properties(context: Context | None = None) -> dict[bytes, str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from shared.ops.trace_context import trace_of
+from shared.telemetry.propagation import trace_of
 
 pytestmark = pytest.mark.timeout(10)
 
