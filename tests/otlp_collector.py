@@ -7,6 +7,7 @@ and keeps what arrived for the test to read. Gzip-compressed bodies (``OTEL_EXPO
 from __future__ import annotations
 
 import gzip
+import secrets
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -83,6 +84,19 @@ class Collector:
         with self._lock:
             return list(self._metrics)
 
+    def process_span(self, trace_id: str, endpoint: str) -> ReceivedSpan | None:
+        """The first ``process`` span of ``endpoint`` (its ``busbar.endpoint``) in trace ``trace_id``."""
+        return next(
+            (
+                s
+                for s in self.spans()
+                if s.trace_id == trace_id
+                and s.attributes.get("busbar.endpoint") == endpoint
+                and s.attributes.get("messaging.operation.type") == "process"
+            ),
+            None,
+        )
+
     def wait_for[T](self, find: Callable[[], T | None], what: str, timeout: float = 30.0) -> T:
         """``find()``'s first non-empty answer, polling; AssertionError naming ``what`` after ``timeout``."""
         deadline = time.monotonic() + timeout
@@ -136,6 +150,12 @@ class Collector:
                     metrics.append(ReceivedMetric(metric.name, metric.unit, kind, points))
         with self._lock:
             self._metrics.extend(metrics)
+
+
+def new_traceparent() -> tuple[str, str, str]:
+    """A caller's fresh W3C ``traceparent`` header (sampled), with its trace id and span id."""
+    trace_id, span_id = secrets.token_hex(16), secrets.token_hex(8)
+    return f"00-{trace_id}-{span_id}-01", trace_id, span_id
 
 
 def _handler(collector: Collector) -> type[BaseHTTPRequestHandler]:

@@ -10,7 +10,6 @@ lettering records its reason on the span; a re-driven copy starts a trace linked
 from __future__ import annotations
 
 import json
-import secrets
 import time
 import uuid
 from collections.abc import Iterator
@@ -31,7 +30,7 @@ from shared.management import ManagementClient, ManagementSettings
 from shared.topology.messages import build_message
 from shared.topology.options import TopicRoutingMode
 from tests.functions.busbar_app import APP, HOST_JSON, app_settings, create_queues_and_router
-from tests.otlp_collector import Collector, ReceivedSpan, running_collector
+from tests.otlp_collector import Collector, ReceivedSpan, new_traceparent, running_collector
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -80,23 +79,8 @@ def traced(private_emulator: EmulatorThread) -> Iterator[TracedApp]:
             http.close()
 
 
-def traceparent() -> tuple[str, str, str]:
-    """A caller's fresh ``traceparent`` header, with its trace id and span id."""
-    trace_id, span_id = secrets.token_hex(16), secrets.token_hex(8)
-    return f"00-{trace_id}-{span_id}-01", trace_id, span_id
-
-
 def process_span(app: TracedApp, trace_id: str, endpoint: str) -> ReceivedSpan | None:
-    return next(
-        (
-            s
-            for s in app.collector.spans()
-            if s.trace_id == trace_id
-            and s.attributes.get("busbar.endpoint") == endpoint
-            and s.attributes.get("messaging.operation.type") == "process"
-        ),
-        None,
-    )
+    return app.collector.process_span(trace_id, endpoint)
 
 
 def publish(app: TracedApp, header: str, amount: float) -> str:
@@ -113,7 +97,7 @@ def publish(app: TracedApp, header: str, amount: float) -> str:
 def test_an_event_published_with_a_traceparent_is_processed_by_billing_and_shipping_in_that_trace(
     traced: TracedApp,
 ) -> None:
-    header, trace_id, caller_span = traceparent()
+    header, trace_id, caller_span = new_traceparent()
     message_id = publish(traced, header, 12.5)
 
     billing = traced.collector.wait_for(lambda: process_span(traced, trace_id, "billing"), "billing's span")
@@ -150,7 +134,7 @@ def test_an_event_published_with_a_traceparent_is_processed_by_billing_and_shipp
 def test_the_processing_duration_histogram_is_exported_per_endpoint_contract_and_outcome(
     traced: TracedApp,
 ) -> None:
-    header, trace_id, _ = traceparent()
+    header, trace_id, _ = new_traceparent()
     publish(traced, header, 3)
     traced.collector.wait_for(lambda: process_span(traced, trace_id, "shipping"), "shipping's span")
 
@@ -181,7 +165,7 @@ def test_the_processing_duration_histogram_is_exported_per_endpoint_contract_and
 def test_a_dead_lettering_records_its_reason_and_the_redriven_copy_links_to_the_original_trace(
     traced: TracedApp,
 ) -> None:
-    header, trace_id, _ = traceparent()
+    header, trace_id, _ = new_traceparent()
     publish(traced, header, -1)  # billing can never invoice a negative amount: dead-lettered at once
 
     def dead_lettered() -> ReceivedSpan | None:
@@ -238,7 +222,7 @@ def test_a_message_carrying_only_diagnostic_id_as_the_dotnet_sdk_writes_it_joins
 ) -> None:
     # A .NET sender (Azure.Messaging.ServiceBus, NServiceBus) puts its W3C context in Diagnostic-Id; the
     # Python SDK reads traceparent first, then Diagnostic-Id (azure/servicebus/_common/tracing.py).
-    header, trace_id, sender_span = traceparent()
+    header, trace_id, sender_span = new_traceparent()
     message = build_message(
         OrderAccepted(order_id=f"order-{uuid.uuid4().hex[:10]}", amount=4),
         TopicRoutingMode.NotMultiplexed,
@@ -267,7 +251,7 @@ def test_the_routers_bridged_copy_starts_a_trace_linked_to_the_original(traced: 
         )
         management.topics.create_or_update(group, namespace, dedicated, SBTopic(properties=deduplicated))
         management.subscriptions.create_or_update(group, namespace, dedicated, watcher, SBSubscription())
-    header, trace_id, publisher_span = traceparent()
+    header, trace_id, publisher_span = new_traceparent()
     message = ServiceBusMessage(
         json.dumps({"customer_id": f"c-{uuid.uuid4().hex[:8]}", "name": "Ada"}),
         message_id=f"msg-{uuid.uuid4().hex[:10]}",
