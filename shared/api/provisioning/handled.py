@@ -19,6 +19,8 @@ subscription that also carries a handled event is refused too). Pure functions: 
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from shared.api import ApiError
 from shared.handlers.endpoints import Endpoint
 from shared.topology import TopologyOptions, TopologyValidationError, UnmappedEventError, desired_state
@@ -34,13 +36,22 @@ class SubscriptionHandled(ApiError):
 
 
 def handled_deletes(
-    endpoint: Endpoint, queue: str, options: TopologyOptions, plan: Plan
+    endpoint: Endpoint,
+    queue: str,
+    options: TopologyOptions,
+    plan: Plan,
+    kept: Collection[str] = (),
 ) -> dict[str, list[str]]:
     """Each event ``endpoint`` handles whose subscription or rule ``plan`` would delete, with the names of
-    its handlers (``module.function``), in registration order. ``queue``: the endpoint's input queue."""
+    its handlers (``module.function``), in registration order. ``queue``: the endpoint's input queue.
+    ``kept``: events the request still lists (a ``PUT`` that moves one to another topic deletes its old
+    path but keeps it: not a removal)."""
     deleted = {item.path.lower() for item in plan.items if item.action == "delete"}
+    still_listed = {event.lower() for event in kept}
     found: dict[str, list[str]] = {}
     for subscribed in endpoint.subscriptions():
+        if subscribed.event.lower() in still_listed:
+            continue
         try:
             state = desired_state(options, queue, [subscribed], ordered=endpoint.ordered)
         except (TopologyValidationError, UnmappedEventError):
@@ -61,14 +72,16 @@ def refuse_handled_deletes(
     options: TopologyOptions,
     plan: Plan,
     *,
+    kept: Collection[str] = (),
     unchanged: str = "nothing was deleted",
 ) -> None:
     """Raise :class:`SubscriptionHandled` when ``plan`` (an unsubscribe, or a ``PUT``'s plan with its stale
     deletes) would delete what the hosted ``endpoint``'s handlers need; an endpoint the app does not host
-    (``None``) has no handlers here. ``unchanged``: what the message says was left alone."""
+    (``None``) has no handlers here. ``kept``: the events a ``PUT`` lists (see :func:`handled_deletes`);
+    ``unchanged``: what the message says was left alone."""
     if endpoint is None:
         return
-    handled = handled_deletes(endpoint, queue, options, plan)
+    handled = handled_deletes(endpoint, queue, options, plan, kept)
     if not handled:
         return
     events = ", ".join(handled)

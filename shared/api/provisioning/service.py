@@ -494,7 +494,12 @@ class ProvisioningService:
                 self._require_complete_move(plan, desired)
                 # A handled event left out of the list would be deleted as stale: refused as its DELETE is.
                 refuse_handled_deletes(
-                    target.hosted, queue, self.options, plan, unchanged="nothing was changed"
+                    target.hosted,
+                    queue,
+                    self.options,
+                    plan,
+                    kept=body.event_types(),
+                    unchanged="nothing was changed",
                 )
                 result = ApplyResult() if body.dry_run else provisioner.apply(plan)
         except QuotaExceededError as error:
