@@ -5,10 +5,13 @@ which the emulator applies as Service Bus does."""
 
 from __future__ import annotations
 
+import os
 from decimal import Decimal
 from typing import Any
 
 import pytest
+from azure.core.credentials import AccessToken
+from azure.identity import ManagedIdentityCredential
 from azure.servicebus import ServiceBusClient, ServiceBusMessage
 
 from shared.amqp.connection import Namespace, WireError
@@ -175,3 +178,57 @@ def test_a_connection_string_without_a_key_is_a_clear_error() -> None:
         Namespace.from_connection_string(
             "Endpoint=sb://127.0.0.1:5672/;SharedAccessKeyName=RootManageSharedAccessKey"
         )
+
+
+@pytest.fixture
+def managed_identity(emulator: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The environment Azure's host gives an app with a managed identity: the emulator's token endpoint
+    (App Service's protocol) stands in for it."""
+    for name in list(os.environ):
+        if name.startswith("AZURE_") or name in ("IDENTITY_SERVER_THUMBPRINT", "MSI_ENDPOINT", "MSI_SECRET"):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("IDENTITY_ENDPOINT", emulator.emulator.identity_endpoint)
+    monkeypatch.setenv("IDENTITY_HEADER", emulator.emulator.identity_header)
+    return emulator
+
+
+def test_a_managed_identitys_token_is_put_as_a_jwt_and_receives(managed_identity: Any) -> None:
+    queue = managed_identity.create_queue()
+    _send(managed_identity.connection_string, queue, _typed("by-identity"))
+    sas = Namespace.from_connection_string(managed_identity.connection_string)
+    # The emulator listens on plain AMQP here; Azure's namespace is AMQPS on 5671 (Namespace.from_credential).
+    namespace = Namespace(sas.host, secure=False, credential=ManagedIdentityCredential())
+    assert namespace.token(namespace.audience(queue))[1] == "jwt"
+    with EntityReceiver(namespace, queue) as receiver:
+        [message] = receiver.receive_messages(max_message_count=1, max_wait_time=5)
+        receiver.complete_message(message)
+    assert (message.message_id, message.application_properties) == ("by-identity", TYPED)
+
+
+def test_a_token_the_namespace_did_not_issue_is_refused(emulator: Any) -> None:
+    class Forged:
+        def get_token(self, *scopes: str) -> AccessToken:
+            return AccessToken(
+                "eyJhbGciOiJIUzI1NiJ9.eyJhdWQiOiJodHRwczovL3NlcnZpY2VidXMuYXp1cmUubmV0In0.c2ln", 2**31
+            )
+
+    queue = emulator.create_queue()
+    sas = Namespace.from_connection_string(emulator.connection_string)
+    with pytest.raises(WireError, match=r"put-token .* refused \(401\)"):
+        EntityReceiver(Namespace(sas.host, secure=False, credential=Forged()), queue)
+
+
+def test_the_url_is_amqps_on_5671_for_azure_and_plain_amqp_for_the_emulator() -> None:
+    azure = Namespace.from_connection_string(
+        "Endpoint=sb://contoso.servicebus.windows.net/;SharedAccessKeyName=k;SharedAccessKey=a2V5"
+    )
+    local = Namespace.from_connection_string(
+        "Endpoint=sb://127.0.0.1:5672/;SharedAccessKeyName=k;SharedAccessKey=a2V5;UseDevelopmentEmulator=true"
+    )
+    identity = Namespace.from_credential("contoso.servicebus.windows.net", ManagedIdentityCredential())
+    assert (azure.url, local.url, identity.url) == (
+        "amqps://contoso.servicebus.windows.net:5671",
+        "amqp://127.0.0.1:5672",
+        "amqps://contoso.servicebus.windows.net:5671",
+    )
+    assert azure.audience("orders/$deadletterqueue") == "sb://contoso.servicebus.windows.net/orders"
