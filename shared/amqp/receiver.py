@@ -157,16 +157,22 @@ class EntityReceiver:
             self._connection.wait(
                 lambda: delivery.remote_state != 0 or delivery.settled, timeout=CONNECT_TIMEOUT
             )
+            # Read before settling: a delivery settled on both sides is freed by proton.
+            answer, refusal = delivery.remote_state, delivery.remote.condition
         except proton.Timeout:
             raise WireError(
                 f"Service Bus did not confirm the settlement of {message.sequence_number}"
             ) from None
         finally:
             delivery.settle()
-        if delivery.remote_state == proton.Delivery.REJECTED and outcome != proton.Delivery.REJECTED:
-            raise WireError(f"settlement of {message.sequence_number} refused: {delivery.remote.condition}")
-        if delivery.remote_state == proton.Delivery.REJECTED and delivery.remote.condition is not None:
-            raise WireError(f"settlement of {message.sequence_number} refused: {delivery.remote.condition}")
+        # Service Bus echoes the outcome it applied; one it cannot apply (a lost lock, say) comes back
+        # rejected with its error. As azure-servicebus judges it (_pyamqp/receiver.py,
+        # check_disposition_outcome): a rejected answer with an error always fails, and otherwise the echo
+        # must be what was asked.
+        if answer == proton.Delivery.REJECTED and refusal is not None:
+            raise WireError(f"settlement of {message.sequence_number} refused: {refusal}")
+        if answer != outcome:
+            raise WireError(f"settlement of {message.sequence_number} answered {answer}, not {outcome}")
 
     # ------------------------------------------------------------------------------------------- peek
 

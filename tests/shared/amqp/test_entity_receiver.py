@@ -6,6 +6,8 @@ which the emulator applies as Service Bus does."""
 from __future__ import annotations
 
 import os
+import time
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -232,3 +234,20 @@ def test_the_url_is_amqps_on_5671_for_azure_and_plain_amqp_for_the_emulator() ->
         "amqps://contoso.servicebus.windows.net:5671",
     )
     assert azure.audience("orders/$deadletterqueue") == "sb://contoso.servicebus.windows.net/orders"
+
+
+def test_a_settlement_after_the_lock_expired_is_refused_and_the_message_stays(emulator: Any) -> None:
+    queue = emulator.create_queue(lock_duration=timedelta(seconds=5))
+    _send(emulator.connection_string, queue, ServiceBusMessage(b"slow", message_id="m-slow"))
+    namespace = Namespace.from_connection_string(emulator.connection_string)
+    with EntityReceiver(namespace, queue) as receiver:
+        [message] = receiver.receive_messages(max_message_count=1, max_wait_time=5)
+        assert message.locked_until_utc is not None
+        # Past the lock the broker stated on the message (no timing is asserted: only that it has passed).
+        while datetime.now(UTC) <= message.locked_until_utc + timedelta(seconds=1):
+            time.sleep(0.2)
+        with pytest.raises(WireError, match="refused"):
+            receiver.complete_message(message)
+        [again] = receiver.receive_messages(max_message_count=1, max_wait_time=5)
+        receiver.complete_message(again)
+    assert again.message_id == "m-slow" and again.delivery_count == 1
