@@ -11,7 +11,7 @@ import contextlib
 import os
 import threading
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from azure.servicebus import ServiceBusClient
 
@@ -33,6 +33,9 @@ from shared.storage_tables import storage_identity
 from shared.topology.names import HierarchyNamespace
 from shared.topology.options import TopologyOptions, load_topology_options
 from shared.topology.publisher import Publisher
+
+if TYPE_CHECKING:
+    from shared.amqp.connection import Namespace
 
 CONNECTION = "ServiceBusConnection"
 """The connection name the triggers use (app setting, or ``<name>__fullyQualifiedNamespace``)."""
@@ -75,6 +78,26 @@ def new_service_bus_client(env: Mapping[str, str] | None = None, **kwargs: Any) 
     the caller closes it."""
     values = environment() if env is None else env
     return _service_bus_client_factory(values, **kwargs)[1]()
+
+
+def wire_namespace(env: Mapping[str, str] | None = None) -> Namespace:
+    """The namespace of ``ServiceBusConnection`` for Busbar's own AMQP receivers (the console's), cached;
+    with the managed identity, the process's one credential (its tokens cached)."""
+    from shared.amqp.connection import Namespace  # proton loads its C library only when it is needed
+
+    values = environment() if env is None else env
+    connection_string = (values.get(CONNECTION) or "").strip()
+    if connection_string:
+        return _cached(
+            ("wire", connection_string), lambda: Namespace.from_connection_string(connection_string)
+        )
+    require_connection(values)
+    namespace = (values.get(f"{CONNECTION}__fullyQualifiedNamespace") or "").strip()
+
+    from azure.identity import DefaultAzureCredential  # heavy; only in Azure
+
+    credential = _cached(("credential",), DefaultAzureCredential)
+    return _cached(("wire-identity", namespace), lambda: Namespace.from_credential(namespace, credential))
 
 
 def require_connection(values: Mapping[str, str]) -> None:

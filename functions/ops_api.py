@@ -38,7 +38,7 @@ bp = func.Blueprint()  # type: ignore[no-untyped-call]
 
 
 def ops_service() -> OpsService:
-    return OpsService(runtime.environment(), runtime.management_client, runtime.service_bus_client)
+    return OpsService(runtime.environment(), runtime.management_client, runtime.wire_namespace)
 
 
 def _serve(

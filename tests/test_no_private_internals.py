@@ -53,9 +53,12 @@ INTERNAL_MODULES = {
 
 SDK_INTERNALS = "azure-servicebus's private AMQP stack (_pyamqp) and transport"
 TYPED_RECEIVE = (
-    "typed application properties on the re-drive's and console's azure-servicebus receivers "
-    "(shared.envelope.sdk_property_types): goes when those receivers read through the typed-value seam "
-    "(docs/architecture.md, 'The seam to the AMQP wire')"
+    "typed application properties on the ordered endpoint's hold-queue session receiver (azure-servicebus, "
+    "shared.ordering.parking; its session lock kept by the SDK's AutoLockRenewer) through "
+    "shared.envelope.sdk_property_types' sync receive-link hook, and that module's typed reading of an "
+    "application-properties section (the trigger edge's and devhost's bytes): the re-drive and the console "
+    "read through Busbar's own receiver (shared.amqp) already; goes when parking does and the codec reads "
+    "those bytes (docs/architecture.md, 'The seam to the AMQP wire')"
 )
 CODEC_SHIM = (
     "char/decimal decoders azure-servicebus lacks (shared.envelope.sdk_codec), so a .NET message does not "
@@ -84,10 +87,7 @@ ALLOWED: dict[str, str] = {
     "shared/envelope/sdk_codec.py: _DECODE_BY_CONSTRUCTOR": CODEC_SHIM,
     "shared/envelope/sdk_codec.py: _ENCODE_MAP": CODEC_SHIM,
     "shared/envelope/sdk_property_types.py: azure.servicebus._pyamqp": TYPED_RECEIVE,
-    "shared/envelope/sdk_property_types.py: azure.servicebus._pyamqp.aio._receiver_async": TYPED_RECEIVE,
-    "shared/envelope/sdk_property_types.py: azure.servicebus._transport": TYPED_RECEIVE,
     "shared/envelope/sdk_property_types.py: azure.servicebus._pyamqp._decode": TYPED_RECEIVE,
-    "shared/envelope/sdk_property_types.py: azure.servicebus._transport._pyamqp_transport": TYPED_RECEIVE,
     "shared/envelope/sdk_property_types.py: _DECODE_BY_CONSTRUCTOR": TYPED_RECEIVE,
     "shared/envelope/sdk_property_types.py: _incoming_transfer": TYPED_RECEIVE,
     "shared/envelope/sdk_property_types.py: _on_transfer": TYPED_RECEIVE,

@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from azure.servicebus import ServiceBusMessage, ServiceBusReceivedMessage
 from azure.servicebus._pyamqp.types import TYPE, VALUE, AMQPTypes
@@ -40,18 +40,25 @@ from shared.envelope.properties import (
     with_known_types,
 )
 
+if TYPE_CHECKING:
+    from shared.amqp.received import ReceivedMessage
+
+    type Received = ServiceBusReceivedMessage | ReceivedMessage
+    """A message from azure-servicebus (a trigger's, devhost's, parking's) or Busbar's own AMQP receiver
+    (the re-drive's and the console's): read alike, attribute for attribute."""
+
 # Every Busbar receiver and sender comes through here: char and decimal properties are readable and char is
 # sendable, and received properties keep their AMQP types, from the first message on (see the shims' docs).
 sdk_codec.install()
 sdk_property_types.install()  # for the receivers Busbar marks: sdk_property_types.typed_receiver
 
 
-def body_type(message: ServiceBusReceivedMessage) -> str:
+def body_type(message: Received) -> str:
     """The AMQP body section: ``data``, ``value`` or ``sequence``."""
     return str(getattr(message.body_type, "value", message.body_type))
 
 
-def data_body(message: ServiceBusReceivedMessage) -> bytes | None:
+def data_body(message: Received) -> bytes | None:
     """The body of an AMQP data message; None for a value or sequence body."""
     if message.body_type != AmqpMessageBodyType.DATA:
         return None
@@ -59,7 +66,7 @@ def data_body(message: ServiceBusReceivedMessage) -> bytes | None:
     return raw if isinstance(raw, bytes) else b"".join(raw)
 
 
-def readable_body(message: ServiceBusReceivedMessage) -> bytes:
+def readable_body(message: Received) -> bytes:
     """Any body as bytes: a data body as it is, a value or sequence body as text or JSON."""
     # Busbar and NServiceBus send data bodies; another client may send an AMQP value or sequence body, which
     # must still reach dispatch (and be dead-lettered there with a precise reason) instead of failing here.
@@ -114,7 +121,7 @@ def normalise_received(raw: Mapping[Any, Any] | None) -> dict[str, PropertyValue
 
 
 def from_received[E: Envelope](
-    message: ServiceBusReceivedMessage,
+    message: Received,
     into: Callable[..., E],
     *,
     body: bytes | None,
@@ -152,7 +159,7 @@ def from_received[E: Envelope](
 
 
 def readable_from_received[E: Envelope](
-    message: ServiceBusReceivedMessage,
+    message: Received,
     into: Callable[..., E],
     *,
     application_properties: Mapping[Any, Any] | None = None,

@@ -39,20 +39,21 @@ exactly. Typed ints and floats *are* ints and floats (==, hash, arithmetic, ``js
 
 Nothing else changes type: header, annotations (sequence number, enqueued time, locked-until), properties
 and body sections are decoded by the SDK as before, and so is every message of the management link (its
-responses' status codes and descriptions, which the SDK reads) and of ``$cbs``. Where the SDK decodes a
-received message:
+responses' status codes and descriptions, which the SDK reads) and of ``$cbs``. The hook is on the sync
+receive link only (receive, iterate, sessions, the dead-letter queue): each ``ReceiverLink``'s
+``_incoming_transfer`` calls its module's ``decode_payload``, which types the application properties while
+the link of a :func:`typed_receiver` decodes (a management or ``$cbs`` link never is one).
 
-* a receive link (receive, iterate, sessions, the dead-letter queue; sync and aio): each ``ReceiverLink``'s
-  ``_incoming_transfer`` calls its module's ``decode_payload``; the hook types the application properties
-  while the link of a :func:`typed_receiver` decodes (a management or ``$cbs`` link never is one);
-* peek and receive-deferred (sync and aio): the transport's ``parse_received_message`` decodes the messages
-  a management response carries with ``_transport._pyamqp_transport.decode_payload``; typed when its
-  ``receiver`` is a :func:`typed_receiver`.
+Its one user left is the ordered endpoint's hold queue (:mod:`shared.ordering.parking`, a session receiver
+whose lock azure-servicebus's ``AutoLockRenewer`` keeps). The re-drive and the console receive and peek with
+Busbar's own AMQP receiver (:mod:`shared.amqp.receiver`, python-qpid-proton's public API), which needs no
+hook: peek, receive-deferred and aio receivers are no longer typed here (docs/architecture.md, "The seam to
+the AMQP wire").
 
-Only receivers Busbar marks (:func:`typed_receiver`: the re-drive's and the console's) get typed values:
-other receivers in the same process -- devhost's host, whose startup hook imports Busbar, or a function's
-own -- keep the SDK's plain ones, since code written against the SDK may rely on them (devhost tests an int
-with ``value in range(...)``, which CPython answers by walking the range for an ``int`` subclass).
+Only receivers Busbar marks (:func:`typed_receiver`) get typed values: other receivers in the same process
+-- devhost's host, whose startup hook imports Busbar, or a function's own -- keep the SDK's plain ones, since
+code written against the SDK may rely on them (devhost tests an int with ``value in range(...)``, which
+CPython answers by walking the range for an ``int`` subclass).
 
 ``ServiceBusReceivedMessage.from_bytes`` (which Busbar does not use) is left as the SDK has it. If an
 application-properties section cannot be decoded typed, the SDK's own reading of it is kept: a receive that
@@ -68,9 +69,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-import azure.servicebus._pyamqp.aio._receiver_async as _receiver_async
 from azure.servicebus._pyamqp import _decode, receiver
-from azure.servicebus._transport import _pyamqp_transport
 
 from shared.envelope.properties import (
     Binary,
@@ -247,9 +246,9 @@ _MARK = "_busbar_typed_application_properties"
 
 
 def typed_receiver[R](receiver: R) -> R:
-    """``receiver`` (an azure-servicebus ``ServiceBusReceiver``, sync or aio), marked so that the messages it
-    receives, peeks and receives deferred have typed application properties; other receivers in the process
-    (devhost's host, a function's own) keep the SDK's plain values."""
+    """``receiver`` (a sync azure-servicebus ``ServiceBusReceiver``), marked so that the messages it receives
+    have typed application properties; other receivers in the process (devhost's host, a function's own)
+    keep the SDK's plain values."""
     setattr(receiver, _MARK, True)
     return receiver
 
@@ -287,32 +286,6 @@ def _marking(incoming_transfer: Any) -> Any:
     return mark
 
 
-def _marking_async(incoming_transfer: Any) -> Any:
-    @functools.wraps(incoming_transfer)
-    async def mark(link: Any, frame: Any) -> Any:
-        token = _typed_links.set(wants_types(link))
-        try:
-            return await incoming_transfer(link, frame)
-        finally:
-            _typed_links.reset(token)
-
-    mark.__busbar_typed__ = incoming_transfer  # type: ignore[attr-defined]
-    return mark
-
-
-def _marking_parse(parse: Any) -> Any:
-    @functools.wraps(parse)
-    def mark(*args: Any, **kwargs: Any) -> Any:
-        token = _typed_links.set(is_typed(kwargs.get("receiver")))
-        try:
-            return parse(*args, **kwargs)
-        finally:
-            _typed_links.reset(token)
-
-    mark.__busbar_typed__ = parse  # type: ignore[attr-defined]
-    return staticmethod(mark)
-
-
 def _wrap(owner: Any, name: str, wrapper: Callable[[Any], Any]) -> None:
     # Idempotent: what is wrapped already keeps the SDK's function under __busbar_typed__.
     current = getattr(owner, name)
@@ -321,14 +294,10 @@ def _wrap(owner: Any, name: str, wrapper: Callable[[Any], Any]) -> None:
 
 
 def install() -> None:
-    """Hook the SDK's receive links (sync and aio) and its peek/deferred parsing (idempotent). Only
-    :func:`typed_receiver` receivers get typed values."""
+    """Hook the SDK's sync receive links (idempotent). Only :func:`typed_receiver` receivers get typed
+    values."""
     _wrap(receiver, "decode_payload", _on_receive_links)
     _wrap(receiver.ReceiverLink, "_incoming_transfer", _marking)
-    _wrap(_receiver_async, "decode_payload", _on_receive_links)
-    _wrap(_receiver_async.ReceiverLink, "_incoming_transfer", _marking_async)
-    _wrap(_pyamqp_transport, "decode_payload", _on_receive_links)
-    _wrap(_pyamqp_transport.PyamqpTransport, "parse_received_message", _marking_parse)
 
 
 __all__ = [

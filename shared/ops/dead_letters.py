@@ -1,45 +1,41 @@
 """Reading dead-letter queues for the console: by peek only, so looking never locks, moves or changes a
-message (the SDK's ``peek_messages`` is a ``$management`` read that takes no lock).
+message (a peek is a ``$management`` read that takes no lock), with Busbar's own AMQP receiver
+(:mod:`shared.amqp.receiver`), which reads every application property with its AMQP type (the console's
+retry copies them).
 
 Each entity's dead-letter queue is peeked in pages of :data:`PEEK_PAGE` from sequence number 0; entities
-are read in parallel (opening an SDK receiver costs most of a second, so a console over 20 entities would
-otherwise wait 20 of them in a row).
+are read in parallel (opening a receiver takes a connection and a token, so a console over 20 entities
+would otherwise wait 20 of them in a row).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
-
-from azure.servicebus import ServiceBusClient, ServiceBusReceivedMessage, ServiceBusSubQueue
+from typing import TYPE_CHECKING
 
 from shared.envelope import as_text
-from shared.envelope.sdk_property_types import typed_receiver
 from shared.ops.failures import Failure, endpoint_of, exception_of
 from shared.redrive.entities import EntityPlan, EntityRef
 from shared.redrive.received import from_received
+
+if TYPE_CHECKING:
+    from shared.amqp.connection import Namespace
+    from shared.amqp.received import ReceivedMessage
+    from shared.amqp.receiver import EntityReceiver
 
 PEEK_PAGE = 250
 PARALLEL = 32
 
 
-def dead_letter_receiver(client: ServiceBusClient, source: EntityRef) -> Any:
-    """A receiver on ``source``'s dead-letter queue that prefetches nothing (it only peeks), reading every
-    application property with its AMQP type (the console's retry copies them)."""
-    if source.kind == "queue":
-        return typed_receiver(
-            client.get_queue_receiver(source.name, sub_queue=ServiceBusSubQueue.DEAD_LETTER, prefetch_count=0)
-        )
-    assert source.topic is not None
-    return typed_receiver(
-        client.get_subscription_receiver(
-            source.topic, source.name, sub_queue=ServiceBusSubQueue.DEAD_LETTER, prefetch_count=0
-        )
-    )
+def dead_letter_receiver(namespace: Namespace, source: EntityRef) -> EntityReceiver:
+    """A receiver on ``source``'s dead-letter queue (the console only peeks with it)."""
+    from shared.amqp.receiver import EntityReceiver  # proton loads its C library only when one is opened
+
+    return EntityReceiver(namespace, f"{source.path}/$deadletterqueue")
 
 
-def failure_of(plan: EntityPlan, message: ServiceBusReceivedMessage) -> Failure:
+def failure_of(plan: EntityPlan, message: ReceivedMessage) -> Failure:
     """The console's view of one peeked dead-lettered message."""
     dead_letter = from_received(message, plan.source)
     return Failure(
@@ -54,15 +50,9 @@ def failure_of(plan: EntityPlan, message: ServiceBusReceivedMessage) -> Failure:
     )
 
 
-# The SDK's receiver close waits for its keep-alive thread and idle listen cycles (up to about a second);
-# a peek-only receiver has nothing to settle, so it is closed off the request's path.
-_CLOSER = ThreadPoolExecutor(max_workers=4, thread_name_prefix="ops-receiver-close")
-
-
-def _peek_entity(client: ServiceBusClient, plan: EntityPlan, limit: int) -> list[Failure]:
+def _peek_entity(namespace: Namespace, plan: EntityPlan, limit: int) -> list[Failure]:
     failures: list[Failure] = []
-    receiver = dead_letter_receiver(client, plan.source)
-    try:
+    with dead_letter_receiver(namespace, plan.source) as receiver:
         next_sequence = 0
         while len(failures) < limit:
             page = receiver.peek_messages(
@@ -72,13 +62,11 @@ def _peek_entity(client: ServiceBusClient, plan: EntityPlan, limit: int) -> list
                 break
             failures.extend(failure_of(plan, m) for m in page)
             next_sequence = max(m.sequence_number for m in page) + 1
-    finally:
-        _CLOSER.submit(receiver.close)
     return failures
 
 
 def peek_failures(
-    client: ServiceBusClient, plans: Sequence[EntityPlan], limit_per_entity: int = 100_000
+    namespace: Namespace, plans: Sequence[EntityPlan], limit_per_entity: int = 100_000
 ) -> tuple[list[Failure], dict[str, str]]:
     """Every dead-lettered message of ``plans`` (up to ``limit_per_entity`` each), and per entity path
     the error that kept it from being read (one unreadable entity does not hide the others)."""
@@ -88,7 +76,7 @@ def peek_failures(
         return failures, errors
     with ThreadPoolExecutor(min(PARALLEL, len(plans))) as pool:
         futures = {
-            plan.source.path: pool.submit(_peek_entity, client, plan, limit_per_entity) for plan in plans
+            plan.source.path: pool.submit(_peek_entity, namespace, plan, limit_per_entity) for plan in plans
         }
         for path, future in futures.items():
             try:
@@ -98,13 +86,11 @@ def peek_failures(
     return failures, errors
 
 
-def peek_one(
-    client: ServiceBusClient, source: EntityRef, sequence_number: int
-) -> ServiceBusReceivedMessage | None:
+def peek_one(namespace: Namespace, source: EntityRef, sequence_number: int) -> ReceivedMessage | None:
     """The dead-lettered message with ``sequence_number`` in ``source``'s dead-letter queue, or None."""
-    with dead_letter_receiver(client, source) as receiver:
+    with dead_letter_receiver(namespace, source) as receiver:
         page = receiver.peek_messages(max_message_count=1, sequence_number=sequence_number)
-    found: ServiceBusReceivedMessage | None = page[0] if page else None
+    found = page[0] if page else None
     if found is not None and found.sequence_number == sequence_number:
         return found
     return None

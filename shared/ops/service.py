@@ -11,9 +11,9 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
-from azure.servicebus import ServiceBusClient
 from pydantic import BaseModel, Field
 
 from shared.api import (
@@ -42,6 +42,9 @@ from shared.redrive.received import from_received
 from shared.redrive.settings import RedriveSettings
 from shared.redrive.targets import discover
 
+if TYPE_CHECKING:
+    from shared.amqp.connection import Namespace
+
 DEFAULT_PAGE = 50
 MAX_PAGE = 500
 
@@ -68,11 +71,11 @@ class OpsService:
         self,
         env: Mapping[str, str],
         management: Callable[[], ManagementClient],
-        service_bus: Callable[[], ServiceBusClient],
+        namespace: Callable[[], Namespace],
     ) -> None:
         self.env = env
         self._management = management
-        self._service_bus = service_bus
+        self._namespace = namespace
         try:
             self.settings = RedriveSettings.from_env(env)
         except (SettingsError, ValueError) as error:
@@ -115,7 +118,7 @@ class OpsService:
         # The transfer dead-letter queues (failed send-via transfers) are left to the timer: their counts
         # show in the entities view, their messages are not grouped here.
         plans = [p for p in self._plans() if p.dead_letter_count != 0 and not p.transfer]
-        failures, errors = peek_failures(self._service_bus(), plans)
+        failures, errors = peek_failures(self._namespace(), plans)
         return group_failures(failures, self.settings.policy), errors, len(failures)
 
     def failures(self, request: ApiRequest) -> ApiResponse:
@@ -145,7 +148,7 @@ class OpsService:
         except ValueError as error:
             raise ValidationFailed(str(error)) from None
         number = _int(request.route_params, "sequenceNumber", 0, None)
-        message = peek_one(self._service_bus(), source, number)
+        message = peek_one(self._namespace(), source, number)
         if message is None:
             raise NotFound(f"no dead-lettered message {number} in {source.path}")
         return ApiResponse(200, message_view(from_received(message, source)))

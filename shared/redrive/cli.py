@@ -7,8 +7,9 @@ under ``--data-dir``, and environment variables over both -- see :mod:`shared.re
 status: 0 all handled, 1 some messages or entities failed (they stay in their dead-letter queue), 2 invalid
 settings.
 
-The log (stderr) has the run's own lines; the Azure SDK's INFO logging -- every HTTP request and response of
-the management client, every AMQP connection, session and link state change -- only with ``--verbose``.
+The log (stderr) has the run's own lines; the clients' INFO logging -- every HTTP request and response of
+the management client, every AMQP connection of the receivers (python-qpid-proton) and of the senders'
+connections, sessions and links (azure-servicebus) -- only with ``--verbose``.
 """
 
 from __future__ import annotations
@@ -28,8 +29,10 @@ from shared.redrive.settings import RedriveSettingsError
 # The Azure SDK's loggers all sit under "azure": at INFO, azure-core's HttpLoggingPolicy
 # (azure.core.pipeline.policies.http_logging_policy) writes a dozen lines per management call (URL,
 # headers) and azure-servicebus's AMQP stack one per connection, session and link state change: about 80
-# lines before a small run's summary. Useful when a call misbehaves; noise otherwise. Warnings stay.
+# lines before a small run's summary. python-qpid-proton (Busbar's own receivers, shared.amqp) logs each
+# connection's open and close under "proton". Useful when a call misbehaves; noise otherwise. Warnings stay.
 SDK_LOGGER = "azure"
+AMQP_LOGGER = "proton"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -45,16 +48,17 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--verbose",
         action="store_true",
-        help="also log the Azure SDK's INFO lines (every HTTP request and response, AMQP link states)",
+        help="also log the clients' INFO lines (every HTTP request and response, AMQP connections and links)",
     )
     add_settings_arguments(parser)
     return parser
 
 
 def configure_logging(verbose: bool) -> None:
-    """INFO for the run's own lines; the Azure SDK's from WARNING unless ``verbose``."""
+    """INFO for the run's own lines; the clients' (Azure SDK, proton) from WARNING unless ``verbose``."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger(SDK_LOGGER).setLevel(logging.INFO if verbose else logging.WARNING)
+    for name in (SDK_LOGGER, AMQP_LOGGER):
+        logging.getLogger(name).setLevel(logging.INFO if verbose else logging.WARNING)
 
 
 def main(

@@ -10,6 +10,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import replace
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from azure.servicebus import ServiceBusClient
 
@@ -20,6 +21,9 @@ from shared.redrive.runner import Redriver, RunHooks
 from shared.redrive.settings import RedriveSettings
 from shared.redrive.summary import RunSummary
 from shared.redrive.targets import discover
+
+if TYPE_CHECKING:
+    from shared.amqp.connection import Namespace
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +83,17 @@ def service_bus_client(env: Mapping[str, str] | None = None) -> ServiceBusClient
     return ServiceBusClient(namespace, DefaultAzureCredential())
 
 
+def wire_namespace(env: Mapping[str, str] | None = None) -> Namespace:
+    """The namespace Busbar's own AMQP receivers read the dead-letter queues from (the same setting as
+    :func:`service_bus_client`)."""
+    from shared.amqp.connection import Namespace  # proton loads its C library only when a run receives
+
+    try:
+        return Namespace.from_settings(os.environ if env is None else env)
+    except ValueError as error:
+        raise SettingsError(str(error)) from None
+
+
 def run_redrive(
     env: Mapping[str, str] | None = None,
     *,
@@ -108,7 +123,10 @@ def run_redrive(
         with ManagementClient(management_settings) as management:
             discovery = discover(management, settings.entities)
         with service_bus_client(env) as client:
-            redriver = Redriver(client, archive, policy, limits, hooks=hooks, receive_wait=receive_wait)
+            namespace = wire_namespace(env)
+            redriver = Redriver(
+                client, namespace, archive, policy, limits, hooks=hooks, receive_wait=receive_wait
+            )
             if dry_run:
                 summary = redriver.plan(discovery.plans, run_id)
             else:

@@ -1,10 +1,10 @@
-"""The re-drive's edges of a dead-lettered message: read from the SDK, written to the archive."""
+"""The re-drive's edges of a dead-lettered message: read from Busbar's own AMQP receiver, written to the
+archive."""
 
 from __future__ import annotations
 
 from datetime import datetime
-
-from azure.servicebus import ServiceBusReceivedMessage
+from typing import TYPE_CHECKING
 
 from shared.archive.rows import ArchiveRow
 from shared.archive.rows import archive_row as envelope_row
@@ -13,10 +13,13 @@ from shared.envelope.sdk import from_received as envelope_from_received
 from shared.redrive.entities import EntityRef
 from shared.redrive.message import DeadLetter
 
+if TYPE_CHECKING:
+    from shared.amqp.received import ReceivedMessage
 
-def from_received(message: ServiceBusReceivedMessage, source: EntityRef) -> DeadLetter:
-    """A :class:`DeadLetter` from an azure-servicebus ``ServiceBusReceivedMessage`` of ``source``'s
-    dead-letter queue (only a data body is kept: other bodies are never re-sent)."""
+
+def from_received(message: ReceivedMessage, source: EntityRef) -> DeadLetter:
+    """A :class:`DeadLetter` from a message of ``source``'s dead-letter queue (only a data body is kept:
+    other bodies are never re-sent)."""
     return envelope_from_received(
         message, DeadLetter, body=data_body(message), body_type=body_type(message), source=source
     )

@@ -24,13 +24,12 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from azure.servicebus import ServiceBusClient, ServiceBusMessage, ServiceBusSubQueue
+from azure.servicebus import ServiceBusClient, ServiceBusMessage
 from azure.servicebus.exceptions import MessageSizeExceededError
 
 from shared.archive.writer import ArchiveWriter
-from shared.envelope.sdk_property_types import typed_receiver
 from shared.ordering.parking import send_resume
 from shared.rate_limit import TokenBucket
 from shared.redrive.copy import CopyError, build_redrive_message, oversize
@@ -44,6 +43,10 @@ from shared.redrive.summary import RunSummary
 from shared.telemetry.conventions import DESTINATION_NAME
 from shared.telemetry.instruments import count, redriven
 from shared.telemetry.operations import record_archived
+
+if TYPE_CHECKING:
+    from shared.amqp.connection import Namespace
+    from shared.amqp.receiver import EntityReceiver
 
 log = logging.getLogger(__name__)
 
@@ -108,6 +111,7 @@ class Redriver:
     def __init__(
         self,
         client: ServiceBusClient,
+        namespace: Namespace,
         archive: ArchiveWriter,
         policy: Policy,
         limits: Limits,
@@ -117,6 +121,7 @@ class Redriver:
         hooks: RunHooks | None = None,
     ) -> None:
         self.client = client
+        self.namespace = namespace
         self.archive = archive
         self.policy = policy
         self.limits = limits
@@ -181,22 +186,13 @@ class Redriver:
                 if fresh < len(batch):
                     return  # went round the queue: everything else here was already seen
 
-    def _dead_letter_receiver(self, plan: EntityPlan) -> Any:
-        source = plan.source
-        sub_queue = (
-            ServiceBusSubQueue.TRANSFER_DEAD_LETTER if plan.transfer else ServiceBusSubQueue.DEAD_LETTER
-        )
-        # Typed: every application property is copied and archived with its AMQP type.
-        if source.kind == "queue":
-            return typed_receiver(
-                self.client.get_queue_receiver(source.name, sub_queue=sub_queue, prefetch_count=0)
-            )
-        assert source.topic is not None
-        return typed_receiver(
-            self.client.get_subscription_receiver(
-                source.topic, source.name, sub_queue=sub_queue, prefetch_count=0
-            )
-        )
+    def _dead_letter_receiver(self, plan: EntityPlan) -> EntityReceiver:
+        # Busbar's own AMQP receiver: every application property is copied and archived with its AMQP type.
+        # Imported here: proton loads its C library only when a run receives (indexing the app never does).
+        from shared.amqp.receiver import EntityReceiver
+
+        sub_queue = "$Transfer/$deadletterqueue" if plan.transfer else "$deadletterqueue"
+        return EntityReceiver(self.namespace, f"{plan.source.path}/{sub_queue}")
 
     def _handle_batch(
         self, state: _EntityState, batch: Sequence[Any], run_id: str, summary: RunSummary

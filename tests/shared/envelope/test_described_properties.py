@@ -18,6 +18,8 @@ from azurefunctions.extensions.bindings.servicebus.utils import get_decoded_mess
 
 from emulator.testing import EmulatorHandle
 from functions.convert import incoming_from_received
+from shared.amqp.connection import Namespace
+from shared.amqp.receiver import EntityReceiver
 from shared.envelope import Envelope, PartitionKeyPolicy
 from shared.envelope.properties import (
     DATETIME_OFFSET,
@@ -31,7 +33,7 @@ from shared.envelope.properties import (
     amqp_type,
 )
 from shared.envelope.sdk import normalise_received, sdk_application_properties, to_message
-from shared.envelope.sdk_property_types import decode_application_properties, typed_receiver
+from shared.envelope.sdk_property_types import decode_application_properties
 from shared.router.decision import BRIDGED_FROM
 from shared.router.service import bridged_copy
 from tests.devhost.typed_sender import dotnet_message, send_typed
@@ -93,13 +95,15 @@ def test_busbars_receivers_read_a_dotnet_senders_described_properties_with_descr
 ) -> None:
     queue = emulator.create_queue()
     send_typed(emulator.connection_string, queue, dotnet_message("{}", "dotnet", **DESCRIBED_BY_PROTON))
-    with ServiceBusClient.from_connection_string(emulator.connection_string) as client:
-        with client.get_queue_receiver(queue) as plain:
-            [peeked_plain] = plain.peek_messages(max_message_count=1)
-        with typed_receiver(client.get_queue_receiver(queue)) as receiver:
-            [peeked] = receiver.peek_messages(max_message_count=1)
-            [received] = receiver.receive_messages(max_wait_time=5)
-            receiver.complete_message(received)
+    with (
+        ServiceBusClient.from_connection_string(emulator.connection_string) as client,
+        client.get_queue_receiver(queue) as plain,
+    ):
+        [peeked_plain] = plain.peek_messages(max_message_count=1)
+    with EntityReceiver(Namespace.from_connection_string(emulator.connection_string), queue) as receiver:
+        [peeked] = receiver.peek_messages(max_message_count=1)
+        [received] = receiver.receive_messages(max_wait_time=5)
+        receiver.complete_message(received)
     # azure-servicebus alone: the described value with the descriptor as a side attribute, never sent again
     sdk_reading: dict[Any, Any] = dict(peeked_plain.application_properties or {})
     assert sdk_reading[b"offset"] == DESCRIBED["offset"].value and not isinstance(

@@ -13,6 +13,7 @@ from typing import Any
 from azure.servicebus import ServiceBusClient, ServiceBusSubQueue
 
 from emulator.testing import EmulatorHandle
+from shared.amqp.connection import Namespace
 from shared.api import ApiRequest
 from shared.archive.reader import read_archive, row_properties
 from shared.envelope.properties import Described, amqp_type
@@ -93,7 +94,7 @@ def test_the_console_shows_described_properties_readably_and_its_retry_sends_the
     console = OpsService(
         redrive_env(emulator, tmp_path, [queue]),
         lambda: ManagementClient(management_settings(emulator)),
-        lambda: ServiceBusClient.from_connection_string(emulator.connection_string),
+        lambda: Namespace.from_connection_string(emulator.connection_string),
     )
     [dead] = peek_queue(emulator.connection_string, queue, ServiceBusSubQueue.DEAD_LETTER)
     number = str(dead.sequence_number)

@@ -1,0 +1,127 @@
+"""One message received or peeked over AMQP, read from proton's public ``Message``: the system properties,
+the broker's annotations, the body section and the application properties with their AMQP types.
+
+Its attributes are named as azure-servicebus's ``ServiceBusReceivedMessage`` names them, so the envelope's
+reading (:func:`shared.envelope.sdk.from_received`) and everything after it reads either the same way. Where
+Service Bus keeps a value (AMQP 1.0 in Azure Service Bus, "Message annotations"; the SDK's
+``ServiceBusReceivedMessage`` reads the same places):
+
+=============================  ==================================================================
+sequence_number                message annotation ``x-opt-sequence-number``
+enqueued_time_utc              message annotation ``x-opt-enqueued-time`` (a timestamp)
+locked_until_utc               message annotation ``x-opt-locked-until``
+partition_key                  message annotation ``x-opt-partition-key``
+dead_letter_source             message annotation ``x-opt-deadletter-source``
+dead_letter_reason,            application properties ``DeadLetterReason`` and
+dead_letter_error_description  ``DeadLetterErrorDescription``
+session_id, reply_to_session   properties ``group-id``, ``reply-to-group-id``
+time_to_live                   header ``ttl`` (milliseconds; ``None`` when not set, as the SDK)
+delivery_count                 header ``delivery-count``
+=============================  ==================================================================
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+import proton
+from azure.servicebus.amqp import AmqpMessageBodyType
+
+from shared.amqp.values import typed_properties, typed_value
+from shared.envelope.properties import timestamp_from_ms
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReceivedMessage:
+    """A message as Busbar's own receivers read it (application properties typed: :mod:`shared.amqp.values`).
+    ``receipt`` names its locked delivery to the receiver that received it (``None`` for a peeked one)."""
+
+    body_type: AmqpMessageBodyType
+    body: Any
+    message_id: Any
+    content_type: str | None
+    correlation_id: Any
+    session_id: str | None
+    subject: str | None
+    reply_to: str | None
+    reply_to_session_id: str | None
+    to: str | None
+    partition_key: str | None
+    time_to_live: timedelta | None
+    application_properties: dict[str, Any]
+    sequence_number: int
+    enqueued_time_utc: datetime | None
+    locked_until_utc: datetime | None
+    delivery_count: int | None
+    dead_letter_reason: str | None
+    dead_letter_error_description: str | None
+    dead_letter_source: str | None
+    receipt: int | None = field(default=None, repr=False)
+
+
+def _owned(value: Any) -> Any:
+    # proton hands binaries out as views of a buffer it reuses: copied now.
+    if isinstance(value, memoryview):
+        return bytes(value)
+    if isinstance(value, list):
+        return [_owned(item) for item in value]
+    return value
+
+
+def _text(value: Any) -> str | None:
+    if value is None:
+        return None
+    return (
+        bytes(value).decode("utf-8", errors="replace")
+        if isinstance(value, bytes | memoryview)
+        else str(value)
+    )
+
+
+def _moment(value: Any) -> datetime | None:
+    return None if value is None else timestamp_from_ms(int(value))
+
+
+def _body(message: proton.Message) -> tuple[AmqpMessageBodyType, Any]:
+    body = message.body
+    if message.inferred and isinstance(body, bytes | memoryview):
+        return AmqpMessageBodyType.DATA, bytes(body)
+    if message.inferred and isinstance(body, list):
+        return AmqpMessageBodyType.SEQUENCE, _owned(body)
+    return AmqpMessageBodyType.VALUE, typed_value(body)
+
+
+def received_message(message: proton.Message, receipt: int | None = None) -> ReceivedMessage:
+    """``message`` (decoded by proton) as Busbar reads it."""
+    annotations: dict[Any, Any] = {str(key): value for key, value in (message.annotations or {}).items()}
+    properties = typed_properties(message.properties)
+    body_type, body = _body(message)
+    ttl = message.ttl  # seconds, as proton gives the header's milliseconds
+    return ReceivedMessage(
+        body_type=body_type,
+        body=body,
+        message_id=_owned(message.id),
+        content_type=_text(message.content_type),
+        correlation_id=_owned(message.correlation_id),
+        session_id=_text(message.group_id),
+        subject=_text(message.subject),
+        reply_to=_text(message.reply_to),
+        reply_to_session_id=_text(message.reply_to_group_id),
+        to=_text(message.address),
+        partition_key=_text(annotations.get("x-opt-partition-key")),
+        time_to_live=timedelta(milliseconds=round(ttl * 1000)) if ttl else None,
+        application_properties=properties,
+        sequence_number=int(annotations.get("x-opt-sequence-number", 0)),
+        enqueued_time_utc=_moment(annotations.get("x-opt-enqueued-time")),
+        locked_until_utc=_moment(annotations.get("x-opt-locked-until")),
+        delivery_count=message.delivery_count,
+        dead_letter_reason=_text(properties.get("DeadLetterReason")),
+        dead_letter_error_description=_text(properties.get("DeadLetterErrorDescription")),
+        dead_letter_source=_text(annotations.get("x-opt-deadletter-source")),
+        receipt=receipt,
+    )
+
+
+__all__ = ["ReceivedMessage", "received_message"]

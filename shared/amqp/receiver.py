@@ -1,0 +1,224 @@
+"""Receiving, peeking and settling a queue's, subscription's or sub-queue's messages over AMQP with
+python-qpid-proton's public API, every application property with its AMQP type (:mod:`shared.amqp.values`).
+
+What goes on the wire is what azure-servicebus sends for the same calls (read in azure-servicebus 7.15,
+``_transport/_pyamqp_transport.py``: ``_settle_message_via_receiver_link``; the emulator, Busbar's fidelity
+reference, applies the same outcomes: ``emulator/amqp/session.py``, ``_apply_outcome``):
+
+* receive (peek-lock): a receive link on the address; credit for the batch, the first message awaited up to
+  the wait, then the rest of the credit drained, so nothing more is locked behind the caller's back;
+* complete: ``accepted``; abandon: ``modified`` with ``delivery-failed``; defer: ``modified`` with
+  ``delivery-failed`` and ``undeliverable-here``; dead-letter: ``rejected`` with the error
+  ``com.microsoft:dead-letter``, its info ``DeadLetterReason`` and ``DeadLetterErrorDescription``. Each is
+  sent unsettled and its outcome awaited (the SDK's ``await_outcome``), so a lost lock raises
+  :class:`WireError`;
+* peek: the management operation ``com.microsoft:peek-message`` on ``<address>/$management`` (no lock),
+  whose response carries each message's own AMQP encoding.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import itertools
+import uuid
+from collections.abc import Sequence
+from types import TracebackType
+from typing import Any
+
+import proton
+from proton.handlers import MessagingHandler
+from proton.utils import BlockingConnection
+
+from shared.amqp.connection import CONNECT_TIMEOUT, Namespace, WireError, reply_properties, request
+from shared.amqp.received import ReceivedMessage, received_message
+
+DEAD_LETTER_CONDITION = "com.microsoft:dead-letter"
+MORE_MESSAGES_WAIT = 0.2
+"""After the first message of a batch, how long a receive waits for the rest before it drains its credit."""
+
+
+class _Deliveries(MessagingHandler):
+    """Keeps each arriving message with its delivery, unsettled (nothing is accepted automatically)."""
+
+    def __init__(self) -> None:
+        super().__init__(prefetch=0, auto_accept=False, auto_settle=False)
+        self.arrived: collections.deque[tuple[proton.Message, proton.Delivery]] = collections.deque()
+
+    def on_message(self, event: Any) -> None:
+        self.arrived.append((event.message, event.delivery))
+
+
+class EntityReceiver:
+    """A peek-lock receiver on one ``address`` (``<queue>``, ``<topic>/subscriptions/<name>``, either's
+    ``/$deadletterqueue`` or ``/$Transfer/$deadletterqueue``). A context manager; not thread-safe."""
+
+    def __init__(self, namespace: Namespace, address: str) -> None:
+        self.address = address
+        self._connection: BlockingConnection = namespace.connect(address)
+        self._deliveries = _Deliveries()
+        self._blocking: Any = None  # proton's BlockingReceiver: it unsets the link's handler when collected
+        self._locked: dict[int, proton.Delivery] = {}  # by receipt (ReceivedMessage.receipt)
+        self._receipts = itertools.count(1)
+
+    def __enter__(self) -> EntityReceiver:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        self.close()
+
+    # ---------------------------------------------------------------------------------------- receive
+
+    def _receive_link(self) -> Any:
+        if self._blocking is None:
+            self._blocking = self._connection.create_receiver(
+                self.address, credit=0, handler=self._deliveries, name=f"busbar-{uuid.uuid4()}"
+            )
+        return self._blocking.link
+
+    def receive_messages(
+        self, max_message_count: int = 1, max_wait_time: float = 5.0
+    ) -> list[ReceivedMessage]:
+        """Up to ``max_message_count`` messages, locked; waits up to ``max_wait_time`` seconds for the first
+        (an empty list when none came)."""
+        link = self._receive_link()
+        arrived = self._deliveries.arrived
+        link.flow(max(1, max_message_count - len(arrived) - link.credit))
+        self._wait(lambda: bool(arrived), max_wait_time)
+        if arrived:
+            self._wait(lambda: len(arrived) >= max_message_count, MORE_MESSAGES_WAIT)
+        link.drain(0)
+        self._wait(lambda: not link.draining(), CONNECT_TIMEOUT)
+        batch: list[ReceivedMessage] = []
+        while arrived and len(batch) < max_message_count:
+            message, delivery = arrived.popleft()
+            # Settled later by this receipt: proton's Delivery.tag reads the tag as UTF-8 text, which a
+            # Service Bus lock token (16 bytes of a GUID) is not.
+            receipt = next(self._receipts)
+            self._locked[receipt] = delivery
+            batch.append(received_message(message, receipt=receipt))
+        return batch
+
+    def _wait(self, condition: Any, timeout: float) -> None:
+        with contextlib.suppress(proton.Timeout):  # a wait that ends without the condition is an answer too
+            self._connection.wait(condition, timeout=timeout)
+
+    # ----------------------------------------------------------------------------------------- settle
+
+    def complete_message(self, message: ReceivedMessage) -> None:
+        """Remove ``message`` from its entity (``accepted``)."""
+        self._settle(message, proton.Delivery.ACCEPTED)
+
+    def abandon_message(self, message: ReceivedMessage) -> None:
+        """Give ``message`` back, unlocked, its delivery count raised (``modified``, delivery failed)."""
+        self._settle(message, proton.Delivery.MODIFIED, failed=True)
+
+    def defer_message(self, message: ReceivedMessage) -> None:
+        """Set ``message`` aside, to be received by sequence number only (``modified``, undeliverable
+        here)."""
+        self._settle(message, proton.Delivery.MODIFIED, failed=True, undeliverable=True)
+
+    def dead_letter_message(
+        self, message: ReceivedMessage, reason: str | None = None, error_description: str | None = None
+    ) -> None:
+        """Move ``message`` to its entity's dead-letter queue with ``reason`` and ``error_description``."""
+        info = {
+            proton.symbol("DeadLetterReason"): reason,
+            proton.symbol("DeadLetterErrorDescription"): error_description,
+        }
+        condition = proton.Condition(
+            DEAD_LETTER_CONDITION,
+            error_description,
+            {key: value for key, value in info.items() if value is not None},
+        )
+        self._settle(message, proton.Delivery.REJECTED, condition=condition)
+
+    def _settle(
+        self,
+        message: ReceivedMessage,
+        outcome: Any,
+        *,
+        failed: bool = False,
+        undeliverable: bool = False,
+        condition: proton.Condition | None = None,
+    ) -> None:
+        delivery = self._locked.pop(message.receipt, None) if message.receipt is not None else None
+        if delivery is None:
+            raise WireError(f"message {message.sequence_number} was not received locked by this receiver")
+        if outcome == proton.Delivery.MODIFIED:
+            delivery.local.failed = failed
+            delivery.local.undeliverable = undeliverable
+        if condition is not None:
+            delivery.local.condition = condition
+        delivery.update(outcome)
+        try:
+            self._connection.wait(
+                lambda: delivery.remote_state != 0 or delivery.settled, timeout=CONNECT_TIMEOUT
+            )
+            # Read before settling: a delivery settled on both sides is freed by proton.
+            answer, refusal = delivery.remote_state, delivery.remote.condition
+        except proton.Timeout:
+            raise WireError(
+                f"Service Bus did not confirm the settlement of {message.sequence_number}"
+            ) from None
+        finally:
+            delivery.settle()
+        # Service Bus echoes the outcome it applied; one it cannot apply (a lost lock, say) comes back
+        # rejected with its error. As azure-servicebus judges it (_pyamqp/receiver.py,
+        # check_disposition_outcome): a rejected answer with an error always fails, and otherwise the echo
+        # must be what was asked.
+        if answer == proton.Delivery.REJECTED and refusal is not None:
+            raise WireError(f"settlement of {message.sequence_number} refused: {refusal}")
+        if answer != outcome:
+            raise WireError(f"settlement of {message.sequence_number} answered {answer}, not {outcome}")
+
+    # ------------------------------------------------------------------------------------------- peek
+
+    def peek_messages(self, max_message_count: int = 1, sequence_number: int = 0) -> list[ReceivedMessage]:
+        """Up to ``max_message_count`` messages from ``sequence_number`` on, without locking them."""
+        reply = request(
+            self._connection,
+            f"{self.address}/$management",
+            proton.Message(
+                body={
+                    "from-sequence-number": int(sequence_number),
+                    "message-count": proton.int32(max_message_count),
+                },
+                properties={"operation": "com.microsoft:peek-message"},
+            ),
+        )
+        properties = reply_properties(reply)
+        status = int(properties.get("statusCode", 0))
+        if status == 204:
+            return []
+        if status != 200:
+            raise WireError(
+                f"peek of {self.address} refused ({status}): {properties.get('statusDescription', '')}"
+            )
+        return [_peeked(entry) for entry in _entries(reply.body)]
+
+    # ------------------------------------------------------------------------------------------ close
+
+    def close(self) -> None:
+        """Close the link and the connection (a message still locked is released by Service Bus)."""
+        self._locked.clear()
+        self._connection.close()
+
+
+def _entries(body: Any) -> Sequence[Any]:
+    messages = body.get("messages") if isinstance(body, dict) else None
+    return messages if isinstance(messages, list) else []
+
+
+def _peeked(entry: Any) -> ReceivedMessage:
+    encoded = entry.get("message") if isinstance(entry, dict) else None
+    if not isinstance(encoded, bytes | memoryview):
+        raise WireError(f"a peek response entry has no message: {entry!r}")
+    message = proton.Message()
+    message.decode(bytes(encoded))
+    return received_message(message)
+
+
+__all__ = ["DEAD_LETTER_CONDITION", "EntityReceiver"]
