@@ -6,7 +6,10 @@ will be set to the system default"; ``set_peer_authentication``: "clients attemp
 certificate and peer name (PN_SSL_VERIFY_PEER_NAME)"), and ``proton/_reactor.py`` (``Container.connect``:
 ``connector.ssl_domain = ssl_domain or self.ssl.client``; ``Connector._connect``: ``peer_hostname =
 self.ssl_sni or self.virtual_host or url.host``) checks the name the connection gives as ``virtual_host``,
-the namespace's host.
+the namespace's host. proton-c (apache/qpid-proton ``c/src/ssl/openssl.c``) is where the defaults are set:
+``pni_init_ssl_domain`` gives a client domain ``PN_SSL_VERIFY_PEER_NAME`` and
+``SSL_CTX_set_default_verify_paths`` (which reads ``SSL_CERT_FILE``), and ``verify_callback`` accepts the
+peer only if its name matches a DNS subject alternative name or the common name.
 
 The emulator's TLS port (``amqps_port``: AMQP over TLS beside HTTPS) presents a certificate its own CA
 signs, naming ``localhost`` (emulator/arm/tls.py). The only knob used to trust it is OpenSSL's
@@ -46,15 +49,13 @@ def _ca_file(handle: EmulatorHandle) -> str:
     return str(handle.emulator.management_ca_file)
 
 
-def _azure_style_connection_string(handle: EmulatorHandle) -> str:
+def _azure_style_connection_string(handle: EmulatorHandle, host: str = "localhost") -> str:
     """The emulator's TLS port under the name its certificate carries, as a namespace's connection string
-    looks in Azure: no ``UseDevelopmentEmulator``. ``localhost``, not ``127.0.0.1``: the certificate also
-    carries 127.0.0.1 as an IP address, but proton's peer-name check (tried here) fails on it as on any name
-    the certificate does not give as a DNS name; Azure's hosts are always DNS names."""
+    looks in Azure: no ``UseDevelopmentEmulator``. ``host`` defaults to the name the certificate carries."""
     emulator = handle.emulator
-    assert emulator.fully_qualified_namespace is not None
+    assert emulator.amqps_port is not None
     return (
-        f"Endpoint=sb://{emulator.fully_qualified_namespace}/;"
+        f"Endpoint=sb://{host}:{emulator.amqps_port}/;"
         f"SharedAccessKeyName={emulator.options.key_name};SharedAccessKey={emulator.options.key}"
     )
 
@@ -102,7 +103,7 @@ def test_an_azure_connection_string_opens_amqps_and_receives_peeks_and_settles_t
     connection_string = _azure_style_connection_string(tls_emulator)
     namespace = Namespace.from_connection_string(connection_string)
     assert namespace.secure
-    assert namespace.url == f"amqps://{tls_emulator.emulator.fully_qualified_namespace}"
+    assert namespace.url == f"amqps://localhost:{tls_emulator.emulator.amqps_port}"
 
     child = _run_receiver(connection_string, queue, _ca_file(tls_emulator))
 
@@ -129,3 +130,23 @@ def test_without_the_ca_trusted_the_connection_fails_verification_and_nothing_is
     assert child.stdout == ""
     assert "certificate verify failed" in child.stderr
     assert _sdk_peek(tls_emulator, queue) == ["untrusted-1"]
+
+
+def test_trusting_the_ca_a_host_the_certificate_does_not_name_is_refused_so_the_peer_name_is_checked(
+    tls_emulator: EmulatorHandle,
+) -> None:
+    """Same server, same trusted CA, the same socket address: only the name differs. 127.0.0.1 is on the
+    certificate as an IP address only, and proton's ``verify_callback`` matches the peer name against DNS
+    names and the common name (``localhost``), never IP addresses, so the handshake is refused. (Azure's
+    hosts are DNS names: ``<namespace>.servicebus.windows.net``.)"""
+    queue = tls_emulator.create_queue()
+    _send(tls_emulator, queue, "wrong-name-1")
+
+    child = _run_receiver(
+        _azure_style_connection_string(tls_emulator, host="127.0.0.1"), queue, _ca_file(tls_emulator)
+    )
+
+    assert child.returncode != 0
+    assert child.stdout == ""
+    assert "certificate verify failed" in child.stderr
+    assert _sdk_peek(tls_emulator, queue) == ["wrong-name-1"]
