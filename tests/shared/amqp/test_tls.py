@@ -50,8 +50,8 @@ def _ca_file(handle: EmulatorHandle) -> str:
 
 
 def _azure_style_connection_string(handle: EmulatorHandle, host: str = "localhost") -> str:
-    """The emulator's TLS port under the name its certificate carries, as a namespace's connection string
-    looks in Azure: no ``UseDevelopmentEmulator``. ``host`` defaults to the name the certificate carries."""
+    """The emulator's TLS port reached as ``host`` (by default the name its certificate carries), in a
+    connection string as a namespace's looks in Azure: no ``UseDevelopmentEmulator``."""
     emulator = handle.emulator
     assert emulator.amqps_port is not None
     return (
