@@ -88,23 +88,22 @@ def provision_app(
         ManagementClient(ManagementSettings.from_env(settings)) as management,
         contextlib.ExitStack() as held,
     ):
-        if locked and _changes(plan_endpoints(management, options, defaults, settings, hosted)[1]):
+        provisioner, plan = plan_endpoints(management, options, defaults, settings, hosted)
+        if locked and plan.has_changes:
             # Only a start that has something to change takes the locks: once the topology is in place,
-            # instances scaling out at once do not queue behind each other for a plan of "unchanged".
+            # instances scaling out at once do not queue behind each other for a plan of "unchanged" (and
+            # apply that plan, read once). Under the locks the plan is made again, against what an instance
+            # that held them before left.
             hierarchy = HierarchyNamespace(options.hierarchy_namespace)
             locks = _locks(settings, management, hierarchy)
             held.enter_context(locks.hold(endpoint_key(hierarchy.apply(e.queue(settings))) for e in hosted))
-        result = provision_endpoints(management, options, defaults, settings, hosted)
+            provisioner, plan = plan_endpoints(management, options, defaults, settings, hosted)
+        result = _apply(provisioner, plan)
         if options.fallback_topic is not None and options.fallback_topic.topic_name:
             topic = HierarchyNamespace(options.hierarchy_namespace).apply(options.fallback_topic.topic_name)
             subscription = read(ROUTER_SUBSCRIPTION, settings) or "busbar-router"
             provision_router(management, topic, subscription, defaults)
     return result
-
-
-def _changes(plan: Plan) -> bool:
-    """Whether applying ``plan`` would change anything (a create, an update or a delete)."""
-    return any(item.action in ("create", "update", "delete") for item in plan.items)
 
 
 def _locks(
@@ -140,7 +139,10 @@ def provision_endpoints(
     anything when a subscription would be created beside one that forwards to the same queue already, and
     :class:`~shared.topology.delivery_paths.DuplicateDeliveryError` when an endpoint would then receive an
     event through two paths (:func:`~shared.topology.single_delivery.plan_delivery`)."""
-    provisioner, plan = plan_endpoints(management, options, defaults, settings, endpoints)
+    return _apply(*plan_endpoints(management, options, defaults, settings, endpoints))
+
+
+def _apply(provisioner: Provisioner, plan: Plan) -> ApplyResult:
     result = provisioner.apply(plan)
     log.info("endpoints provisioned: %d created, %d unchanged", len(result.created), len(result.unchanged))
     return result
