@@ -88,6 +88,7 @@ def register_subscriber(bp: func.Blueprint, endpoint: Endpoint, env: Mapping[str
     namespace (see :mod:`shared.entity_paths`: a binding expression could not add the prefix)."""
     name = subscriber_name(endpoint)
     queue = endpoint_queue_path(endpoint, env)
+    observers = (monitoring(queue),)  # made once: the same observer serves every delivery
 
     def subscriber(
         message: servicebus.ServiceBusReceivedMessage, message_actions: servicebus.ServiceBusMessageActions
@@ -102,7 +103,7 @@ def register_subscriber(bp: func.Blueprint, endpoint: Endpoint, env: Mapping[str
             message_id=message.message_id,
             delivery_count=message.delivery_count,
             enqueued_time=message.enqueued_time_utc,
-            observers=(monitoring(queue),),
+            observers=observers,
         ) as actions:
             _handle(endpoint, queue, message, actions)
 
