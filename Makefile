@@ -257,10 +257,10 @@ endef
 # The keys make run serves with (fixed in $(SETTINGS), else kept under $(DATA_DIR)/devhost/secrets), printed
 # alone so a shell can take them: KEY=$$(make host-key). No prerequisite: nothing else may print first.
 host-key: ## Print the host key of the app make run serves (function-level HTTP calls)
-	@$(VPY) -m devhost.show_key host --settings "$(SETTINGS)" --data-dir "$(DATA_DIR)/devhost"
+	@$(VPY) -m devhost.http.show_key host --settings "$(SETTINGS)" --data-dir "$(DATA_DIR)/devhost"
 
 master-key: ## Print the master key (the console, admin endpoints) of the app make run serves
-	@$(VPY) -m devhost.show_key master --settings "$(SETTINGS)" --data-dir "$(DATA_DIR)/devhost"
+	@$(VPY) -m devhost.http.show_key master --settings "$(SETTINGS)" --data-dir "$(DATA_DIR)/devhost"
 
 redrive-plan: $(STAMP) ## Dead-letter re-drive dry run against the running app: what a run would do (SETTINGS, DATA_DIR, REDRIVE_ARGS)
 	$(APP_ENV) $(VPY) -m shared.redrive plan $(APP_SETTINGS) $(REDRIVE_ARGS)

@@ -5,7 +5,7 @@ directory, as an operator (or the platform) would.
 prerequisites taken as made: :data:`INSTALLED`); its output goes to ``make-run.log`` and is scanned for the
 ready line and the banner (URL, keys, connection strings).
 The worker process is found as the ``devhost.worker`` process in the group; Azurite (in a process group of
-its own, see ``devhost.azurite``) by the pid devhost records beside its data.
+its own, see ``devhost.storage.azurite``) by the pid devhost records beside its data.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from devhost.azurite import PID_FILE as AZURITE_PID_FILE
+from devhost.storage.azurite import PID_FILE as AZURITE_PID_FILE
 
 READY = "devhost ready: "
 # make run's install prerequisites, taken as made (``-o``): ``make chaos`` installs them before the run, and

@@ -10,12 +10,12 @@ Kinds (each injected at random times from the run's seeded generator, see :class
 - ``kill-azurite``: the storage account goes away while events flow: Azurite (the app's
   ``AzureWebJobsStorage``, where every endpoint records the message ids it handled and the sample's invoices
   and shipments) is stopped with SIGTERM, and devhost starts it again on the same ports and data
-  (``devhost.azurite_service``); the fault waits until it is back and reports how long storage was away.
-  SIGTERM, not SIGKILL: Azurite keeps its tables in memory and saves them every 5 s, so a SIGKILL loses
-  writes it had already acknowledged, which Azure Storage never does once it answered (its writes are
-  durable before the response). Such a loss would show up here as an event handled twice for a reason
-  Azure cannot produce; an outage (requests refused, then served again with everything acknowledged
-  kept) is what an app on Azure can meet, and is what this fault makes.
+  (``devhost.storage.azurite_service``); the fault waits until it is back and reports how long storage was
+  away. SIGTERM, not SIGKILL: Azurite keeps its tables in memory and saves them every 5 s, so a SIGKILL loses
+  writes it had already acknowledged, which Azure Storage never does once it answered (its writes are durable
+  before the response). Such a loss would show up here as an event handled twice for a reason Azure cannot
+  produce; an outage (requests refused, then served again with everything acknowledged kept) is what an app on
+  Azure can meet, and is what this fault makes.
 - ``redrive``: a console retry of the first failure group (``POST /api/ops/failures/retry``, tried again
   while the timer's run holds the instance's re-drive lock) and the re-drive timer run now
   (``POST /admin/functions/redrive_dead_letters``), while the load goes on.

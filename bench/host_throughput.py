@@ -60,7 +60,7 @@ sys.path.insert(0, str(ROOT))
 from azure.servicebus import ServiceBusClient, ServiceBusMessage  # noqa: E402
 from azure.servicebus.aio import ServiceBusClient as AsyncServiceBusClient  # noqa: E402
 
-from devhost.servicebus_trigger import SHORT_POLL_SECONDS  # noqa: E402
+from devhost.servicebus.listener import SHORT_POLL_SECONDS  # noqa: E402
 from devhost.testing import running_host  # noqa: E402
 
 RESULT_FILE = ROOT / "bench" / "results" / "host_throughput.json"
@@ -166,7 +166,7 @@ async def bare_loop(conn: str, queue: str, total: int, batch: int) -> tuple[floa
     first: float | None = None
     async with (
         AsyncServiceBusClient.from_connection_string(conn) as client,
-        # The socket poll of devhost's listeners (devhost.servicebus_trigger.SHORT_POLL_SECONDS): with the
+        # The socket poll of devhost's listeners (devhost.servicebus.listener.SHORT_POLL_SECONDS): with the
         # SDK's default (0.2 s) the last, partial receive of a run waits on the socket that long, a tail the
         # comparison would count against the bare loop alone.
         client.get_queue_receiver(queue, prefetch_count=0, socket_timeout=SHORT_POLL_SECONDS) as receiver,

@@ -64,8 +64,8 @@ if str(ROOT) not in sys.path:
 from bench.bench_emulator import start_emulator  # noqa: E402
 from bench.host_apps.ordered_app import ORDERED, UNORDERED, KeyedWork  # noqa: E402
 from bench.host_throughput import CpuMeter, _cpu_seconds, _worker_pids, steady_rate  # noqa: E402
-from devhost.azurite import AzuritePorts, launch, terminate  # noqa: E402
-from devhost.storage_settings import development_connection_string  # noqa: E402
+from devhost.storage.azurite import AzuritePorts, launch, terminate  # noqa: E402
+from devhost.storage.settings import development_connection_string  # noqa: E402
 from devhost.testing import running_host  # noqa: E402
 from functions.subscribers import subscriber_name  # noqa: E402
 from shared.ordering.held_keys import held_keys_from_settings  # noqa: E402

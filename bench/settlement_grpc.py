@@ -2,9 +2,9 @@
 
 In Azure a function's ``actions.complete(message)`` is a gRPC call from the Python worker to the Functions
 host's Settlement service, which settles on the receiver holding the message. devhost serves that service
-on each host's event loop (:mod:`devhost.settlement_aio`). This measures the extension's real client against
-devhost's real service, both in this one process, with a receiver whose ``complete_message`` returns at
-once, so only the hop is timed: calls per second and process CPU per call (client, server and gRPC
+on each host's event loop (:mod:`devhost.servicebus.settlement_service`). This measures the extension's real
+client against devhost's real service, both in this one process, with a receiver whose ``complete_message``
+returns at once, so only the hop is timed: calls per second and process CPU per call (client, server and gRPC
 threads), from 1 and from 16 threads (maxConcurrentCalls 1 and 16). Writes
 ``bench/results/settlement_grpc.json``.
 
@@ -33,8 +33,8 @@ sys.path.insert(0, str(ROOT))
 
 import azurefunctions.extensions.bindings.servicebus as servicebus  # noqa: E402
 
-from devhost.settlement import REGISTRY, InvocationSettlement, worker_arguments  # noqa: E402
-from devhost.settlement_aio import LoopSettlementServer  # noqa: E402
+from devhost.servicebus.settlement import REGISTRY, InvocationSettlement, worker_arguments  # noqa: E402
+from devhost.servicebus.settlement_service import LoopSettlementServer  # noqa: E402
 
 RESULT_FILE = ROOT / "bench" / "results" / "settlement_grpc.json"
 

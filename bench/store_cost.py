@@ -2,12 +2,13 @@
 store (each message id handled once, its row and outgoing message committed with the record in Table
 Storage) against the same endpoint without it, in one run (issue 35).
 
-One emulator (its own process, in memory) and one Azurite (``devhost.azurite``, a fresh data directory);
-devhost runs ``bench/host_apps/store_app.py``, whose two functions run the same handler (read the order's
-``invoice`` row, write it, publish an ``InvoiceIssued`` to its topic) and settle the message: ``with_store``
-through ``shared.handlers.subscriber.process`` (per message: the record's point read, the row's point read,
-one entity group transaction, the publish, the record marked dispatched), ``without_store`` through the
-bare dispatcher and the same publish. Busbar has no switch to turn the store off, hence the bench app.
+One emulator (its own process, in memory) and one Azurite (``devhost.storage.azurite``, a fresh data
+directory); devhost runs ``bench/host_apps/store_app.py``, whose two functions run the same handler (read the
+order's ``invoice`` row, write it, publish an ``InvoiceIssued`` to its topic) and settle the message:
+``with_store`` through ``shared.handlers.subscriber.process`` (per message: the record's point read, the row's
+point read, one entity group transaction, the publish, the record marked dispatched), ``without_store``
+through the bare dispatcher and the same publish. Busbar has no switch to turn the store off, hence the bench
+app.
 
 For each ``maxConcurrentCalls`` level, N ``Shipping.OrderAccepted`` messages (each its own order, as
 ``POST /api/events`` publishes them) are sent to each function's queue first; the rate is N / (first
@@ -45,8 +46,8 @@ from azure.servicebus import ServiceBusClient  # noqa: E402
 
 from app.endpoints.sample.events import OrderAccepted  # noqa: E402
 from bench.host_throughput import CpuMeter, _cpu_seconds, steady_rate  # noqa: E402
-from devhost.azurite import AzuritePorts, launch, terminate  # noqa: E402
-from devhost.storage_settings import development_connection_string  # noqa: E402
+from devhost.storage.azurite import AzuritePorts, launch, terminate  # noqa: E402
+from devhost.storage.settings import development_connection_string  # noqa: E402
 from devhost.testing import running_host  # noqa: E402
 from shared.topology.messages import build_message  # noqa: E402
 from shared.topology.options import TopicRoutingMode  # noqa: E402

@@ -5,24 +5,24 @@ worker process, and serves its Service Bus triggers (real ``azure-servicebus`` S
 complete/abandon, lock renewal, sessions, batches, SDK-type settlement), timer triggers (NCRONTAB) and HTTP
 triggers (route prefix, auth levels, keys, admin endpoints). Tests use :mod:`devhost.testing`.
 
-The function code runs in a worker process, as the Python worker runs beside the host in Azure: the
-``worker`` package (``python -m devhost.worker``: ``azure_functions_runtime`` imports, indexes, binds and
-runs; see its docstring) answers ``worker_protocol`` requests through a ``worker_channel``:
-``process_worker`` (a child process started with the real worker arguments, FunctionRpc
-``StreamingMessage``s over a socket pair (``worker_frames``): started with the init / functions metadata /
-load requests by ``worker_handshake``, invoked with ``invocation_rpc``'s requests, its ``RpcLog``s logged
-by ``worker_logs``, restarted if it dies; its start-up and restarts bounded as the host's,
-``worker_restarts``). The host reads its index from the runtime's ``RpcFunctionMetadata``
-(``function_indexing``). devhost's own process never imports the app nor ``azure_functions_runtime``: the
-runtime keeps one app per process in module globals and changes ``os.environ``, ``sys.path``, the working
-directory and logging.
+The packages follow the processes and sides of a Functions app in Azure, each package's docstring says what
+is in it:
 
-Host-side modules: ``local_settings`` / ``host_config`` (the two files), ``bindings`` (``%Name%`` and
-connections), ``dispatcher`` + ``invocation_log`` (an invocation through the channel, logged),
-``message_reading`` / ``model_binding_data`` (a received message as plain data for the worker),
-``servicebus_trigger`` + ``session_listener`` + ``batch_cache`` + ``lock_renewal``, ``settlement``,
-``ncrontab`` + ``timer_trigger``, ``routes`` + ``keys`` + ``key_store`` (keys kept across restarts) +
-``http_server``, ``host`` (orchestration, graceful shutdown), ``__main__`` (CLI; ``endpoints_record``: what
-it listens on, for command-line tools; ``azurite`` + ``storage_settings``: Azurite as ``AzureWebJobsStorage``)
-and ``testing``.
+* ``worker``: what runs in the worker process (``python -m devhost.worker``), Azure's proxy worker's part:
+  ``azure_functions_runtime`` imports, indexes, binds and runs the app's functions there;
+* ``channel``: the host's end of the host <-> worker channel (the worker process it starts and restarts,
+  FunctionRpc messages over a socket pair, the start-up handshake, invocation requests and trigger data);
+* ``servicebus``: the Service Bus listeners (sessions, batches, lock renewal) and the Settlement gRPC
+  service the binding extension settles through;
+* ``http``: the HTTP front end (routes, auth levels and keys, the admin endpoints);
+* ``dotnet``: values in the text forms the .NET host writes them in (TimeSpan, Json.NET);
+* ``storage``: Azurite, the child process that serves ``AzureWebJobsStorage``.
+
+The host itself is the top level: ``host`` (orchestration, graceful shutdown), ``__main__`` (the CLI;
+``endpoints_record``: what it listens on, for command-line tools), ``local_settings`` / ``host_config``
+(the two files), ``bindings`` (``%Name%`` and connections), ``function_indexing`` (the host's index, read
+from what the worker's runtime indexed), ``startup_problems``, ``dispatcher`` + ``invocation_log`` (an
+invocation through the channel, logged), ``ncrontab`` + ``timer_trigger``, and ``testing``. devhost's own
+process never imports the app nor ``azure_functions_runtime``: the runtime keeps one app per process in
+module globals and changes ``os.environ``, ``sys.path``, the working directory and logging.
 """

@@ -22,13 +22,13 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from devhost.azurite import AzuriteError, AzuritePorts
-from devhost.azurite_service import AzuriteService
 from devhost.endpoints_record import remove_record, write_record
 from devhost.host import FunctionsHost, HostOptions, StartupHook
 from devhost.host_config import HostConfig, HostConfigError, load_host_config
 from devhost.local_settings import LocalSettings, LocalSettingsError, load_local_settings
-from devhost.storage_settings import STORAGE_SETTING, storage_configured_elsewhere
+from devhost.storage.azurite import AzuriteError, AzuritePorts
+from devhost.storage.azurite_service import AzuriteService
+from devhost.storage.settings import STORAGE_SETTING, storage_configured_elsewhere
 
 READY_LINE = "devhost ready"
 EMULATOR_NAMESPACE = "sbemulatorns"

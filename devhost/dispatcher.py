@@ -11,9 +11,9 @@ import asyncio
 import uuid
 from collections.abc import Callable
 
+from devhost.channel.protocol import FunctionMetadata, InvocationInput, InvocationOutcome, InvocationRequest
 from devhost.invocation_log import InvocationLog, InvocationRecord
 from devhost.worker_channel import WorkerChannel
-from devhost.worker_protocol import FunctionMetadata, InvocationInput, InvocationOutcome, InvocationRequest
 
 
 def _failed(exc: Exception) -> InvocationOutcome:

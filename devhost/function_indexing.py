@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from devhost.bindings import resolve_expression
-from devhost.worker_protocol import FunctionMetadata, PayloadKind, ServiceBusShape
+from devhost.channel.protocol import FunctionMetadata, PayloadKind, ServiceBusShape
 
 SERVICE_BUS_TRIGGER = "serviceBusTrigger"
 HTTP_TRIGGER = "httpTrigger"

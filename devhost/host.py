@@ -22,23 +22,23 @@ from typing import Any
 import azure.functions as func
 
 from devhost.bindings import resolve_connection
+from devhost.channel.process_worker import ProcessWorker
+from devhost.channel.protocol import FunctionMetadata, ManualServiceBusInput
+from devhost.channel.restarts import WorkerLimits
 from devhost.dispatcher import Dispatcher
 from devhost.host_config import HostConfig
-from devhost.http_server import HttpRoute, HttpServer, check_route_conflicts, http_route
+from devhost.http.key_store import KeyStore
+from devhost.http.keys import HostKeys, generate_key
+from devhost.http.server import HttpRoute, HttpServer, check_route_conflicts, http_route
 from devhost.invocation_log import InvocationLog
-from devhost.key_store import KeyStore
-from devhost.keys import HostKeys, generate_key
 from devhost.local_settings import ConfiguredKeys
-from devhost.process_worker import ProcessWorker
-from devhost.servicebus_trigger import ServiceBusListener
-from devhost.session_listener import SessionListener
-from devhost.settlement import worker_arguments
-from devhost.settlement_aio import LoopSettlementServer
+from devhost.servicebus.listener import ServiceBusListener
+from devhost.servicebus.session_listener import SessionListener
+from devhost.servicebus.settlement import worker_arguments
+from devhost.servicebus.settlement_service import LoopSettlementServer
 from devhost.startup_problems import StartupProblems
 from devhost.timer_trigger import TimerListener, schedule_zone
 from devhost.worker_channel import WorkerChannel, WorkerOptions
-from devhost.worker_protocol import FunctionMetadata, ManualServiceBusInput
-from devhost.worker_restarts import WorkerLimits
 
 logger = logging.getLogger("devhost.Host")
 
@@ -76,7 +76,8 @@ class HostOptions:
     settings: Mapping[str, str]
     host_config: HostConfig = field(default_factory=HostConfig)
     keys: ConfiguredKeys = field(default_factory=ConfiguredKeys)
-    # Where keys not fixed in ``keys`` are kept across restarts (devhost.key_store); None: new each start.
+    # Where keys not fixed in ``keys`` are kept across restarts (devhost.http.key_store); None: new each
+    # start.
     secrets_dir: Path | None = None
     http_host: str = "127.0.0.1"
     http_port: int = 7071

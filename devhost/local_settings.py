@@ -10,8 +10,8 @@ Format as Core Tools reads it, plus one devhost addition, ``Keys``::
     }
 
 Keys not given come from the secrets folder of ``--data-dir`` (created there on first start, kept across
-restarts, see :mod:`devhost.key_store`), or without one are generated at start; either way they are printed,
-and HTTP auth is always enforced.
+restarts, see :mod:`devhost.http.key_store`), or without one are generated at start; either way they are
+printed, and HTTP auth is always enforced.
 """
 
 from __future__ import annotations

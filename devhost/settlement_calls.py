@@ -1,8 +1,8 @@
 """What each method of the extension's ``Settlement`` gRPC service does, as the host's Service Bus extension
 implements it: which receiver call a request makes, what it answers, and the status texts it fails with.
 
-devhost serves the service on each host's loop (:mod:`devhost.settlement_aio`), which reads its semantics
-from here.
+devhost serves the service on each host's loop (:mod:`devhost.servicebus.settlement_service`), which reads its
+semantics from here.
 """
 
 from __future__ import annotations

@@ -15,11 +15,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from devhost.channel.restarts import WorkerLimits
 from devhost.host import FunctionsHost, HostOptions, StartupHook
 from devhost.host_config import load_host_config
 from devhost.invocation_log import InvocationLog, InvocationRecord
 from devhost.local_settings import ConfiguredKeys
-from devhost.worker_restarts import WorkerLimits
 
 
 class HostHandle:

@@ -13,10 +13,10 @@ from collections.abc import Mapping
 from datetime import UTC, datetime, tzinfo
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from devhost.channel.protocol import FunctionMetadata, TimerInput
 from devhost.dispatcher import Dispatcher
 from devhost.invocation_log import InvocationRecord
 from devhost.ncrontab import CronSchedule, parse_ncrontab
-from devhost.worker_protocol import FunctionMetadata, TimerInput
 
 logger = logging.getLogger("devhost.Timer")
 

@@ -1,7 +1,7 @@
 """How the host talks to the worker that runs the function code: a :class:`WorkerChannel`.
 
-Everything that crosses it is a ``devhost.worker_protocol`` value or a FunctionRpc message. The channel is
-``devhost.process_worker.ProcessWorker``: the worker in its own process, as in Azure.
+Everything that crosses it is a ``devhost.channel.protocol`` value or a FunctionRpc message. The channel is
+``devhost.channel.process_worker.ProcessWorker``: the worker in its own process, as in Azure.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Protocol
 
-from devhost.worker_protocol import FunctionMetadata, InvocationOutcome, InvocationRequest
-from devhost.worker_restarts import WorkerLimits
+from devhost.channel.protocol import FunctionMetadata, InvocationOutcome, InvocationRequest
+from devhost.channel.restarts import WorkerLimits
 
 
 @dataclass(frozen=True, slots=True)

@@ -99,35 +99,23 @@ RULES = (
     ),
     Rule(
         "devhost",
-        (RUNTIME, "devhost.rpc.runtime_driver", "devhost.rpc.runtime_invocation"),
+        (RUNTIME,),
         "the runtime keeps one app per process in module globals and changes os.environ, sys.path, the "
         "working directory and logging: it runs in the worker process, never in the host's",
-        # What the worker process runs, and the reference indexer (python -m devhost.rpc.index_app, a
+        # What the worker process runs, and the reference indexer (python -m devhost.worker.index_app, a
         # process of its own).
-        exempt=(
-            "devhost.worker",
-            "devhost.rpc.runtime_driver",
-            "devhost.rpc.runtime_invocation",
-            "devhost.rpc.index_app",
-        ),
+        exempt=("devhost.worker",),
     ),
     Rule(
         "devhost.worker",
         (
-            *(
-                "devhost.host",
-                "devhost.servicebus_trigger",
-                "devhost.session_listener",
-                "devhost.http_server",
-            ),
+            "devhost.host",
+            "devhost.servicebus",
+            "devhost.http",
+            "devhost.storage",
             "devhost.timer_trigger",
-            *(
-                "devhost.settlement",
-                "devhost.dispatcher",
-                "devhost.message_reading",
-                "devhost.model_binding_data",
-            ),
-            *("devhost.worker_channel", "devhost.process_worker"),
+            "devhost.dispatcher",
+            "devhost.channel.process_worker",
             *("devhost.testing", "devhost.__main__"),
             "aiohttp",
         ),
@@ -372,33 +360,35 @@ def test_devhost_may_import_the_sdk_codec_shim_and_nothing_else_of_shared(tmp_pa
 
 def test_the_host_side_reaches_neither_the_worker_side_nor_the_runtime(tmp_path: Path) -> None:
     """The host side of devhost imports nothing of ``devhost.worker`` nor of ``azure_functions_runtime``
-    (lazily neither); the worker's modules import each other and the runtime freely."""
-    (tmp_path / "devhost" / "worker").mkdir(parents=True)
-    (tmp_path / "devhost" / "rpc").mkdir()
-    for package in ("devhost", "devhost/worker", "devhost/rpc"):
+    (lazily neither); the worker's modules import each other, the runtime and the channel's wire freely, and
+    nothing of the host's triggers."""
+    for package in ("devhost", "devhost/worker", "devhost/channel", "devhost/servicebus"):
+        (tmp_path / package).mkdir(parents=True, exist_ok=True)
         (tmp_path / package / "__init__.py").write_text("")
     (tmp_path / "devhost" / "worker" / "process_loop.py").write_text(
-        "from devhost.rpc.runtime_driver import RuntimeDriver\n"
+        "from devhost.worker.runtime_driver import RuntimeDriver\nfrom devhost.channel.frames import read\n"
+        "from devhost.servicebus.settlement import REGISTRY\n"
     )
-    (tmp_path / "devhost" / "rpc" / "runtime_driver.py").write_text(
+    (tmp_path / "devhost" / "worker" / "runtime_driver.py").write_text(
         "def f():\n    import azure_functions_runtime\n"
     )
     (tmp_path / "devhost" / "host.py").write_text("def f():\n    from devhost.worker import process_loop\n")
-    (tmp_path / "devhost" / "http_return.py").write_text(
+    (tmp_path / "devhost" / "channel" / "http_return.py").write_text(
         "def f():\n    from azure_functions_runtime.bindings.meta import to_outgoing_proto\n"
     )
     (tmp_path / "devhost" / "dispatcher.py").write_text(
-        "from devhost.rpc.runtime_driver import RuntimeDriver\n"
+        "from devhost.worker.runtime_driver import RuntimeDriver\n"
     )
     tree = source_tree(tmp_path, ("devhost",))
 
     assert violations(tree) == [
+        "devhost.dispatcher imports devhost.worker.runtime_driver: the host reaches the function code only "
+        "through the worker channel (in Azure: another process)",
         "devhost.host imports devhost.worker: the host reaches the function code only through the worker "
         "channel (in Azure: another process)",
-        "devhost.dispatcher imports devhost.rpc.runtime_driver: the runtime keeps one app per process in "
-        "module globals and changes os.environ, sys.path, the working directory and logging: it runs in the "
-        "worker process, never in the host's",
-        "devhost.http_return imports azure_functions_runtime.bindings.meta: the runtime keeps one app per "
-        "process in module globals and changes os.environ, sys.path, the working directory and logging: it "
-        "runs in the worker process, never in the host's",
+        "devhost.channel.http_return imports azure_functions_runtime.bindings.meta: the runtime keeps one "
+        "app per process in module globals and changes os.environ, sys.path, the working directory and "
+        "logging: it runs in the worker process, never in the host's",
+        "devhost.worker.process_loop imports devhost.servicebus.settlement: the worker knows the host only "
+        "through the protocol",
     ]

@@ -94,28 +94,28 @@ ALLOWED: dict[str, str] = {
     "shared/envelope/sdk_property_types.py: _busbar_typed_application_properties": TYPED_RECEIVE,
     "functions/trigger_properties.py: _message": TRIGGER_EDGE,
     "functions/trigger_properties.py: uamqp.c_uamqp": TRIGGER_EDGE,
-    "devhost/amqp_payload.py: azure.servicebus._pyamqp": HOST_PAYLOAD,
-    "devhost/amqp_payload.py: azure.servicebus._pyamqp.aio._receiver_async": HOST_PAYLOAD,
-    "devhost/amqp_payload.py: azure.servicebus._pyamqp.aio": HOST_PAYLOAD,
-    "devhost/amqp_payload.py: _incoming_transfer": HOST_PAYLOAD,
-    "devhost/amqp_payload.py: _received_payload": HOST_PAYLOAD,
-    "devhost/amqp_payload.py: _first_frame": HOST_PAYLOAD,
-    "devhost/amqp_payload.py: _receiver": HOST_PAYLOAD,
-    "devhost/amqp_payload.py: _delivery_tag": HOST_PAYLOAD,
-    "devhost/amqp_payload.py: _devhost_amqp_payloads": HOST_PAYLOAD,
-    "devhost/amqp_payload.py: _devhost_amqp_payload": HOST_PAYLOAD,
-    "devhost/model_binding_data.py: azure.servicebus._pyamqp": HOST_PAYLOAD,
-    "devhost/model_binding_data.py: azure.servicebus._pyamqp._encode": HOST_PAYLOAD,
-    "devhost/model_binding_data.py: azure.servicebus._pyamqp._decode": HOST_PAYLOAD,
-    "devhost/model_binding_data.py: azure.servicebus._pyamqp.message": HOST_PAYLOAD,
-    "devhost/model_binding_data.py: azure.servicebus._pyamqp.types": HOST_PAYLOAD,
-    "devhost/model_binding_data.py: _DECODE_BY_CONSTRUCTOR": HOST_PAYLOAD,
-    "devhost/model_binding_data.py: _message": HOST_PAYLOAD,
-    "devhost/message_reading.py: azure.servicebus._pyamqp.described": (
+    "devhost/servicebus/amqp_payload.py: azure.servicebus._pyamqp": HOST_PAYLOAD,
+    "devhost/servicebus/amqp_payload.py: azure.servicebus._pyamqp.aio._receiver_async": HOST_PAYLOAD,
+    "devhost/servicebus/amqp_payload.py: azure.servicebus._pyamqp.aio": HOST_PAYLOAD,
+    "devhost/servicebus/amqp_payload.py: _incoming_transfer": HOST_PAYLOAD,
+    "devhost/servicebus/amqp_payload.py: _received_payload": HOST_PAYLOAD,
+    "devhost/servicebus/amqp_payload.py: _first_frame": HOST_PAYLOAD,
+    "devhost/servicebus/amqp_payload.py: _receiver": HOST_PAYLOAD,
+    "devhost/servicebus/amqp_payload.py: _delivery_tag": HOST_PAYLOAD,
+    "devhost/servicebus/amqp_payload.py: _devhost_amqp_payloads": HOST_PAYLOAD,
+    "devhost/servicebus/amqp_payload.py: _devhost_amqp_payload": HOST_PAYLOAD,
+    "devhost/servicebus/model_binding_data.py: azure.servicebus._pyamqp": HOST_PAYLOAD,
+    "devhost/servicebus/model_binding_data.py: azure.servicebus._pyamqp._encode": HOST_PAYLOAD,
+    "devhost/servicebus/model_binding_data.py: azure.servicebus._pyamqp._decode": HOST_PAYLOAD,
+    "devhost/servicebus/model_binding_data.py: azure.servicebus._pyamqp.message": HOST_PAYLOAD,
+    "devhost/servicebus/model_binding_data.py: azure.servicebus._pyamqp.types": HOST_PAYLOAD,
+    "devhost/servicebus/model_binding_data.py: _DECODE_BY_CONSTRUCTOR": HOST_PAYLOAD,
+    "devhost/servicebus/model_binding_data.py: _message": HOST_PAYLOAD,
+    "devhost/servicebus/message_reading.py: azure.servicebus._pyamqp.described": (
         "the class azure-servicebus decodes a described application property to (its descriptor is kept "
         "nowhere public): goes when devhost's listeners receive through the seam"
     ),
-    "devhost/rpc/runtime_invocation.py: _functions": (
+    "devhost/worker/runtime_invocation.py: _functions": (
         "devhost's invocation log wraps each function the runtime registered to record its bound arguments' "
         "classes; azure-functions-runtime has no public hook for it"
     ),

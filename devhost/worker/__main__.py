@@ -10,8 +10,8 @@ from __future__ import annotations
 import argparse
 import signal
 
+from devhost.channel.frames import CHANNEL_FD_ARGUMENT
 from devhost.worker.process_loop import run
-from devhost.worker_frames import CHANNEL_FD_ARGUMENT
 
 
 def main() -> None:

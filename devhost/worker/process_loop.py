@@ -1,11 +1,11 @@
 """The worker process's side of the channel: FunctionRpc messages from the host, handed to
 ``azure_functions_runtime`` as Azure's Python proxy worker hands them.
 
-The host's start-up requests go to the runtime's entry points (``devhost.rpc.runtime_driver``):
+The host's start-up requests go to the runtime's entry points (``devhost.worker.runtime_driver``):
 ``worker_init_request`` (the runtime imports and indexes the app; the request's ``log_categories`` set
 which records this process forwards), ``functions_metadata_request`` (what it indexed) and
 ``function_load_request``. Then the process runs on its own event loop: every ``InvocationRequest`` becomes
-a task, run by the runtime's ``invocation_request`` (``devhost.rpc.runtime_invocation``; coroutine
+a task, run by the runtime's ``invocation_request`` (``devhost.worker.runtime_invocation``; coroutine
 functions on this loop, plain ones in the runtime's thread pool; functionTimeout as devhost bounds it), and
 each ``InvocationResponse`` goes back as soon as it is known, in whatever order invocations finish.
 ``InvocationCancel`` cancels a running invocation's task; ``WorkerTerminate`` lets the running ones finish
@@ -26,10 +26,7 @@ import os
 import socket
 from typing import Any
 
-from devhost.rpc.protos import load as load_protos
-from devhost.rpc.runtime_driver import RuntimeDriver
-from devhost.rpc.runtime_invocation import RuntimeInvocations, current_invocation
-from devhost.worker_frames import (
+from devhost.channel.frames import (
     BOUND_ARGUMENTS_CATEGORY,
     ROOT_LOG_CATEGORY,
     FrameWriter,
@@ -38,6 +35,9 @@ from devhost.worker_frames import (
     read_frame,
     rpc_level,
 )
+from devhost.channel.protos import load as load_protos
+from devhost.worker.runtime_driver import RuntimeDriver
+from devhost.worker.runtime_invocation import RuntimeInvocations, current_invocation
 
 logger = logging.getLogger("devhost.worker")
 

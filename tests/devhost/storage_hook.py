@@ -1,5 +1,5 @@
-"""A startup hook for tests/devhost/test_azurite.py: writes one row through the ``AzureWebJobsStorage`` the
-hook is given, as app.bootstrap reads its settings, before the triggers start."""
+"""A startup hook for tests/devhost/storage/test_azurite.py: writes one row through the
+``AzureWebJobsStorage`` the hook is given, as app.bootstrap reads its settings, before the triggers start."""
 
 from __future__ import annotations
 

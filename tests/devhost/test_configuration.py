@@ -14,9 +14,9 @@ from devhost.__main__ import effective_settings
 from devhost.bindings import BindingError, resolve_connection, resolve_expression
 from devhost.host import apply_log_levels
 from devhost.host_config import HostConfigError, load_host_config, parse_timespan
-from devhost.keys import ADMIN, ANONYMOUS, FUNCTION, HostKeys
+from devhost.http.keys import ADMIN, ANONYMOUS, FUNCTION, HostKeys
+from devhost.http.routes import RouteError, compile_route
 from devhost.local_settings import ConfiguredKeys, LocalSettingsError, load_local_settings
-from devhost.routes import RouteError, compile_route
 
 
 def test_service_bus_defaults_are_the_hosts() -> None:
@@ -51,7 +51,7 @@ def test_the_repository_host_json_asks_the_host_for_opentelemetry_and_devhost_re
 
 
 def test_opentelemetry_settings_in_local_settings_reach_the_worker_unchanged() -> None:
-    # The worker's environment is the app settings (devhost.process_worker), as in Azure: the OTLP
+    # The worker's environment is the app settings (devhost.channel.process_worker), as in Azure: the OTLP
     # exporter reads OTEL_EXPORTER_OTLP_* from it.
     values = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318", "OTEL_SERVICE_NAME": "busbar"}
     assert effective_settings(values, {}, {}).items() >= values.items()

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from azure.servicebus import ServiceBusClient, ServiceBusMessage, ServiceBusSubQueue
 
-from devhost.process_worker import ProcessWorker
+from devhost.channel.process_worker import ProcessWorker
 from devhost.testing import running_host, start_host
 from emulator.testing import EmulatorHandle
 from tests.devhost.conftest import APPS, Records, basic_app_settings, send

@@ -30,7 +30,7 @@ LOG_WAIT_SECONDS = 30.0
 @pytest.fixture(scope="module")
 def http(settings: dict[str, str]) -> Iterator[httpx.Client]:
     """This module's host, started while the root logger is at INFO: the host tells the worker its levels
-    when the worker starts (devhost.worker_logs.log_categories, as Azure's host does), so the publisher's
+    when the worker starts (devhost.channel.logs.log_categories, as Azure's host does), so the publisher's
     INFO line reaches the host only from a worker started so."""
     root = logging.getLogger()
     level = root.level
