@@ -11,7 +11,8 @@ extension's own client reaches it.
 Each invocation registers its messages by lock token (and, for sessions, its session id) in a
 :class:`SettlementRegistry`; an unknown or already-released token gets ``FAILED_PRECONDITION`` as from the
 host. A settlement is applied at once and its failure reaches the function (as an UNKNOWN status, as from
-the host).
+the host). What each message method does is the extension's: :func:`message_call` says which receiver call
+a Complete / Abandon / Deadletter / Defer / RenewMessageLock request makes.
 """
 
 from __future__ import annotations
@@ -25,10 +26,45 @@ from typing import Any
 from azure.servicebus import ServiceBusReceivedMessage
 from azure.servicebus.aio import ServiceBusReceiver
 
-from devhost.settlement_calls import MessageCall
-
 # What the Functions host passes the worker (int.MaxValue): the extension sizes its channel with it.
 GRPC_MAX_MESSAGE_LENGTH = 2147483647
+
+MessageAction = Callable[[ServiceBusReceiver, ServiceBusReceivedMessage], Awaitable[Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class MessageCall:
+    """One settlement request on a message, by lock token."""
+
+    method: str
+    token: str
+    action: MessageAction
+    settles: bool = True  # RenewMessageLock leaves the message to the host's autoComplete/abandon
+
+
+_PLAIN: dict[str, MessageAction] = {
+    "Complete": lambda r, m: r.complete_message(m),  # removed from its entity
+    "Abandon": lambda r, m: r.abandon_message(m),  # lock released, delivery count grows
+    "Defer": lambda r, m: r.defer_message(m),  # retrievable only by sequence number
+}
+
+
+def message_call(method: str, request: Any) -> MessageCall:
+    """The receiver call a Complete / Abandon / Deadletter / Defer / RenewMessageLock request makes."""
+    token = str(request.locktoken)
+    if method == "Deadletter":
+        reason = request.deadletterReason.value if request.HasField("deadletterReason") else None
+        description = (
+            request.deadletterErrorDescription.value
+            if request.HasField("deadletterErrorDescription")
+            else None
+        )
+        return MessageCall(
+            method, token, lambda r, m: r.dead_letter_message(m, reason=reason, error_description=description)
+        )
+    if method == "RenewMessageLock":
+        return MessageCall(method, token, lambda r, m: r.renew_message_lock(m), settles=False)
+    return MessageCall(method, token, _PLAIN[method])
 
 
 @dataclass(slots=True)

@@ -7,7 +7,8 @@ the receivers: a call is awaited where the receiver lives, with no thread hop pe
 the receive loop, and bounded an SDK-typed function that settles at about a third of the bare SDK's rate).
 The :class:`~devhost.servicebus.settlement.SettlementRegistry` tells which invocation holds a lock token, an
 unknown token is ``FAILED_PRECONDITION``, a failed call ``UNKNOWN`` with ASP.NET Core's fixed detail.
-Settlements are applied at once: the worker's coroutines do not run on this loop.
+Settlements are applied at once: the worker's coroutines do not run on this loop. What each session method
+does and the status texts a call fails with are the host's Service Bus extension's.
 """
 
 from __future__ import annotations
@@ -18,21 +19,58 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import grpc  # type: ignore[import-untyped]
-from azurefunctions.extensions.bindings.protos import settlement_pb2_grpc
+from azure.servicebus.aio import ServiceBusSession
+from azurefunctions.extensions.bindings.protos import settlement_pb2, settlement_pb2_grpc
 from google.protobuf.empty_pb2 import Empty  # type: ignore[import-untyped]
+from google.protobuf.timestamp_pb2 import Timestamp  # type: ignore[import-untyped]
 
-from devhost.servicebus.settlement import GRPC_MAX_MESSAGE_LENGTH, REGISTRY, SettlementRegistry
-from devhost.settlement_calls import (
-    HANDLER_FAILED,
+from devhost.servicebus.settlement import (
+    GRPC_MAX_MESSAGE_LENGTH,
+    REGISTRY,
     MessageCall,
-    lock_token_not_found,
+    SettlementRegistry,
     message_call,
-    session_action,
-    session_not_found,
-    session_response,
 )
 
 logger = logging.getLogger("devhost.settlement")
+
+SessionAction = Callable[[ServiceBusSession], Awaitable[Any]]
+
+# What ASP.NET Core gRPC answers (as UNKNOWN) when a handler throws and detailed errors are off, as on the
+# host: the cause goes to the host's log only.
+HANDLER_FAILED = "Exception was thrown by handler."
+
+
+def lock_token_not_found(token: str) -> str:
+    """The FAILED_PRECONDITION detail for a lock token no running invocation holds."""
+    return f"LockToken {token} not found."
+
+
+def session_not_found(session_id: str) -> str:
+    """The FAILED_PRECONDITION detail for a session no receiver holds."""
+    return f"SessionId {session_id} not found."
+
+
+def session_action(method: str, request: Any) -> SessionAction:
+    """The session call a GetSessionState / SetSessionState / RenewSessionLock request makes."""
+    if method == "GetSessionState":
+        return lambda session: session.get_state()
+    if method == "SetSessionState":
+        return lambda session: session.set_state(request.sessionState)
+    if method == "RenewSessionLock":
+        return lambda session: session.renew_lock()
+    raise ValueError(f"not a session call: {method}")
+
+
+def session_response(method: str, result: Any) -> Any:
+    """What a session call answers: the state bytes, the new lock expiry, or nothing."""
+    if method == "GetSessionState":
+        return settlement_pb2.GetSessionStateResponse(sessionState=result or b"")
+    if method == "RenewSessionLock":
+        stamp = Timestamp()
+        stamp.FromDatetime(result)
+        return settlement_pb2.RenewSessionLockResponse(lockedUntil=stamp)
+    return Empty()
 
 
 async def _on_loop(loop: asyncio.AbstractEventLoop, call: Callable[[], Awaitable[Any]]) -> Any:
