@@ -11,9 +11,9 @@ import asyncio
 import uuid
 from collections.abc import Callable
 
+from devhost.channel.process_worker import ProcessWorker
 from devhost.channel.protocol import FunctionMetadata, InvocationInput, InvocationOutcome, InvocationRequest
 from devhost.invocation_log import InvocationLog, InvocationRecord
-from devhost.worker_channel import WorkerChannel
 
 
 def _failed(exc: Exception) -> InvocationOutcome:
@@ -23,7 +23,7 @@ def _failed(exc: Exception) -> InvocationOutcome:
 class Dispatcher:
     """Runs invocations through ``channel`` and records them in ``log``."""
 
-    def __init__(self, channel: WorkerChannel, log: InvocationLog) -> None:
+    def __init__(self, channel: ProcessWorker, log: InvocationLog) -> None:
         self.channel = channel
         self.log = log
 

@@ -22,7 +22,7 @@ from typing import Any
 import azure.functions as func
 
 from devhost.bindings import resolve_connection
-from devhost.channel.process_worker import ProcessWorker
+from devhost.channel.process_worker import ProcessWorker, WorkerOptions
 from devhost.channel.protocol import FunctionMetadata, ManualServiceBusInput
 from devhost.channel.restarts import WorkerLimits
 from devhost.dispatcher import Dispatcher
@@ -38,7 +38,6 @@ from devhost.servicebus.settlement import worker_arguments
 from devhost.servicebus.settlement_service import LoopSettlementServer
 from devhost.startup_problems import StartupProblems
 from devhost.timer_trigger import TimerListener, schedule_zone
-from devhost.worker_channel import WorkerChannel, WorkerOptions
 
 logger = logging.getLogger("devhost.Host")
 
@@ -96,7 +95,7 @@ class FunctionsHost:
         self.functions: list[FunctionMetadata] = []
         self.keys: HostKeys | None = None
         self.http: HttpServer | None = None
-        self.worker: WorkerChannel | None = None
+        self.worker: ProcessWorker | None = None
         self.dispatcher: Dispatcher | None = None
         self.settlement: LoopSettlementServer | None = None  # the worker process's Settlement service
         self._service_bus: list[ServiceBusListener] = []
@@ -146,7 +145,7 @@ class FunctionsHost:
             )
             # Started first, as the Functions host's gRPC server: its port is a worker argument.
             self.settlement = await LoopSettlementServer.start()
-            worker: WorkerChannel | None = None
+            worker: ProcessWorker | None = None
             with problems.collect("the app"):
                 worker = await ProcessWorker.start(
                     worker_options, worker_arguments(self.settlement.port), self.recycle_requested.set

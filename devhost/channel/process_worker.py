@@ -8,7 +8,8 @@ language worker (``devhost.channel.handshake``: init, functions metadata, a load
 imports and indexes the app, and the host reads its own index from what the runtime indexed. The worker
 then runs invocations concurrently (``InvocationRequest`` out, ``InvocationResponse`` back:
 ``devhost.channel.invocation_rpc``); this side matches responses to invocations by id, and logs the worker's
-``RpcLog``s as the host logs them.
+``RpcLog``s as the host logs them. :class:`ProcessWorker` is the host's one worker channel: the
+dispatcher, the triggers and the HTTP front end reach the function code through it alone.
 If the process dies, every invocation in flight fails with :class:`WorkerProcessExited` (so its messages
 are abandoned, as for any failure: nothing is lost) and a new worker is started, as the host restarts a
 language worker. The function code then shares no interpreter (nor GIL) with the receive loops, HTTP
@@ -34,6 +35,8 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -56,12 +59,12 @@ from devhost.channel.restarts import (
     EXCEEDED_MESSAGE,
     INTENTIONAL_RESTART_EXIT_CODE,
     WorkerErrors,
+    WorkerLimits,
     startup_timeout,
     timeout_phase,
 )
 from devhost.dotnet.values import timespan
 from devhost.function_indexing import AppLoadError
-from devhost.worker_channel import WorkerOptions
 
 logger = logging.getLogger("devhost.Worker")
 
@@ -119,6 +122,19 @@ class _Process:
             return None
 
 
+@dataclass(frozen=True, slots=True)
+class WorkerOptions:
+    """What a worker needs to start: the app, the app settings (its environment; the runtime reads
+    ``PYTHON_THREADPOOL_THREAD_COUNT`` there, and the host resolves the ``%expr%`` bindings against them),
+    host.json's functionTimeout and the bounds on a worker process's start-up and restarts (the Functions
+    host's unless a test shortens them)."""
+
+    app_path: Path
+    settings: dict[str, str]
+    function_timeout: timedelta | None = None
+    limits: WorkerLimits = field(default_factory=WorkerLimits)
+
+
 def _environment(options: WorkerOptions) -> dict[str, str]:
     settings = options.settings
     environment = {**os.environ, **settings}
@@ -131,8 +147,9 @@ def _environment(options: WorkerOptions) -> dict[str, str]:
 
 
 class ProcessWorker:
-    """A :class:`~devhost.worker_channel.WorkerChannel` to a worker process (restarted if it dies, within
-    the host's bounds). ``on_exhausted`` is called once when the restarts are given up."""
+    """The worker as the host sees it: a worker process (restarted if it dies, within the host's bounds)
+    that answers the app's functions and runs invocations. ``on_exhausted`` is called once when the
+    restarts are given up."""
 
     def __init__(
         self,
@@ -389,7 +406,8 @@ class ProcessWorker:
         return await asyncio.shield(current)
 
     async def invoke(self, request: InvocationRequest) -> InvocationOutcome:
-        """Run one invocation in the worker process; cancelling it cancels the invocation there."""
+        """Run one invocation in the worker process: a failing function is a failed outcome, not an exception;
+        cancelling the call cancels the invocation there."""
         function = self._by_name.get(request.function_name.lower())
         if function is None:
             return InvocationOutcome(False, f"no function named '{request.function_name}'", "LookupError")

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from azure.servicebus import ServiceBusClient, ServiceBusMessage, ServiceBusReceivedMessage
 
-from devhost.channel.process_worker import ProcessWorker
+from devhost.channel.process_worker import ProcessWorker, WorkerOptions
 from devhost.channel.protocol import (
     FunctionMetadata,
     HttpInput,
@@ -38,7 +38,6 @@ from devhost.channel.protocol import (
 from devhost.servicebus.message_reading import message_data
 from devhost.servicebus.model_binding_data import model_binding_content
 from devhost.servicebus.settlement import worker_arguments
-from devhost.worker_channel import WorkerOptions
 from emulator.testing import EmulatorHandle
 from tests.devhost.conftest import send
 

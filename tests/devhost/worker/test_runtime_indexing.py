@@ -19,10 +19,9 @@ from typing import Any
 
 import pytest
 
-from devhost.channel.process_worker import ProcessWorker
+from devhost.channel.process_worker import ProcessWorker, WorkerOptions
 from devhost.channel.protocol import FunctionMetadata
 from devhost.servicebus.settlement import worker_arguments
-from devhost.worker_channel import WorkerOptions
 from tests.devhost.conftest import APPS
 
 REPO = Path(__file__).resolve().parents[3]
