@@ -11,7 +11,8 @@ is in it:
 * ``worker``: what runs in the worker process (``python -m devhost.worker``), Azure's proxy worker's part:
   ``azure_functions_runtime`` imports, indexes, binds and runs the app's functions there;
 * ``channel``: the host's end of the host <-> worker channel (the worker process it starts and restarts,
-  FunctionRpc messages over a socket pair, the start-up handshake, invocation requests and trigger data);
+  FunctionRpc messages over a socket pair, the start-up handshake and the host's index of the app read from
+  what the worker indexed, invocation requests and trigger data);
 * ``servicebus``: the Service Bus listeners (sessions, batches, lock renewal) and the Settlement gRPC
   service the binding extension settles through;
 * ``http``: the HTTP front end (routes, auth levels and keys, the admin endpoints);
@@ -20,9 +21,9 @@ is in it:
 
 The host itself is the top level: ``host`` (orchestration, graceful shutdown), ``__main__`` (the CLI;
 ``endpoints_record``: what it listens on, for command-line tools), ``local_settings`` / ``host_config``
-(the two files), ``bindings`` (``%Name%`` and connections), ``function_indexing`` (the host's index, read
-from what the worker's runtime indexed), ``startup_problems``, ``dispatcher`` + ``invocation_log`` (an
-invocation through the channel, logged), ``ncrontab`` + ``timer_trigger``, and ``testing``. devhost's own
-process never imports the app nor ``azure_functions_runtime``: the runtime keeps one app per process in
-module globals and changes ``os.environ``, ``sys.path``, the working directory and logging.
+(the two files), ``bindings`` (``%Name%`` and connections), ``startup_problems``, ``dispatcher`` +
+``invocation_log`` (an invocation through the channel, logged), ``ncrontab`` + ``timer_trigger``, and
+``testing``. devhost's own process never imports the app nor ``azure_functions_runtime``: the runtime keeps
+one app per process in module globals and changes ``os.environ``, ``sys.path``, the working directory and
+logging.
 """

@@ -5,7 +5,7 @@
    the app here. A failed ``WorkerInitResponse`` is logged as the host logs it ("Initializing worker
    process failed", with the worker's exception as ``RpcException`` formats it) and refuses start-up.
 2. ``FunctionsMetadataRequest``: the worker's ``RpcFunctionMetadata`` per function, which the host reads
-   into its own index (:mod:`devhost.function_indexing`).
+   into its own index (:mod:`devhost.channel.function_indexing`).
 3. A ``FunctionLoadRequest`` per function: the worker loads it; a failure refuses start-up too.
 
 ``exchange`` sends one ``StreamingMessage`` and returns the worker's answer; it is the channel's.
@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from devhost.channel.function_indexing import AppLoadError, index_functions
 from devhost.channel.protocol import FunctionMetadata
 from devhost.channel.protos import load as load_protos
-from devhost.function_indexing import AppLoadError, index_functions
 
 logger = logging.getLogger("devhost.Worker")
 

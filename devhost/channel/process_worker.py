@@ -46,6 +46,7 @@ from devhost.channel.frames import (
     FrameWriter,
     read_frame,
 )
+from devhost.channel.function_indexing import AppLoadError
 from devhost.channel.handshake import start_worker
 from devhost.channel.invocation_rpc import (
     cancel_message,
@@ -64,7 +65,6 @@ from devhost.channel.restarts import (
     timeout_phase,
 )
 from devhost.dotnet.values import timespan
-from devhost.function_indexing import AppLoadError
 
 logger = logging.getLogger("devhost.Worker")
 

@@ -2,8 +2,8 @@
 
 In Azure the Functions host (.NET) and the Python worker are two processes: the host indexes nothing of the
 app itself, it asks the worker (and reads its answer into ``FunctionMetadata``:
-``devhost.function_indexing``), turns each trigger into invocation data (``InvocationRequest``) and gets
-back an outcome (``InvocationOutcome``). devhost draws the same line: the triggers and the HTTP front end
+``devhost.channel.function_indexing``), turns each trigger into invocation data (``InvocationRequest``) and
+gets back an outcome (``InvocationOutcome``). devhost draws the same line: the triggers and the HTTP front end
 hand the worker channel (``devhost.channel.process_worker.ProcessWorker``) these values, which the worker
 process gets as FunctionRpc messages (``devhost.channel.invocation_rpc``). Every type here is a frozen
 dataclass of plain values (str, bytes, numbers, datetimes, dicts and tuples of them), picklable and free of

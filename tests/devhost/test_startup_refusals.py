@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from devhost.bindings import BindingError
-from devhost.function_indexing import AppLoadError
+from devhost.channel.function_indexing import AppLoadError
 from devhost.ncrontab import CronError
 from devhost.startup_problems import HostStartupProblems
 from devhost.testing import running_host

@@ -21,8 +21,8 @@ import pytest
 from azure.servicebus import ServiceBusClient
 
 from devhost.__main__ import parse_args
+from devhost.channel.function_indexing import AppLoadError
 from devhost.channel.process_worker import ProcessWorker
-from devhost.function_indexing import AppLoadError
 from devhost.testing import HostHandle, running_host
 from emulator.testing import EmulatorHandle
 from tests.devhost.conftest import APPS, Records, app_settings, send

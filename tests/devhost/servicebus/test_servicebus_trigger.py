@@ -16,7 +16,7 @@ from azure.servicebus import ServiceBusClient, ServiceBusMessage, ServiceBusSubQ
 from azure.servicebus._pyamqp.types import TYPE, VALUE, AMQPTypes
 
 from devhost.bindings import BindingError
-from devhost.function_indexing import AppLoadError
+from devhost.channel.function_indexing import AppLoadError
 from devhost.testing import HostHandle, running_host
 from emulator.testing import EmulatorHandle
 from tests.devhost.conftest import APPS, Records, basic_app_settings, send

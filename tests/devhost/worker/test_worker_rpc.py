@@ -24,11 +24,11 @@ from devhost.channel.frames import (
     encode,
     read_frame,
 )
+from devhost.channel.function_indexing import index_functions
 from devhost.channel.handshake import HOST_VERSION
 from devhost.channel.invocation_rpc import invocation_message
 from devhost.channel.protocol import HttpInput, InvocationRequest
 from devhost.channel.protos import load as load_protos
-from devhost.function_indexing import index_functions
 from devhost.servicebus.settlement import worker_arguments
 
 REPO = Path(__file__).resolve().parents[3]

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from devhost.bindings import BindingError
+from devhost.channel.function_indexing import AppLoadError, index_functions
 from devhost.channel.protos import load as load_protos
-from devhost.function_indexing import AppLoadError, index_functions
 
 
 def _metadata(name: str, *bindings: dict[str, Any]) -> Any:
