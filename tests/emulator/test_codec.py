@@ -10,9 +10,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from emulator.amqp.frames import FrameError, decode_performative, frame
-from emulator.encoding.codec import DecodeError, decode_value, encode, skip_value
-from emulator.encoding.message import BATCH_MESSAGE_FORMAT, parse_message, section, split_batch
-from emulator.encoding.types import Array, Described, Long, Symbol, Timestamp, UInt, ULong
+from emulator.encoding.message import BATCH_MESSAGE_FORMAT, split_batch
+from shared.amqp.encoding.codec import DecodeError, decode_value, encode, skip_value
+from shared.amqp.encoding.sections import parse_message, section
+from shared.amqp.encoding.types import Array, Described, Long, Symbol, Timestamp, UInt, ULong
 
 scalars = st.one_of(
     st.none(),

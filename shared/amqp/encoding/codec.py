@@ -16,7 +16,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from emulator.encoding.types import (
+from shared.amqp.encoding.types import (
     Array,
     Byte,
     Char,
