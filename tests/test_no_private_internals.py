@@ -104,13 +104,6 @@ ALLOWED: dict[str, str] = {
     "devhost/amqp_payload.py: _delivery_tag": HOST_PAYLOAD,
     "devhost/amqp_payload.py: _devhost_amqp_payloads": HOST_PAYLOAD,
     "devhost/amqp_payload.py: _devhost_amqp_payload": HOST_PAYLOAD,
-    "devhost/model_binding_data.py: azure.servicebus._pyamqp": HOST_PAYLOAD,
-    "devhost/model_binding_data.py: azure.servicebus._pyamqp._encode": HOST_PAYLOAD,
-    "devhost/model_binding_data.py: azure.servicebus._pyamqp._decode": HOST_PAYLOAD,
-    "devhost/model_binding_data.py: azure.servicebus._pyamqp.message": HOST_PAYLOAD,
-    "devhost/model_binding_data.py: azure.servicebus._pyamqp.types": HOST_PAYLOAD,
-    "devhost/model_binding_data.py: _DECODE_BY_CONSTRUCTOR": HOST_PAYLOAD,
-    "devhost/model_binding_data.py: _message": HOST_PAYLOAD,
     "devhost/message_reading.py: azure.servicebus._pyamqp.described": (
         "the class azure-servicebus decodes a described application property to (its descriptor is kept "
         "nowhere public): goes when devhost's listeners receive through the seam"

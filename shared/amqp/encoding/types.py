@@ -8,7 +8,8 @@ through encoding where the peer cares about the exact type: the SDK compares a `
 The scalar wrappers (the integer widths, ``float``, ``char``, ``symbol``) are Busbar's one typed-value model,
 :mod:`shared.envelope.properties`, which the app's envelope, archive and sends use too (a stdlib-only module
 that imports nothing else of Busbar, pinned by tests/test_layers.py). What is defined here is the codec's own:
-a timestamp as epoch milliseconds, a decimal as its raw encoding (:func:`decode_bid` reads its value), a
+a timestamp as epoch milliseconds, a decimal as its raw encoding (:func:`decode_bid` reads its value,
+:func:`encode_bid128` writes a ``decimal.Decimal``), a
 described value of any kind (a performative's fields, not only a property's scalar) and an array.
 """
 
@@ -49,6 +50,21 @@ class Decimal:
     def value(self) -> decimal.Decimal:
         """The number it encodes (:func:`decode_bid`)."""
         return decode_bid(self.raw)
+
+
+def encode_bid128(value: decimal.Decimal) -> bytes:
+    """``value`` as an IEEE 754-2008 decimal128 in BID encoding (what .NET writes for a ``System.Decimal``);
+    raises ``ValueError`` for a finite value decimal128 cannot hold exactly (over 34 digits, or an exponent
+    outside -6176..6111)."""
+    sign, digits, exponent = value.as_tuple()
+    if not value.is_finite():  # 11110: infinity, 11111: NaN, after the sign
+        return ((sign << 127) | ((0b11111 if value.is_nan() else 0b11110) << 122)).to_bytes(16, "big")
+    assert isinstance(exponent, int)
+    coefficient = int("".join(map(str, digits)) or "0")
+    biased = exponent + 6176
+    if coefficient >= 10**34 or not 0 <= biased < 3 << 12:
+        raise ValueError(f"{value} does not fit an AMQP decimal128 (34 digits, exponent -6176..6111)")
+    return ((sign << 127) | (biased << 113) | coefficient).to_bytes(16, "big")
 
 
 # IEEE 754-2008 BID layouts by width in bytes: (exponent bits, exponent bias, coefficient digits).
@@ -112,4 +128,5 @@ __all__ = [
     "ULong",
     "UShort",
     "decode_bid",
+    "encode_bid128",
 ]
