@@ -7,8 +7,9 @@ Python values: a long, a timestamp and an int are all ``int``, a binary and a st
 copy Busbar sends on (the router's bridge, its archive rows) would lose the types. uamqp's C message still
 holds every value with its AMQP type; encoded again (``c_uamqp.get_encoded_message_size`` on a clone, the
 call uamqp's own ``Message.encode_message`` makes, without its re-population from the Python values) it
-gives them back, and :func:`~shared.envelope.sdk_property_types.application_properties_of` reads them as
-Busbar's typed receivers do.
+gives them back, and Busbar's codec reads them
+(:func:`~shared.amqp.encoding.application_properties.application_properties_of`, which reads uamqp's
+re-encoding too).
 
 Anything else (a message not decoded by uamqp, a uamqp without these calls) gets ``None``: the caller keeps
 the SDK's plain values. tests/shared/envelope/test_property_types.py and test_described_properties.py fail
@@ -20,7 +21,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from shared.envelope.sdk_property_types import application_properties_of
+from shared.amqp.encoding.application_properties import application_properties_of
 
 logger = logging.getLogger(__name__)
 

@@ -180,6 +180,7 @@ PURE_MODULES = (
     "shared.messages",
     "shared.envelope",
     "shared.entity_paths",
+    "shared.amqp.encoding.application_properties",
     "shared.amqp.encoding.codec",
     "shared.amqp.encoding.sections",
     "shared.amqp.encoding.types",
