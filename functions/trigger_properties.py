@@ -22,6 +22,8 @@ import logging
 from typing import Any
 
 from shared.amqp.encoding.application_properties import application_properties_of
+from shared.amqp.encoding.types import Described as AnyDescribed
+from shared.envelope.properties import PropertyTypeError, amqp_type
 
 logger = logging.getLogger(__name__)
 
@@ -38,11 +40,25 @@ def _encoded(uamqp_message: Any) -> bytes | None:
     return b"".join(chunks)
 
 
+def _kept(value: Any) -> Any:
+    """A described scalar whose descriptor Busbar cannot send (neither a symbol nor a ulong: no Service Bus
+    client writes one) is kept as the value it describes, as docs/operations.md says; a list or a map
+    described stays what the codec read, and its copy is refused by name."""
+    if isinstance(value, AnyDescribed):
+        try:
+            amqp_type(value.value)
+        except PropertyTypeError:
+            return value
+        return value.value
+    return value
+
+
 def typed_application_properties(message: Any) -> dict[Any, Any] | None:
     """``message``'s application properties with their AMQP types (``None``: keep the SDK's values)."""
     try:
         payload = _encoded(getattr(message, "_message", None))
-        return None if payload is None else application_properties_of(payload)
+        typed = None if payload is None else application_properties_of(payload)
+        return None if typed is None else {key: _kept(value) for key, value in typed.items()}
     except Exception:  # the SDK's own reading is always there to fall back on
         logger.warning("application properties kept as the binding extension decoded them", exc_info=True)
         return None
