@@ -17,6 +17,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("app", "devhost", "emulator", "functions", "shared", "spark")
 RUNTIME = "azure_functions_runtime"
+CODEC = "shared.amqp.encoding"
+"""Busbar's one AMQP codec (docs/architecture.md, "The seam to the AMQP wire")."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,21 +66,35 @@ RULES = (
         exempt=("devhost.__main__",),
         # The decoders azure-servicebus lacks for char and decimal, which the host side needs to read what
         # the .NET Functions host reads: SDK codec entries, no Busbar logic (pinned below), one
-        # implementation for devhost and Busbar's library. Likewise the typed reading of an application-
-        # properties section (and the value classes it gives), which the host side needs to write each value
-        # as the .NET host does.
+        # implementation for devhost and Busbar's library. Likewise Busbar's one AMQP codec (and the value
+        # classes it gives), with which the host side reads the bytes it hands the worker and writes each
+        # value as the .NET host does.
         allowed=(
             "shared.envelope.sdk_codec",
             "shared.envelope.sdk_property_types",
             "shared.envelope.properties",
+            CODEC,
         ),
     ),
     Rule(
         "shared.envelope.sdk_codec",
         ("shared",),
         "devhost imports the codec shim: it must not bring Busbar's logic along",
-        # The class a decoded char is, so that Busbar sends it as a char again; pinned as stdlib-only below.
-        allowed=("shared.envelope.properties",),
+        # The class a decoded char is, so that Busbar sends it as a char again, and the codec's BID reading
+        # of a decimal; both pinned as stdlib-only below.
+        allowed=("shared.envelope.properties", CODEC),
+    ),
+    Rule(
+        CODEC,
+        ("shared",),
+        "the emulator and devhost import Busbar's AMQP codec: it must not bring Busbar's logic along",
+        # Its own modules, and the typed-value model it reads and writes (issue 39 item 2).
+        allowed=(CODEC, "shared.envelope.properties"),
+    ),
+    Rule(
+        CODEC,
+        ("azure", "proton", "uamqp"),
+        "the emulator, which never imports an SDK, speaks the wire with the codec: it stays stdlib-only",
     ),
     Rule(
         "shared.envelope.sdk_property_types",
@@ -125,10 +141,11 @@ RULES = (
         "emulator",
         ("app", "functions", "shared", "spark", "devhost"),
         "the emulator is its own product",
-        # Busbar's one typed-value model (the AMQP integer widths, float, char, symbol): stdlib-only and
-        # importing nothing else of Busbar (pinned below), so the emulator's codec and the app's envelope
-        # hold a property's AMQP type with the same classes (issue 39 item 2).
-        allowed=("shared.envelope.properties",),
+        # Busbar's one AMQP codec and its typed-value model (the AMQP integer widths, float, char, symbol):
+        # stdlib-only and importing nothing else of Busbar (pinned above), so the emulator and the app read
+        # and write the wire with one codec and hold a property's AMQP type with the same classes (issue 39
+        # items 1 and 2).
+        allowed=(CODEC, "shared.envelope.properties"),
     ),
     Rule("emulator", ("azure",), "the SDKs are the emulator's clients, never its code"),
     Rule(
@@ -151,6 +168,10 @@ PURE_MODULES = (
     "shared.messages",
     "shared.envelope",
     "shared.entity_paths",
+    "shared.amqp.encoding.application_properties",
+    "shared.amqp.encoding.codec",
+    "shared.amqp.encoding.sections",
+    "shared.amqp.encoding.types",
     "shared.rate_limit",
     "shared.handlers.dispatch",
     "shared.handlers.endpoints",
@@ -355,6 +376,38 @@ def test_devhost_may_import_the_sdk_codec_shim_and_nothing_else_of_shared(tmp_pa
         "devhost.reader imports shared.envelope: devhost hosts any function app",
         "shared.envelope.sdk_codec imports shared.messages: devhost imports the codec shim: it must not "
         "bring Busbar's logic along",
+    ]
+
+
+def test_the_emulator_may_import_the_codec_and_the_codec_stays_stdlib_only(tmp_path: Path) -> None:
+    """The emulator's exemption lets exactly ``shared.amqp.encoding`` (and the value model) through: Busbar's
+    AMQP client beside it in ``shared.amqp`` is refused, and so is the codec importing an SDK, proton or
+    Busbar's logic."""
+    for package in ("emulator", "emulator/amqp", "shared", "shared/amqp", "shared/amqp/encoding"):
+        (tmp_path / package).mkdir(parents=True, exist_ok=True)
+        (tmp_path / package / "__init__.py").write_text("")
+    (tmp_path / "emulator" / "amqp" / "frames.py").write_text(
+        "from shared.amqp.encoding.codec import decode_value\nfrom shared.envelope.properties import UInt\n"
+    )
+    (tmp_path / "emulator" / "amqp" / "client.py").write_text(
+        "from shared.amqp.receiver import EntityReceiver\n"
+    )
+    (tmp_path / "shared" / "amqp" / "encoding" / "codec.py").write_text(
+        "from shared.amqp.encoding.types import Array\nfrom shared.envelope.properties import UInt\n"
+    )
+    (tmp_path / "shared" / "amqp" / "encoding" / "types.py").write_text("import proton\n")
+    (tmp_path / "shared" / "amqp" / "encoding" / "sections.py").write_text(
+        "def f():\n    from shared.messages import IncomingMessage\n    from azure.servicebus import x\n"
+    )
+    tree = source_tree(tmp_path, ("emulator", "shared"))
+
+    logic = "the emulator and devhost import Busbar's AMQP codec: it must not bring Busbar's logic along"
+    stdlib = "the emulator, which never imports an SDK, speaks the wire with the codec: it stays stdlib-only"
+    assert violations(tree) == [
+        f"shared.amqp.encoding.sections imports shared.messages: {logic}",
+        f"shared.amqp.encoding.sections imports azure.servicebus: {stdlib}",
+        f"shared.amqp.encoding.types imports proton: {stdlib}",
+        "emulator.amqp.client imports shared.amqp.receiver: the emulator is its own product",
     ]
 
 

@@ -55,10 +55,9 @@ SDK_INTERNALS = "azure-servicebus's private AMQP stack (_pyamqp) and transport"
 TYPED_RECEIVE = (
     "typed application properties on the ordered endpoint's hold-queue session receiver (azure-servicebus, "
     "shared.ordering.parking; its session lock kept by the SDK's AutoLockRenewer) through "
-    "shared.envelope.sdk_property_types' sync receive-link hook, and that module's typed reading of an "
-    "application-properties section (the trigger edge's and devhost's bytes): the re-drive and the console "
-    "read through Busbar's own receiver (shared.amqp) already; goes when parking does and the codec reads "
-    "those bytes (docs/architecture.md, 'The seam to the AMQP wire')"
+    "shared.envelope.sdk_property_types' sync receive-link hook: the re-drive and the console read through "
+    "Busbar's own receiver (shared.amqp) already, the trigger edge's and devhost's bytes through Busbar's "
+    "codec (shared.amqp.encoding); goes when parking does (docs/architecture.md, 'The seam to the AMQP wire')"
 )
 CODEC_SHIM = (
     "char/decimal decoders azure-servicebus lacks (shared.envelope.sdk_codec), so a .NET message does not "
@@ -71,8 +70,8 @@ HOST_PAYLOAD = (
 )
 TRIGGER_EDGE = (
     "the SDK-type trigger's typed application properties: the binding extension hands the function a "
-    "uamqp-decoded message whose public API has only untyped values; goes when the trigger edge reads the "
-    "model_binding_data bytes through the seam"
+    "uamqp-decoded message whose public API has only untyped values (Busbar's codec reads the bytes this "
+    "re-encodes); goes when the extension hands over the model_binding_data bytes"
 )
 
 ALLOWED: dict[str, str] = {
@@ -104,17 +103,6 @@ ALLOWED: dict[str, str] = {
     "devhost/servicebus/amqp_payload.py: _delivery_tag": HOST_PAYLOAD,
     "devhost/servicebus/amqp_payload.py: _devhost_amqp_payloads": HOST_PAYLOAD,
     "devhost/servicebus/amqp_payload.py: _devhost_amqp_payload": HOST_PAYLOAD,
-    "devhost/servicebus/model_binding_data.py: azure.servicebus._pyamqp": HOST_PAYLOAD,
-    "devhost/servicebus/model_binding_data.py: azure.servicebus._pyamqp._encode": HOST_PAYLOAD,
-    "devhost/servicebus/model_binding_data.py: azure.servicebus._pyamqp._decode": HOST_PAYLOAD,
-    "devhost/servicebus/model_binding_data.py: azure.servicebus._pyamqp.message": HOST_PAYLOAD,
-    "devhost/servicebus/model_binding_data.py: azure.servicebus._pyamqp.types": HOST_PAYLOAD,
-    "devhost/servicebus/model_binding_data.py: _DECODE_BY_CONSTRUCTOR": HOST_PAYLOAD,
-    "devhost/servicebus/model_binding_data.py: _message": HOST_PAYLOAD,
-    "devhost/servicebus/message_reading.py: azure.servicebus._pyamqp.described": (
-        "the class azure-servicebus decodes a described application property to (its descriptor is kept "
-        "nowhere public): goes when devhost's listeners receive through the seam"
-    ),
     "devhost/worker/runtime_invocation.py: _functions": (
         "devhost's invocation log wraps each function the runtime registered to record its bound arguments' "
         "classes; azure-functions-runtime has no public hook for it"

@@ -9,10 +9,11 @@ Application properties are the host's .NET SDK's reading of them (``AmqpMessageC
 AmqpMessageConverter.cs``), which the host writes with Json.NET: an AMQP described value with the descriptor
 ``com.microsoft:uri`` is a ``Uri`` (its text), ``com.microsoft:datetime-offset`` a ``DateTimeOffset``
 (ISO 8601 with the offset), ``com.microsoft:timespan`` a ``TimeSpan`` (``d.hh:mm:ss.fffffff``); the SDK leaves
-a property with any other descriptor out of ``ApplicationProperties``, and so does devhost. azure-servicebus
-keeps a descriptor only on the values its ``Described*`` classes hold (integers, floats, strings, symbols,
-binaries, lists and maps, timestamps): a described null, boolean or uuid reaches devhost without its
-descriptor and is passed on as the plain value.
+a property with any other descriptor out of ``ApplicationProperties``, and so does devhost. The values and
+their descriptors are read from the message's AMQP bytes (which devhost keeps for every trigger receiver,
+:mod:`devhost.amqp_payload`) with Busbar's codec
+(:mod:`shared.amqp.encoding.application_properties`); a message whose bytes were not kept has only
+azure-servicebus's plain values, without descriptors.
 """
 
 from __future__ import annotations
@@ -21,14 +22,14 @@ import json
 from typing import Any
 
 from azure.servicebus import ServiceBusReceivedMessage
-from azure.servicebus._pyamqp.described import Described
 
-from devhost.channel.protocol import ServiceBusMessageData
-from devhost.dotnet.values import plain, property_json_value
 from devhost.servicebus.amqp_payload import take_payload
+from devhost.dotnet.values import plain, property_json_value
+from devhost.channel.protocol import ServiceBusMessageData
+from shared.amqp.encoding.application_properties import application_properties_of
+from shared.amqp.encoding.types import Described as AnyDescribed
 from shared.envelope.properties import DATETIME_OFFSET, TIMESPAN, URI, datetime_offset_text, timespan_text
 from shared.envelope.properties import Described as TypedDescribed
-from shared.envelope.sdk_property_types import application_properties_of
 
 
 def message_body(message: ServiceBusReceivedMessage) -> bytes:
@@ -65,10 +66,10 @@ def _dotnet_described(descriptor: Any, value: Any) -> Any:
 
 
 def _as_dotnet(value: Any) -> Any:
-    if isinstance(value, TypedDescribed):  # read typed from the AMQP bytes
+    # A described value Busbar's property model holds, or one it cannot (a list described, say): both read
+    # from the AMQP bytes.
+    if isinstance(value, TypedDescribed | AnyDescribed):
         return _dotnet_described(value.descriptor, value.value)
-    if isinstance(value, Described):  # azure-servicebus's own reading keeps some descriptors
-        return _dotnet_described(value.descriptor, value)  # type: ignore[attr-defined]
     return value
 
 

@@ -41,7 +41,7 @@ from emulator.auth import Grant
 from emulator.broker import errors
 from emulator.broker.errors import BrokerError
 from emulator.broker.namespace import Namespace
-from emulator.encoding.types import Array, Symbol, UByte, UInt, UShort
+from shared.amqp.encoding.types import Array, Symbol, UByte, UInt, UShort
 
 log = logging.getLogger("emulator.amqp")
 

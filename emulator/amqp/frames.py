@@ -11,8 +11,8 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-from emulator.encoding.codec import DecodeError, decode_value, encode_list
-from emulator.encoding.types import Described, Symbol, ULong
+from shared.amqp.encoding.codec import DecodeError, decode_value, encode_list
+from shared.amqp.encoding.types import Described, Symbol, ULong
 
 SASL_HEADER = b"AMQP\x03\x01\x00\x00"
 AMQP_HEADER = b"AMQP\x00\x01\x00\x00"

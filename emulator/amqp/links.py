@@ -10,7 +10,7 @@ from emulator.broker import errors
 from emulator.broker.message import StoredMessage
 from emulator.broker.queue import MessageQueue
 from emulator.broker.sessions import SessionState
-from emulator.encoding.types import UInt
+from shared.amqp.encoding.types import UInt
 
 if TYPE_CHECKING:
     from emulator.amqp.session import Session

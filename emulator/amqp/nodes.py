@@ -16,18 +16,18 @@ from emulator.broker import errors
 from emulator.broker.errors import BrokerError
 from emulator.broker.namespace import Namespace
 from emulator.broker.queue import MessageQueue
-from emulator.encoding.codec import DecodeError
-from emulator.encoding.message import (
+from emulator.encoding.message import decode_body_value
+from emulator.identity import SERVICE_BUS_RESOURCE, IdentityAuthority
+from shared.amqp.encoding.codec import DecodeError
+from shared.amqp.encoding.sections import (
     AMQP_VALUE,
     APPLICATION_PROPERTIES,
     PROPERTIES,
     ParsedMessage,
-    decode_body_value,
     parse_message,
     section,
 )
-from emulator.encoding.types import Array, Int, Long, Symbol, Timestamp
-from emulator.identity import SERVICE_BUS_RESOURCE, IdentityAuthority
+from shared.amqp.encoding.types import Array, Int, Long, Symbol, Timestamp
 
 log = logging.getLogger("emulator.amqp")
 

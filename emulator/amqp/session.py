@@ -34,9 +34,10 @@ from emulator.broker.errors import BrokerError
 from emulator.broker.namespace import Namespace
 from emulator.broker.queue import MessageQueue
 from emulator.broker.sessions import SessionState, SessionWaiter
-from emulator.encoding.codec import DecodeError
-from emulator.encoding.message import BATCH_MESSAGE_FORMAT, ParsedMessage, parse_message, split_batch
-from emulator.encoding.types import Described, Long, Symbol, UByte, UInt, ULong
+from emulator.encoding.message import BATCH_MESSAGE_FORMAT, split_batch
+from shared.amqp.encoding.codec import DecodeError
+from shared.amqp.encoding.sections import ParsedMessage, parse_message
+from shared.amqp.encoding.types import Described, Long, Symbol, UByte, UInt, ULong
 
 if TYPE_CHECKING:
     from emulator.amqp.connection import Connection

@@ -9,7 +9,8 @@ from asyncio import TimerHandle
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from emulator.encoding.message import (
+from emulator.encoding.property_map import splice_application_properties
+from shared.amqp.encoding.sections import (
     DELIVERY_ANNOTATIONS,
     HEADER,
     MESSAGE_ANNOTATIONS,
@@ -19,8 +20,7 @@ from emulator.encoding.message import (
     parse_message,
     section,
 )
-from emulator.encoding.property_map import splice_application_properties
-from emulator.encoding.types import Long, Symbol, Timestamp, UByte, UInt
+from shared.amqp.encoding.types import Long, Symbol, Timestamp, UByte, UInt
 
 SEQUENCE_NUMBER = Symbol("x-opt-sequence-number")
 ENQUEUED_TIME = Symbol("x-opt-enqueued-time")

@@ -19,7 +19,6 @@ from emulator.broker.queue import MessageQueue
 from emulator.broker.routing import Router, Target
 from emulator.broker.rules import Rule, compile_rule, default_rule
 from emulator.broker.store import Store
-from emulator.encoding.message import ParsedMessage
 from emulator.limits import (
     CORRELATION_FILTERS_PER_TOPIC,
     ENTITIES_PER_NAMESPACE,
@@ -27,6 +26,7 @@ from emulator.limits import (
     SUBSCRIPTIONS_PER_TOPIC,
 )
 from emulator.tier import Sku, default_max_message_size_in_kilobytes
+from shared.amqp.encoding.sections import ParsedMessage
 
 DEAD_LETTER_SUFFIX = "/$deadletterqueue"
 TRANSFER_DEAD_LETTER_SUFFIX = "/$transfer/$deadletterqueue"

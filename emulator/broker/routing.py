@@ -13,9 +13,9 @@ from emulator.broker.message import SCHEDULED_ENQUEUE_TIME, MessageState, Stored
 from emulator.broker.queue import MessageQueue
 from emulator.broker.rules import MessageFacts, Rule, copies_for
 from emulator.broker.store import Store
-from emulator.encoding.message import ParsedMessage, PropertiesField
 from emulator.filters.sql_lexer import FilterEvaluationError
 from emulator.limits import MAX_MESSAGE_ID_LENGTH, MAX_TRANSFER_HOPS
+from shared.amqp.encoding.sections import ParsedMessage, PropertiesField
 
 Target = QueueEntity | TopicEntity
 

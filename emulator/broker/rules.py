@@ -18,14 +18,14 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from emulator.broker.properties import CorrelationFilterConfig, RuleConfig
-from emulator.encoding.message import (
+from emulator.encoding.property_map import splice_application_properties
+from shared.amqp.encoding.sections import (
     PROPERTIES,
     ParsedMessage,
     PropertiesField,
     section,
 )
-from emulator.encoding.property_map import splice_application_properties
-from emulator.encoding.types import Symbol, Timestamp
+from shared.amqp.encoding.types import Symbol, Timestamp
 
 if TYPE_CHECKING:
     from emulator.filters.sql import CompiledAction, CompiledFilter, MessageProperties

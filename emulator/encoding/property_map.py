@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from emulator.encoding.codec import DecodeError, decode_value, encode_value, skip_value
-from emulator.encoding.message import APPLICATION_PROPERTIES
+from shared.amqp.encoding.codec import DecodeError, decode_value, encode_value, skip_value
+from shared.amqp.encoding.sections import APPLICATION_PROPERTIES
 
 _SECTION_PREFIX = b"\x00\x53" + bytes((APPLICATION_PROPERTIES,))
 _MAP8, _MAP32, _NULL = 0xC1, 0xD1, 0x40

@@ -14,7 +14,8 @@ SDK fails before it has a sequence number to report.
 
 * decoders for char (as :class:`~shared.envelope.properties.Char`, so a copy sends a char again), decimal32
   and decimal64 (as ``Decimal``), and a decimal128 decoder that reads IEEE 754-2008 BID, the encoding .NET
-  (Microsoft.Azure.Amqp) and the SDK's own ``encode_decimal128`` write;
+  (Microsoft.Azure.Amqp) and the SDK's own ``encode_decimal128`` write (Busbar's codec's
+  :func:`~shared.amqp.encoding.types.decode_bid`);
 * an encoder for char under :data:`CHAR` (``{TYPE: CHAR, VALUE: "A"}``; see :mod:`shared.envelope.sdk`;
   :func:`sdk_value` gives a decoded value back in that form).
 
@@ -25,8 +26,9 @@ Two users share this one implementation: Busbar's library (:mod:`shared.envelope
 import) and devhost, whose host side receives trigger messages with azure-servicebus where the Functions
 host (.NET) reads every AMQP type. So this module holds SDK codec entries and no Busbar logic, and imports
 nothing of Busbar but :class:`~shared.envelope.properties.Char`, a stdlib-only value type (the class a
-decoded char must be for Busbar to send it as a char again); tests/test_layers.py lets devhost import this
-module and nothing else of ``shared``, and pins that it stays this narrow.
+decoded char must be for Busbar to send it as a char again), and the BID reading of Busbar's stdlib-only
+codec; tests/test_layers.py lets devhost import this module and the codec and nothing else of ``shared``,
+and pins that they stay this narrow.
 """
 
 from __future__ import annotations
@@ -39,42 +41,19 @@ from azure.servicebus._pyamqp import _decode, _encode
 from azure.servicebus._pyamqp.types import TYPE as _TYPE
 from azure.servicebus._pyamqp.types import VALUE as _VALUE
 
+from shared.amqp.encoding.types import decode_bid
 from shared.envelope.properties import Char
 
 CHAR = "busbar:char"
 """The ``TYPE`` under which the SDK is given a char to send (the SDK's AMQPTypes has no char)."""
 
 _CHAR, _DECIMAL32, _DECIMAL64, _DECIMAL128 = 0x73, 0x74, 0x84, 0x94
-# IEEE 754-2008 BID layouts: (width in bytes, exponent bits, exponent bias).
-_LAYOUTS = {_DECIMAL32: (4, 8, 101), _DECIMAL64: (8, 10, 398), _DECIMAL128: (16, 14, 6176)}
-
-
-def decode_bid(raw: bytes) -> Decimal:
-    """An IEEE 754-2008 decimal32/64/128 in binary integer decimal (BID) encoding, as a ``Decimal``."""
-    width = len(raw)
-    _, exponent_bits, bias = next(layout for layout in _LAYOUTS.values() if layout[0] == width)
-    bits = int.from_bytes(raw, "big")
-    total = width * 8
-    sign = bits >> (total - 1)
-    coefficient_bits = total - 1 - exponent_bits
-    if (bits >> (total - 3)) & 0b11 != 0b11:
-        exponent = (bits >> coefficient_bits) & ((1 << exponent_bits) - 1)
-        coefficient = bits & ((1 << coefficient_bits) - 1)
-    elif (bits >> (total - 5)) & 0b11 == 0b11:  # 11 11: infinity or NaN
-        if (bits >> (total - 6)) & 1:
-            return Decimal("NaN")
-        return Decimal("-Infinity" if sign else "Infinity")
-    else:  # 11 then the exponent: the coefficient has an implicit 100 in front of its low bits
-        exponent = (bits >> (coefficient_bits - 2)) & ((1 << exponent_bits) - 1)
-        coefficient = (0b100 << (coefficient_bits - 2)) | (bits & ((1 << (coefficient_bits - 2)) - 1))
-    digits = {4: 7, 8: 16, 16: 34}[width]
-    if coefficient >= 10**digits:
-        coefficient = 0  # non-canonical: IEEE 754 reads it as zero
-    return Decimal((sign, tuple(int(d) for d in str(coefficient)), exponent - bias))
+# The widths of the decimal encodings (AMQP 1.0 part 1, 1.6.18-20).
+_WIDTHS = {_DECIMAL32: 4, _DECIMAL64: 8, _DECIMAL128: 16}
 
 
 def _fixed_decoder(code: int) -> Any:
-    width = _LAYOUTS[code][0]
+    width = _WIDTHS[code]
 
     def decode(buffer: memoryview, _depth: int = 0) -> tuple[memoryview, Decimal]:
         return buffer[width:], decode_bid(bytes(buffer[:width]))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import decimal
 import uuid
 from typing import Any
 
@@ -10,9 +11,21 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from emulator.amqp.frames import FrameError, decode_performative, frame
-from emulator.encoding.codec import DecodeError, decode_value, encode, skip_value
-from emulator.encoding.message import BATCH_MESSAGE_FORMAT, parse_message, section, split_batch
-from emulator.encoding.types import Array, Described, Long, Symbol, Timestamp, UInt, ULong
+from emulator.encoding.message import BATCH_MESSAGE_FORMAT, split_batch
+from shared.amqp.encoding.codec import DecodeError, decode_value, encode, skip_value
+from shared.amqp.encoding.sections import parse_message, section
+from shared.amqp.encoding.types import (
+    Array,
+    Decimal,
+    Described,
+    Long,
+    Symbol,
+    Timestamp,
+    UInt,
+    ULong,
+    decode_bid,
+    encode_bid128,
+)
 
 scalars = st.one_of(
     st.none(),
@@ -105,3 +118,22 @@ def test_batch_envelope_splits_into_its_inner_messages() -> None:
 def test_described_values_round_trip() -> None:
     value = Described(ULong(0x24), [])
     assert decode_value(encode(value))[0] == Described(0x24, [])
+
+
+@pytest.mark.parametrize(
+    "number", ["19.99", "1.5", "-0.001", "0", "12345678901234567890123456789012.34", "1E+6111", "1E-6176"]
+)
+def test_a_decimal_number_is_written_as_the_decimal128_dotnet_writes_and_read_back(number: str) -> None:
+    # .NET writes System.Decimal as decimal128 in BID (Microsoft.Azure.Amqp), as azure-servicebus's
+    # encode_decimal128 does; devhost re-encodes a decimal property so when a message's bytes were not kept.
+    encoded = encode(decimal.Decimal(number))
+    assert encoded[0] == 0x94 and len(encoded) == 17
+    value, end = decode_value(encoded)
+    assert end == 17 and isinstance(value, Decimal) and value.value() == decimal.Decimal(number)
+    assert decode_bid(encode_bid128(decimal.Decimal(number))) == decimal.Decimal(number)
+
+
+def test_a_decimal_decimal128_cannot_hold_is_refused_with_the_reason() -> None:
+    with pytest.raises(ValueError, match="does not fit an AMQP decimal128"):
+        encode(decimal.Decimal("1" * 35))
+    assert encode_bid128(decimal.Decimal("19.99")).hex() == "303c00000000000000000000000007cf"

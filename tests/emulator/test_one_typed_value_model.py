@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from emulator.encoding.codec import decode_value, encode
+from shared.amqp.encoding.codec import decode_value, encode
 from shared.envelope.properties import (
     AmqpType,
     Byte,

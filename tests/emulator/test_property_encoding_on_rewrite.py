@@ -13,10 +13,10 @@ from typing import Any
 from azure.servicebus import ServiceBusClient, ServiceBusMessage, ServiceBusSubQueue
 
 from emulator.broker.properties import RuleConfig
-from emulator.encoding.message import parse_message
 from emulator.encoding.property_map import raw_entries, splice_application_properties
-from emulator.encoding.types import UShort
 from emulator.testing import EmulatorHandle
+from shared.amqp.encoding.sections import parse_message
+from shared.amqp.encoding.types import UShort
 from shared.envelope.sdk import sdk_application_properties
 from tests.shared.envelope.wire_types import EXACT, SENT, decode_section, types_of
 
@@ -94,7 +94,7 @@ def test_a_rule_action_changes_only_what_it_sets_and_removes(emulator: EmulatorH
 
 
 def test_a_splice_keeps_untouched_entries_byte_for_byte() -> None:
-    from emulator.encoding.message import APPLICATION_PROPERTIES, section
+    from shared.amqp.encoding.sections import APPLICATION_PROPERTIES, section
 
     original = section(APPLICATION_PROPERTIES, {"a": UShort(5), "b": "x", "c": UShort(6)})
     spliced = splice_application_properties(original, {"b": "y", "d": True}, removals={"c"})

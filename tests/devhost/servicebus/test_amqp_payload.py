@@ -17,6 +17,7 @@ from azure.servicebus import ServiceBusClient, ServiceBusMessage
 from azure.servicebus._pyamqp import receiver as sync_receiver
 from azure.servicebus._pyamqp.aio import _receiver_async as async_receiver
 from azure.servicebus.aio import ServiceBusClient as AsyncServiceBusClient
+from azure.servicebus.amqp import AmqpAnnotatedMessage, AmqpMessageHeader
 
 from devhost.servicebus import amqp_payload
 from devhost.servicebus.amqp_payload import keep_payloads, take_payload
@@ -74,6 +75,18 @@ def test_every_property_reaches_an_sdk_type_trigger_with_the_amqp_type_it_was_se
     assert (decoded.id, decoded.body) == ("m-1", b'{"order": 1}')
     # Every reader of the message gets the same bytes (the trigger metadata and the model binding data).
     assert again is not None and content.endswith(_after_header(again))
+
+
+def test_the_header_reaches_the_trigger_with_each_field_and_the_hosts_delivery_count(
+    emulator: EmulatorHandle,
+) -> None:
+    queue = emulator.create_queue()
+    header = AmqpMessageHeader(durable=True, priority=5, time_to_live=60_000)
+    _send(emulator, queue, AmqpAnnotatedMessage(data_body=b"{}", header=header))  # type: ignore[arg-type]
+    content, _ = asyncio.run(_content_via_marked_receiver(emulator, queue))
+    decoded = _worker_bytes(content)
+    assert (decoded.durable, decoded.priority, decoded.ttl, decoded.delivery_count) == (True, 5, 60.0, 1)
+    assert decoded.body == b"{}"
 
 
 def test_a_message_larger_than_a_frame_reaches_the_trigger_whole(emulator: EmulatorHandle) -> None:

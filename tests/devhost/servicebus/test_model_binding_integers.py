@@ -12,6 +12,8 @@ from azure.servicebus._pyamqp.types import TYPE, VALUE, AMQPTypes
 
 from devhost.servicebus.model_binding_data import LOCK_TOKEN_MARKER, _typed, model_binding_content
 from emulator.testing import EmulatorHandle
+from shared.amqp.encoding.codec import encode
+from shared.envelope.properties import Long, ULong
 from tests.shared.envelope.wire_types import wire_type
 
 
@@ -51,6 +53,8 @@ class _DescribedInt(int):
 
 def test_an_int_subclass_property_is_typed_by_its_value_like_a_plain_int() -> None:
     # ``in range(...)`` walks the range for an int subclass: a long past 32 bits would never finish.
-    assert _typed(_DescribedInt(2**40)) == {TYPE: AMQPTypes.long, VALUE: 2**40}
-    assert _typed(_DescribedInt(-7)) == {TYPE: AMQPTypes.int, VALUE: -7}
-    assert _typed(_DescribedInt(2**63)) == {TYPE: AMQPTypes.ulong, VALUE: 2**63}
+    # The classes Busbar's codec encodes as long, int (a plain int that fits 32 bits) and ulong.
+    typed = [_typed(_DescribedInt(value)) for value in (2**40, -7, 2**63)]
+    assert typed == [2**40, -7, 2**63]
+    assert [type(value) for value in typed] == [Long, int, ULong]
+    assert encode(typed) == encode([Long(2**40), -7, ULong(2**63)])

@@ -124,6 +124,14 @@ def test_an_sdk_type_trigger_message_gives_each_described_property_with_descript
     assert _inner_types(dict(incoming.application_properties)) == EXPECTED_INNER
 
 
+def test_an_sdk_type_trigger_keeps_the_value_a_descriptor_busbar_cannot_send_describes() -> None:
+    # AMQP allows any descriptor; Busbar (and every Service Bus client) sends a symbol or a ulong. Another
+    # descriptor is dropped at the trigger edge and the value it describes kept (docs/operations.md).
+    received = _as_binding_delivers(_dotnet_encoded(odd=proton.Described("a string descriptor", 5)))
+    assert incoming_from_received(received).application_properties == {"odd": Long(5)}
+    assert type(incoming_from_received(received).application_properties["odd"]) is Long
+
+
 def test_the_router_bridges_a_copy_with_every_described_property_of_the_original(
     emulator: EmulatorHandle,
 ) -> None:

@@ -10,13 +10,14 @@ Malformed input raises :class:`DecodeError` with the offset and what was wrong; 
 
 from __future__ import annotations
 
+import decimal
 import struct
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from emulator.encoding.types import (
+from shared.amqp.encoding.types import (
     Array,
     Byte,
     Char,
@@ -32,6 +33,7 @@ from emulator.encoding.types import (
     UInt,
     ULong,
     UShort,
+    encode_bid128,
 )
 
 
@@ -538,6 +540,9 @@ def encode_value(out: bytearray, value: Any) -> None:
     elif isinstance(value, Decimal):
         out.append({4: 0x74, 8: 0x84, 16: 0x94}[value.width])
         out += value.raw
+    elif isinstance(value, decimal.Decimal):  # a number (a .NET System.Decimal): decimal128
+        out.append(0x94)
+        out += encode_bid128(value)
     else:
         raise TypeError(f"cannot encode {type(value).__name__} as AMQP")
 
