@@ -11,7 +11,7 @@ marked with :func:`keep_payloads` records each message's payload on receipt, key
 The SDK's receive links assemble a message in ``ReceiverLink._incoming_transfer`` (``_pyamqp/receiver.py``
 and ``_pyamqp/aio/_receiver_async.py``): frames with ``more`` set are appended to ``_received_payload``,
 the last one completes it. :func:`install` wraps that method; the payload is read before the SDK clears
-it. tests/devhost/test_amqp_payload.py fails if the SDK moves any of this.
+it. tests/devhost/servicebus/test_amqp_payload.py fails if the SDK moves any of this.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The host's side of a received message: what it reads from the SDK's ``ServiceBusReceivedMessage`` and
 hands the worker as plain data (body, the typed fields by trigger-metadata name, application properties).
 
-``devhost.rpc.trigger_data`` makes the FunctionRpc trigger data of it, which the runtime binds
+``devhost.channel.trigger_data`` makes the FunctionRpc trigger data of it, which the runtime binds
 (``func.ServiceBusMessage`` and its metadata, ``str``, ``bytes``).
 
 Application properties are the host's .NET SDK's reading of them (``AmqpMessageConverter
@@ -11,7 +11,7 @@ AmqpMessageConverter.cs``), which the host writes with Json.NET: an AMQP describ
 (ISO 8601 with the offset), ``com.microsoft:timespan`` a ``TimeSpan`` (``d.hh:mm:ss.fffffff``); the SDK leaves
 a property with any other descriptor out of ``ApplicationProperties``, and so does devhost. The values and
 their descriptors are read from the message's AMQP bytes (which devhost keeps for every trigger receiver,
-:mod:`devhost.amqp_payload`) with Busbar's codec
+:mod:`devhost.servicebus.amqp_payload`) with Busbar's codec
 (:mod:`shared.amqp.encoding.application_properties`); a message whose bytes were not kept has only
 azure-servicebus's plain values, without descriptors.
 """
@@ -23,9 +23,9 @@ from typing import Any
 
 from azure.servicebus import ServiceBusReceivedMessage
 
-from devhost.servicebus.amqp_payload import take_payload
-from devhost.dotnet.values import plain, property_json_value
 from devhost.channel.protocol import ServiceBusMessageData
+from devhost.dotnet.values import plain, property_json_value
+from devhost.servicebus.amqp_payload import take_payload
 from shared.amqp.encoding.application_properties import application_properties_of
 from shared.amqp.encoding.types import Described as AnyDescribed
 from shared.envelope.properties import DATETIME_OFFSET, TIMESPAN, URI, datetime_offset_text, timespan_text
@@ -119,7 +119,7 @@ def _sdk_text(value: Any) -> Any:
 
 
 def message_fields(message: ServiceBusReceivedMessage) -> dict[str, Any]:
-    """The typed fields the host's binding data is made of (``devhost.rpc.trigger_data``'s
+    """The typed fields the host's binding data is made of (``devhost.channel.trigger_data``'s
     ``HOST_SINGLE_KEYS`` and ``HOST_BATCH_ARRAYS`` read them), keyed by trigger-metadata name, each read once:
     the SDK's properties decode their section again on every access. Fields the host does not send (the
     lock's expiry, the state, the time to live, the dead-letter reason...) are not read. The text fields

@@ -14,7 +14,8 @@ extension's uamqp cannot decode either, so such a message fails its invocation i
 
 The host's .NET SDK counts the current delivery in the header's delivery count (the broker's count + 1), so
 a function sees 1 on a first delivery where the Python SDK alone sees 0. Otherwise the content carries the
-message's sections as they arrived (:mod:`devhost.amqp_payload` keeps a trigger receiver's bytes): every
+message's sections as they arrived (:mod:`devhost.servicebus.amqp_payload` keeps a trigger receiver's
+bytes): every
 application property keeps its AMQP type (a long stays a long, a timestamp a timestamp, a binary a binary),
 as the .NET SDK's ``ToBytes()`` keeps them. Only a message whose bytes were not kept (one received by a
 receiver devhost did not mark) is re-encoded from the SDK's decoded values, with the AMQP types the broker
