@@ -53,12 +53,11 @@ INTERNAL_MODULES = {
 
 SDK_INTERNALS = "azure-servicebus's private AMQP stack (_pyamqp) and transport"
 TYPED_RECEIVE = (
-    "typed application properties on the ordered endpoint's hold-queue session receiver (azure-servicebus, "
-    "shared.ordering.parking; its session lock kept by the SDK's AutoLockRenewer) through "
-    "shared.envelope.sdk_property_types' sync receive-link hook, and that module's typed reading of an "
-    "application-properties section (the trigger edge's and devhost's bytes): the re-drive and the console "
-    "read through Busbar's own receiver (shared.amqp) already; goes when parking does and the codec reads "
-    "those bytes (docs/architecture.md, 'The seam to the AMQP wire')"
+    "shared.envelope.sdk_property_types' typed reading of an application-properties section from a "
+    "message's bytes (the trigger edge's, functions.trigger_properties, and devhost's, "
+    "devhost.message_reading) walks the sections with azure-servicebus's decoder table; no receiver is "
+    "hooked any more (Busbar's own receivers, shared.amqp, read typed values from python-qpid-proton). Goes "
+    "when Busbar's own codec reads those bytes (docs/architecture.md, 'The seam to the AMQP wire')"
 )
 CODEC_SHIM = (
     "char/decimal decoders azure-servicebus lacks (shared.envelope.sdk_codec), so a .NET message does not "
@@ -89,9 +88,6 @@ ALLOWED: dict[str, str] = {
     "shared/envelope/sdk_property_types.py: azure.servicebus._pyamqp": TYPED_RECEIVE,
     "shared/envelope/sdk_property_types.py: azure.servicebus._pyamqp._decode": TYPED_RECEIVE,
     "shared/envelope/sdk_property_types.py: _DECODE_BY_CONSTRUCTOR": TYPED_RECEIVE,
-    "shared/envelope/sdk_property_types.py: _incoming_transfer": TYPED_RECEIVE,
-    "shared/envelope/sdk_property_types.py: _on_transfer": TYPED_RECEIVE,
-    "shared/envelope/sdk_property_types.py: _busbar_typed_application_properties": TYPED_RECEIVE,
     "functions/trigger_properties.py: _message": TRIGGER_EDGE,
     "functions/trigger_properties.py: uamqp.c_uamqp": TRIGGER_EDGE,
     "devhost/amqp_payload.py: azure.servicebus._pyamqp": HOST_PAYLOAD,
@@ -102,6 +98,7 @@ ALLOWED: dict[str, str] = {
     "devhost/amqp_payload.py: _first_frame": HOST_PAYLOAD,
     "devhost/amqp_payload.py: _receiver": HOST_PAYLOAD,
     "devhost/amqp_payload.py: _delivery_tag": HOST_PAYLOAD,
+    "devhost/amqp_payload.py: _on_transfer": HOST_PAYLOAD,
     "devhost/amqp_payload.py: _devhost_amqp_payloads": HOST_PAYLOAD,
     "devhost/amqp_payload.py: _devhost_amqp_payload": HOST_PAYLOAD,
     "devhost/model_binding_data.py: azure.servicebus._pyamqp": HOST_PAYLOAD,
