@@ -75,6 +75,7 @@ _MAP8, _MAP32 = 0xC1, 0xD1
 _DESCRIBED, _SMALLULONG = 0x00, 0x53
 _BINARY8, _BINARY32 = 0xA0, 0xB0
 
+
 def _timestamp(milliseconds: int) -> Any:
     try:
         return timestamp_from_ms(milliseconds)
