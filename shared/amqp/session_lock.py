@@ -44,6 +44,8 @@ SHORT_RENEW_SCALING_FACTOR = 0.75
 MAX_LOCK_RENEWAL_SECONDS = 600.0
 """How long a session is kept locked at most (what Busbar registered with ``AutoLockRenewer`` before)."""
 KEEP_ALIVE_SECONDS = 15.0
+CHECK_SECONDS = 0.5
+"""The shortest pause between two looks at the lock (the SDK's ``AutoLockRenewer._sleep_time``)."""
 PUMP_SECONDS = 0.05
 
 
@@ -91,7 +93,8 @@ def renew_period(lock_left: timedelta) -> float:
     """Seconds before the lock's expiry at which it is renewed, given the first lock's time left (the
     SDK's heuristic for a lock duration shorter than its renew period)."""
     if lock_left <= timedelta(seconds=RENEW_PERIOD_SECONDS + SHORT_RENEW_OFFSET):
-        return max(lock_left, timedelta(0)).seconds * SHORT_RENEW_SCALING_FACTOR
+        # The SDK's task takes ``renew_period_override or self._renew_period``: a zero override is 10 s.
+        return max(lock_left, timedelta(0)).seconds * SHORT_RENEW_SCALING_FACTOR or RENEW_PERIOD_SECONDS
     return RENEW_PERIOD_SECONDS
 
 
@@ -169,15 +172,13 @@ class SessionLock:
                         now - self._taken,
                     )
                     return
-                due = self.locked_until - self._period
-                if now >= due:
+                if now >= self.locked_until - self._period:
                     self.renew()
-                    continue
-                wait = min((due - now).total_seconds(), KEEP_ALIVE_SECONDS)
-                if self._stopping.wait(wait):
-                    return
-                if datetime.now(UTC) < self.locked_until - self._period:
+                else:
                     self._pump()
+                due = self.locked_until - self._period - datetime.now(UTC)
+                if self._stopping.wait(min(max(due.total_seconds(), CHECK_SECONDS), KEEP_ALIVE_SECONDS)):
+                    return
         except Exception as error:  # kept for the receiver, which refuses further use with it
             log.warning("session %s: renewing its lock failed: %s", self.session_id, error)
             self.error = error

@@ -114,8 +114,10 @@ def test_a_session_is_kept_locked_past_its_lock_duration_so_a_message_received_f
 
 def test_the_renew_period_is_the_sdks_ten_seconds_or_three_quarters_of_a_short_lock() -> None:
     # azure-servicebus 7.15, _common/auto_lock_renewer.py: _renew_period = 10; register() scales a lock of
-    # 10.5 s or less by SHORT_RENEW_SCALING_FACTOR (0.75) of its whole seconds.
+    # 10.5 s or less by SHORT_RENEW_SCALING_FACTOR (0.75) of its whole seconds; _auto_lock_renew_task takes
+    # ``renew_period_override or self._renew_period``, so a lock under a second left is renewed at 10 s.
     assert renew_period(timedelta(seconds=60)) == 10.0
     assert renew_period(timedelta(seconds=5)) == 3.75
     assert renew_period(timedelta(seconds=4, milliseconds=900)) == 3.0
-    assert renew_period(timedelta(seconds=-1)) == 0.0
+    assert renew_period(timedelta(milliseconds=900)) == 10.0
+    assert renew_period(timedelta(seconds=-1)) == 10.0
