@@ -39,6 +39,7 @@ from shared.amqp.connection import CONNECT_TIMEOUT, Namespace, WireError, reply_
 from shared.amqp.received import ReceivedMessage, received_message
 from shared.amqp.session_lock import (
     SESSION_CANNOT_BE_LOCKED,
+    SESSION_LOCK_LOST,
     SessionCannotBeLocked,
     SessionFilter,
     SessionLock,
@@ -57,9 +58,16 @@ class _Deliveries(MessagingHandler):
     def __init__(self) -> None:
         super().__init__(prefetch=0, auto_accept=False, auto_settle=False)
         self.arrived: collections.deque[tuple[proton.Message, proton.Delivery]] = collections.deque()
+        self.detached: proton.Condition | None = None
+        """The error Service Bus closed the link with (a session's lock lost, say), or None."""
 
     def on_message(self, event: Any) -> None:
         self.arrived.append((event.message, event.delivery))
+
+    def on_link_error(self, event: Any) -> None:
+        # proton's default closes the whole connection; the receiver raises this at its next use instead,
+        # and a management request (a renewal, a peek) still gets Service Bus's own answer.
+        self.detached = event.link.remote_condition
 
 
 class EntityReceiver:
@@ -96,7 +104,13 @@ class EntityReceiver:
             self._connection, self._wire, self.address, session_id, link.name, locked_until_of(link)
         )
 
-    def _check_session(self) -> None:
+    def _check_usable(self) -> None:
+        detached = self._deliveries.detached
+        if detached is not None:
+            lost = self.session is not None and detached.name == SESSION_LOCK_LOST
+            raise (SessionLockLost if lost else WireError)(
+                f"Service Bus closed the link to {self.address}: {detached}"
+            )
         if self.session is not None and self.session.error is not None:
             raise SessionLockLost(
                 f"the lock of session {self.session_id!r} of {self.address} was lost: {self.session.error}"
@@ -132,15 +146,17 @@ class EntityReceiver:
             return self._receive(max_message_count, max_wait_time)
 
     def _receive(self, max_message_count: int, max_wait_time: float) -> list[ReceivedMessage]:
-        self._check_session()
+        self._check_usable()
         link = self._receive_link()
         arrived = self._deliveries.arrived
         link.flow(max(1, max_message_count - len(arrived) - link.credit))
-        self._wait(lambda: bool(arrived), max_wait_time)
+        detached = self._deliveries
+        self._wait(lambda: bool(arrived) or detached.detached is not None, max_wait_time)
         if arrived:
             self._wait(lambda: len(arrived) >= max_message_count, MORE_MESSAGES_WAIT)
+        self._check_usable()
         link.drain(0)
-        self._wait(lambda: not link.draining(), CONNECT_TIMEOUT)
+        self._wait(lambda: not link.draining() or detached.detached is not None, CONNECT_TIMEOUT)
         batch: list[ReceivedMessage] = []
         while arrived and len(batch) < max_message_count:
             message, delivery = arrived.popleft()
@@ -195,7 +211,7 @@ class EntityReceiver:
         condition: proton.Condition | None = None,
     ) -> None:
         with self._wire:
-            self._check_session()
+            self._check_usable()
             self._settle_delivery(message, outcome, failed, undeliverable, condition)
 
     def _settle_delivery(
@@ -217,7 +233,10 @@ class EntityReceiver:
         delivery.update(outcome)
         try:
             self._connection.wait(
-                lambda: delivery.remote_state != 0 or delivery.settled, timeout=CONNECT_TIMEOUT
+                lambda: (
+                    delivery.remote_state != 0 or delivery.settled or self._deliveries.detached is not None
+                ),
+                timeout=CONNECT_TIMEOUT,
             )
             # Read before settling: a delivery settled on both sides is freed by proton.
             answer, refusal = delivery.remote_state, delivery.remote.condition
@@ -227,6 +246,8 @@ class EntityReceiver:
             ) from None
         finally:
             delivery.settle()
+        if not answer:  # the link was closed before an answer came: say why
+            self._check_usable()
         # Service Bus echoes the outcome it applied; one it cannot apply (a lost lock, say) comes back
         # rejected with its error. As azure-servicebus judges it (_pyamqp/receiver.py,
         # check_disposition_outcome): a rejected answer with an error always fails, and otherwise the echo

@@ -52,6 +52,7 @@ PUMP_SECONDS = 0.05
 SESSION_FILTER = proton.symbol("com.microsoft:session-filter")
 LOCKED_UNTIL_UTC = proton.symbol("com.microsoft:locked-until-utc")
 SESSION_CANNOT_BE_LOCKED = "com.microsoft:session-cannot-be-locked"
+SESSION_LOCK_LOST = "com.microsoft:session-lock-lost"
 DOTNET_EPOCH_TICKS = 621_355_968_000_000_000
 """.NET ticks (100 ns) at the Unix epoch: ``locked-until-utc`` is a .NET ``DateTime``'s ticks."""
 
@@ -199,6 +200,7 @@ __all__ = [
     "MAX_LOCK_RENEWAL_SECONDS",
     "RENEW_OPERATION",
     "SESSION_CANNOT_BE_LOCKED",
+    "SESSION_LOCK_LOST",
     "SessionCannotBeLocked",
     "SessionFilter",
     "SessionLock",

@@ -16,9 +16,9 @@ import pytest
 from azure.servicebus import ServiceBusClient, ServiceBusMessage
 from azure.servicebus.exceptions import SessionCannotBeLockedError
 
-from shared.amqp.connection import Namespace
+from shared.amqp.connection import Namespace, WireError
 from shared.amqp.receiver import EntityReceiver
-from shared.amqp.session_lock import SessionCannotBeLocked, renew_period
+from shared.amqp.session_lock import SessionCannotBeLocked, SessionLockLost, renew_period
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -121,3 +121,24 @@ def test_the_renew_period_is_the_sdks_ten_seconds_or_three_quarters_of_a_short_l
     assert renew_period(timedelta(seconds=4, milliseconds=900)) == 3.0
     assert renew_period(timedelta(milliseconds=900)) == 10.0
     assert renew_period(timedelta(seconds=-1)) == 10.0
+
+
+def test_after_the_session_lock_expired_a_renewal_is_refused_and_a_receive_says_the_lock_is_lost(
+    emulator: Any,
+) -> None:
+    queue = emulator.create_queue(requires_session=True, lock_duration=timedelta(seconds=5))
+    _send(emulator.connection_string, queue, ServiceBusMessage(b"x", message_id="e-1", session_id="e"))
+    namespace = Namespace.from_connection_string(emulator.connection_string)
+    with EntityReceiver(namespace, queue, session_id="e") as receiver:
+        assert receiver.session is not None
+        receiver.session.stop()  # nobody renews: the lock runs out
+        expiry = receiver.session.renew()  # renewed once more by hand, to know when it ends
+        while datetime.now(UTC) <= expiry + timedelta(seconds=1):
+            time.sleep(0.2)
+        with pytest.raises(WireError, match="refused"):
+            receiver.session.renew()
+        # Service Bus closed the session's link when the lock expired: the receiver says so.
+        with pytest.raises(SessionLockLost, match="session-lock-lost"):
+            receiver.receive_messages(max_message_count=1, max_wait_time=1)
+    # Another receiver takes the session now, its message still there.
+    assert _sdk_session_ids(emulator.connection_string, queue, "e") == ["e-1"]
