@@ -22,7 +22,7 @@ import azure.functions as func
 import azurefunctions.extensions.bindings.servicebus as servicebus
 from azure.servicebus import ServiceBusReceivedMessage
 
-from app.runtime import CONNECTION, EnvironmentTransport, environment, held_keys
+from app.runtime import CONNECTION, EnvironmentTransport, environment, held_keys, wire_namespace
 from app.services import CATALOG
 from functions.convert import incoming_from_received
 from functions.monitored import monitoring
@@ -73,6 +73,7 @@ def _process(endpoint: Endpoint, queue: str, incoming: IncomingMessage) -> Outco
         held_queue=held_queue(queue),
         keys=held_keys(env),
         client=TRANSPORT.service_bus_client(),
+        wire=wire_namespace(env),
         max_delivery_count=entity_defaults(env).max_delivery_count,
     )
     return process_ordered(endpoint, incoming, TRANSPORT, holding)

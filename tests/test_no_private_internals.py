@@ -53,11 +53,11 @@ INTERNAL_MODULES = {
 
 SDK_INTERNALS = "azure-servicebus's private AMQP stack (_pyamqp) and transport"
 TYPED_RECEIVE = (
-    "typed application properties on the ordered endpoint's hold-queue session receiver (azure-servicebus, "
-    "shared.ordering.parking; its session lock kept by the SDK's AutoLockRenewer) through "
-    "shared.envelope.sdk_property_types' sync receive-link hook: the re-drive and the console read through "
-    "Busbar's own receiver (shared.amqp) already, the trigger edge's and devhost's bytes through Busbar's "
-    "codec (shared.amqp.encoding); goes when parking does (docs/architecture.md, 'The seam to the AMQP wire')"
+    "shared.envelope.sdk_property_types' typed reading of an application-properties section from a "
+    "message's bytes (the trigger edge's, functions.trigger_properties, and devhost's, "
+    "devhost.servicebus.message_reading) walks the sections with azure-servicebus's decoder table; no receiver is "
+    "hooked any more (Busbar's own receivers, shared.amqp, read typed values from python-qpid-proton). Goes "
+    "when Busbar's own codec reads those bytes (docs/architecture.md, 'The seam to the AMQP wire')"
 )
 CODEC_SHIM = (
     "char/decimal decoders azure-servicebus lacks (shared.envelope.sdk_codec), so a .NET message does not "
@@ -88,9 +88,6 @@ ALLOWED: dict[str, str] = {
     "shared/envelope/sdk_property_types.py: azure.servicebus._pyamqp": TYPED_RECEIVE,
     "shared/envelope/sdk_property_types.py: azure.servicebus._pyamqp._decode": TYPED_RECEIVE,
     "shared/envelope/sdk_property_types.py: _DECODE_BY_CONSTRUCTOR": TYPED_RECEIVE,
-    "shared/envelope/sdk_property_types.py: _incoming_transfer": TYPED_RECEIVE,
-    "shared/envelope/sdk_property_types.py: _on_transfer": TYPED_RECEIVE,
-    "shared/envelope/sdk_property_types.py: _busbar_typed_application_properties": TYPED_RECEIVE,
     "functions/trigger_properties.py: _message": TRIGGER_EDGE,
     "functions/trigger_properties.py: uamqp.c_uamqp": TRIGGER_EDGE,
     "devhost/servicebus/amqp_payload.py: azure.servicebus._pyamqp": HOST_PAYLOAD,
@@ -101,9 +98,21 @@ ALLOWED: dict[str, str] = {
     "devhost/servicebus/amqp_payload.py: _first_frame": HOST_PAYLOAD,
     "devhost/servicebus/amqp_payload.py: _receiver": HOST_PAYLOAD,
     "devhost/servicebus/amqp_payload.py: _delivery_tag": HOST_PAYLOAD,
+    "devhost/servicebus/amqp_payload.py: _on_transfer": HOST_PAYLOAD,
     "devhost/servicebus/amqp_payload.py: _devhost_amqp_payloads": HOST_PAYLOAD,
     "devhost/servicebus/amqp_payload.py: _devhost_amqp_payload": HOST_PAYLOAD,
-    "devhost/worker/runtime_invocation.py: _functions": (
+    "devhost/model_binding_data.py: azure.servicebus._pyamqp": HOST_PAYLOAD,
+    "devhost/model_binding_data.py: azure.servicebus._pyamqp._encode": HOST_PAYLOAD,
+    "devhost/model_binding_data.py: azure.servicebus._pyamqp._decode": HOST_PAYLOAD,
+    "devhost/model_binding_data.py: azure.servicebus._pyamqp.message": HOST_PAYLOAD,
+    "devhost/model_binding_data.py: azure.servicebus._pyamqp.types": HOST_PAYLOAD,
+    "devhost/model_binding_data.py: _DECODE_BY_CONSTRUCTOR": HOST_PAYLOAD,
+    "devhost/model_binding_data.py: _message": HOST_PAYLOAD,
+    "devhost/message_reading.py: azure.servicebus._pyamqp.described": (
+        "the class azure-servicebus decodes a described application property to (its descriptor is kept "
+        "nowhere public): goes when devhost's listeners receive through the seam"
+    ),
+    "devhost/rpc/runtime_invocation.py: _functions": (
         "devhost's invocation log wraps each function the runtime registered to record its bound arguments' "
         "classes; azure-functions-runtime has no public hook for it"
     ),

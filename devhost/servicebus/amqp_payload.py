@@ -24,8 +24,6 @@ from typing import Any, cast
 from azure.servicebus._pyamqp import receiver as sync_receiver
 from azure.servicebus._pyamqp.aio import _receiver_async as async_receiver
 
-from shared.envelope.sdk_property_types import link_receiver
-
 MAX_KEPT = 4096
 """Payloads a receiver keeps unclaimed (prefetched messages a closing receiver never hands out); the oldest
 go first."""
@@ -58,6 +56,15 @@ def take_payload(message: Any) -> bytes | None:
     with contextlib.suppress(AttributeError):  # a message class without a __dict__: read once only
         setattr(message, _ON_MESSAGE, payload)
     return payload
+
+
+def link_receiver(link: Any) -> Any:
+    """The receiver a receive link delivers to (``None`` for any other link): the SDK hands its receive
+    link ``functools.partial(<transport>.enhanced_message_received, receiver)`` (a management or ``$cbs``
+    link a ``ManagementLink`` method)."""
+    on_transfer = getattr(link, "_on_transfer", None)
+    arguments = on_transfer.args if isinstance(on_transfer, functools.partial) else ()
+    return arguments[0] if arguments else None
 
 
 def _store_of(link: Any) -> OrderedDict[bytes, bytes] | None:

@@ -13,7 +13,11 @@ reference, applies the same outcomes: ``emulator/amqp/session.py``, ``_apply_out
   sent unsettled and its outcome awaited (the SDK's ``await_outcome``), so a lost lock raises
   :class:`WireError`;
 * peek: the management operation ``com.microsoft:peek-message`` on ``<address>/$management`` (no lock),
-  whose response carries each message's own AMQP encoding.
+  whose response carries each message's own AMQP encoding;
+* one session (a queue or subscription that requires sessions): the receive link attached at once with the
+  source filter ``com.microsoft:session-filter`` = the session id, so the session is taken when the receiver
+  opens or :class:`~shared.amqp.session_lock.SessionCannotBeLocked` says another receiver holds it; its lock
+  renewed while the receiver is open (:mod:`shared.amqp.session_lock`, as the SDK's ``AutoLockRenewer``).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import itertools
+import threading
 import uuid
 from collections.abc import Sequence
 from types import TracebackType
@@ -28,10 +33,19 @@ from typing import Any
 
 import proton
 from proton.handlers import MessagingHandler
-from proton.utils import BlockingConnection
+from proton.utils import BlockingConnection, LinkDetached
 
 from shared.amqp.connection import CONNECT_TIMEOUT, Namespace, WireError, reply_properties, request
 from shared.amqp.received import ReceivedMessage, received_message
+from shared.amqp.session_lock import (
+    SESSION_CANNOT_BE_LOCKED,
+    SESSION_LOCK_LOST,
+    SessionCannotBeLocked,
+    SessionFilter,
+    SessionLock,
+    SessionLockLost,
+    locked_until_of,
+)
 
 DEAD_LETTER_CONDITION = "com.microsoft:dead-letter"
 MORE_MESSAGES_WAIT = 0.2
@@ -44,22 +58,63 @@ class _Deliveries(MessagingHandler):
     def __init__(self) -> None:
         super().__init__(prefetch=0, auto_accept=False, auto_settle=False)
         self.arrived: collections.deque[tuple[proton.Message, proton.Delivery]] = collections.deque()
+        self.detached: proton.Condition | None = None
+        """The error Service Bus closed the link with (a session's lock lost, say), or None."""
 
     def on_message(self, event: Any) -> None:
         self.arrived.append((event.message, event.delivery))
 
+    def on_link_error(self, event: Any) -> None:
+        # proton's default closes the whole connection; the receiver raises this at its next use instead,
+        # and a management request (a renewal, a peek) still gets Service Bus's own answer.
+        self.detached = event.link.remote_condition
+
 
 class EntityReceiver:
     """A peek-lock receiver on one ``address`` (``<queue>``, ``<topic>/subscriptions/<name>``, either's
-    ``/$deadletterqueue`` or ``/$Transfer/$deadletterqueue``). A context manager; not thread-safe."""
+    ``/$deadletterqueue`` or ``/$Transfer/$deadletterqueue``), of one ``session_id`` when given (the entity
+    requires sessions; the session is locked from here to :meth:`close`). A context manager; one caller
+    thread at a time (its session lock's renewing thread shares the connection under ``_wire``)."""
 
-    def __init__(self, namespace: Namespace, address: str) -> None:
+    def __init__(self, namespace: Namespace, address: str, session_id: str | None = None) -> None:
         self.address = address
+        self.session_id = session_id
         self._connection: BlockingConnection = namespace.connect(address)
+        self._wire = threading.RLock()  # every use of the connection: the caller's and the lock renewer's
         self._deliveries = _Deliveries()
         self._blocking: Any = None  # proton's BlockingReceiver: it unsets the link's handler when collected
         self._locked: dict[int, proton.Delivery] = {}  # by receipt (ReceivedMessage.receipt)
         self._receipts = itertools.count(1)
+        self.session: SessionLock | None = None
+        if session_id is not None:
+            self.session = self._take_session(session_id)
+            self.session.start()
+
+    def _take_session(self, session_id: str) -> SessionLock:
+        try:
+            link = self._receive_link()
+        except LinkDetached as refused:
+            self._connection.close()
+            kind = SessionCannotBeLocked if refused.condition == SESSION_CANNOT_BE_LOCKED else WireError
+            raise kind(f"session {session_id!r} of {self.address} cannot be taken: {refused}") from None
+        except BaseException:
+            self._connection.close()
+            raise
+        return SessionLock(
+            self._connection, self._wire, self.address, session_id, link.name, locked_until_of(link)
+        )
+
+    def _check_usable(self) -> None:
+        detached = self._deliveries.detached
+        if detached is not None:
+            lost = self.session is not None and detached.name == SESSION_LOCK_LOST
+            raise (SessionLockLost if lost else WireError)(
+                f"Service Bus closed the link to {self.address}: {detached}"
+            )
+        if self.session is not None and self.session.error is not None:
+            raise SessionLockLost(
+                f"the lock of session {self.session_id!r} of {self.address} was lost: {self.session.error}"
+            )
 
     def __enter__(self) -> EntityReceiver:
         return self
@@ -74,7 +129,11 @@ class EntityReceiver:
     def _receive_link(self) -> Any:
         if self._blocking is None:
             self._blocking = self._connection.create_receiver(
-                self.address, credit=0, handler=self._deliveries, name=f"busbar-{uuid.uuid4()}"
+                self.address,
+                credit=0,
+                handler=self._deliveries,
+                name=f"busbar-{uuid.uuid4()}",
+                options=None if self.session_id is None else SessionFilter(self.session_id),
             )
         return self._blocking.link
 
@@ -83,14 +142,21 @@ class EntityReceiver:
     ) -> list[ReceivedMessage]:
         """Up to ``max_message_count`` messages, locked; waits up to ``max_wait_time`` seconds for the first
         (an empty list when none came)."""
+        with self._wire:
+            return self._receive(max_message_count, max_wait_time)
+
+    def _receive(self, max_message_count: int, max_wait_time: float) -> list[ReceivedMessage]:
+        self._check_usable()
         link = self._receive_link()
         arrived = self._deliveries.arrived
         link.flow(max(1, max_message_count - len(arrived) - link.credit))
-        self._wait(lambda: bool(arrived), max_wait_time)
+        detached = self._deliveries
+        self._wait(lambda: bool(arrived) or detached.detached is not None, max_wait_time)
         if arrived:
             self._wait(lambda: len(arrived) >= max_message_count, MORE_MESSAGES_WAIT)
+        self._check_usable()
         link.drain(0)
-        self._wait(lambda: not link.draining(), CONNECT_TIMEOUT)
+        self._wait(lambda: not link.draining() or detached.detached is not None, CONNECT_TIMEOUT)
         batch: list[ReceivedMessage] = []
         while arrived and len(batch) < max_message_count:
             message, delivery = arrived.popleft()
@@ -144,6 +210,18 @@ class EntityReceiver:
         undeliverable: bool = False,
         condition: proton.Condition | None = None,
     ) -> None:
+        with self._wire:
+            self._check_usable()
+            self._settle_delivery(message, outcome, failed, undeliverable, condition)
+
+    def _settle_delivery(
+        self,
+        message: ReceivedMessage,
+        outcome: Any,
+        failed: bool,
+        undeliverable: bool,
+        condition: proton.Condition | None,
+    ) -> None:
         delivery = self._locked.pop(message.receipt, None) if message.receipt is not None else None
         if delivery is None:
             raise WireError(f"message {message.sequence_number} was not received locked by this receiver")
@@ -155,7 +233,10 @@ class EntityReceiver:
         delivery.update(outcome)
         try:
             self._connection.wait(
-                lambda: delivery.remote_state != 0 or delivery.settled, timeout=CONNECT_TIMEOUT
+                lambda: (
+                    delivery.remote_state != 0 or delivery.settled or self._deliveries.detached is not None
+                ),
+                timeout=CONNECT_TIMEOUT,
             )
             # Read before settling: a delivery settled on both sides is freed by proton.
             answer, refusal = delivery.remote_state, delivery.remote.condition
@@ -165,6 +246,8 @@ class EntityReceiver:
             ) from None
         finally:
             delivery.settle()
+        if not answer:  # the link was closed before an answer came: say why
+            self._check_usable()
         # Service Bus echoes the outcome it applied; one it cannot apply (a lost lock, say) comes back
         # rejected with its error. As azure-servicebus judges it (_pyamqp/receiver.py,
         # check_disposition_outcome): a rejected answer with an error always fails, and otherwise the echo
@@ -178,17 +261,18 @@ class EntityReceiver:
 
     def peek_messages(self, max_message_count: int = 1, sequence_number: int = 0) -> list[ReceivedMessage]:
         """Up to ``max_message_count`` messages from ``sequence_number`` on, without locking them."""
-        reply = request(
-            self._connection,
-            f"{self.address}/$management",
-            proton.Message(
-                body={
-                    "from-sequence-number": int(sequence_number),
-                    "message-count": proton.int32(max_message_count),
-                },
-                properties={"operation": "com.microsoft:peek-message"},
-            ),
-        )
+        with self._wire:
+            reply = request(
+                self._connection,
+                f"{self.address}/$management",
+                proton.Message(
+                    body={
+                        "from-sequence-number": int(sequence_number),
+                        "message-count": proton.int32(max_message_count),
+                    },
+                    properties={"operation": "com.microsoft:peek-message"},
+                ),
+            )
         properties = reply_properties(reply)
         status = int(properties.get("statusCode", 0))
         if status == 204:
@@ -202,9 +286,13 @@ class EntityReceiver:
     # ------------------------------------------------------------------------------------------ close
 
     def close(self) -> None:
-        """Close the link and the connection (a message still locked is released by Service Bus)."""
-        self._locked.clear()
-        self._connection.close()
+        """Close the link and the connection (a message still locked is released by Service Bus, and so
+        is the session)."""
+        if self.session is not None:
+            self.session.stop()
+        with self._wire:
+            self._locked.clear()
+            self._connection.close()
 
 
 def _entries(body: Any) -> Sequence[Any]:

@@ -1,9 +1,10 @@
 """azure-servicebus messages <-> :class:`~shared.envelope.Envelope`: the one place that reads a
 ``ServiceBusReceivedMessage`` and builds a ``ServiceBusMessage``.
 
-Received application properties keep their AMQP types when the receiver was marked
-(:mod:`shared.envelope.sdk_property_types`, installed here) and are normalised once, here, into what the
-envelope holds (:func:`normalise_received`: ``str`` keys, strings as ``str``, binaries as ``bytes``).
+Received application properties keep their AMQP types when they were read typed (Busbar's own receivers,
+:mod:`shared.amqp`; the trigger edge's bytes, :mod:`shared.envelope.sdk_property_types`) and are normalised
+once, here, into what the envelope holds (:func:`normalise_received`: ``str`` keys, strings as ``str``,
+binaries as ``bytes``).
 Bodies come in two readings: :func:`data_body` (an AMQP data body, or None for a value or sequence body,
 which is never re-sent) and :func:`readable_body` (any body as bytes, so dispatch can dead-letter a foreign
 body with a precise reason instead of failing to read it; :func:`readable_from_received` reads a message
@@ -27,7 +28,6 @@ from shared.envelope import (
     as_text,
     copy_partition_key,
     sdk_codec,
-    sdk_property_types,
 )
 from shared.envelope.properties import (
     AmqpType,
@@ -47,10 +47,9 @@ if TYPE_CHECKING:
     """A message from azure-servicebus (a trigger's, devhost's, parking's) or Busbar's own AMQP receiver
     (the re-drive's and the console's): read alike, attribute for attribute."""
 
-# Every Busbar receiver and sender comes through here: char and decimal properties are readable and char is
-# sendable, and received properties keep their AMQP types, from the first message on (see the shims' docs).
+# Every azure-servicebus sender and receiver of Busbar's comes through here: char and decimal properties are
+# readable and char is sendable, from the first message on (see the shim's docs).
 sdk_codec.install()
-sdk_property_types.install()  # for the receivers Busbar marks: sdk_property_types.typed_receiver
 
 
 def body_type(message: Received) -> str:
@@ -107,12 +106,12 @@ def normalise_received(raw: Mapping[Any, Any] | None) -> dict[str, PropertyValue
     """Application properties as received from the SDK, with ``str`` keys, a marked binary as ``bytes``,
     other UTF-8 bytes as ``str``, and Busbar's own stamps with their AMQP types.
 
-    azure-servicebus 7.x hands back application property keys and *string values* as ``bytes``. Busbar's
-    receivers mark a binary (:class:`~shared.envelope.properties.Binary`,
+    azure-servicebus 7.x hands back application property keys and *string values* as ``bytes``. A typed
+    reading marks a binary (:class:`~shared.envelope.properties.Binary`: :mod:`shared.amqp.values`,
     :mod:`shared.envelope.sdk_property_types`), so it stays binary and other bytes are strings; bytes that
-    were not marked (a message decoded without the hook: the Functions trigger's, whose extension decodes
-    with uamqp) are taken as the strings they almost always were when they are valid UTF-8, and stay binary
-    otherwise."""
+    were not marked (a message read untyped: the Functions trigger's when its bytes cannot be had, whose
+    extension decodes with uamqp) are taken as the strings they almost always were when they are valid
+    UTF-8, and stay binary otherwise."""
     result: dict[str, PropertyValue] = {}
     for key, value in (raw or {}).items():
         name = key.decode("utf-8", errors="replace") if isinstance(key, bytes) else str(key)

@@ -1,14 +1,20 @@
-"""Compatibility shim: azure-servicebus receivers hand back every application property with its AMQP type, so
-a copy Busbar sends again (re-drive, console retry, archive and replay) carries the types the original had.
+"""Reading a message's AMQP encoding for its application properties, each with its AMQP type, so a copy
+Busbar sends again (the router's bridge, re-drive, archive and replay) carries the types the original had.
+
+Its users are the paths that hold a message's bytes but no typed values: the trigger edge
+(:mod:`functions.trigger_properties`, the bytes of the message the binding extension decoded, as uamqp
+re-encodes it) and devhost's host side (``devhost.message_reading``, the bytes it keeps for the worker).
+Busbar's own receivers (the re-drive's, the console's, the hold queue's: :mod:`shared.amqp`) read typed
+values from python-qpid-proton instead and need nothing here; no azure-servicebus receiver is hooked any more
+(docs/architecture.md, "The seam to the AMQP wire").
 
 azure-servicebus 7.15's AMQP stack (``_pyamqp``) decodes byte, short, int, long and their unsigned kinds, and
 a timestamp, all to a plain ``int``, a float to the same ``float`` as a double, and a string, a symbol and a
 binary all to ``bytes``. A copy made from that cannot know that a .NET ``long`` 5 was a long (it goes out as
 an AMQP int, and a .NET consumer's ``(long)props["x"]`` throws) or that a ``DateTime`` was a timestamp.
-
-:func:`install` makes the decoders of the *application-properties section* of a message received by a
-:func:`typed_receiver` give each value as the class :mod:`shared.envelope.properties` sends with that type
-again:
+:func:`application_properties_of` walks the sections with the SDK's decoders (``_pyamqp/_decode.py``,
+``_DECODE_BY_CONSTRUCTOR``) and gives each application property as the class
+:mod:`shared.envelope.properties` sends with that type again:
 
 =========================================  ===================================================
 byte, short, long                          :class:`Byte`, :class:`Short`, :class:`Long`
@@ -37,39 +43,16 @@ archives as a timestamp (``{"$datetime": ...}``, its own ``busbar.redrive.at``),
 exactly. Typed ints and floats *are* ints and floats (==, hash, arithmetic, ``json.dumps``; only
 ``in range(...)`` loses its fast path).
 
-Nothing else changes type: header, annotations (sequence number, enqueued time, locked-until), properties
-and body sections are decoded by the SDK as before, and so is every message of the management link (its
-responses' status codes and descriptions, which the SDK reads) and of ``$cbs``. The hook is on the sync
-receive link only (receive, iterate, sessions, the dead-letter queue): each ``ReceiverLink``'s
-``_incoming_transfer`` calls its module's ``decode_payload``, which types the application properties while
-the link of a :func:`typed_receiver` decodes (a management or ``$cbs`` link never is one).
-
-Its one user left is the ordered endpoint's hold queue (:mod:`shared.ordering.parking`, a session receiver
-whose lock azure-servicebus's ``AutoLockRenewer`` keeps). The re-drive and the console receive and peek with
-Busbar's own AMQP receiver (:mod:`shared.amqp.receiver`, python-qpid-proton's public API), which needs no
-hook: peek, receive-deferred and aio receivers are no longer typed here (docs/architecture.md, "The seam to
-the AMQP wire").
-
-Only receivers Busbar marks (:func:`typed_receiver`) get typed values: other receivers in the same process
--- devhost's host, whose startup hook imports Busbar, or a function's own -- keep the SDK's plain ones, since
-code written against the SDK may rely on them (devhost tests an int with ``value in range(...)``, which
-CPython answers by walking the range for an ``int`` subclass).
-
-``ServiceBusReceivedMessage.from_bytes`` (which Busbar does not use) is left as the SDK has it. If an
-application-properties section cannot be decoded typed, the SDK's own reading of it is kept: a receive that
-succeeded before never fails now. tests/shared/envelope/test_sdk_property_types.py fails when the SDK
-changes what this module hooks.
+It reads private names of the SDK's decoder (listed and justified in tests/test_no_private_internals.py);
+tests/shared/envelope/test_sdk_property_types.py pins the readings.
 """
 
 from __future__ import annotations
 
-import contextvars
-import functools
-import logging
 from collections.abc import Callable
 from typing import Any
 
-from azure.servicebus._pyamqp import _decode, receiver
+from azure.servicebus._pyamqp import _decode
 
 from shared.envelope.properties import (
     Binary,
@@ -87,15 +70,10 @@ from shared.envelope.properties import (
     timestamp_from_ms,
 )
 
-logger = logging.getLogger(__name__)
-
 _APPLICATION_PROPERTIES = 0x74  # the section's descriptor code (AMQP 1.0 part 3, 3.2.5)
 _MAP8, _MAP32 = 0xC1, 0xD1
 _DESCRIBED, _SMALLULONG = 0x00, 0x53
 _BINARY8, _BINARY32 = 0xA0, 0xB0
-
-_typed_links = contextvars.ContextVar("busbar_typed_application_properties", default=False)
-"""True while a message for a :func:`typed_receiver` is decoded."""
 
 
 def _timestamp(milliseconds: int) -> Any:
@@ -201,112 +179,10 @@ def _application_properties_section(buffer: memoryview) -> memoryview | None:
 
 
 def application_properties_of(payload: bytes) -> dict[Any, Any] | None:
-    """The application properties of a message's AMQP encoding ``payload``, typed as a
-    :func:`typed_receiver` gets them (``None`` when it has none); uamqp's re-encoding of a message is read
-    too (see :func:`_application_properties_section`)."""
+    """The application properties of a message's AMQP encoding ``payload``, typed (``None`` when it has
+    none); uamqp's re-encoding of a message is read too (see :func:`_application_properties_section`)."""
     section = _application_properties_section(memoryview(payload))
     return None if section is None else decode_application_properties(section)
 
 
-def typed_payload(sdk_decode_payload: Callable[[memoryview], Any]) -> Callable[[memoryview], Any]:
-    """``sdk_decode_payload`` whose message has typed application properties (every other section as the
-    SDK decodes it; the SDK's reading of the properties if they cannot be typed)."""
-
-    @functools.wraps(sdk_decode_payload)
-    def decode_payload(buffer: memoryview) -> Any:
-        message = sdk_decode_payload(buffer)
-        if not message.application_properties:
-            return message
-        try:
-            section = _application_properties_section(buffer)
-            if section is None:
-                return message
-            typed = decode_application_properties(section)
-        except Exception:  # the SDK read it: keep its reading rather than fail the receive
-            logger.warning("application properties kept as azure-servicebus decoded them", exc_info=True)
-            return message
-        return message._replace(application_properties=typed)
-
-    decode_payload.__busbar_typed__ = sdk_decode_payload  # type: ignore[attr-defined]
-    return decode_payload
-
-
-def _on_receive_links(sdk_decode_payload: Callable[[memoryview], Any]) -> Callable[[memoryview], Any]:
-    typed = typed_payload(sdk_decode_payload)
-
-    @functools.wraps(sdk_decode_payload)
-    def decode_payload(buffer: memoryview) -> Any:
-        return typed(buffer) if _typed_links.get() else sdk_decode_payload(buffer)
-
-    decode_payload.__busbar_typed__ = sdk_decode_payload  # type: ignore[attr-defined]
-    return decode_payload
-
-
-_MARK = "_busbar_typed_application_properties"
-
-
-def typed_receiver[R](receiver: R) -> R:
-    """``receiver`` (a sync azure-servicebus ``ServiceBusReceiver``), marked so that the messages it receives
-    have typed application properties; other receivers in the process (devhost's host, a function's own)
-    keep the SDK's plain values."""
-    setattr(receiver, _MARK, True)
-    return receiver
-
-
-def is_typed(receiver: Any) -> bool:
-    """Whether ``receiver`` was marked by :func:`typed_receiver`."""
-    return getattr(receiver, _MARK, False) is True
-
-
-def wants_types(link: Any) -> bool:
-    """Whether ``link`` delivers messages to a :func:`typed_receiver`: the SDK's receiver hands its link
-    ``functools.partial(<transport>.enhanced_message_received, receiver)`` (a management or ``$cbs`` link a
-    ``ManagementLink`` method, which is never typed)."""
-    return is_typed(link_receiver(link))
-
-
-def link_receiver(link: Any) -> Any:
-    """The receiver a receive link delivers to (``None`` for any other link): the SDK hands its receive
-    link ``functools.partial(<transport>.enhanced_message_received, receiver)``."""
-    on_transfer = getattr(link, "_on_transfer", None)
-    arguments = on_transfer.args if isinstance(on_transfer, functools.partial) else ()
-    return arguments[0] if arguments else None
-
-
-def _marking(incoming_transfer: Any) -> Any:
-    @functools.wraps(incoming_transfer)
-    def mark(link: Any, frame: Any) -> Any:
-        token = _typed_links.set(wants_types(link))
-        try:
-            return incoming_transfer(link, frame)
-        finally:
-            _typed_links.reset(token)
-
-    mark.__busbar_typed__ = incoming_transfer  # type: ignore[attr-defined]
-    return mark
-
-
-def _wrap(owner: Any, name: str, wrapper: Callable[[Any], Any]) -> None:
-    # Idempotent: what is wrapped already keeps the SDK's function under __busbar_typed__.
-    current = getattr(owner, name)
-    if not hasattr(current, "__busbar_typed__"):
-        setattr(owner, name, wrapper(current))
-
-
-def install() -> None:
-    """Hook the SDK's sync receive links (idempotent). Only :func:`typed_receiver` receivers get typed
-    values."""
-    _wrap(receiver, "decode_payload", _on_receive_links)
-    _wrap(receiver.ReceiverLink, "_incoming_transfer", _marking)
-
-
-__all__ = [
-    "application_properties_of",
-    "decode_application_properties",
-    "install",
-    "is_typed",
-    "link_receiver",
-    "typed_payload",
-    "typed_receiver",
-    "wants_types",
-]
+__all__ = ["application_properties_of", "decode_application_properties"]

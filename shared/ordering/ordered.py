@@ -32,6 +32,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from azure.core.exceptions import AzureError, HttpResponseError
 from azure.servicebus import ServiceBusClient
@@ -42,6 +43,9 @@ from shared.handlers.subscriber import Transport, process
 from shared.messages import IncomingMessage
 from shared.ordering.held_keys import HELD, RELEASING, HeldKey, HeldKeys
 from shared.ordering.parking import park, parked_messages, resume_target, send_resume
+
+if TYPE_CHECKING:
+    from shared.amqp.connection import Namespace
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +64,9 @@ class KeyHolding:
     held_queue: str
     keys: HeldKeys
     client: ServiceBusClient
+    """Sends the parked copies and the resume signals."""
+    wire: Namespace
+    """Receives the parked messages (Busbar's own AMQP receiver: every property with its AMQP type)."""
     max_delivery_count: int
     """The input queue's MaxDeliveryCount: a message on that delivery holds its key before it runs."""
     storage_patience: float = 240.0
@@ -184,7 +191,7 @@ def _release(endpoint: Endpoint, transport: Transport, holding: KeyHolding, held
     if held.status != RELEASING:
         held = holding.keys.put(replace(held, status=RELEASING))
     handled = 0
-    with parked_messages(holding.client, holding.held_queue, held.key) as parked:
+    with parked_messages(holding.wire, holding.held_queue, held.key) as parked:
         while (item := parked.next()) is not None:
             received, message = item
             outcome = process(endpoint, message, transport)
@@ -192,7 +199,7 @@ def _release(endpoint: Endpoint, transport: Transport, holding: KeyHolding, held
                 parked.complete(received)
                 handled += 1
                 continue
-            attempt = (message.delivery_count or 0) + 1  # a receiver of the SDK counts earlier deliveries
+            attempt = (message.delivery_count or 0) + 1  # a receiver counts earlier deliveries (the header's)
             last = attempt >= holding.max_delivery_count
             if isinstance(outcome, Retry) and not last:
                 parked.abandon(received)

@@ -9,6 +9,11 @@ the endpoint queue parks or drains the key, so the hold queue's session of a key
 A **resume signal** is a message to the endpoint queue, in the key's session, that asks the trigger to
 handle the parked messages: the console and the re-drive send one when they archive a blocker, and a
 release interrupted by a transient failure sends one to carry on.
+
+A release receives a key's parked messages with Busbar's own session receiver (:mod:`shared.amqp.receiver`,
+python-qpid-proton's public API): every application property keeps its AMQP type (a .NET ``long`` stays a
+long when the handlers' copies go on), and the key's session stays locked (renewed, up to 10 minutes, as
+azure-servicebus's ``AutoLockRenewer`` renewed it before) while the handlers run.
 """
 
 from __future__ import annotations
@@ -16,14 +21,18 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING
 
-from azure.servicebus import AutoLockRenewer, ServiceBusClient, ServiceBusMessage, ServiceBusReceivedMessage
+from azure.servicebus import ServiceBusClient, ServiceBusMessage
 
 from shared.envelope import PartitionKeyPolicy
 from shared.envelope.sdk import readable_from_received, to_message
-from shared.envelope.sdk_property_types import typed_receiver
 from shared.messages import IncomingMessage
+
+if TYPE_CHECKING:
+    from shared.amqp.connection import Namespace
+    from shared.amqp.received import ReceivedMessage
+    from shared.amqp.receiver import EntityReceiver
 
 RESUME_PROPERTY = "busbar.hold.resume"
 """Application property of a resume signal: the ``MessageId`` of the blocker it resolves ("" for any)."""
@@ -65,10 +74,10 @@ def park(client: ServiceBusClient, held_queue: str, message: IncomingMessage) ->
 class ParkedMessages:
     """The parked messages of one key, received one at a time in order (a session receiver)."""
 
-    def __init__(self, receiver: Any) -> None:
+    def __init__(self, receiver: EntityReceiver) -> None:
         self._receiver = receiver
 
-    def next(self) -> tuple[ServiceBusReceivedMessage, IncomingMessage] | None:
+    def next(self) -> tuple[ReceivedMessage, IncomingMessage] | None:
         """The oldest parked message, locked, or None when the key has none left."""
         received = self._receiver.receive_messages(max_message_count=1, max_wait_time=RECEIVE_WAIT_SECONDS)
         if not received:
@@ -76,28 +85,25 @@ class ParkedMessages:
         message = received[0]
         return message, readable_from_received(message, IncomingMessage)
 
-    def complete(self, message: ServiceBusReceivedMessage) -> None:
+    def complete(self, message: ReceivedMessage) -> None:
         """The parked message was handled."""
         self._receiver.complete_message(message)
 
-    def abandon(self, message: ServiceBusReceivedMessage) -> None:
+    def abandon(self, message: ReceivedMessage) -> None:
         """Put the parked message back at the head of its key (a transient failure)."""
         self._receiver.abandon_message(message)
 
-    def dead_letter(self, message: ServiceBusReceivedMessage, reason: str, description: str) -> None:
+    def dead_letter(self, message: ReceivedMessage, reason: str, description: str) -> None:
         """The parked message can never succeed: it becomes the key's blocker, in the hold queue's
         dead-letter queue (the re-drive sends it back to the endpoint queue)."""
         self._receiver.dead_letter_message(message, reason=reason, error_description=description)
 
 
 @contextmanager
-def parked_messages(client: ServiceBusClient, held_queue: str, key: str) -> Iterator[ParkedMessages]:
-    """The parked messages of ``key`` in ``held_queue``, its session locked (and renewed) meanwhile."""
-    receiver = typed_receiver(
-        client.get_queue_receiver(
-            held_queue, session_id=key, max_wait_time=RECEIVE_WAIT_SECONDS, prefetch_count=0
-        )
-    )
-    with receiver, AutoLockRenewer(max_lock_renewal_duration=600) as renewer:
-        renewer.register(receiver, receiver.session)
+def parked_messages(namespace: Namespace, held_queue: str, key: str) -> Iterator[ParkedMessages]:
+    """The parked messages of ``key`` in ``held_queue``, its session locked (and renewed) meanwhile; raises
+    :class:`~shared.amqp.session_lock.SessionCannotBeLocked` when another receiver holds it."""
+    from shared.amqp.receiver import EntityReceiver  # proton loads its C library only when one is opened
+
+    with EntityReceiver(namespace, held_queue, session_id=key) as receiver:
         yield ParkedMessages(receiver)

@@ -16,7 +16,7 @@ properties instead of confusing the next handler (ServiceBusExplorer #344, #79):
     busbar.redrive.at                    when (a timestamp)
 
 Every property keeps the AMQP type it arrived with (:mod:`shared.envelope.properties`; the re-drive's
-receivers decode each one typed: :mod:`shared.envelope.sdk_property_types`, docs/operations.md). A property
+receivers decode each one typed: :mod:`shared.amqp.values`, docs/operations.md). A property
 no AMQP type the SDK can send fits makes the message uncopyable, with the property's name and the reason.
 """
 

@@ -1,21 +1,18 @@
-"""The receiver shim (shared/envelope/sdk_property_types.py): a marked sync azure-servicebus receiver hands
-back every application property with its AMQP type -- received, from a session and from the dead-letter
-queue -- so a copy sent from it has the original's wire types; nothing else the SDK decodes changes
-(annotations, management responses, peeks and aio receivers), typed values still behave as the ints, floats
-and strings they are, and the shim says when the SDK no longer does what it hooks. (The re-drive's and the
-console's receive and peek are Busbar's own AMQP receiver's: tests/shared/amqp.)"""
+"""The typed reading of a message's bytes (shared/envelope/sdk_property_types.py, the trigger edge's and
+devhost's): every AMQP encoding of an application property is read as its type, a large map and the sections
+after it as the SDK's decoder walks them, typed values still behave as the ints, floats and strings they
+are, and an azure-servicebus receiver in the same process gets the SDK's plain values (nothing is hooked).
+(Busbar's own receivers, the re-drive's, the console's and the hold queue's, read typed values through
+python-qpid-proton: tests/shared/amqp, tests/shared/ordering/test_parking.py.)"""
 
 from __future__ import annotations
 
 import asyncio
 import inspect
 import json
-import re
 import struct
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from decimal import Decimal
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,17 +20,14 @@ from azure.servicebus import (
     ServiceBusClient,
     ServiceBusMessage,
     ServiceBusReceivedMessage,
-    ServiceBusSubQueue,
 )
-from azure.servicebus._pyamqp import _decode, management_link, receiver
+from azure.servicebus._pyamqp import _decode
 from azure.servicebus._pyamqp._encode import encode_payload
-from azure.servicebus._pyamqp.aio import _management_link_async
 from azure.servicebus._pyamqp.message import Message
 from azure.servicebus.aio import ServiceBusClient as AsyncServiceBusClient
 
 from emulator.testing import EmulatorHandle
-from shared.archive.properties import decode_properties, encode_properties
-from shared.envelope import Envelope, PartitionKeyPolicy, sdk_property_types
+from shared.envelope import sdk_property_types
 from shared.envelope.properties import (
     Binary,
     Byte,
@@ -49,12 +43,9 @@ from shared.envelope.properties import (
     UShort,
     amqp_type,
 )
-from shared.envelope.sdk import from_received, normalise_received, sdk_application_properties, to_message
-from shared.envelope.sdk_property_types import typed_receiver
-from tests.shared.envelope.wire_types import EXACT, SENT, stored_properties, types_of
+from shared.envelope.sdk import normalise_received, sdk_application_properties
+from tests.shared.envelope.wire_types import EXACT, SENT
 
-DEAD_LETTER = ServiceBusSubQueue.DEAD_LETTER
-SDK = Path(_decode.__file__).resolve().parent.parent  # azure/servicebus
 EVERY_TYPE: dict[str, Any] = {**SENT, "grade": Char("A"), "price": Decimal("19.99")}
 """A property of every AMQP type a .NET sender puts on a message (char and System.Decimal included)."""
 EVERY_EXACT = {**EXACT, "grade": "char", "price": "decimal128"}
@@ -81,8 +72,7 @@ CLASSES: dict[str, type] = {
     "grade": Char,
     "price": Decimal,
 }
-"""The class the hook gives each of :data:`EVERY_TYPE` (a plain ``int``/``float`` is an AMQP int/double)."""
-TYPED_CLASSES = (TypedInt, Float32, Char, Symbol, Binary, datetime, Decimal)
+"""The class the reader gives each of :data:`EVERY_TYPE` (a plain ``int``/``float`` is an AMQP int/double)."""
 
 
 def _message(message_id: str = "typed", **options: Any) -> ServiceBusMessage:
@@ -90,106 +80,15 @@ def _message(message_id: str = "typed", **options: Any) -> ServiceBusMessage:
     return ServiceBusMessage(b"{}", message_id=message_id, application_properties=properties, **options)
 
 
-def assert_typed(message: ServiceBusReceivedMessage) -> None:
-    """Every property of :data:`EVERY_TYPE` has its class and its value; the SDK's own readings as before."""
-    properties = message.application_properties or {}
-    named = {key.decode(): value for key, value in properties.items() if isinstance(key, bytes)}
+def test_a_message_of_every_type_is_read_with_each_propertys_class_and_value() -> None:
+    properties: Any = sdk_application_properties(EVERY_TYPE)  # as Busbar sends them
+    encoded = bytes(encode_payload(bytearray(), Message(application_properties=properties, data=[b"{}"])))
+    typed = sdk_property_types.application_properties_of(encoded) or {}
+    named = {key.decode(): value for key, value in typed.items()}
     assert {name: type(named[name]) for name in EVERY_TYPE} == CLASSES
-    normalised = normalise_received(properties)  # what Busbar's receiver hops read
+    normalised = normalise_received(typed)  # what Busbar's hops read
     assert {name: normalised[name] for name in EVERY_TYPE} == EVERY_TYPE
     assert {name: amqp_type(normalised[name]).value for name in EVERY_TYPE} == EVERY_EXACT
-    annotations = message.raw_amqp_message.annotations or {}
-    assert {type(annotations[key]) for key in (b"x-opt-sequence-number", b"x-opt-enqueued-time")} == {int}
-    assert isinstance(message.sequence_number, int) and isinstance(message.enqueued_time_utc, datetime)
-
-
-def _number(message: ServiceBusReceivedMessage) -> int:
-    assert message.sequence_number is not None
-    return message.sequence_number
-
-
-@pytest.fixture
-def management_responses(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[dict[Any, Any]]]:
-    """The application properties of every management response the SDK reads (sync and aio)."""
-    seen: list[dict[Any, Any]] = []
-    typed: list[bool] = []
-    for module in (management_link, _management_link_async):
-        original = module.ManagementLink._on_message_received
-
-        def spy(link: Any, frame: Any, message: Message, _original: Any = original) -> Any:
-            # Whether the response's link was taken for one that carries messages (typed): it must not be.
-            typed.append(sdk_property_types.wants_types(link._response_link))
-            seen.append(dict(message.application_properties or {}))
-            return _original(link, frame, message)
-
-        monkeypatch.setattr(module.ManagementLink, "_on_message_received", spy)
-    yield seen
-    assert not any(typed), "a management response was decoded typed"
-    # $cbs answers with status-code, $management with statusCode: both read by the SDK, both plain ints.
-    assert {key for properties in seen for key in properties} >= {b"status-code", b"statusCode"}
-    for properties in seen:
-        assert not [v for v in properties.values() if isinstance(v, TYPED_CLASSES)], properties
-        codes = [v for k, v in properties.items() if k in (b"statusCode", b"status-code")]
-        assert [type(code) for code in codes] == [int], properties
-
-
-def test_a_received_and_a_dead_lettered_message_keeps_every_type(
-    emulator: EmulatorHandle, management_responses: list[dict[Any, Any]]
-) -> None:
-    queue = emulator.create_queue()
-    with ServiceBusClient.from_connection_string(emulator.connection_string) as client:
-        with client.get_queue_sender(queue) as sender:
-            sender.send_messages([_message("received"), _message("dead")])
-        with typed_receiver(client.get_queue_receiver(queue)) as queue_receiver:
-            # A management call on a marked receiver: its response is read plain (the fixture checks).
-            assert len(queue_receiver.peek_messages(max_message_count=2)) == 2
-            received, dead = queue_receiver.receive_messages(max_message_count=2, max_wait_time=5)
-            assert sdk_property_types.wants_types(queue_receiver._handler._link)
-            assert_typed(received)
-            assert_typed(dead)
-            queue_receiver.complete_message(received)
-            queue_receiver.dead_letter_message(dead, reason="HandlerFailed", error_description="boom")
-        with typed_receiver(
-            client.get_queue_receiver(queue, sub_queue=ServiceBusSubQueue.DEAD_LETTER)
-        ) as dlq:
-            [dead_lettered] = dlq.receive_messages(max_wait_time=5)
-            assert_typed(dead_lettered)
-            assert (dead_lettered.dead_letter_reason, dead_lettered.dead_letter_error_description) == (
-                "HandlerFailed",
-                "boom",
-            )
-            assert isinstance(dead_lettered.locked_until_utc, datetime)
-            dlq.complete_message(dead_lettered)
-
-
-def test_a_session_message_keeps_every_type(emulator: EmulatorHandle) -> None:
-    queue = emulator.create_queue(requires_session=True)
-    with ServiceBusClient.from_connection_string(emulator.connection_string) as client:
-        with client.get_queue_sender(queue) as sender:
-            sender.send_messages(_message(session_id="s-1"))
-        with typed_receiver(client.get_queue_receiver(queue, session_id="s-1")) as session_receiver:
-            [message] = session_receiver.receive_messages(max_wait_time=5)
-            assert_typed(message)
-            session_receiver.complete_message(message)
-
-
-def test_a_copy_sent_from_a_received_message_has_the_originals_wire_types(emulator: EmulatorHandle) -> None:
-    source, target = emulator.create_queue(), emulator.create_queue()
-    with ServiceBusClient.from_connection_string(emulator.connection_string) as client:
-        with client.get_queue_sender(source) as sender:
-            sender.send_messages(_message())
-        with typed_receiver(client.get_queue_receiver(source)) as source_receiver:
-            [received] = source_receiver.receive_messages(max_wait_time=5)
-            envelope = from_received(received, Envelope, body=b"{}")
-            source_receiver.complete_message(received)
-        with client.get_queue_sender(target) as sender:
-            sender.send_messages(to_message(envelope, PartitionKeyPolicy.REFUSE))
-    [stored] = stored_properties(emulator, target)
-    assert types_of(stored) == EVERY_EXACT
-    # ... and the archive's typed JSON records every one of them, exactly.
-    archived = decode_properties(encode_properties(envelope.application_properties))
-    assert {name: amqp_type(value).value for name, value in archived.items()} == EVERY_EXACT
-    assert archived == envelope.application_properties
 
 
 def test_typed_values_behave_as_the_ints_floats_strings_and_bytes_they_are() -> None:
@@ -247,76 +146,21 @@ def test_a_large_map_and_a_data_body_after_it_are_read_as_the_sdk_reads_them() -
     encoded = bytes(
         encode_payload(bytearray(), Message(application_properties=properties, data=[b"x" * 300]))
     )
-    decoded = sdk_property_types.typed_payload(_decode.decode_payload)(memoryview(encoded))
-    assert decoded.application_properties == {f"p{i}".encode(): Long(i) for i in range(300)}
-    assert {type(v) for v in decoded.application_properties.values()} == {Long}
-    assert decoded.data == [b"x" * 300]
+    typed = sdk_property_types.application_properties_of(encoded)
+    assert typed == {f"p{i}".encode(): Long(i) for i in range(300)}
+    assert {type(v) for v in typed.values()} == {Long}
+    assert _decode.decode_payload(memoryview(encoded)).data == [b"x" * 300]  # the sections the reader walked
 
 
-def test_a_section_that_cannot_be_typed_keeps_the_sdks_reading(monkeypatch: pytest.MonkeyPatch) -> None:
-    encoded = bytes(encode_payload(bytearray(), Message(application_properties={"n": 1})))
-
-    def broken(_section: memoryview) -> dict[Any, Any]:
-        raise ValueError("unexpected encoding")
-
-    monkeypatch.setattr(sdk_property_types, "decode_application_properties", broken)
-    decoded = sdk_property_types.typed_payload(_decode.decode_payload)(memoryview(encoded))
-    assert decoded.application_properties == {b"n": 1}
-
-
-def _sdk_sources() -> dict[str, str]:
-    return {
-        str(path.relative_to(SDK)): path.read_text(encoding="utf-8")
-        for path in SDK.rglob("*.py")
-        if "_vendor" not in path.parts
-    }
-
-
-def test_the_sdk_still_decodes_received_messages_where_the_shim_hooks() -> None:
-    # When this fails, azure-servicebus decodes messages somewhere else (or no longer there): re-read
-    # _pyamqp/_decode.py and its callers, and hook what the SDK does now (shared/envelope/sdk_property_types).
-    callers = sorted(name for name, text in _sdk_sources().items() if "decode_payload(" in text)
-    assert callers == [
-        "_common/message.py",  # ServiceBusReceivedMessage.from_bytes: left as the SDK has it
-        "_pyamqp/_decode.py",
-        "_pyamqp/aio/_receiver_async.py",
-        "_pyamqp/receiver.py",
-        "_transport/_pyamqp_transport.py",
-    ]
-    link = receiver.ReceiverLink
-    sdk_incoming_transfer = getattr(link._incoming_transfer, "__busbar_typed__", link._incoming_transfer)
-    assert "decode_payload(" in inspect.getsource(sdk_incoming_transfer)
-    # ... and it decodes the application-properties section as a map, like every section, at [3].
+def test_the_sdks_decoder_still_reads_a_sections_value_at_its_fourth_byte() -> None:
+    # The reader steps over a section as the SDK's decode_payload does (_section_end): a described section's
+    # value at [3]. When this fails, re-read _pyamqp/_decode.py and follow it.
     assert "_DECODE_BY_CONSTRUCTOR[buffer[3]](buffer[4:])" in inspect.getsource(_decode.decode_payload)
 
 
-def test_the_sdk_still_opens_receiver_links_only_for_receive_clients_and_management_links() -> None:
-    # A receiver link of any other kind would have its messages' properties typed: look at what it carries.
-    openers = sorted(
-        name for name, text in _sdk_sources().items() if re.search(r"\.create_receiver_link\(", text)
-    )
-    assert openers == [
-        "_pyamqp/aio/_client_async.py",  # ReceiveClientAsync
-        "_pyamqp/aio/_management_link_async.py",
-        "_pyamqp/client.py",  # ReceiveClient
-        "_pyamqp/management_link.py",
-    ]
-
-
-def test_install_hooks_each_place_once() -> None:
-    sdk_property_types.install()  # again, as every import of shared.envelope.sdk does
-    places: tuple[tuple[Any, str], ...] = (
-        (receiver, "decode_payload"),
-        (receiver.ReceiverLink, "_incoming_transfer"),
-    )
-    for owner, name in places:
-        hooked = getattr(owner, name)
-        assert not hasattr(hooked.__busbar_typed__, "__busbar_typed__"), (owner, name)
-    assert not hasattr(_decode.decode_payload, "__busbar_typed__")  # the SDK's own, for from_bytes
-
-
-def test_a_receiver_busbar_did_not_mark_gets_the_sdks_plain_values(emulator: EmulatorHandle) -> None:
-    # devhost's host and a function's own receivers run in the same process as Busbar's code: untouched.
+def test_an_azure_servicebus_receiver_gets_the_sdks_plain_values(emulator: EmulatorHandle) -> None:
+    # devhost's host and a function's own receivers run in the same process as Busbar's code: untouched
+    # (nothing is installed into the SDK's receive links).
     queue = emulator.create_queue()
     plain = (TypedInt, Float32, Symbol, Binary, datetime)  # char and decimal: sdk_codec's, for everyone
 
@@ -331,7 +175,6 @@ def test_a_receiver_busbar_did_not_mark_gets_the_sdks_plain_values(emulator: Emu
         with client.get_queue_receiver(queue) as queue_receiver:
             [peeked] = queue_receiver.peek_messages()
             [received] = queue_receiver.receive_messages(max_wait_time=5)
-            assert not sdk_property_types.wants_types(queue_receiver._handler._link)
             for message in (peeked, received):
                 assert_plain(message)
             queue_receiver.complete_message(received)

@@ -1,7 +1,7 @@
 """The re-drive sends a copy with every application property's AMQP type, its own stamps typed, and archives
 them typed: a message from a .NET sender with a property of every type (long, DateTime, binary, char,
 decimal, ...) is re-driven, re-driven again with the same wire types, and archived with every type recorded
-(the receiver shim, shared/envelope/sdk_property_types.py, gives the re-drive the types the SDK decodes)."""
+(Busbar's own receiver, shared/amqp/, gives the re-drive the types the sender wrote)."""
 
 from __future__ import annotations
 

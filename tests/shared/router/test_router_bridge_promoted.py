@@ -17,20 +17,20 @@ from azure.mgmt.servicebus.models import (
 from azure.servicebus import ServiceBusReceivedMessage
 
 from app.endpoints.sample.events import OrderAccepted
+from emulator.testing import EmulatorHandle
+from shared.amqp.connection import Namespace
+from shared.amqp.receiver import EntityReceiver
 from shared.envelope.properties import AmqpType, amqp_type
 from shared.envelope.sdk import from_received, readable_body
-from shared.envelope.sdk_property_types import typed_receiver
 from shared.messages import IncomingMessage
 from shared.topology import TopicRoutingMode, build_message
 from tests.emulator.sdk_helpers import drain
 from tests.shared.router.test_router_bridge_sessions import Bridge, bridge  # noqa: F401  (the fixture)
 
 
-def _route_all(through: Bridge, count: int) -> None:
-    # Read as the router's trigger reads it: with the properties' AMQP types.
-    with typed_receiver(
-        through.client.get_subscription_receiver(through.fallback, "busbar-router")
-    ) as receiver:
+def _route_all(through: Bridge, wire: Namespace, count: int) -> None:
+    # Read as the router's trigger reads it: with the properties' AMQP types (Busbar's own receiver).
+    with EntityReceiver(wire, f"{through.fallback}/subscriptions/busbar-router") as receiver:
         routed = 0
         while routed < count:
             for received in receiver.receive_messages(max_message_count=count - routed, max_wait_time=10):
@@ -41,7 +41,9 @@ def _route_all(through: Bridge, count: int) -> None:
 
 def test_a_bridged_copy_keeps_the_promoted_properties_a_filtered_subscription_routes_by(
     bridge: Bridge,  # noqa: F811
+    emulator: EmulatorHandle,
 ) -> None:
+    wire = Namespace.from_connection_string(emulator.connection_string)
     topic = bridge.watch("Shipping.OrderAccepted")
     scope = bridge.management.scope
     bridge.management.subscriptions.create_or_update(*scope, topic, "sales", SBSubscription())
@@ -54,14 +56,14 @@ def test_a_bridged_copy_keeps_the_promoted_properties_a_filtered_subscription_ro
             event = OrderAccepted(order_id=order_id, amount=amount, region="emea")
             sender.send_messages(build_message(event, TopicRoutingMode.CorrelationFilter, endpoint_name="s"))
 
-    _route_all(bridge, 2)
+    _route_all(bridge, wire, 2)
 
-    with typed_receiver(bridge.client.get_subscription_receiver(topic, "sales")) as receiver:
+    with EntityReceiver(wire, f"{topic}/subscriptions/sales") as receiver:
         copies = receiver.receive_messages(max_message_count=2, max_wait_time=5)
         copies += receiver.receive_messages(max_message_count=2, max_wait_time=1)
         for copy in copies:
             receiver.complete_message(copy)
-    assert [OrderAccepted.model_validate_json(str(c)).order_id for c in copies] == ["big"]
+    assert [OrderAccepted.model_validate_json(readable_body(c)).order_id for c in copies] == ["big"]
     props = from_received(copies[0], IncomingMessage, body=readable_body(copies[0])).application_properties
     assert props["amount"] == 5000.0 and amqp_type(props["amount"]) is AmqpType.DOUBLE
     assert props["region"] == "emea"
@@ -86,7 +88,9 @@ def _drain_watch(through: Bridge, topic: str) -> list[ServiceBusReceivedMessage]
 
 def test_a_copy_sent_around_the_topic_never_skips_a_subscribers_content_filter(
     bridge: Bridge,  # noqa: F811
+    emulator: EmulatorHandle,
 ) -> None:
+    wire = Namespace.from_connection_string(emulator.connection_string)
     # billing gets orders on the fallback topic already; sales only on the dedicated topic, filtered. The
     # router cannot evaluate sales' SQL, so it must not put a copy straight into sales' queue: only the
     # topic applies the filter.
@@ -122,7 +126,7 @@ def test_a_copy_sent_around_the_topic_never_skips_a_subscribers_content_filter(
             event = OrderAccepted(order_id=order_id, amount=amount)
             sender.send_messages(build_message(event, TopicRoutingMode.CorrelationFilter, endpoint_name="s"))
 
-    _route_all(bridge, 2)
+    _route_all(bridge, wire, 2)
 
     with bridge.client.get_queue_receiver(sales) as receiver:
         got = [OrderAccepted.model_validate_json(str(m)).order_id for m in drain(receiver, None, 2)]

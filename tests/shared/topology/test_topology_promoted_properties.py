@@ -15,10 +15,12 @@ from azure.mgmt.servicebus.models import (
 from azure.servicebus import ServiceBusClient
 
 from app.endpoints.sample.events import OrderAccepted
+from emulator.testing import EmulatorHandle
+from shared.amqp.connection import Namespace
+from shared.amqp.receiver import EntityReceiver
 from shared.contracts import Event
 from shared.envelope.properties import AmqpType, amqp_type
 from shared.envelope.sdk import from_received, readable_body
-from shared.envelope.sdk_property_types import typed_receiver
 from shared.management import ManagementClient
 from shared.messages import IncomingMessage
 from shared.topology import Publisher, TopologyOptions
@@ -43,7 +45,7 @@ def _topic_with_rule(management: ManagementClient, topic: str, rule: Rule | None
 
 
 def test_published_events_carry_their_promoted_fields_as_typed_application_properties(
-    management: ManagementClient, sb_client: ServiceBusClient, ns: str
+    management: ManagementClient, sb_client: ServiceBusClient, ns: str, emulator: EmulatorHandle
 ) -> None:
     options = TopologyOptions(hierarchy_namespace=ns)
     topic = HierarchyNamespace(ns).apply("Tests.Wire.Stocked")
@@ -52,8 +54,10 @@ def test_published_events_carry_their_promoted_fields_as_typed_application_prope
     with Publisher(sb_client, options, endpoint_name="stock") as publisher:
         publisher.publish([Stocked(sku="a", units=2**33, warehouse="north")])
 
-    with typed_receiver(sb_client.get_subscription_receiver(topic, "watch")) as receiver:
-        [message] = drain(receiver, 1, 10)
+    wire = Namespace.from_connection_string(emulator.connection_string)
+    with EntityReceiver(wire, f"{topic}/subscriptions/watch") as receiver:  # typed: Busbar's own receiver
+        [message] = receiver.receive_messages(max_message_count=1, max_wait_time=10)
+        receiver.complete_message(message)
     props = from_received(message, IncomingMessage, body=readable_body(message)).application_properties
     assert props["units"] == 2**33 and amqp_type(props["units"]) is AmqpType.LONG
     assert props["warehouse"] == "north" and amqp_type(props["warehouse"]) is AmqpType.STRING
