@@ -71,7 +71,6 @@ RULES = (
         # value as the .NET host does.
         allowed=(
             "shared.envelope.sdk_codec",
-            "shared.envelope.sdk_property_types",
             "shared.envelope.properties",
             CODEC,
         ),
@@ -95,12 +94,6 @@ RULES = (
         CODEC,
         ("azure", "proton", "uamqp"),
         "the emulator, which never imports an SDK, speaks the wire with the codec: it stays stdlib-only",
-    ),
-    Rule(
-        "shared.envelope.sdk_property_types",
-        ("shared",),
-        "devhost imports the typed property decoding: it must not bring Busbar's logic along",
-        allowed=("shared.envelope.properties",),
     ),
     Rule(
         "shared.envelope.properties",

@@ -52,13 +52,6 @@ INTERNAL_MODULES = {
 """Third-party modules without a leading underscore that are internal all the same."""
 
 SDK_INTERNALS = "azure-servicebus's private AMQP stack (_pyamqp) and transport"
-TYPED_RECEIVE = (
-    "shared.envelope.sdk_property_types' typed reading of an application-properties section from a "
-    "message's bytes (the trigger edge's, functions.trigger_properties, and devhost's, "
-    "devhost.servicebus.message_reading) walks the sections with azure-servicebus's decoder table; no receiver is "
-    "hooked any more (Busbar's own receivers, shared.amqp, read typed values from python-qpid-proton). Goes "
-    "when Busbar's own codec reads those bytes (docs/architecture.md, 'The seam to the AMQP wire')"
-)
 CODEC_SHIM = (
     "char/decimal decoders azure-servicebus lacks (shared.envelope.sdk_codec), so a .NET message does not "
     "stall a receiver: goes with the typed-value seam"
@@ -85,9 +78,6 @@ ALLOWED: dict[str, str] = {
     "shared/envelope/sdk_codec.py: azure.servicebus._pyamqp._encode": CODEC_SHIM,
     "shared/envelope/sdk_codec.py: _DECODE_BY_CONSTRUCTOR": CODEC_SHIM,
     "shared/envelope/sdk_codec.py: _ENCODE_MAP": CODEC_SHIM,
-    "shared/envelope/sdk_property_types.py: azure.servicebus._pyamqp": TYPED_RECEIVE,
-    "shared/envelope/sdk_property_types.py: azure.servicebus._pyamqp._decode": TYPED_RECEIVE,
-    "shared/envelope/sdk_property_types.py: _DECODE_BY_CONSTRUCTOR": TYPED_RECEIVE,
     "functions/trigger_properties.py: _message": TRIGGER_EDGE,
     "functions/trigger_properties.py: uamqp.c_uamqp": TRIGGER_EDGE,
     "devhost/servicebus/amqp_payload.py: azure.servicebus._pyamqp": HOST_PAYLOAD,

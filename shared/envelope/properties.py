@@ -13,8 +13,9 @@ The default AMQP type of each plain Python value (:func:`amqp_type`):
 ``None``           null
 ``bool``           boolean
 ``int``            int when it fits 32 bits, else long, else ulong (azure-servicebus alone decodes
-                   every integer type *and* timestamp to a plain ``int``; Busbar's receivers get the
-                   types below back: :mod:`shared.amqp.values`, :mod:`shared.envelope.sdk_property_types`)
+                   every integer type *and* timestamp to a plain ``int``; Busbar's readers get the
+                   types below back: :mod:`shared.amqp.values`,
+                   :mod:`shared.amqp.encoding.application_properties`)
 ``float``          double
 ``str``            string
 ``bytes``          binary (:class:`Binary` too: a binary as Busbar's receivers decode it)
@@ -165,7 +166,7 @@ class Char(str):
 
 class Binary(bytes):
     """An AMQP ``binary`` as Busbar's readers decode it (:mod:`shared.amqp.values`,
-    :mod:`shared.envelope.sdk_property_types`).
+    :mod:`shared.amqp.encoding.application_properties`).
 
     azure-servicebus hands back an AMQP string as ``bytes`` as well (and reads its own strings, such as
     ``DeadLetterReason``, that way), so a received binary is marked to be told apart from a received string.

@@ -2,9 +2,9 @@
 ``ServiceBusReceivedMessage`` and builds a ``ServiceBusMessage``.
 
 Received application properties keep their AMQP types when they were read typed (Busbar's own receivers,
-:mod:`shared.amqp`; the trigger edge's bytes, :mod:`shared.envelope.sdk_property_types`) and are normalised
-once, here, into what the envelope holds (:func:`normalise_received`: ``str`` keys, strings as ``str``,
-binaries as ``bytes``).
+:mod:`shared.amqp`; the trigger edge's bytes, :mod:`shared.amqp.encoding.application_properties`) and are
+normalised once, here, into what the envelope holds (:func:`normalise_received`: ``str`` keys, strings as
+``str``, binaries as ``bytes``).
 Bodies come in two readings: :func:`data_body` (an AMQP data body, or None for a value or sequence body,
 which is never re-sent) and :func:`readable_body` (any body as bytes, so dispatch can dead-letter a foreign
 body with a precise reason instead of failing to read it; :func:`readable_from_received` reads a message
@@ -108,9 +108,9 @@ def normalise_received(raw: Mapping[Any, Any] | None) -> dict[str, PropertyValue
 
     azure-servicebus 7.x hands back application property keys and *string values* as ``bytes``. A typed
     reading marks a binary (:class:`~shared.envelope.properties.Binary`: :mod:`shared.amqp.values`,
-    :mod:`shared.envelope.sdk_property_types`), so it stays binary and other bytes are strings; bytes that
-    were not marked (a message read untyped: the Functions trigger's when its bytes cannot be had, whose
-    extension decodes with uamqp) are taken as the strings they almost always were when they are valid
+    :mod:`shared.amqp.encoding.application_properties`), so it stays binary and other bytes are strings;
+    bytes that were not marked (a message read untyped: the Functions trigger's when its bytes cannot be had,
+    whose extension decodes with uamqp) are taken as the strings they almost always were when they are valid
     UTF-8, and stay binary otherwise."""
     result: dict[str, PropertyValue] = {}
     for key, value in (raw or {}).items():

@@ -1,7 +1,7 @@
 """Busbar's codec reads the application properties of a message's AMQP encoding with the AMQP type each value
 was sent with (shared/amqp/encoding/application_properties.py): the trigger edge and devhost's host side read
-the bytes the Functions host hands over with it. The same typing as the SDK receive hook's
-(tests/shared/envelope/test_sdk_property_types.py, whose byte-reader cases these are), on no SDK internals,
+the bytes the Functions host hands over with it. The same typing azure-servicebus's receive hook once gave
+(its byte reader, which this replaced), on no SDK internals,
 and tolerant of uamqp's re-encoding of a message it decoded."""
 
 from __future__ import annotations

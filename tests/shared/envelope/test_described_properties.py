@@ -32,8 +32,7 @@ from shared.envelope.properties import (
     ULong,
     amqp_type,
 )
-from shared.envelope.sdk import normalise_received, sdk_application_properties, to_message
-from shared.envelope.sdk_property_types import decode_application_properties
+from shared.envelope.sdk import normalise_received, to_message
 from shared.router.decision import BRIDGED_FROM
 from shared.router.service import bridged_copy
 from tests.devhost.typed_sender import dotnet_message, send_typed
@@ -151,20 +150,6 @@ def test_a_described_value_inside_a_described_value_is_kept_whole(emulator: Emul
     assert types_of(stored) == {"nested": "described(ulong 9, described(symbol example:inner, long))"}
     received = incoming_from_received(_as_binding_delivers(_dotnet_encoded(nested=stored["nested"])))
     assert received.application_properties == nested
-
-
-def test_a_described_list_is_left_as_the_sdk_reads_it_and_a_copy_of_it_is_refused_by_name() -> None:
-    # An application property holds scalars; a described list is not one, so it is no Described: its copy
-    # is refused with the property's name (the re-drive archives the message, the replay reports the row).
-    data = proton.Data()
-    data.put_object({"listed": proton.Described(proton.symbol("example:list"), [1, 2])})
-    section = data.encode()
-    [(_, value)] = decode_application_properties(memoryview(section)).items()
-    assert not isinstance(value, Described) and list(value) == [1, 2]
-    with pytest.raises(
-        PropertyTypeError, match=r"application property 'listed' cannot be sent: .*not an AMQP scalar"
-    ):
-        sdk_application_properties({"listed": value})
 
 
 @pytest.mark.parametrize(

@@ -2,7 +2,7 @@
 
 The emulator keeps each message's application-properties section as the bytes the sender sent; they are
 decoded here with qpid-proton, an AMQP client independent of azure-servicebus and of Busbar's byte reader
-(:mod:`shared.envelope.sdk_property_types`), whose Python types name every AMQP type. ``SENT`` is the
+(:mod:`shared.amqp.encoding.application_properties`), whose Python types name every AMQP type. ``SENT`` is the
 ".NET-shaped" message these tests start from: a property of every type a Functions trigger can decode
 (char and decimal it cannot; Busbar's own receivers read them through shared/envelope/sdk_codec.py:
 docs/operations.md). ``DESCRIBED`` is its sibling for AMQP described values: the three .NET types the .NET
