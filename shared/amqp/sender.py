@@ -194,7 +194,11 @@ class EntitySender:
 
     def close(self) -> None:
         """Close the link and the connection."""
-        self._connection.close()
+        try:
+            self._connection.close()
+        except proton.ProtonException:  # already lost (see broken): nothing left to close
+            if not self.broken:
+                raise
 
 
 def _link_refused(entity_path: str, link: proton.Link) -> SendRefused:
