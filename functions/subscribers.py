@@ -22,7 +22,7 @@ import azure.functions as func
 import azurefunctions.extensions.bindings.servicebus as servicebus
 from azure.servicebus import ServiceBusReceivedMessage
 
-from app.runtime import CONNECTION, EnvironmentTransport, environment, held_keys
+from app.runtime import CONNECTION, EnvironmentTransport, environment, held_keys, wire_namespace
 from app.services import CATALOG
 from functions.convert import incoming_from_received
 from functions.monitored import monitoring
@@ -74,6 +74,7 @@ def _process(endpoint: Endpoint, queue: str, incoming: IncomingMessage) -> Outco
         keys=held_keys(env),
         client=TRANSPORT.service_bus_client(),
         max_delivery_count=entity_defaults(env).max_delivery_count,
+        namespace=wire_namespace(env),
     )
     return process_ordered(endpoint, incoming, TRANSPORT, holding)
 

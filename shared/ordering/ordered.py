@@ -32,6 +32,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from azure.core.exceptions import AzureError, HttpResponseError
 from azure.servicebus import ServiceBusClient
@@ -42,6 +43,9 @@ from shared.handlers.subscriber import Transport, process
 from shared.messages import IncomingMessage
 from shared.ordering.held_keys import HELD, RELEASING, HeldKey, HeldKeys
 from shared.ordering.parking import park, parked_messages, resume_target, send_resume
+
+if TYPE_CHECKING:
+    from shared.amqp.connection import Namespace
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +66,8 @@ class KeyHolding:
     client: ServiceBusClient
     max_delivery_count: int
     """The input queue's MaxDeliveryCount: a message on that delivery holds its key before it runs."""
+    namespace: Namespace
+    """The namespace Busbar's own AMQP sender parks copies through (every property with its AMQP type)."""
     storage_patience: float = 240.0
     """Seconds an invocation waits for the key's storage to answer again (well inside host.json's
     ``maxAutoLockRenewalDuration``, 10 minutes, so the session stays locked meanwhile)."""
@@ -142,7 +148,7 @@ def process_ordered(
         elif isinstance(outcome, DeadLetter):
             holding.keys.put(replace(held, reason=outcome.reason))
         return outcome
-    park(holding.client, holding.held_queue, message)
+    park(holding.namespace, holding.held_queue, message)
     holding.keys.put(replace(held, parked=held.parked + 1))
     log.info(
         "%s: message %s of %s parked behind %s (%d parked)",

@@ -21,6 +21,7 @@ from azure.data.tables import TableServiceClient
 from azure.servicebus import NEXT_AVAILABLE_SESSION, ServiceBusClient, ServiceBusMessage, ServiceBusSubQueue
 
 from emulator.testing import EmulatorHandle, running_emulator
+from shared.amqp.connection import Namespace
 from shared.contracts import ContractRegistry, Event
 from shared.envelope.sdk import from_received, readable_body
 from shared.handlers import Endpoint, HandlerContext, HandlerRegistry, PermanentHandlerError
@@ -139,7 +140,10 @@ def scene() -> Iterator[Scene]:
         emulator.create_queue(held_queue(queue), requires_session=True, requires_duplicate_detection=True)
         keys = held_keys_from_settings({"AzureWebJobsStorage": table_connection_string()})
         with ServiceBusClient.from_connection_string(emulator.connection_string) as client:
-            holding = KeyHolding(queue, held_queue(queue), keys, client, max_delivery_count=2)
+            namespace = Namespace.from_connection_string(emulator.connection_string)
+            holding = KeyHolding(
+                queue, held_queue(queue), keys, client, max_delivery_count=2, namespace=namespace
+            )
             yield Scene(emulator, client, holding, keys)
 
 
