@@ -23,6 +23,7 @@ used where the Python form loses them (timestamps in the message annotations, 64
 
 from __future__ import annotations
 
+import struct
 import uuid
 from collections.abc import Mapping
 from typing import Any
@@ -38,7 +39,7 @@ from azure.servicebus._pyamqp.types import (
 )
 
 from devhost.amqp_payload import take_payload
-from shared.envelope.sdk_codec import sdk_value
+from shared.envelope.properties import Char
 
 LOCK_TOKEN_MARKER = b"x-opt-lock-token"
 # Service Bus message annotations whose AMQP type is timestamp; pyamqp decodes them to epoch milliseconds.
@@ -46,6 +47,8 @@ _TIMESTAMP_ANNOTATIONS = frozenset(
     {b"x-opt-enqueued-time", b"x-opt-locked-until", b"x-opt-scheduled-enqueue-time"}
 )
 _HEADER = 0x70
+_CHAR, _MAP32 = 0x73, 0xD1
+_APPLICATION_PROPERTIES = b"\x00\x53\x74"  # the section's descriptor: ulong 0x74, small
 _INT32 = range(-(2**31), 2**31)
 _INT64 = range(-(2**63), 2**63)
 
@@ -54,7 +57,7 @@ def _typed(value: Any) -> Any:
     # An int past a long's range can only have been a ulong (the broker sent it so; the host's .NET SDK
     # keeps it one): encoding it as a long would fail the whole delivery.
     if isinstance(value, bool) or not isinstance(value, int):
-        return sdk_value(value)
+        return value  # the SDK's encoder writes it with its type (a decimal as a decimal128)
     # int(value): ``in range(...)`` has a fast path for an exact int only; for an int subclass (the SDK's
     # DescribedInt, Busbar's typed Long) CPython walks the range, billions of steps.
     number = int(value)
@@ -103,17 +106,34 @@ def raw_amqp_bytes(message: ServiceBusReceivedMessage) -> bytes:
         if header is not None:
             encode_value(encoded, describe_performative(header))
         return bytes(encoded) + _after_header(payload)
-    properties = amqp.application_properties
-    typed = Message(
-        header=header,
-        message_annotations=_annotations(amqp.message_annotations),
-        properties=amqp.properties,
-        application_properties={k: _typed(v) for k, v in properties.items()} if properties else None,
-        data=amqp.data,
-        sequence=amqp.sequence,
-        value=amqp.value,
+    # The sections in their order: those before the application properties, these, then the body.
+    before = Message(
+        header=header, message_annotations=_annotations(amqp.message_annotations), properties=amqp.properties
     )
-    return bytes(encode_payload(bytearray(), typed))
+    body = Message(data=amqp.data, sequence=amqp.sequence, value=amqp.value)
+    return (
+        bytes(encode_payload(bytearray(), before))
+        + _application_properties(amqp.application_properties)
+        + bytes(encode_payload(bytearray(), body))
+    )
+
+
+def _application_properties(properties: Mapping[Any, Any] | None) -> bytes:
+    """The application-properties section (keys as strings, as the SDK writes them), each value with its
+    type: the SDK's encoder writes the rest, a char is written here (the SDK has no char encoder)."""
+    if not properties:
+        return b""
+    entries = bytearray()
+    for key, value in properties.items():
+        encode_value(entries, {TYPE: AMQPTypes.string, VALUE: key})
+        if isinstance(value, Char):
+            entries += struct.pack(">BI", _CHAR, ord(value))  # one UTF-32BE code point
+        else:
+            encode_value(entries, _typed(value))
+    # map32: the size counts the count's four bytes and the entries; the count, keys and values both.
+    return (
+        _APPLICATION_PROPERTIES + struct.pack(">BII", _MAP32, len(entries) + 4, 2 * len(properties)) + entries
+    )
 
 
 def model_binding_content(message: ServiceBusReceivedMessage) -> bytes:

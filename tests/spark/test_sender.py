@@ -62,7 +62,8 @@ def test_the_message_keeps_its_identity_and_typed_properties_plus_the_declared_e
         REPLAY_RUN_ID_PROPERTY: "replay-1",
     }
     # On the wire each keeps its AMQP type (proton: a bytes value is a binary, not UTF-8 text).
-    assert type(message.to_proton().properties["raw"]) is bytes
+    on_wire: dict[str, Any] = message.to_proton().properties or {}
+    assert type(on_wire["raw"]) is bytes
 
 
 def test_a_message_archived_without_message_id_gets_a_stable_derived_one() -> None:

@@ -21,7 +21,6 @@ from typing import Any
 import pytest
 from azure.servicebus import (
     ServiceBusClient,
-    ServiceBusMessage,
     ServiceBusReceivedMessage,
     ServiceBusSubQueue,
 )
@@ -32,6 +31,7 @@ from azure.servicebus._pyamqp.message import Message
 from azure.servicebus.aio import ServiceBusClient as AsyncServiceBusClient
 
 from emulator.testing import EmulatorHandle
+from shared.amqp.outgoing import OutgoingMessage, outgoing_message
 from shared.archive.properties import decode_properties, encode_properties
 from shared.envelope import Envelope, PartitionKeyPolicy, sdk_property_types
 from shared.envelope.properties import (
@@ -49,8 +49,9 @@ from shared.envelope.properties import (
     UShort,
     amqp_type,
 )
-from shared.envelope.sdk import from_received, normalise_received, sdk_application_properties, to_message
+from shared.envelope.sdk import from_received, normalise_received
 from shared.envelope.sdk_property_types import typed_receiver
+from tests.shared.amqp.typed_send import send_typed
 from tests.shared.envelope.wire_types import EXACT, SENT, stored_properties, types_of
 
 DEAD_LETTER = ServiceBusSubQueue.DEAD_LETTER
@@ -85,9 +86,10 @@ CLASSES: dict[str, type] = {
 TYPED_CLASSES = (TypedInt, Float32, Char, Symbol, Binary, datetime, Decimal)
 
 
-def _message(message_id: str = "typed", **options: Any) -> ServiceBusMessage:
-    properties: Any = sdk_application_properties(EVERY_TYPE)
-    return ServiceBusMessage(b"{}", message_id=message_id, application_properties=properties, **options)
+def _message(message_id: str = "typed", **options: Any) -> OutgoingMessage:
+    """A message with a property of every type, a char included, as a .NET sender sends it (through
+    Busbar's own AMQP sender: azure-servicebus sends no char)."""
+    return OutgoingMessage(body=b"{}", message_id=message_id, application_properties=EVERY_TYPE, **options)
 
 
 def assert_typed(message: ServiceBusReceivedMessage) -> None:
@@ -137,9 +139,8 @@ def test_a_received_and_a_dead_lettered_message_keeps_every_type(
     emulator: EmulatorHandle, management_responses: list[dict[Any, Any]]
 ) -> None:
     queue = emulator.create_queue()
+    send_typed(emulator.connection_string, queue, _message("received"), _message("dead"))
     with ServiceBusClient.from_connection_string(emulator.connection_string) as client:
-        with client.get_queue_sender(queue) as sender:
-            sender.send_messages([_message("received"), _message("dead")])
         with typed_receiver(client.get_queue_receiver(queue)) as queue_receiver:
             # A management call on a marked receiver: its response is read plain (the fixture checks).
             assert len(queue_receiver.peek_messages(max_message_count=2)) == 2
@@ -164,26 +165,28 @@ def test_a_received_and_a_dead_lettered_message_keeps_every_type(
 
 def test_a_session_message_keeps_every_type(emulator: EmulatorHandle) -> None:
     queue = emulator.create_queue(requires_session=True)
-    with ServiceBusClient.from_connection_string(emulator.connection_string) as client:
-        with client.get_queue_sender(queue) as sender:
-            sender.send_messages(_message(session_id="s-1"))
-        with typed_receiver(client.get_queue_receiver(queue, session_id="s-1")) as session_receiver:
-            [message] = session_receiver.receive_messages(max_wait_time=5)
-            assert_typed(message)
-            session_receiver.complete_message(message)
+    send_typed(emulator.connection_string, queue, _message(session_id="s-1"))
+    with (
+        ServiceBusClient.from_connection_string(emulator.connection_string) as client,
+        typed_receiver(client.get_queue_receiver(queue, session_id="s-1")) as session_receiver,
+    ):
+        [message] = session_receiver.receive_messages(max_wait_time=5)
+        assert_typed(message)
+        session_receiver.complete_message(message)
 
 
 def test_a_copy_sent_from_a_received_message_has_the_originals_wire_types(emulator: EmulatorHandle) -> None:
     source, target = emulator.create_queue(), emulator.create_queue()
-    with ServiceBusClient.from_connection_string(emulator.connection_string) as client:
-        with client.get_queue_sender(source) as sender:
-            sender.send_messages(_message())
-        with typed_receiver(client.get_queue_receiver(source)) as source_receiver:
-            [received] = source_receiver.receive_messages(max_wait_time=5)
-            envelope = from_received(received, Envelope, body=b"{}")
-            source_receiver.complete_message(received)
-        with client.get_queue_sender(target) as sender:
-            sender.send_messages(to_message(envelope, PartitionKeyPolicy.REFUSE))
+    send_typed(emulator.connection_string, source, _message())
+    with (
+        ServiceBusClient.from_connection_string(emulator.connection_string) as client,
+        typed_receiver(client.get_queue_receiver(source)) as source_receiver,
+    ):
+        [received] = source_receiver.receive_messages(max_wait_time=5)
+        envelope = from_received(received, Envelope, body=b"{}")
+        source_receiver.complete_message(received)
+    # A copy goes out as Busbar sends copies: its own AMQP sender.
+    send_typed(emulator.connection_string, target, outgoing_message(envelope, PartitionKeyPolicy.REFUSE))
     [stored] = stored_properties(emulator, target)
     assert types_of(stored) == EVERY_EXACT
     # ... and the archive's typed JSON records every one of them, exactly.
@@ -325,16 +328,17 @@ def test_a_receiver_busbar_did_not_mark_gets_the_sdks_plain_values(emulator: Emu
         assert type(properties[b"long"]) is int and type(properties[b"timestamp"]) is int
         assert not [value for value in properties.values() if isinstance(value, plain)]
 
-    with ServiceBusClient.from_connection_string(emulator.connection_string) as client:
-        with client.get_queue_sender(queue) as sender:
-            sender.send_messages([_message(), _message()])
-        with client.get_queue_receiver(queue) as queue_receiver:
-            [peeked] = queue_receiver.peek_messages()
-            [received] = queue_receiver.receive_messages(max_wait_time=5)
-            assert not sdk_property_types.wants_types(queue_receiver._handler._link)
-            for message in (peeked, received):
-                assert_plain(message)
-            queue_receiver.complete_message(received)
+    send_typed(emulator.connection_string, queue, _message(), _message())
+    with (
+        ServiceBusClient.from_connection_string(emulator.connection_string) as client,
+        client.get_queue_receiver(queue) as queue_receiver,
+    ):
+        [peeked] = queue_receiver.peek_messages()
+        [received] = queue_receiver.receive_messages(max_wait_time=5)
+        assert not sdk_property_types.wants_types(queue_receiver._handler._link)
+        for message in (peeked, received):
+            assert_plain(message)
+        queue_receiver.complete_message(received)
 
     async def scenario() -> ServiceBusReceivedMessage:
         client = AsyncServiceBusClient.from_connection_string(emulator.connection_string)

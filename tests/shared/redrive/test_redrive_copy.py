@@ -64,7 +64,8 @@ def test_the_copy_replaces_dead_letter_properties_with_a_bounded_namespaced_hist
 def test_a_binary_property_is_copied_as_binary() -> None:
     copy = build_redrive_message(dead_letter(application_properties={"blob": b"\xff\x00"}), "run-1", NOW)
     assert copy.application_properties["blob"] == b"\xff\x00"
-    sent = copy.to_proton().properties["blob"]
+    on_wire: dict[str, object] = copy.to_proton().properties or {}
+    sent = on_wire["blob"]
     assert type(sent) is bytes and sent == b"\xff\x00"  # proton encodes bytes as an AMQP binary
 
 
