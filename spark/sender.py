@@ -184,7 +184,7 @@ class _PartitionSender:
 
     def sender(self, target: str) -> EntitySender:
         kept = self.senders.get(target)
-        if kept is not None and kept.broken:  # the link or the connection was lost: a new one
+        if kept is not None and kept.stale:  # lost, or idle past its token: a new one
             kept.close()
             kept = None
         if kept is None:

@@ -129,6 +129,10 @@ class Namespace:
 
     def connect(self, entity_path: str) -> BlockingConnection:
         """An open connection authorised for ``entity_path`` (and its sub-queues); the caller closes it."""
+        return self.connect_until(entity_path)[0]
+
+    def connect_until(self, entity_path: str) -> tuple[BlockingConnection, float]:
+        """:meth:`connect`, and when the token it put expires (epoch seconds)."""
         connection = BlockingConnection(
             self.url,
             timeout=CONNECT_TIMEOUT,
@@ -137,11 +141,11 @@ class Namespace:
             virtual_host=self.host.split(":")[0],
         )
         try:
-            self.authorize(connection, entity_path)
+            expiry = self.authorize(connection, entity_path)
         except BaseException:
             connection.close()
             raise
-        return connection
+        return connection, expiry
 
     def authorize(self, connection: BlockingConnection, entity_path: str) -> float:
         """Put a fresh token for ``entity_path`` on ``connection`` (a connection kept open renews its token

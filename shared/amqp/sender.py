@@ -23,6 +23,7 @@ message has its own outcome (:class:`SendOutcome`), so a caller knows exactly wh
 
 from __future__ import annotations
 
+import logging
 import time
 import uuid
 from collections.abc import Sequence
@@ -35,6 +36,8 @@ from proton.utils import BlockingConnection, LinkDetached
 
 from shared.amqp.connection import Namespace, WireError
 from shared.amqp.outgoing import OutgoingMessage
+
+log = logging.getLogger(__name__)
 
 SEND_TIMEOUT = 60.0
 """How long a send waits for the broker's outcomes (the SDK's default operation timeout is 60 s too)."""
@@ -92,11 +95,10 @@ class EntitySender:
         self.namespace = namespace
         self.entity_path = entity_path
         try:
-            self._connection: BlockingConnection = namespace.connect(entity_path)
+            self._connection: BlockingConnection
+            self._connection, self._token_expiry = namespace.connect_until(entity_path)
         except WireError as error:  # Azure refuses the token for an entity that does not exist (404)
             raise SendRefused(f"the token for {entity_path}", error.condition, str(error)) from None
-        # The token connect() put is renewed from the first renewal on; until then, this conservatively.
-        self._token_expiry = time.time() + RENEW_BEFORE_SECONDS * 2
         self.broken = False
         """True once the link or the connection was lost: a kept sender is replaced then."""
         try:
@@ -115,6 +117,12 @@ class EntitySender:
         self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
     ) -> None:
         self.close()
+
+    @property
+    def stale(self) -> bool:
+        """The link or the connection was lost, or the token expired unrenewed (a sender kept idle past
+        it: Service Bus closes what an expired token authorised). A kept sender is replaced then."""
+        return self.broken or time.time() >= self._token_expiry
 
     @property
     def max_message_size(self) -> int:
@@ -196,9 +204,8 @@ class EntitySender:
         """Close the link and the connection."""
         try:
             self._connection.close()
-        except proton.ProtonException:  # already lost (see broken): nothing left to close
-            if not self.broken:
-                raise
+        except proton.ProtonException:  # lost already (broken, or closed by Service Bus): nothing to close
+            log.debug("closing the sender to %s found it closed", self.entity_path, exc_info=True)
 
 
 def _link_refused(entity_path: str, link: proton.Link) -> SendRefused:

@@ -392,7 +392,7 @@ class Redriver:
 
     def _sender(self, state: _EntityState) -> EntitySender:
         """The target's sender, opened on the first copy (a run that only archives never opens one)."""
-        if state.sender is not None and state.sender.broken:  # the link or connection was lost: a new one
+        if state.sender is not None and state.sender.stale:  # lost, or idle past its token: a new one
             self._close_sender(state)
         if state.sender is None:
             # Busbar's own AMQP sender: every application property goes out with its AMQP type.

@@ -50,6 +50,10 @@ class BridgeSenders:
         key = (kind, name.lower())
         with self._lock(key):
             sender = self._senders.get(key)
+            if sender is not None and sender.stale:  # lost, or idle past its token: a fresh one
+                del self._senders[key]
+                _close_quietly(sender)
+                sender = None
             if sender is None:
                 sender = self._senders[key] = EntitySender(self.namespace, name)
             try:
