@@ -5,7 +5,6 @@ which the emulator applies as Service Bus does."""
 
 from __future__ import annotations
 
-import os
 import time
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -149,13 +148,10 @@ def test_peek_reads_a_subscriptions_dead_letter_queue_typed_from_a_sequence_numb
     topic = emulator.create_topic()
     subscription = emulator.create_subscription(topic, "watch")
     send_typed(emulator.connection_string, topic, _typed("p-1"), _typed("p-2"), _typed("p-3"))
-    with (
-        ServiceBusClient.from_connection_string(emulator.connection_string) as client,
-        client.get_subscription_receiver(topic, subscription) as sdk_receiver,
-    ):
-        for message in sdk_receiver.receive_messages(max_message_count=3, max_wait_time=5):
-            sdk_receiver.dead_letter_message(message, reason="Held")
     namespace = Namespace.from_connection_string(emulator.connection_string)
+    with EntityReceiver(namespace, f"{topic}/subscriptions/{subscription}") as subscription_receiver:
+        for message in subscription_receiver.receive_messages(max_message_count=3, max_wait_time=5):
+            subscription_receiver.dead_letter_message(message, reason="Held")
     address = f"{topic}/subscriptions/{subscription}/$deadletterqueue"
     with EntityReceiver(namespace, address) as receiver:
         everything = receiver.peek_messages(max_message_count=10)
@@ -186,18 +182,6 @@ def test_a_connection_string_without_a_key_is_a_clear_error() -> None:
         Namespace.from_connection_string(
             "Endpoint=sb://127.0.0.1:5672/;SharedAccessKeyName=RootManageSharedAccessKey"
         )
-
-
-@pytest.fixture
-def managed_identity(emulator: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
-    """The environment Azure's host gives an app with a managed identity: the emulator's token endpoint
-    (App Service's protocol) stands in for it."""
-    for name in list(os.environ):
-        if name.startswith("AZURE_") or name in ("IDENTITY_SERVER_THUMBPRINT", "MSI_ENDPOINT", "MSI_SECRET"):
-            monkeypatch.delenv(name)
-    monkeypatch.setenv("IDENTITY_ENDPOINT", emulator.emulator.identity_endpoint)
-    monkeypatch.setenv("IDENTITY_HEADER", emulator.emulator.identity_header)
-    return emulator
 
 
 def test_a_managed_identitys_token_is_put_as_a_jwt_and_receives(managed_identity: Any) -> None:

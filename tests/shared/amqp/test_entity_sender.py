@@ -11,6 +11,8 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
+from azure.core.credentials import AccessToken
+from azure.identity import ManagedIdentityCredential
 from azure.servicebus import ServiceBusClient
 
 from shared.amqp.connection import Namespace
@@ -170,3 +172,28 @@ def test_a_described_value_round_trips_with_its_descriptor(emulator: Any) -> Non
     [message] = _receive(emulator, queue, 1)
     assert message.application_properties["graded"] == value
     assert isinstance(message.application_properties["graded"].value, Char)
+
+
+def test_a_managed_identitys_token_is_put_as_a_jwt_and_sends(managed_identity: Any) -> None:
+    queue = managed_identity.create_queue()
+    sas = Namespace.from_connection_string(managed_identity.connection_string)
+    # The emulator listens on plain AMQP here; Azure's namespace is AMQPS on 5671 (Namespace.from_credential).
+    namespace = Namespace(sas.host, secure=False, credential=ManagedIdentityCredential())
+    with EntitySender(namespace, queue) as sender:
+        sender.send(OutgoingMessage(body=b"{}", message_id="by-identity", application_properties=TYPED))
+    [message] = _receive(managed_identity, queue, 1)
+    assert (message.message_id, message.application_properties) == ("by-identity", TYPED)
+
+
+def test_a_token_the_namespace_did_not_issue_is_refused_before_anything_is_sent(emulator: Any) -> None:
+    class Forged:
+        def get_token(self, *scopes: str) -> AccessToken:
+            return AccessToken(
+                "eyJhbGciOiJIUzI1NiJ9.eyJhdWQiOiJodHRwczovL3NlcnZpY2VidXMuYXp1cmUubmV0In0.c2ln", 2**31
+            )
+
+    queue = emulator.create_queue()
+    sas = Namespace.from_connection_string(emulator.connection_string)
+    with pytest.raises(SendRefused, match=r"put-token .* refused \(401\)") as refused:
+        EntitySender(Namespace(sas.host, secure=False, credential=Forged()), queue)
+    assert refused.value.condition == "amqp:unauthorized-access"
