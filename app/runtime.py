@@ -258,7 +258,7 @@ def fallback_router(contracts: ContractRegistry, env: Mapping[str, str] | None =
     topic = HierarchyNamespace(options.hierarchy_namespace).apply(options.fallback_topic.topic_name)
     subscription = read(ROUTER_SUBSCRIPTION, values) or "busbar-router"
     management = management_client(values)
-    client = service_bus_client(values)
+    namespace = wire_namespace(values)
     writer = archive_writer(values)
     seconds = snapshot_seconds(values)
     key = (
@@ -266,7 +266,7 @@ def fallback_router(contracts: ContractRegistry, env: Mapping[str, str] | None =
         options.model_dump_json(),
         subscription,
         str(id(management)),
-        str(id(client)),
+        str(id(namespace)),
         str(seconds),
         str(id(contracts)),
     )
@@ -274,7 +274,7 @@ def fallback_router(contracts: ContractRegistry, env: Mapping[str, str] | None =
         key,
         lambda: FallbackRouter(
             management=management,
-            client=client,
+            namespace=namespace,
             options=options,
             contracts=contracts,
             fallback_topic=topic,

@@ -1,15 +1,16 @@
 """Executor side of the replay: send one partition's rows and yield one outcome row per message.
 
 Used as ``rdd.mapPartitions(functools.partial(send_partition, config))``. Per task: one
-``ServiceBusClient``, one ``ServiceBusSender`` per target entity (rows arrive sorted by target, so a task
-holds one open sender at a time), ``ServiceBusMessageBatch`` batching (cut by ``batch_size`` or by the
-link's size limit), a rate limiter (:class:`~shared.rate_limit.BatchPacer`) holding the task to its share
-of the namespace-wide rate, and retries with exponential backoff on throttling
-(``ServiceBusServerBusyError``) and other transient errors.
+:class:`~shared.amqp.sender.EntitySender` (Busbar's own AMQP sender, which sends every archived property
+with its AMQP type) per target entity (rows arrive sorted by target, so a task holds one open sender at a
+time), batches of ``batch_size`` messages sent over the one link with each message's outcome awaited, a
+rate limiter (:class:`~shared.rate_limit.BatchPacer`) holding the task to its share of the namespace-wide
+rate, and retries with exponential backoff of the messages refused for a transient reason (throttling,
+``com.microsoft:server-busy``; a timeout; a lost connection).
 
-Each batch's outcome is written to the ledger right after the broker acknowledged it and before the next
-batch is built (:class:`spark.ledger.OutcomeWriter`), so a crash can leave at most the batch in flight per
-task sent-but-unrecorded.
+Each batch's outcomes are written to the ledger right after the broker answered and before the next batch
+is built (:class:`spark.ledger.OutcomeWriter`), so a crash can leave at most the batch in flight per task
+sent-but-unrecorded.
 """
 
 from __future__ import annotations
@@ -24,21 +25,17 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from azure.servicebus import ServiceBusClient, ServiceBusMessage, ServiceBusMessageBatch, ServiceBusSender
-from azure.servicebus.exceptions import (
-    MessageSizeExceededError,
-    MessagingEntityDisabledError,
-    ServiceBusError,
-)
+import proton
 
+from shared.amqp.connection import Namespace, WireError
+from shared.amqp.outgoing import OutgoingMessage, outgoing_message
+from shared.amqp.sender import EntitySender, MessageTooLarge, SendOutcomeUnknown, SendRefused
 from shared.archive.rows import envelope_from_row
 from shared.envelope import PartitionKeyPolicy
-from shared.envelope.sdk import to_message
 from shared.rate_limit import BatchPacer
-from shared.servicebus_errors import is_entity_not_found
 from shared.telemetry.conventions import DESTINATION_NAME
 from shared.telemetry.instruments import count, replayed
-from shared.telemetry.operations import linked, stamp_message
+from shared.telemetry.operations import linked, trace_stamped
 from spark.columns import REPORTED
 from spark.ledger import FAILED, SENT, OutcomeWriter
 from spark.params import Connection, PropertyTransform
@@ -47,6 +44,11 @@ from spark.properties import ORIGINAL_MESSAGE_ID_PROPERTY, transformed
 SENT_OUTCOME, FAILED_OUTCOME, INVALID_OUTCOME = "sent", "failed", "invalid"
 _MAX_BACKOFF_S = 30.0
 _MESSAGE_ID_NAMESPACE = uuid.UUID("5b0f6c3e-3c1e-4c55-9d0e-7a3f0c1b2a10")
+TRANSIENT_CONDITIONS = frozenset({"com.microsoft:server-busy", "com.microsoft:timeout"})
+"""Refusals worth retrying: throttling and a broker-side timeout (azure-servicebus's retryable
+``ServiceBusServerBusyError`` and ``OperationTimeoutError``, ``_pyamqp_transport.py``'s condition map)."""
+DEAD_TARGET_CONDITIONS = frozenset({"amqp:not-found", "com.microsoft:entity-disabled"})
+"""Refusals that hold for every later row to the same target in this task: the entity is gone or disabled."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +85,7 @@ def sent_message_id(row: Any, policy: str) -> str:
 
 def build_message(
     row: Any, transform: PropertyTransform, replay_run_id: str, message_id_policy: str = "preserve"
-) -> ServiceBusMessage:
+) -> OutgoingMessage:
     """The message to send for a plan row: the archived message, MessageId per ``message_id_policy``.
 
     ``derive`` is for targets whose duplicate detection window still remembers the original MessageId
@@ -99,35 +101,43 @@ def build_message(
     copy = replace(archived, message_id=message_id, application_properties=properties)
     # Deliberately stricter than the re-drive and the router (SESSION_WINS): a replay sends what was archived
     # or reports the row invalid, never an altered copy.
-    message = to_message(copy, PartitionKeyPolicy.REFUSE)
+    message = outgoing_message(copy, PartitionKeyPolicy.REFUSE)
     # With tracing on (an OpenTelemetry SDK installed in the job), the copy carries a ``replay`` span's
     # context: a new trace linked to the archived message's. Without one it keeps the archived context.
     with linked(
         "replay", archived.application_properties, attributes={"busbar.replay.run_id": replay_run_id}
     ):
-        stamp_message(message)
-    return message
+        return replace(message, application_properties=trace_stamped(message.application_properties))
 
 
 def is_transient(error: BaseException) -> bool:
     """Whether a send error is worth retrying: throttling, timeouts and connection trouble (not a missing
-    target, which the SDK reports as a retryable authentication error)."""
-    if is_entity_not_found(error):
-        return False
-    return isinstance(error, ServiceBusError) and bool(getattr(error, "retryable", False))
+    or disabled target, a full entity, a message too large or a refused token)."""
+    if isinstance(error, SendOutcomeUnknown):
+        return True
+    if isinstance(error, SendRefused | MessageTooLarge):
+        return error.condition in TRANSIENT_CONDITIONS
+    if isinstance(error, WireError):  # a refused put-token, a request unanswered: only the latter
+        return error.condition is None
+    return isinstance(error, proton.ProtonException | OSError)  # the connection could not be made or broke
+
+
+def is_dead_target(error: BaseException) -> bool:
+    """Whether ``error`` says the target entity does not exist or is disabled for send."""
+    return isinstance(error, WireError) and error.condition in DEAD_TARGET_CONDITIONS
 
 
 def _describe(error: BaseException) -> str:
     return f"{type(error).__name__}: {error}"[:2000]
 
 
-def _client(connection: Connection) -> ServiceBusClient:
+def _namespace(connection: Connection) -> Namespace:
     if connection.connection_string:
-        return ServiceBusClient.from_connection_string(connection.connection_string)
+        return Namespace.from_connection_string(connection.connection_string)
     from azure.identity import DefaultAzureCredential  # resolved on the executor: its managed identity
 
     assert connection.fully_qualified_namespace is not None
-    return ServiceBusClient(connection.fully_qualified_namespace, DefaultAzureCredential())
+    return Namespace.from_credential(connection.fully_qualified_namespace, DefaultAzureCredential())
 
 
 def _task_identity() -> tuple[int, int]:
@@ -146,9 +156,9 @@ class _PartitionSender:
         self.config = config
         self.writer = writer
         self.attempt = attempt
-        self.client = _client(config.connection)
+        self.namespace = _namespace(config.connection)
         self.limiter = BatchPacer(config.rate_per_task)
-        self.senders: dict[str, ServiceBusSender] = {}
+        self.senders: dict[str, EntitySender] = {}
         self.dead_targets: dict[str, str] = {}  # target -> error, for entities that are gone or disabled
         self.batches_sent = 0
         self.messages_sent = 0
@@ -172,45 +182,66 @@ class _PartitionSender:
             at,
         )
 
-    def sender(self, target: str) -> ServiceBusSender:
-        if target not in self.senders:
-            self.senders[target] = self.client.get_queue_sender(target)
-        return self.senders[target]
+    def sender(self, target: str) -> EntitySender:
+        kept = self.senders.get(target)
+        if kept is not None and kept.stale:  # lost, or idle past its token: a new one
+            kept.close()
+            kept = None
+        if kept is None:
+            kept = self.senders[target] = EntitySender(self.namespace, target)
+        return kept
 
     def send(
-        self, target: str, rows: Sequence[Any], batch: ServiceBusMessageBatch
+        self, target: str, rows: Sequence[Any], messages: Sequence[OutgoingMessage]
     ) -> Iterator[tuple[Any, ...]]:
-        """Send one batch with retries, record its outcome in the ledger, yield its outcome rows."""
+        """Send one batch, retrying what was refused for a transient reason; record its outcomes in the
+        ledger and yield its outcome rows (in the order of ``rows``)."""
         self.limiter.acquire(len(rows))
-        attempts, error = 0, None
-        while attempts < self.config.max_attempts:
+        waiting = list(range(len(rows)))
+        errors: dict[int, BaseException] = {}
+        attempts_of: dict[int, int] = {}
+        sent: list[int] = []
+        attempts = 0
+        while waiting and attempts < self.config.max_attempts:
             attempts += 1
+            refused: dict[int, BaseException]
             try:
-                self.sender(target).send_messages(batch)
-                error = None
-                break
-            except Exception as caught:  # classified below; nothing may escape unrecorded
-                error = caught
-                if is_entity_not_found(caught) or isinstance(caught, MessagingEntityDisabledError):
-                    self.dead_targets[target] = _describe(caught)
-                if not is_transient(caught) or attempts >= self.config.max_attempts:
-                    break
+                outcomes = self.sender(target).send_all([messages[index] for index in waiting])
+                refused = {
+                    index: outcome.error
+                    for index, outcome in zip(waiting, outcomes, strict=True)
+                    if outcome.error is not None
+                }
+            except Exception as caught:  # opening the link failed: entity gone, auth, connection, ...
+                refused = dict.fromkeys(waiting, caught)
+            for index in waiting:
+                attempts_of[index] = attempts
+                if index not in refused:
+                    sent.append(index)
+            errors.update(refused)
+            dead = next((error for error in refused.values() if is_dead_target(error)), None)
+            if dead is not None:
+                self.dead_targets[target] = _describe(dead)
+            waiting = [index for index, error in refused.items() if is_transient(error)]
+            if waiting and attempts < self.config.max_attempts:
                 delay = min(_MAX_BACKOFF_S, self.config.backoff_seconds * 2 ** (attempts - 1))
                 time.sleep(delay * (0.5 + random.random() / 2))
-        if error is None:
+        failed = [index for index in range(len(rows)) if index not in sent]
+        if sent:
             self.batches_sent += 1
-            self.messages_sent += len(rows)
-            count(replayed, len(rows), {DESTINATION_NAME: target})
+            self.messages_sent += len(sent)
+            count(replayed, len(sent), {DESTINATION_NAME: target})
             self._maybe_crash()
-            self.writer.record(rows, SENT, None)
-            at = datetime.now(UTC)
-            for row in rows:
-                yield self.outcome(row, SENT_OUTCOME, None, attempts, at)
-        else:
-            text = _describe(error)
-            self.writer.record(rows, FAILED, text)
-            for row in rows:
-                yield self.outcome(row, FAILED_OUTCOME, text, attempts, None)
+            self.writer.record([rows[index] for index in sent], SENT, None)
+        texts = {index: _describe(errors[index]) for index in failed}
+        for text in dict.fromkeys(texts.values()):
+            self.writer.record([rows[index] for index in failed if texts[index] == text], FAILED, text)
+        at = datetime.now(UTC)
+        for index, row in enumerate(rows):
+            if index in texts:
+                yield self.outcome(row, FAILED_OUTCOME, texts[index], attempts_of[index], None)
+            else:
+                yield self.outcome(row, SENT_OUTCOME, None, attempts_of[index], at)
 
     def _maybe_crash(self) -> None:
         # Test hook: die after the broker took the batch and before the ledger records it (the window).
@@ -225,11 +256,15 @@ class _PartitionSender:
         done = self.writer.sent_by_earlier_attempts()
         target: str | None = None
         pending: list[Any] = []
-        batch: ServiceBusMessageBatch | None = None
+        messages: list[OutgoingMessage] = []
         for row in rows:
             if row.replay_key in done:  # a retried task: an earlier attempt of this run sent it
                 yield self.outcome(row, SENT_OUTCOME, None, 0, None)
                 continue
+            if pending and (row.target_entity != target or len(pending) >= self.config.batch_size):
+                assert target is not None
+                yield from self.send(target, pending, messages)
+                pending, messages = [], []
             if row.target_entity in self.dead_targets:
                 yield self.outcome(row, FAILED_OUTCOME, self.dead_targets[row.target_entity], 0, None)
                 continue
@@ -240,39 +275,16 @@ class _PartitionSender:
             except Exception as error:  # bad archived row: report it, keep going
                 yield self.outcome(row, INVALID_OUTCOME, _describe(error), 0, None)
                 continue
-            if pending and (row.target_entity != target or len(pending) >= self.config.batch_size):
-                assert target is not None and batch is not None
-                yield from self.send(target, pending, batch)
-                pending, batch = [], None
             target = row.target_entity
-            try:
-                if batch is None:
-                    batch = self.sender(target).create_message_batch()
-                try:
-                    batch.add_message(message)
-                except MessageSizeExceededError:
-                    if not pending:
-                        raise
-                    yield from self.send(target, pending, batch)
-                    pending, batch = [], self.sender(target).create_message_batch()
-                    batch.add_message(message)
-            except MessageSizeExceededError as error:
-                yield self.outcome(row, FAILED_OUTCOME, _describe(error), 0, None)
-                continue
-            except Exception as error:  # opening the link failed: entity gone, auth, ...
-                if is_entity_not_found(error) or isinstance(error, MessagingEntityDisabledError):
-                    self.dead_targets[target] = _describe(error)
-                yield self.outcome(row, FAILED_OUTCOME, _describe(error), 0, None)
-                continue
             pending.append(row)
+            messages.append(message)
         if pending:
-            assert target is not None and batch is not None
-            yield from self.send(target, pending, batch)
+            assert target is not None
+            yield from self.send(target, pending, messages)
 
     def close(self) -> None:
         for sender in self.senders.values():
             sender.close()
-        self.client.close()
 
 
 def send_partition(config: SenderConfig, rows: Iterator[Any]) -> Iterator[tuple[Any, ...]]:

@@ -32,7 +32,16 @@ CONNECT_TIMEOUT = 30.0
 
 
 class WireError(Exception):
-    """Service Bus refused a request over AMQP (a token, a management operation, a settlement)."""
+    """Service Bus refused a request over AMQP (a token, a management operation, a settlement, a send).
+    ``condition`` is the AMQP error condition when Service Bus gave one (``amqp:not-found``, ...)."""
+
+    def __init__(self, message: str, condition: str | None = None) -> None:
+        super().__init__(message)
+        self.condition = condition
+
+
+_STATUS_CONDITIONS = {401: "amqp:unauthorized-access", 403: "amqp:unauthorized-access", 404: "amqp:not-found"}
+"""A refused put-token's status as the AMQP condition it means (Azure answers 404 for a missing entity)."""
 
 
 class TokenCredential(Protocol):
@@ -120,6 +129,10 @@ class Namespace:
 
     def connect(self, entity_path: str) -> BlockingConnection:
         """An open connection authorised for ``entity_path`` (and its sub-queues); the caller closes it."""
+        return self.connect_until(entity_path)[0]
+
+    def connect_until(self, entity_path: str) -> tuple[BlockingConnection, float]:
+        """:meth:`connect`, and when the token it put expires (epoch seconds)."""
         connection = BlockingConnection(
             self.url,
             timeout=CONNECT_TIMEOUT,
@@ -128,11 +141,19 @@ class Namespace:
             virtual_host=self.host.split(":")[0],
         )
         try:
-            put_token(connection, self.audience(entity_path), *self.token(self.audience(entity_path)))
+            expiry = self.authorize(connection, entity_path)
         except BaseException:
             connection.close()
             raise
-        return connection
+        return connection, expiry
+
+    def authorize(self, connection: BlockingConnection, entity_path: str) -> float:
+        """Put a fresh token for ``entity_path`` on ``connection`` (a connection kept open renews its token
+        so before it expires); its expiry in epoch seconds."""
+        audience = self.audience(entity_path)
+        token, kind, expiry = self.token(audience)
+        put_token(connection, audience, token, kind, expiry)
+        return expiry
 
 
 def put_token(connection: BlockingConnection, audience: str, token: str, kind: str, expiry: float) -> None:
@@ -152,7 +173,10 @@ def put_token(connection: BlockingConnection, audience: str, token: str, kind: s
     )
     status = _status(reply)
     if status not in (200, 202):
-        raise WireError(f"put-token for {audience} refused ({status}): {_description(reply)}")
+        raise WireError(
+            f"put-token for {audience} refused ({status}): {_description(reply)}",
+            _STATUS_CONDITIONS.get(status or 0),
+        )
 
 
 def request(connection: BlockingConnection, node: str, message: proton.Message) -> proton.Message:

@@ -20,19 +20,25 @@ described (symbol or ulong descriptor)     :class:`Described` over the value, ty
 =========================================  ===================================================
 
 A list, a map or an array (never an application property a Service Bus client sends: Azure refuses them)
-is kept as plain Python containers of typed values. Pure.
+is kept as plain Python containers of typed values.
+
+The other direction, :func:`proton_value`, gives each value of the model back as the proton class that
+encodes its AMQP type (a copy of a received message sends every property with the type it arrived with), a
+decimal as decimal128 in IEEE 754-2008 BID, the encoding .NET (Microsoft.Azure.Amqp) and azure-servicebus
+(``_pyamqp/_encode.py``, ``encode_decimal128``) write. Pure.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from decimal import Decimal
 from typing import Any
 
 import proton
 
 from shared.envelope.properties import (
+    AmqpType,
     Binary,
     Byte,
     Char,
@@ -46,7 +52,10 @@ from shared.envelope.properties import (
     UInt,
     ULong,
     UShort,
+    amqp_type,
+    check_decimal128,
     timestamp_from_ms,
+    timestamp_ms,
 )
 from shared.envelope.sdk_codec import decode_bid
 
@@ -125,4 +134,73 @@ def typed_properties(properties: dict[Any, Any] | None) -> dict[str, Any]:
     return {str(name): typed_value(value) for name, value in (properties or {}).items()}
 
 
-__all__ = ["typed_properties", "typed_value"]
+# ------------------------------------------------------------------------------- model -> proton
+
+_DECIMAL128_BIAS = 6176
+_COEFFICIENT_BITS = 113  # decimal128's coefficient field; 34 digits always fit below 2**113, no "11" form
+
+
+def encode_bid(value: Decimal) -> bytes:
+    """A finite ``value`` of at most 34 digits as IEEE 754-2008 decimal128 in BID (16 bytes, big-endian):
+    sign, 14-bit biased exponent, 113-bit coefficient, as the SDK's ``encode_decimal128`` writes it.
+    Raises :class:`PropertyTypeError` for a value decimal128 cannot hold."""
+    sign, digits, exponent = check_decimal128(value).as_tuple()
+    assert isinstance(exponent, int)  # finite: checked
+    coefficient = int("".join(map(str, digits)) or "0")
+    bits = (sign << 127) | ((exponent + _DECIMAL128_BIAS) << _COEFFICIENT_BITS) | coefficient
+    return bits.to_bytes(16, "big")
+
+
+_PROTON: dict[AmqpType, Callable[[Any], Any]] = {
+    AmqpType.NULL: lambda value: None,
+    AmqpType.BOOLEAN: bool,
+    AmqpType.BYTE: lambda value: proton.byte(int(value)),
+    AmqpType.SHORT: lambda value: proton.short(int(value)),
+    AmqpType.INT: lambda value: proton.int32(int(value)),
+    AmqpType.LONG: int,  # proton encodes a plain int as an AMQP long
+    AmqpType.UBYTE: lambda value: proton.ubyte(int(value)),
+    AmqpType.USHORT: lambda value: proton.ushort(int(value)),
+    AmqpType.UINT: lambda value: proton.uint(int(value)),
+    AmqpType.ULONG: lambda value: proton.ulong(int(value)),
+    AmqpType.FLOAT: lambda value: proton.float32(float(value)),
+    AmqpType.DOUBLE: float,
+    AmqpType.DECIMAL128: lambda value: proton.decimal128(encode_bid(value)),
+    AmqpType.CHAR: lambda value: proton.char(str(value)),
+    AmqpType.TIMESTAMP: lambda value: proton.timestamp(timestamp_ms(value)),
+    AmqpType.UUID: lambda value: value,
+    AmqpType.BINARY: bytes,
+    AmqpType.STRING: str,
+    AmqpType.SYMBOL: lambda value: proton.symbol(str(value)),
+}
+
+
+def proton_value(value: Any) -> Any:
+    """One value of Busbar's typed-value model as the proton value that encodes its AMQP type
+    (:func:`~shared.envelope.properties.amqp_type`). Raises :class:`PropertyTypeError` for a value that
+    cannot be sent (not an AMQP scalar, a decimal out of decimal128's range)."""
+    kind = amqp_type(value)
+    if kind is AmqpType.DESCRIBED:
+        descriptor = value.descriptor
+        return proton.Described(
+            proton.symbol(descriptor) if isinstance(descriptor, str) else proton.ulong(descriptor),
+            proton_value(value.value),
+        )
+    convert = _PROTON.get(kind)
+    if convert is None:  # decimal32/64: the model reads them as Decimal, which is sent as decimal128
+        raise PropertyTypeError(f"Busbar sends no AMQP {kind} (value {value!r})")
+    return convert(value)
+
+
+def proton_properties(properties: Mapping[str, Any]) -> dict[str, Any]:
+    """Application properties for a proton ``Message``, each with its AMQP type. Raises
+    :class:`PropertyTypeError` naming the first property that cannot be sent, and why."""
+    result: dict[str, Any] = {}
+    for name, value in properties.items():
+        try:
+            result[str(name)] = proton_value(value)
+        except PropertyTypeError as error:
+            raise PropertyTypeError(f"application property {name!r} cannot be sent: {error}") from None
+    return result
+
+
+__all__ = ["encode_bid", "proton_properties", "proton_value", "typed_properties", "typed_value"]

@@ -47,8 +47,8 @@ if TYPE_CHECKING:
     """A message from azure-servicebus (a trigger's, devhost's, parking's) or Busbar's own AMQP receiver
     (the re-drive's and the console's): read alike, attribute for attribute."""
 
-# Every azure-servicebus sender and receiver of Busbar's comes through here: char and decimal properties are
-# readable and char is sendable, from the first message on (see the shim's docs).
+# Every Busbar receiver on azure-servicebus comes through here: char and decimal properties are readable, and
+# received properties keep their AMQP types, from the first message on (see the shims' docs).
 sdk_codec.install()
 
 
@@ -171,7 +171,9 @@ def readable_from_received[E: Envelope](
 
 
 def to_message(envelope: Envelope, partition_key: PartitionKeyPolicy) -> ServiceBusMessage:
-    """A message to send carrying ``envelope``'s body and properties (the broker's stamps are not sent).
+    """A message to send with azure-servicebus carrying ``envelope``'s body and properties (the broker's
+    stamps are not sent): Busbar's own new messages. A copy of a received message goes out through
+    :mod:`shared.amqp.outgoing` instead, where every AMQP type (a char too) can be sent.
 
     ``partition_key`` decides a PartitionKey that conflicts with the SessionId (:func:`copy_partition_key`).
     A missing body is sent empty; a zero TimeToLive is left to the entity's default. Every application
@@ -198,8 +200,9 @@ def to_message(envelope: Envelope, partition_key: PartitionKeyPolicy) -> Service
 # that AMQP type (_pyamqp/_encode.py: encode_value), the way the SDK itself sends longs and uints. A plain
 # value goes through encode_unknown instead: every int as a 32-bit int (raising outside it) and every
 # bytes value decoded as UTF-8 text first (_transport/_pyamqp_transport.py), so Busbar never sends plain
-# ints or bytes. The SDK has no encoder for char (:mod:`shared.envelope.sdk_codec` adds one), decimal32 and
-# decimal64 (Busbar sends every decimal as decimal128). A described value is given as {TYPE: described,
+# ints or bytes. The SDK has no encoder for char (a Char is refused: only a copy of a received message carries
+# one, and copies go out through shared.amqp), decimal32 and decimal64 (Busbar sends every decimal as
+# decimal128). A described value is given as {TYPE: described,
 # VALUE: (descriptor, value)}, each of the two in this same form (_encode.py: encode_described).
 _SDK_TYPES: dict[AmqpType, str] = {
     AmqpType.BYTE: AMQPTypes.byte,
@@ -211,7 +214,6 @@ _SDK_TYPES: dict[AmqpType, str] = {
     AmqpType.ULONG: AMQPTypes.ulong,
     AmqpType.FLOAT: AMQPTypes.float,
     AmqpType.DECIMAL128: AMQPTypes.decimal128,
-    AmqpType.CHAR: sdk_codec.CHAR,
     AmqpType.BINARY: AMQPTypes.binary,
     AmqpType.SYMBOL: AMQPTypes.symbol,
 }
@@ -240,8 +242,6 @@ def sdk_value(value: Any) -> Any:
         value = bytes(value)
     elif kind is AmqpType.DECIMAL128:
         value = check_decimal128(value)
-    elif kind is AmqpType.CHAR:
-        value = str(value)
     elif kind is AmqpType.SYMBOL:
         value = str(value).encode("ascii")
     elif kind is AmqpType.FLOAT:

@@ -1,5 +1,5 @@
-"""Compatibility shim: the AMQP types azure-servicebus 7.15 cannot read or write, so that a dead letter with
-a ``char`` or ``decimal`` application property does not stall the receivers behind it.
+"""Compatibility shim: the AMQP types azure-servicebus 7.15 cannot read, so that a dead letter with a
+``char`` or ``decimal`` application property does not stall the receivers behind it.
 
 A .NET sender puts ``char`` (0x73) and ``decimal`` (``System.Decimal``, as decimal128, 0x94) properties on
 the wire without a second thought. azure-servicebus's AMQP stack (``_pyamqp``) has no decoder for char,
@@ -10,14 +10,15 @@ same: the console cannot list the queue and a re-drive run fails on the entity f
 is at its head, without naming it. Reporting the message without reading it is not possible either: the
 SDK fails before it has a sequence number to report.
 
-:func:`install` registers what is missing, in the SDK's own decoder table and encoder map:
+:func:`install` registers what is missing, in the SDK's own decoder table:
 
 * decoders for char (as :class:`~shared.envelope.properties.Char`, so a copy sends a char again), decimal32
   and decimal64 (as ``Decimal``), and a decimal128 decoder that reads IEEE 754-2008 BID, the encoding .NET
-  (Microsoft.Azure.Amqp) and the SDK's own ``encode_decimal128`` write (Busbar's codec's
-  :func:`~shared.amqp.encoding.types.decode_bid`);
-* an encoder for char under :data:`CHAR` (``{TYPE: CHAR, VALUE: "A"}``; see :mod:`shared.envelope.sdk`;
-  :func:`sdk_value` gives a decoded value back in that form).
+  (Microsoft.Azure.Amqp) and the SDK's own ``encode_decimal128`` write.
+
+Nothing is added to the SDK's encoders: a copy Busbar makes of a received message, whose properties may be
+chars, goes out through Busbar's own AMQP sender (:mod:`shared.amqp.sender`), and Busbar's own new messages
+never carry a char (azure-servicebus is refused one by :func:`shared.envelope.sdk.sdk_value`, naming it).
 
 Nothing the SDK already decodes changes, except decimal128, whose decoder it replaces. Remove this module
 when azure-servicebus decodes these itself: tests/shared/envelope/test_sdk_codec.py fails then.
@@ -37,15 +38,10 @@ import struct
 from decimal import Decimal
 from typing import Any
 
-from azure.servicebus._pyamqp import _decode, _encode
-from azure.servicebus._pyamqp.types import TYPE as _TYPE
-from azure.servicebus._pyamqp.types import VALUE as _VALUE
+from azure.servicebus._pyamqp import _decode
 
 from shared.amqp.encoding.types import decode_bid
 from shared.envelope.properties import Char
-
-CHAR = "busbar:char"
-"""The ``TYPE`` under which the SDK is given a char to send (the SDK's AMQPTypes has no char)."""
 
 _CHAR, _DECIMAL32, _DECIMAL64, _DECIMAL128 = 0x73, 0x74, 0x84, 0x94
 # The widths of the decimal encodings (AMQP 1.0 part 1, 1.6.18-20).
@@ -66,20 +62,6 @@ def _decode_char(buffer: memoryview, _depth: int = 0) -> tuple[memoryview, Char]
     return buffer[4:], Char(chr(struct.unpack(">I", buffer[:4])[0]))
 
 
-def _encode_char(output: bytearray, value: str, with_constructor: bool = True, **_kwargs: Any) -> None:
-    if with_constructor:
-        output.append(_CHAR)
-    output.extend(struct.pack(">I", ord(Char(value))))
-
-
-def sdk_value(value: Any) -> Any:
-    """A value :func:`install`'s decoders produced, in the form the SDK's encoder writes back with its AMQP
-    type: a char as ``{TYPE: CHAR, VALUE: ...}`` (a decimal the SDK writes as a decimal128 itself)."""
-    if isinstance(value, Char):
-        return {_TYPE: CHAR, _VALUE: str(value)}
-    return value
-
-
 def missing_in_sdk() -> list[int]:
     """The constructors this shim adds that the SDK, as imported, has no decoder of its own for."""
     table = _decode._DECODE_BY_CONSTRUCTOR
@@ -91,7 +73,7 @@ def _is_ours(decoder: Any) -> bool:
 
 
 def install() -> None:
-    """Register the decoders and the char encoder (idempotent)."""
+    """Register the decoders (idempotent)."""
     table = _decode._DECODE_BY_CONSTRUCTOR
     for code in (_DECIMAL32, _DECIMAL64):
         if table[code] is None:
@@ -99,7 +81,6 @@ def install() -> None:
     if table[_CHAR] is None:
         table[_CHAR] = _decode_char
     table[_DECIMAL128] = _fixed_decoder(_DECIMAL128)
-    _encode._ENCODE_MAP[CHAR] = _encode_char
 
 
-__all__ = ["CHAR", "decode_bid", "install", "missing_in_sdk", "sdk_value"]
+__all__ = ["decode_bid", "install", "missing_in_sdk"]

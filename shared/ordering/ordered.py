@@ -64,9 +64,10 @@ class KeyHolding:
     held_queue: str
     keys: HeldKeys
     client: ServiceBusClient
-    """Sends the parked copies and the resume signals."""
+    """Sends the resume signals (Busbar's own messages)."""
     wire: Namespace
-    """Receives the parked messages (Busbar's own AMQP receiver: every property with its AMQP type)."""
+    """Parks the copies and receives them back (Busbar's own AMQP sender and receiver: every property with
+    its AMQP type)."""
     max_delivery_count: int
     """The input queue's MaxDeliveryCount: a message on that delivery holds its key before it runs."""
     storage_patience: float = 240.0
@@ -149,7 +150,7 @@ def process_ordered(
         elif isinstance(outcome, DeadLetter):
             holding.keys.put(replace(held, reason=outcome.reason))
         return outcome
-    park(holding.client, holding.held_queue, message)
+    park(holding.wire, holding.held_queue, message)
     holding.keys.put(replace(held, parked=held.parked + 1))
     log.info(
         "%s: message %s of %s parked behind %s (%d parked)",

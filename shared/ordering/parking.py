@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 from azure.servicebus import ServiceBusClient, ServiceBusMessage
 
 from shared.envelope import PartitionKeyPolicy
-from shared.envelope.sdk import readable_from_received, to_message
+from shared.envelope.sdk import readable_from_received
 from shared.messages import IncomingMessage
 
 if TYPE_CHECKING:
@@ -65,10 +65,16 @@ def send_resume(client: ServiceBusClient, queue: str, key: str, blocker_message_
         sender.send_messages(resume_signal(key, blocker_message_id))
 
 
-def park(client: ServiceBusClient, held_queue: str, message: IncomingMessage) -> None:
-    """Send a copy of ``message`` to the end of its key's session in ``held_queue``."""
-    with client.get_queue_sender(held_queue) as sender:
-        sender.send_messages(to_message(message, PartitionKeyPolicy.SESSION_WINS))
+def park(namespace: Namespace, held_queue: str, message: IncomingMessage) -> None:
+    """Send a copy of ``message`` to the end of its key's session in ``held_queue`` through Busbar's own
+    AMQP sender (every application property keeps its AMQP type); raises what says why it was not taken
+    (:class:`~shared.amqp.connection.WireError`), so the original is not completed."""
+    from shared.amqp.outgoing import outgoing_message  # proton loads its C library only when it is needed
+    from shared.amqp.sender import EntitySender
+
+    copy = outgoing_message(message, PartitionKeyPolicy.SESSION_WINS)
+    with EntitySender(namespace, held_queue) as sender:
+        sender.send(copy)
 
 
 class ParkedMessages:

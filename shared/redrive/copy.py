@@ -16,24 +16,23 @@ properties instead of confusing the next handler (ServiceBusExplorer #344, #79):
     busbar.redrive.at                    when (a timestamp)
 
 Every property keeps the AMQP type it arrived with (:mod:`shared.envelope.properties`; the re-drive's
-receivers decode each one typed: :mod:`shared.amqp.values`, docs/operations.md). A property
-no AMQP type the SDK can send fits makes the message uncopyable, with the property's name and the reason.
+receivers read each one typed and its sender sends each one typed: :mod:`shared.amqp`, docs/operations.md).
+A property no AMQP type fits makes the message uncopyable, with the property's name and the reason.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 from datetime import datetime
-from typing import Any
-
-from azure.servicebus import ServiceBusMessage, ServiceBusMessageBatch
-from azure.servicebus.exceptions import MessageSizeExceededError
+from typing import TYPE_CHECKING, Any
 
 from shared.envelope import PartitionKeyPolicy
 from shared.envelope.properties import Int, Long, PropertyTypeError
-from shared.envelope.sdk import to_message
 from shared.redrive.message import DEAD_LETTER_PROPERTIES, REDRIVE_COUNT, REDRIVE_PREFIX, DeadLetter
-from shared.telemetry.operations import linked, stamp_message
+from shared.telemetry.operations import linked, trace_stamped
+
+if TYPE_CHECKING:
+    from shared.amqp.outgoing import OutgoingMessage
 
 DESCRIPTION_LIMIT = 1024
 """Characters of the dead-letter description kept on the copy (the archive keeps all of it)."""
@@ -65,14 +64,17 @@ def redrive_properties(dead_letter: DeadLetter, run_id: str, now: datetime) -> d
     return properties
 
 
-def build_redrive_message(dead_letter: DeadLetter, run_id: str, now: datetime) -> ServiceBusMessage:
+def build_redrive_message(dead_letter: DeadLetter, run_id: str, now: datetime) -> OutgoingMessage:
     """The message to send to the target in place of ``dead_letter``."""
+    # Imported here: proton loads its C library only when a run sends (indexing the app never does).
+    from shared.amqp.outgoing import outgoing_message
+
     if dead_letter.body is None:
         raise CopyError(f"{dead_letter.body_type} bodies are not re-driven (only AMQP data bodies)")
     # The copy goes where the original went: a PartitionKey that conflicts with the SessionId yields to it.
     copy = replace(dead_letter, application_properties=redrive_properties(dead_letter, run_id, now))
     try:
-        message = to_message(copy, PartitionKeyPolicy.SESSION_WINS)
+        message = outgoing_message(copy, PartitionKeyPolicy.SESSION_WINS)
     except PropertyTypeError as error:
         raise CopyError(str(error)) from None
     # The copy starts a new trace, linked to the original's (shared.telemetry.operations: why linked).
@@ -83,19 +85,10 @@ def build_redrive_message(dead_letter: DeadLetter, run_id: str, now: datetime) -
         destination=dead_letter.source.path,
         attributes={f"{REDRIVE_PREFIX}reason": reason, f"{REDRIVE_PREFIX}run_id": run_id},
     ):
-        stamp_message(message)
-    return message
+        return replace(message, application_properties=trace_stamped(message.application_properties))
 
 
-def oversize(message: ServiceBusMessage, max_message_size_bytes: int) -> bool:
-    """True when ``message`` does not fit the target's maximum message size.
-
-    Measured with the SDK's own batch encoder, which is what a send does too (a batch adds a few bytes of
-    envelope, so a message exactly at the limit counts as too big: it is archived, never lost).
-    """
-    batch = ServiceBusMessageBatch(max_size_in_bytes=max_message_size_bytes)
-    try:
-        batch.add_message(message)
-    except MessageSizeExceededError:
-        return True
-    return False
+def oversize(message: OutgoingMessage, max_message_size_bytes: int) -> bool:
+    """True when ``message``, encoded, is larger than the target's maximum message size (the size the
+    sender checks against the link's, and Service Bus against the entity's: it is archived, never lost)."""
+    return len(message.encoded()) > max_message_size_bytes

@@ -26,8 +26,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from azure.servicebus import ServiceBusClient, ServiceBusMessage
-from azure.servicebus.exceptions import MessageSizeExceededError
+from azure.servicebus import ServiceBusClient
 
 from shared.archive.writer import ArchiveWriter
 from shared.ordering.parking import send_resume
@@ -46,7 +45,9 @@ from shared.telemetry.operations import record_archived
 
 if TYPE_CHECKING:
     from shared.amqp.connection import Namespace
+    from shared.amqp.outgoing import OutgoingMessage
     from shared.amqp.receiver import EntityReceiver
+    from shared.amqp.sender import EntitySender
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +68,7 @@ class _Item:
     message: Any
     dead_letter: DeadLetter
     decision: Decision
-    copy: ServiceBusMessage | None = None
+    copy: OutgoingMessage | None = None
 
 
 @dataclass(slots=True)
@@ -88,7 +89,7 @@ class _Budget:
 class _EntityState:
     plan: EntityPlan
     receiver: Any
-    sender: Any
+    sender: EntitySender | None = None
     kept: list[Any] = field(default_factory=list)
     seen: set[int] = field(default_factory=set)
     blocked_sessions: set[str] = field(default_factory=set)
@@ -170,10 +171,8 @@ class Redriver:
     ) -> None:
         with ExitStack() as stack:
             receiver = stack.enter_context(self._dead_letter_receiver(plan))
-            sender = None
-            if plan.target is not None:
-                sender = stack.enter_context(self.client.get_queue_sender(plan.target.name))
-            state = _EntityState(plan, receiver, sender, wanted=wanted)
+            state = _EntityState(plan, receiver, wanted=wanted)
+            stack.callback(self._close_sender, state)  # after the release below (an ExitStack unwinds)
             stack.callback(self._release, state)
             while not budget.exhausted() and not state.complete:
                 count = min(self.batch_size, budget.remaining)
@@ -245,7 +244,7 @@ class Redriver:
 
     def _decide(
         self, dead_letter: DeadLetter, state: _EntityState, run_id: str, now: datetime
-    ) -> tuple[Decision, ServiceBusMessage | None]:
+    ) -> tuple[Decision, OutgoingMessage | None]:
         """The decision (with the checks that need the copy, and the session-order rule) and the copy."""
         decision = decide(dead_letter, state.plan, self.policy, self.limits.max_redrives, now)
         session = dead_letter.session_id
@@ -331,46 +330,83 @@ class Redriver:
                 )
 
     def _redrive(self, state: _EntityState, items: Sequence[_Item], summary: RunSummary) -> None:
-        pending: list[_Item] = []
-        batch = state.sender.create_message_batch()
-        for item in items:
-            session = item.dead_letter.session_id
-            if session is not None and session in state.blocked_sessions:
-                # Kept and counted with the other held messages once the batch is done.
-                item.decision = Decision(
-                    Outcome.HOLD, "session-order", f"an earlier message of {session} stays"
-                )
-                continue
-            try:
-                batch.add_message(item.copy)
-            except MessageSizeExceededError:
-                if pending:
-                    self._send(state, batch, pending, summary)
-                    pending = []
-                    batch = state.sender.create_message_batch()
-                try:
-                    batch.add_message(item.copy)
-                except MessageSizeExceededError as exc:  # larger than the link allows even alone
-                    summary.error(state.plan.source.path, f"copy too large to send: {exc}")
-                    self._fail(state, [item], summary)
-                    continue
-            pending.append(item)
-        if pending:
-            self._send(state, batch, pending, summary)
+        """Send the copies, then complete the originals whose copy the target took.
 
-    def _send(self, state: _EntityState, batch: Any, items: list[_Item], summary: RunSummary) -> None:
+        Each copy has its own outcome (:meth:`EntitySender.send_all`), so the copies go in waves that hold
+        at most one message of a session: a session whose copy was refused holds its later messages, and a
+        later one is never taken while an earlier one stays dead-lettered."""
+        waiting = list(items)
+        while waiting:
+            wave: list[_Item] = []
+            later: list[_Item] = []
+            sessions: set[str] = set()
+            for item in waiting:
+                session = item.dead_letter.session_id
+                if session is not None and session in state.blocked_sessions:
+                    # Kept and counted with the other held messages once the batch is done.
+                    item.decision = Decision(
+                        Outcome.HOLD, "session-order", f"an earlier message of {session} stays"
+                    )
+                elif session is not None and session in sessions:
+                    later.append(item)
+                else:
+                    if session is not None:
+                        sessions.add(session)
+                    wave.append(item)
+            self._send(state, wave, summary)
+            waiting = later
+
+    def _send(self, state: _EntityState, items: list[_Item], summary: RunSummary) -> None:
+        from shared.amqp.sender import MessageTooLarge  # proton: loaded only when a run sends
+
+        if not items:
+            return
+        copies = [item.copy for item in items if item.copy is not None]
+        assert len(copies) == len(items)  # a re-driven item has its copy (_decide)
         try:
-            state.sender.send_messages(batch)
+            outcomes = self._sender(state).send_all(copies)
         except Exception as exc:
             log.exception("re-drive send to %s failed", state.plan.target)
             summary.error(state.plan.source.path, f"send failed: {type(exc).__name__}: {exc}")
             self._fail(state, items, summary)
             return
+        sent: list[_Item] = []
+        for item, outcome in zip(items, outcomes, strict=True):
+            if outcome.error is None:
+                sent.append(item)
+                continue
+            what = "copy too large to send" if isinstance(outcome.error, MessageTooLarge) else "send failed"
+            summary.error(
+                state.plan.source.path,
+                f"{what}: sequence number {item.dead_letter.sequence_number}: "
+                f"{type(outcome.error).__name__}: {outcome.error}",
+            )
+            self._fail(state, [item], summary)
+        if not sent:
+            return
         if self.hooks.after_send is not None:
-            self.hooks.after_send([item.dead_letter for item in items])
-        count(redriven, len(items), {DESTINATION_NAME: state.plan.source.path})
-        for item in items:
+            self.hooks.after_send([item.dead_letter for item in sent])
+        count(redriven, len(sent), {DESTINATION_NAME: state.plan.source.path})
+        for item in sent:
             self._complete(state, item, Outcome.REDRIVE, summary)
+
+    def _sender(self, state: _EntityState) -> EntitySender:
+        """The target's sender, opened on the first copy (a run that only archives never opens one)."""
+        if state.sender is not None and state.sender.stale:  # lost, or idle past its token: a new one
+            self._close_sender(state)
+        if state.sender is None:
+            # Busbar's own AMQP sender: every application property goes out with its AMQP type.
+            from shared.amqp.sender import EntitySender
+
+            assert state.plan.target is not None
+            state.sender = EntitySender(self.namespace, state.plan.target.name)
+        return state.sender
+
+    @staticmethod
+    def _close_sender(state: _EntityState) -> None:
+        if state.sender is not None:
+            state.sender.close()
+            state.sender = None
 
     def _complete(self, state: _EntityState, item: _Item, outcome: Outcome, summary: RunSummary) -> None:
         try:
@@ -428,7 +464,7 @@ class Redriver:
 
     def _plan_entity(self, plan: EntityPlan, run_id: str, budget: _Budget, summary: RunSummary) -> None:
         with self._dead_letter_receiver(plan) as receiver:
-            state = _EntityState(plan, receiver, None)
+            state = _EntityState(plan, receiver)
             next_sequence = 0
             while not budget.exhausted():
                 page = receiver.peek_messages(

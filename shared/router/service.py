@@ -3,7 +3,8 @@
 :func:`shared.router.decision.decide` is pure; this module feeds it a :class:`RoutingSnapshot` read through
 ``azure-mgmt-servicebus`` (cached for ``BUSBAR_ROUTER_SNAPSHOT_SECONDS``, counted from the start of the
 read; re-read before an event is declared unrouted, so a subscription created a moment ago is never
-missed), re-publishes bridged copies with ``azure-servicebus`` (with the SessionId of
+missed), re-publishes bridged copies through Busbar's own AMQP sender (:mod:`shared.amqp.sender`,
+every application property with its AMQP type; with the SessionId of
 :func:`~shared.router.session.bridge_session`: the one the event arrived with, else its contract's ordering
 key), and records unrouted events: logged, counted, and archived as Parquet (:mod:`shared.archive`) with
 decision ``NoMatchingSubscription``.
@@ -42,16 +43,13 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import Any, Protocol
-
-from azure.servicebus import ServiceBusClient, ServiceBusMessage
+from typing import TYPE_CHECKING, Any, Protocol
 
 from shared.app_settings import AppSetting
 from shared.archive.rows import archive_row
 from shared.archive.writer import ArchiveWriter
 from shared.contracts import ContractRegistry
 from shared.envelope import PartitionKeyPolicy
-from shared.envelope.sdk import to_message
 from shared.management import ManagementClient
 from shared.messages import IncomingMessage
 from shared.router.bridge_senders import BridgeSenders, Destination
@@ -66,7 +64,11 @@ from shared.router.decision import (
 )
 from shared.router.session import SessionSource, bridge_session
 from shared.telemetry.conventions import DESTINATION_NAME
-from shared.telemetry.operations import linked, record_archived, stamp_message
+from shared.telemetry.operations import linked, record_archived, trace_stamped
+
+if TYPE_CHECKING:
+    from shared.amqp.connection import Namespace
+    from shared.amqp.outgoing import OutgoingMessage
 from shared.topology.arm import rule_of
 from shared.topology.handover import SNAPSHOT_SECONDS, Handover, skew_allowance
 from shared.topology.handover import snapshot_seconds as snapshot_seconds  # the app reads it from here
@@ -199,18 +201,21 @@ def dedicated_topic_resolver(options: TopologyOptions) -> Callable[[str], str | 
     return resolve
 
 
-def bridged_copy(message: IncomingMessage, fallback_topic: str, destination: str = "") -> ServiceBusMessage:
+def bridged_copy(message: IncomingMessage, fallback_topic: str, destination: str = "") -> OutgoingMessage:
     """An exact copy of ``message`` (ids, session, properties, body) marked as bridged from the fallback.
     Its MessageId is the original's, so an endpoint that also got the original (through a fallback rule a
     migration is retiring) recognises the copy and does not handle it again. With tracing on, the copy
     carries a ``bridge`` span's context, a new trace linked to the original's (``destination``: where the
     copy goes, for that span)."""
+    from shared.amqp.outgoing import outgoing_message  # proton loads its C library only when it is needed
+
     properties = {**message.application_properties, BRIDGED_FROM: fallback_topic}
     # The copy goes where the original went: a PartitionKey that conflicts with the SessionId yields to it.
-    copy = to_message(replace(message, application_properties=properties), PartitionKeyPolicy.SESSION_WINS)
+    copy = outgoing_message(
+        replace(message, application_properties=properties), PartitionKeyPolicy.SESSION_WINS
+    )
     with linked("bridge", message.application_properties, destination=destination):
-        stamp_message(copy)
-    return copy
+        return replace(copy, application_properties=trace_stamped(copy.application_properties))
 
 
 class ArchivingRecorder:
@@ -266,7 +271,7 @@ class FallbackRouter:
         self,
         *,
         management: ManagementClient,
-        client: ServiceBusClient,
+        namespace: Namespace,
         options: TopologyOptions,
         contracts: ContractRegistry,
         fallback_topic: str,
@@ -275,13 +280,13 @@ class FallbackRouter:
         snapshot_seconds: float = 30.0,
     ) -> None:
         self.management = management
-        self.client = client
+        self.namespace = namespace
         self.contracts = contracts
         self.fallback_topic = fallback_topic
         self.router_subscription = router_subscription
         self.recorder = recorder
         self.snapshot_seconds = snapshot_seconds
-        self.senders = BridgeSenders(client)
+        self.senders = BridgeSenders(namespace)
         self._dedicated = dedicated_topic_resolver(options)
         self._snapshot: RoutingSnapshot | None = None
         self._loaded_at = 0.0
@@ -356,7 +361,7 @@ class FallbackRouter:
         return decision if fresh is snapshot else decide(message, fresh, self._dedicated)
 
     def close(self) -> None:
-        """Close the bridge's senders (the clients stay open: they belong to the caller)."""
+        """Close the bridge's senders (the management client stays open: it belongs to the caller)."""
         self.senders.close()
 
     def _with_session(self, message: IncomingMessage, decision: RouterDecision) -> IncomingMessage:

@@ -46,6 +46,18 @@ def continuing(context: Context) -> Iterator[None]:
         otel_context.detach(token)
 
 
+def trace_stamped(properties: Mapping[str, Any]) -> dict[str, Any]:
+    """``properties`` with the current span's trace context (replacing any they carried), for a message
+    Busbar sends itself (:mod:`shared.amqp.outgoing`); unchanged when there is no span to continue."""
+    result: dict[Any, Any] = dict(properties)
+    stamped = current_trace_properties()
+    replace_trace_properties(result, stamped)
+    for name in list(result):
+        if isinstance(name, bytes):  # current_trace_properties names them as azure-servicebus writes them
+            result[name.decode()] = result.pop(name)
+    return result
+
+
 def stamp_message(message: ServiceBusMessage) -> None:
     """Put the current span's trace context on ``message`` (replacing any it carried); nothing changes
     when there is no span to continue (tracing off and no incoming context)."""

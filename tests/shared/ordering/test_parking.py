@@ -42,9 +42,9 @@ def _held(emulator: Any) -> str:
 
 
 def _park(emulator: Any, held: str, *messages: IncomingMessage) -> None:
-    with ServiceBusClient.from_connection_string(emulator.connection_string) as client:
-        for message in messages:
-            park(client, held, message)
+    namespace = Namespace.from_connection_string(emulator.connection_string)
+    for message in messages:
+        park(namespace, held, message)
 
 
 def test_a_parked_message_comes_back_with_each_property_of_its_amqp_type(emulator: Any) -> None:

@@ -15,7 +15,9 @@ from azure.servicebus import (
     ServiceBusSubQueue,
 )
 
+from shared.amqp.outgoing import OutgoingMessage
 from shared.management import ManagementClient, ManagementSettings
+from tests.shared.amqp.typed_send import send_typed
 
 WAIT = 0.5
 
@@ -99,15 +101,21 @@ def receive_all(receiver: Any, count: int) -> list[ServiceBusReceivedMessage]:
 def dead_letter_queue_messages(
     connection_string: str,
     queue: str,
-    messages: Sequence[ServiceBusMessage],
+    messages: Sequence[ServiceBusMessage | OutgoingMessage],
     reason: str,
     description: str = "it failed",
     session_id: str | None = None,
 ) -> None:
-    """Send ``messages`` to ``queue`` and dead-letter them (in order) with ``reason``."""
+    """Send ``messages`` to ``queue`` and dead-letter them (in order) with ``reason``. Messages given as
+    :class:`OutgoingMessage` go out through Busbar's own AMQP sender (a .NET sender's char, say)."""
+    typed = [message for message in messages if isinstance(message, OutgoingMessage)]
+    if typed:
+        assert len(typed) == len(messages), "one sender per call keeps the messages' order"
+        send_typed(connection_string, queue, *typed)
     with ServiceBusClient.from_connection_string(connection_string) as client:
-        with client.get_queue_sender(queue) as sender:
-            sender.send_messages(list(messages))
+        if not typed:
+            with client.get_queue_sender(queue) as sender:
+                sender.send_messages([m for m in messages if isinstance(m, ServiceBusMessage)])
         with client.get_queue_receiver(queue, session_id=session_id) as receiver:
             received = receive_all(receiver, len(messages))
             assert len(received) == len(messages)

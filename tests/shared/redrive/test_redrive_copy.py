@@ -8,8 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from shared.envelope import sdk_codec
-from shared.envelope.properties import Char
+from shared.envelope.properties import Char, Long
 from shared.redrive.copy import CopyError, build_redrive_message, oversize
 from shared.redrive.entities import EntityRef, Target
 from shared.redrive.message import DeadLetter
@@ -54,8 +53,9 @@ def test_the_copy_replaces_dead_letter_properties_with_a_bounded_namespaced_hist
     assert properties["busbar.redrive.description"] == "x" * 1024
     assert properties["busbar.redrive.source"] == "events/Subscriptions/billing"
     assert properties["busbar.redrive.dead_letter_source"] == "events/Subscriptions/billing"
-    # A long, given to the SDK typed (a plain int would go as a 32-bit int).
-    assert properties["busbar.redrive.sequence_number"] == {"TYPE": "LONG", "VALUE": 12}
+    # A long, held typed (a plain int would go as a 32-bit int).
+    assert properties["busbar.redrive.sequence_number"] == 12
+    assert type(properties["busbar.redrive.sequence_number"]) is Long
     assert properties["busbar.redrive.at"] == NOW
     assert (copy.message_id, copy.session_id, copy.partition_key) == ("m-1", "s-1", "s-1")
     assert copy.time_to_live == timedelta(minutes=5)
@@ -63,15 +63,19 @@ def test_the_copy_replaces_dead_letter_properties_with_a_bounded_namespaced_hist
 
 def test_a_binary_property_is_copied_as_binary() -> None:
     copy = build_redrive_message(dead_letter(application_properties={"blob": b"\xff\x00"}), "run-1", NOW)
-    assert (copy.application_properties or {})["blob"] == {"TYPE": "BINARY", "VALUE": b"\xff\x00"}
+    assert copy.application_properties["blob"] == b"\xff\x00"
+    on_wire: dict[str, object] = copy.to_proton().properties or {}
+    sent = on_wire["blob"]
+    assert type(sent) is bytes and sent == b"\xff\x00"  # proton encodes bytes as an AMQP binary
 
 
 def test_a_char_property_is_copied_as_char() -> None:
     copy = build_redrive_message(dead_letter(application_properties={"grade": Char("A")}), "run-1", NOW)
-    assert (copy.application_properties or {})["grade"] == {"TYPE": sdk_codec.CHAR, "VALUE": "A"}
+    grade = copy.application_properties["grade"]
+    assert grade == "A" and type(grade) is Char
 
 
-def test_a_property_the_sdk_cannot_send_makes_the_message_uncopyable_naming_it() -> None:
+def test_a_property_that_cannot_be_sent_makes_the_message_uncopyable_naming_it() -> None:
     properties = {"tenant": "acme", "price": Decimal("1E+7000")}
     with pytest.raises(CopyError, match=r"'price' cannot be sent: .*does not fit an AMQP decimal128"):
         build_redrive_message(dead_letter(application_properties=properties), "run-1", NOW)

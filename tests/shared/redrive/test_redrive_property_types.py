@@ -12,10 +12,10 @@ from typing import Any
 
 from azure.servicebus import ServiceBusClient
 
+from shared.amqp.outgoing import outgoing_message
 from shared.archive.reader import read_archive, row_properties
 from shared.envelope import Envelope, PartitionKeyPolicy
 from shared.envelope.properties import AmqpType, Char, amqp_type
-from shared.envelope.sdk import to_message
 from shared.redrive.job import run_redrive
 from tests.shared.envelope.wire_types import EXACT, SENT, stored_properties, types_of
 from tests.shared.redrive.redrive_support import dead_letter_queue_messages, redrive_env
@@ -40,7 +40,7 @@ def test_a_dotnet_shaped_message_is_redriven_twice_and_archived_with_every_type_
 ) -> None:
     queue = provision.queue()
     cs = emulator.connection_string
-    original = to_message(
+    original = outgoing_message(
         Envelope(body=b"{}", message_id="typed-1", application_properties=DEAD_LETTERED),
         PartitionKeyPolicy.REFUSE,
     )
@@ -84,7 +84,7 @@ def test_a_dead_letter_with_char_and_decimal_ahead_of_others_does_not_stop_the_r
     queue = provision.queue()
     dotnet = {"grade": Char("A"), "price": Decimal("-0.5")}
     messages = [
-        to_message(
+        outgoing_message(
             Envelope(body=b"{}", message_id=name, application_properties=props), PartitionKeyPolicy.REFUSE
         )
         for name, props in (("first", {}), ("dotnet", dotnet), ("last", {}))

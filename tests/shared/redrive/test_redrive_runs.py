@@ -295,6 +295,31 @@ def test_session_ids_are_kept_and_messages_of_a_session_keep_their_order(
         assert [b"".join(m.body).decode() for m in received] == [f"{session}:{i}" for i in range(5)]
 
 
+def test_a_copy_the_target_refuses_keeps_its_original_and_holds_its_sessions_later_messages(
+    emulator: Any, provision: Any, tmp_path: Path
+) -> None:
+    # Each copy has its own outcome: a 1 MB queue takes the copies that fit and refuses the next one
+    # (QuotaExceeded, amqp:resource-limit-exceeded). Only the originals whose copy was taken are completed,
+    # and a refused copy holds its session's later messages, so no session is overtaken, nothing is lost
+    # and nothing is sent twice.
+    queue = provision.queue(requires_session=True, max_size_in_megabytes=1)
+    cs = emulator.connection_string
+    chunk = b"x" * (200 * 1024)
+    for session in ("s-1", "s-2"):
+        for i in range(2):  # one at a time: two would not fit one SDK batch (256 KB)
+            original = message(chunk, message_id=f"{session}:{i}", session_id=session)
+            dead_letter_queue_messages(cs, queue, [original], "MaxDeliveryCountExceeded", session_id=session)
+
+    summary = run(emulator, tmp_path, [queue])
+
+    assert summary.totals() == {"redriven": 2, "archived": 0, "held": 1, "left": 0, "failed": 1}
+    [error] = summary.to_dict()["errors"]
+    assert "send failed" in str(error) and "amqp:resource-limit-exceeded" in str(error)
+    assert [m.message_id for m in peek_queue(cs, queue, DLQ)] == ["s-2:0", "s-2:1"]  # kept, in order
+    assert [m.message_id for m in drain_queue(cs, queue, session_id="s-1")] == ["s-1:0", "s-1:1"]
+    assert drain_queue(cs, queue, session_id="s-2") == []  # no copy of the refused or the held one
+
+
 def test_a_message_without_session_id_for_a_session_queue_is_archived_not_redriven_into_a_rejection(
     emulator: Any, provision: Any, tmp_path: Path
 ) -> None:

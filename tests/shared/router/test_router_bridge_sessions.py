@@ -18,6 +18,7 @@ from azure.servicebus import ServiceBusClient, ServiceBusMessage, ServiceBusRece
 
 from app.endpoints.sample.events import sample_registry
 from emulator.testing import EmulatorHandle
+from shared.amqp.connection import Namespace as WireNamespace
 from shared.contracts import ENCLOSED_MESSAGE_TYPES
 from shared.envelope.sdk import from_received, readable_body
 from shared.management import EMULATOR_NAMESPACE, ManagementClient, ManagementSettings
@@ -95,7 +96,7 @@ def bridge(emulator: EmulatorHandle) -> Iterator[Bridge]:
         )
         router = FallbackRouter(
             management=management,
-            client=client,
+            namespace=WireNamespace.from_connection_string(emulator.connection_string),
             options=options,
             contracts=sample_registry(),
             fallback_topic=fallback,

@@ -22,6 +22,7 @@ from azure.servicebus import ServiceBusClient, ServiceBusMessage, ServiceBusRece
 
 from app.endpoints.sample.events import sample_registry
 from emulator.testing import EmulatorHandle
+from shared.amqp.connection import Namespace as WireNamespace
 from shared.contracts import ENCLOSED_MESSAGE_TYPES
 from shared.envelope.sdk import from_received, readable_body
 from shared.management import EMULATOR_NAMESPACE, ManagementClient, ManagementSettings
@@ -70,7 +71,7 @@ def _drain(client: ServiceBusClient, topic: str, subscription: str) -> list[Serv
 
 
 def test_a_bridged_copy_keeps_its_message_id_is_delivered_once_and_a_second_bridge_of_it_is_dropped(
-    management: ManagementClient, client: ServiceBusClient
+    management: ManagementClient, client: ServiceBusClient, emulator: EmulatorHandle
 ) -> None:
     namespace = f"t{uuid.uuid4().hex[:10]}"
     fallback, dedicated = f"{namespace}/fallback", f"{namespace}/Tenant.CustomerUpdated"
@@ -80,7 +81,7 @@ def test_a_bridged_copy_keeps_its_message_id_is_delivered_once_and_a_second_brid
     management.subscriptions.create_or_update(*management.scope, dedicated, "watch", SBSubscription())
     router = FallbackRouter(
         management=management,
-        client=client,
+        namespace=WireNamespace.from_connection_string(emulator.connection_string),
         options=TopologyOptions(
             hierarchy_namespace=namespace,
             fallback_topic=FallbackTopicOptions(

@@ -17,6 +17,7 @@ from azure.servicebus import ServiceBusClient, ServiceBusMessage
 import shared.router.service as router_service
 from app.endpoints.sample.events import sample_registry
 from emulator.testing import EmulatorHandle
+from shared.amqp.connection import Namespace as WireNamespace
 from shared.contracts import ENCLOSED_MESSAGE_TYPES
 from shared.envelope.sdk import readable_from_received
 from shared.management import EMULATOR_NAMESPACE, ManagementClient, ManagementSettings
@@ -96,7 +97,7 @@ def namespace(emulator: EmulatorHandle) -> Iterator[Namespace]:
         )
         router = FallbackRouter(
             management=management,
-            client=client,
+            namespace=WireNamespace.from_connection_string(emulator.connection_string),
             options=TopologyOptions(
                 hierarchy_namespace=name,
                 fallback_topic=FallbackTopicOptions(

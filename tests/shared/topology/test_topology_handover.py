@@ -13,6 +13,8 @@ import pytest
 from azure.mgmt.servicebus.models import SBQueue, SBSubscription, SBSubscriptionProperties, SBTopic
 from azure.servicebus import ServiceBusClient, ServiceBusMessage
 
+from emulator.testing import EmulatorHandle
+from shared.amqp.connection import Namespace
 from shared.contracts import ENCLOSED_MESSAGE_TYPES, ContractRegistry
 from shared.management import ManagementClient
 from shared.messages import IncomingMessage
@@ -266,7 +268,7 @@ def test_moving_an_event_onto_a_rule_of_an_existing_subscription_records_a_fixed
 
 
 def test_a_router_behind_a_deleted_fallback_subscription_still_learns_it_delivered_before_the_cutoff(
-    management: ManagementClient, sb_client: ServiceBusClient, ns: str
+    management: ManagementClient, sb_client: ServiceBusClient, ns: str, emulator: EmulatorHandle
 ) -> None:
     # A migration (a declarative PUT) deleted billing's whole fallback subscription: billing is served
     # nowhere on the fallback topic, so the router's snapshot does not list the dedicated topic and finds
@@ -296,7 +298,7 @@ def test_a_router_behind_a_deleted_fallback_subscription_still_learns_it_deliver
     )
     router = FallbackRouter(
         management=management,
-        client=sb_client,
+        namespace=Namespace.from_connection_string(emulator.connection_string),
         options=options,
         contracts=ContractRegistry(),
         fallback_topic=fallback,
