@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from types import ModuleType
 
-from shared.app_settings import AppSetting, read
+from shared.app_settings import AppSetting, read, read_switch
 from shared.handlers.endpoints import Endpoint, EndpointCatalog
 from shared.management import SettingsError
 
@@ -32,7 +32,7 @@ SAMPLE_MODULE = "sample"
 SAMPLE_ENDPOINTS = AppSetting(
     "BUSBAR_SAMPLE_ENDPOINTS",
     "Host the sample endpoints of app/endpoints/sample/ (billing, crm, shipping, sales): 'true' or 'false' "
-    "('on'/'off'). Off: the app serves only the endpoints of your own modules under app/endpoints/.",
+    "('1'/'0'). Off: the app serves only the endpoints of your own modules under app/endpoints/.",
     default="true",
 )
 
@@ -44,9 +44,6 @@ ENDPOINT_MODULES = AppSetting(
 
 SETTINGS: tuple[AppSetting, ...] = (SAMPLE_ENDPOINTS, ENDPOINT_MODULES)
 
-_ON = frozenset({"true", "on", "1", "yes"})
-_OFF = frozenset({"false", "off", "0", "no"})
-
 
 class EndpointDiscoveryError(ValueError):
     """An endpoint module cannot be hosted: it fails to import, or declares what cannot be hosted."""
@@ -54,14 +51,9 @@ class EndpointDiscoveryError(ValueError):
 
 def sample_enabled(env: Mapping[str, str] | None = None) -> bool:
     """Whether ``BUSBAR_SAMPLE_ENDPOINTS`` hosts the sample; :class:`SettingsError` for another value than
-    true/false/on/off (a typo must not host or drop endpoints silently)."""
-    raw = (read(SAMPLE_ENDPOINTS, env) or "").lower()
-    if raw in _ON:
-        return True
-    if raw in _OFF:
-        return False
-    value = read(SAMPLE_ENDPOINTS, env)
-    raise SettingsError(f"{SAMPLE_ENDPOINTS.name} must be 'true' or 'false' (or 'on'/'off'), got {value!r}")
+    true/false/1/0 (:func:`shared.app_settings.read_switch`: a typo must not host or drop endpoints
+    silently)."""
+    return read_switch(SAMPLE_ENDPOINTS, env, SettingsError)
 
 
 def endpoint_module_names(
