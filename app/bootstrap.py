@@ -40,7 +40,7 @@ from shared.api.provisioning.lock import (
 from shared.api.provisioning.service import entity_defaults
 from shared.app_settings import read
 from shared.handlers.endpoints import Endpoint
-from shared.management import ManagementClient, ManagementSettings
+from shared.management import ManagementClient, ManagementSettings, SettingsError
 from shared.router.service import ROUTER_SUBSCRIPTION
 from shared.topology import (
     ApplyResult,
@@ -248,8 +248,14 @@ def provision_on_start(
 ) -> ApplyResult | None:
     """Provision the app's endpoints (``endpoints``: those ``settings`` host) under the provisioning lock when
     ``BUSBAR_PROVISION_ON_START`` is on; what was created and found, ``None`` when off. Raises what the
-    planner and the management plane refuse (nothing is applied then)."""
-    if not enabled(settings):
+    planner and the management plane refuse (nothing is applied then), and every invalid setting at once
+    when ``BUSBAR_PROVISION_ON_START`` itself is invalid (the indexing fails with that message)."""
+    try:
+        on = enabled(settings)
+    except SettingsError:
+        require_valid_settings(settings)  # one error naming this setting and every other invalid one
+        raise
+    if not on:
         return None
     result = provision_app(settings, endpoints, locked=True)
     log.info("provisioned on start: %d created, %d unchanged", len(result.created), len(result.unchanged))

@@ -8,22 +8,32 @@ with none at all it still starts (the publishing API of published-only contracts
 runbooks work). ``BUSBAR_ENDPOINT_MODULES`` hosts some of the modules only (one Function App per group of
 endpoints, from one code base; the app's own tests host the sample alone, whatever modules you add).
 
-A module that cannot be imported, an ``ENDPOINTS`` that holds something else than endpoints and two
-endpoints of one name are :class:`EndpointDiscoveryError`\\ s naming the module(s): the app does not start
-on a half-read set of endpoints (its functions would not be indexed, and the host logs the message).
+A module that cannot be imported, an ``ENDPOINTS`` that holds something else than endpoints, two endpoints
+of one name, an endpoint whose queue is not a valid Service Bus queue name and two endpoints that share a
+queue setting or a queue are :class:`EndpointDiscoveryError`\\ s naming the module(s): the app does not
+start on a half-read set of endpoints (its functions would not be indexed, and the host logs the message).
+
+The queue checked is the one the endpoint listens on (``BUSBAR_<NAME>_QUEUE``, default its name, under the
+hierarchy prefix), by the rule the provisioning API applies to every endpoint name
+(:func:`shared.api.provisioning.admission.name_problems`: NServiceBus's queue-name regex, and the
+subscription named after the queue); Service Bus compares entity names case-insensitively, so two queues
+that differ only in case are one.
 """
 
 from __future__ import annotations
 
 import importlib
+import os
 import pkgutil
 from collections.abc import Mapping
 from pathlib import Path
 from types import ModuleType
 
-from shared.app_settings import AppSetting, read
+from shared.api.provisioning.admission import name_problems
+from shared.app_settings import AppSetting, read, read_switch
 from shared.handlers.endpoints import Endpoint, EndpointCatalog
 from shared.management import SettingsError
+from shared.topology import HierarchyNamespace, TopologyOptions, load_topology_options
 
 ENDPOINTS_PACKAGE = "app.endpoints"
 ENDPOINTS_DIRECTORY = Path(__file__).resolve().parent / "endpoints"
@@ -32,7 +42,7 @@ SAMPLE_MODULE = "sample"
 SAMPLE_ENDPOINTS = AppSetting(
     "BUSBAR_SAMPLE_ENDPOINTS",
     "Host the sample endpoints of app/endpoints/sample/ (billing, crm, shipping, sales): 'true' or 'false' "
-    "('on'/'off'). Off: the app serves only the endpoints of your own modules under app/endpoints/.",
+    "('1'/'0'). Off: the app serves only the endpoints of your own modules under app/endpoints/.",
     default="true",
 )
 
@@ -44,24 +54,21 @@ ENDPOINT_MODULES = AppSetting(
 
 SETTINGS: tuple[AppSetting, ...] = (SAMPLE_ENDPOINTS, ENDPOINT_MODULES)
 
-_ON = frozenset({"true", "on", "1", "yes"})
-_OFF = frozenset({"false", "off", "0", "no"})
-
 
 class EndpointDiscoveryError(ValueError):
-    """An endpoint module cannot be hosted: it fails to import, or declares what cannot be hosted."""
+    """An endpoint module cannot be hosted: it fails to import, or declares what cannot be hosted;
+    ``problems`` lists each (the message joins them with ``; ``)."""
+
+    def __init__(self, *problems: str) -> None:
+        self.problems = list(problems)
+        super().__init__("; ".join(problems))
 
 
 def sample_enabled(env: Mapping[str, str] | None = None) -> bool:
     """Whether ``BUSBAR_SAMPLE_ENDPOINTS`` hosts the sample; :class:`SettingsError` for another value than
-    true/false/on/off (a typo must not host or drop endpoints silently)."""
-    raw = (read(SAMPLE_ENDPOINTS, env) or "").lower()
-    if raw in _ON:
-        return True
-    if raw in _OFF:
-        return False
-    value = read(SAMPLE_ENDPOINTS, env)
-    raise SettingsError(f"{SAMPLE_ENDPOINTS.name} must be 'true' or 'false' (or 'on'/'off'), got {value!r}")
+    true/false/1/0 (:func:`shared.app_settings.read_switch`: a typo must not host or drop endpoints
+    silently)."""
+    return read_switch(SAMPLE_ENDPOINTS, env, SettingsError)
 
 
 def endpoint_module_names(
@@ -143,4 +150,49 @@ def hosted_catalog(
                     "name is its queue's and its trigger's: rename one)"
                 )
             owners.setdefault(endpoint.name, (endpoint, name))
+    problems = queue_problems(list(owners.values()), os.environ if env is None else env)
+    if problems:
+        raise EndpointDiscoveryError(*problems)
     return EndpointCatalog(*(endpoint for endpoint, _ in owners.values()))
+
+
+def queue_problems(hosted: list[tuple[Endpoint, str]], env: Mapping[str, str]) -> list[str]:
+    """What stops ``hosted`` (each endpoint with its module's name) from listening under ``env``: a queue
+    that is not a valid queue name, a queue setting two endpoints derive, a queue two endpoints share."""
+    options = _options(env)
+    hierarchy = HierarchyNamespace(options.hierarchy_namespace)
+    problems: list[str] = []
+    by_setting: dict[str, tuple[Endpoint, str]] = {}
+    by_queue: dict[str, tuple[Endpoint, str]] = {}
+    for endpoint, module in hosted:
+        setting = endpoint.queue_setting.name
+        queue = endpoint.queue(env)
+        source = "its name" if queue == endpoint.name else setting
+        for problem in name_problems(queue, options):
+            problems.append(
+                f"{module}: endpoint {endpoint.name!r} cannot listen on its queue ({source}): {problem}"
+            )
+        other = by_setting.setdefault(setting, (endpoint, module))
+        if other[0] is not endpoint:
+            problems.append(
+                f"endpoints {other[0].name!r} ({other[1]}) and {endpoint.name!r} ({module}) would both take "
+                f"their queue from {setting}: rename one"
+            )
+            continue
+        other = by_queue.setdefault(hierarchy.apply(queue).lower(), (endpoint, module))
+        if other[0] is not endpoint:
+            problems.append(
+                f"endpoints {other[0].name!r} ({other[1]}) and {endpoint.name!r} ({module}) would both "
+                f"listen on queue {hierarchy.apply(queue)!r} (Service Bus names ignore case): give one "
+                f"another queue ({setting})"
+            )
+    return problems
+
+
+def _options(env: Mapping[str, str]) -> TopologyOptions:
+    """The topology options for the queue names' prefix. Options that do not load are reported by their own
+    reader (at start-up, with every other setting): the names are checked without a prefix meanwhile."""
+    try:
+        return load_topology_options(env)
+    except ValueError:
+        return TopologyOptions()

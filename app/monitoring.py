@@ -16,7 +16,7 @@ import threading
 import uuid
 from collections.abc import Mapping
 
-from app.runtime import environment
+from app.runtime import cached, environment
 from shared.monitoring.flusher import Flusher
 from shared.monitoring.recorder import Pending, Recorder
 from shared.monitoring.table import MonitoringTable, monitoring_table_from_settings
@@ -28,18 +28,15 @@ random part a restarted worker (whose fresh counts must not replace its predeces
 
 _lock = threading.Lock()
 _flusher: Flusher | None = None
-_tables: dict[tuple[str, str, str], MonitoringTable] = {}
 
 
 def monitoring_table(env: Mapping[str, str] | None = None) -> MonitoringTable:
-    """The cached monitoring table of the storage account ``AzureWebJobsStorage`` names."""
+    """The cached monitoring table of the storage account ``AzureWebJobsStorage`` names (in the app's one
+    cache of clients, :func:`app.runtime.cached`)."""
     values = environment() if env is None else env
-    key = storage_identity(values)
-    with _lock:
-        table = _tables.get(key)
-        if table is None:
-            table = _tables[key] = monitoring_table_from_settings(values)
-        return table
+    return cached(
+        ("monitoring-table", *storage_identity(values)), lambda: monitoring_table_from_settings(values)
+    )
 
 
 def _write(items: list[Pending]) -> None:

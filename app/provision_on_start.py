@@ -21,7 +21,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from shared.app_settings import AppSetting, read
+from shared.app_settings import AppSetting, read_switch
+from shared.management import SettingsError
 
 PROVISION_ON_START = AppSetting(
     "BUSBAR_PROVISION_ON_START",
@@ -35,5 +36,7 @@ SETTINGS: tuple[AppSetting, ...] = (PROVISION_ON_START,)
 
 
 def enabled(settings: Mapping[str, str]) -> bool:
-    """Whether ``BUSBAR_PROVISION_ON_START`` is on (``true``/``1``/``yes``, any case)."""
-    return (read(PROVISION_ON_START, settings) or "").lower() in ("true", "1", "yes")
+    """Whether ``BUSBAR_PROVISION_ON_START`` is on (``true``/``1``, any case); :class:`SettingsError` for
+    another value than true/false/1/0 (:func:`shared.app_settings.read_switch`): a typo must not leave a
+    deployed app on a topology nobody provisioned, nor provision one nobody asked for."""
+    return read_switch(PROVISION_ON_START, settings, SettingsError)

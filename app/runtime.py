@@ -57,7 +57,10 @@ def environment() -> Mapping[str, str]:
     return os.environ
 
 
-def _cached[T](key: tuple[str, ...], build: Callable[[], T]) -> T:
+def cached[T](key: tuple[str, ...], build: Callable[[], T]) -> T:
+    """The process's one ``key``'s object, built by ``build`` the first time (under the cache's lock, which
+    is not reentrant: ``build`` must not call this); :func:`reset` closes and forgets it. The one cache of
+    the app's long-lived clients: ``key`` starts with what the object is, then the settings that define it."""
     with _cache_lock:
         found = _cache.get(key)
         if found is None:
@@ -70,7 +73,7 @@ def service_bus_client(env: Mapping[str, str] | None = None) -> ServiceBusClient
     """A client for ``ServiceBusConnection`` (connection string) or its ``__fullyQualifiedNamespace``."""
     values = environment() if env is None else env
     key, build = _service_bus_client_factory(values)
-    return _cached(key, build)
+    return cached(key, build)
 
 
 def new_service_bus_client(env: Mapping[str, str] | None = None, **kwargs: Any) -> ServiceBusClient:
@@ -88,7 +91,7 @@ def wire_namespace(env: Mapping[str, str] | None = None) -> Namespace:
     values = environment() if env is None else env
     connection_string = (values.get(CONNECTION) or "").strip()
     if connection_string:
-        return _cached(
+        return cached(
             ("wire", connection_string), lambda: Namespace.from_connection_string(connection_string)
         )
     require_connection(values)
@@ -96,8 +99,8 @@ def wire_namespace(env: Mapping[str, str] | None = None) -> Namespace:
 
     from azure.identity import DefaultAzureCredential  # heavy; only in Azure
 
-    credential = _cached(("credential",), DefaultAzureCredential)
-    return _cached(("wire-identity", namespace), lambda: Namespace.from_credential(namespace, credential))
+    credential = cached(("credential",), DefaultAzureCredential)
+    return cached(("wire-identity", namespace), lambda: Namespace.from_credential(namespace, credential))
 
 
 def require_connection(values: Mapping[str, str]) -> None:
@@ -124,7 +127,7 @@ def _service_bus_client_factory(
 
     # One credential per process: it caches its tokens, which new clients (locks) then reuse. Taken
     # here, not in build(), which runs under the cache's (non-reentrant) lock.
-    credential = _cached(("credential",), DefaultAzureCredential)
+    credential = cached(("credential",), DefaultAzureCredential)
 
     def build() -> ServiceBusClient:
         return ServiceBusClient(namespace, credential, **kwargs)
@@ -156,14 +159,14 @@ def held_keys(env: Mapping[str, str] | None = None) -> HeldKeys:
     """The cached held-key store of ``AzureWebJobsStorage`` (ordered endpoints)."""
     values = environment() if env is None else env
     key = ("held-keys", *storage_identity(values))
-    return _cached(key, lambda: held_keys_from_settings(values))
+    return cached(key, lambda: held_keys_from_settings(values))
 
 
 def handled_records(env: Mapping[str, str] | None = None) -> HandledRecords:
     """The cached handled-message records of ``AzureWebJobsStorage`` (every endpoint's)."""
     values = environment() if env is None else env
     key = ("handled-records", *storage_identity(values))
-    return _cached(key, lambda: handled_records_from_settings(values))
+    return cached(key, lambda: handled_records_from_settings(values))
 
 
 def topology_options(env: Mapping[str, str] | None = None) -> TopologyOptions:
@@ -177,7 +180,7 @@ def publisher(endpoint_name: str, env: Mapping[str, str] | None = None) -> Publi
     client = service_bus_client(values)
     options = topology_options(values)
     key = ("publisher", str(id(client)), options.model_dump_json(), endpoint_name)
-    return _cached(key, lambda: Publisher(client, options, endpoint_name=endpoint_name))
+    return cached(key, lambda: Publisher(client, options, endpoint_name=endpoint_name))
 
 
 def api_endpoint_name(env: Mapping[str, str] | None = None) -> str:
@@ -196,7 +199,7 @@ def management_client(env: Mapping[str, str] | None = None) -> ManagementClient:
         settings.endpoint,
         settings.token or "",
     )
-    return _cached(key, lambda: ManagementClient(settings))
+    return cached(key, lambda: ManagementClient(settings))
 
 
 def message_size_limits(env: Mapping[str, str] | None = None) -> MessageSizeLimits | None:
@@ -208,7 +211,7 @@ def message_size_limits(env: Mapping[str, str] | None = None) -> MessageSizeLimi
     except SettingsError:
         return None
     key = ("message-size-limits", str(id(management)))
-    return _cached(key, lambda: MessageSizeLimits(arm_topic_max_message_size(management)))
+    return cached(key, lambda: MessageSizeLimits(arm_topic_max_message_size(management)))
 
 
 def reset() -> None:
@@ -246,7 +249,7 @@ def archive_writer(env: Mapping[str, str] | None = None) -> ArchiveWriter:
                 f"(or, locally, {archive_settings.ARCHIVE_CONNECTION_STRING.name})"
             )
     key = ("archive", url, connection_string or "", account or "")
-    return _cached(key, lambda: ArchiveWriter(url, options))
+    return cached(key, lambda: ArchiveWriter(url, options))
 
 
 def fallback_router(contracts: ContractRegistry, env: Mapping[str, str] | None = None) -> FallbackRouter:
@@ -270,7 +273,7 @@ def fallback_router(contracts: ContractRegistry, env: Mapping[str, str] | None =
         str(seconds),
         str(id(contracts)),
     )
-    return _cached(
+    return cached(
         key,
         lambda: FallbackRouter(
             management=management,

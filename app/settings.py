@@ -13,6 +13,7 @@ from shared.app_settings import AppSetting
 CHECKS: tuple[settings_check.SettingsCheck, ...] = (
     runtime.require_connection,
     discovery.endpoint_module_names,
+    provision_on_start.enabled,
     *settings_check.LIBRARY_CHECKS,
 )
 

@@ -49,6 +49,9 @@ class TelemetrySettingsError(ValueError):
 def export_of(env: Mapping[str, str]) -> Export:
     """Which exporter the settings ask for; :class:`TelemetrySettingsError` for an OTLP protocol other than
     HTTP/protobuf (the one exporter the app ships: ``opentelemetry-exporter-otlp-proto-http``)."""
+    # Not Busbar's on/off reader (shared.app_settings.read_switch): OTEL_SDK_DISABLED is the OpenTelemetry
+    # SDK's own setting, which it reads as exactly this ("true" in any case; anything else, "1" too, is
+    # false: opentelemetry-sdk TracerProvider/MeterProvider.__init__), and the app must agree with the SDK.
     if env.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
         return Export.NONE
     for name in OTLP_PROTOCOLS:

@@ -51,6 +51,29 @@ def read_seconds(
     return value
 
 
+TRUE_TEXTS = ("true", "1")
+FALSE_TEXTS = ("false", "0")
+ACCEPTED_SWITCH_TEXTS = "true or false (or 1 or 0; any case)"
+"""The values an on/off setting takes: as the Functions tooling reads a boolean app setting (``true`` in
+any case, or ``1``: Azure Functions Core Tools, ``EnvironmentHelper.GetEnvironmentVariableAsBool``), with
+their opposites."""
+
+
+def read_switch(
+    setting: AppSetting, env: Mapping[str, str] | None = None, error: type[ValueError] = ValueError
+) -> bool:
+    """``setting`` (see :func:`read`: surrounding blanks ignored, unset or blank is its default) as on or
+    off: ``true``/``1`` or ``false``/``0``, in any case. Any other value raises ``error`` naming the setting,
+    the value and the accepted values: a typo must neither switch a feature on nor off silently."""
+    raw = read(setting, env)
+    lowered = (raw or "").lower()
+    if lowered in TRUE_TEXTS:
+        return True
+    if lowered in FALSE_TEXTS:
+        return False
+    raise error(f"{setting.name} must be {ACCEPTED_SWITCH_TEXTS}, got {raw!r}")
+
+
 MANAGEMENT_SETTINGS: tuple[AppSetting, ...] = (
     AppSetting(
         "BUSBAR_SUBSCRIPTION_ID", "Azure subscription id of the Service Bus namespace.", required=True

@@ -2,8 +2,9 @@
 
 Events go through the topology's :class:`~shared.topology.publisher.Publisher` (routing, stamps, a missing
 topic warned about and dropped as in NServiceBus). Commands go to their queue with the same NServiceBus
-headers and intent ``Send``; a missing queue raises, so the incoming message is retried (a unicast send to a
-missing destination is always an error, in NServiceBus too).
+headers and intent ``Send``, through one sender per destination queue for the outcome; a missing queue
+raises, so the incoming message is retried (a unicast send to a missing destination is always an error, in
+NServiceBus too).
 
 Given the incoming message's id, every outgoing message's ``MessageId`` is derived from it, the endpoint and
 the message's position (:func:`~shared.topology.message_ids.outgoing_message_id`): a dispatch repeated by
@@ -12,10 +13,11 @@ a retried handler sends the same ids, which the destinations' duplicate detectio
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import uuid
 
-from azure.servicebus import ServiceBusClient
+from azure.servicebus import ServiceBusClient, ServiceBusSender
 
 from shared.handlers.context import OutgoingPublish, OutgoingSend
 from shared.handlers.dispatch import Complete
@@ -64,8 +66,14 @@ def dispatch_outgoing(
         )
         for dropped in result.dropped:
             log.warning("%s was not published: topic %s does not exist", dropped.event, dropped.topic)
-    for position, item in enumerate(outcome.outgoing):
-        if isinstance(item, OutgoingSend):
+    sends = [(i, item) for i, item in enumerate(outcome.outgoing) if isinstance(item, OutgoingSend)]
+    if not sends:
+        return
+    # One sender per destination for the whole outcome (a sender is an AMQP link: opening one costs more
+    # than a send), closed when the last command has gone, or when one fails; the sends keep their order.
+    with contextlib.ExitStack() as open_senders:
+        senders: dict[str, ServiceBusSender] = {}
+        for position, item in sends:
             message = build_message(
                 item.message,
                 TopicRoutingMode.NotMultiplexed,
@@ -78,8 +86,10 @@ def dispatch_outgoing(
             properties = message.application_properties
             if properties is not None:
                 properties[MESSAGE_INTENT] = SEND_INTENT
-            with (
-                client.get_queue_sender(item.destination) as sender,
-                producing(item.destination, [message], operation=SEND),
-            ):
+            key = item.destination.lower()  # Service Bus entity names ignore case: one queue, one sender
+            sender = senders.get(key)
+            if sender is None:
+                sender = open_senders.enter_context(client.get_queue_sender(item.destination))
+                senders[key] = sender
+            with producing(item.destination, [message], operation=SEND):
                 sender.send_messages(message)

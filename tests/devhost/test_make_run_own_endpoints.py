@@ -172,3 +172,25 @@ def test_an_endpoint_module_that_cannot_be_imported_stops_make_run_naming_the_mo
     assert not any(line.startswith("devhost ready: ") for line in run.reader.lines), output
     assert "endpoint module app.endpoints.broken" in output, output
     assert "No module named 'no_such_module_anywhere'" in output, output
+
+
+@pytest.mark.timeout(600)
+def test_an_endpoint_whose_queue_name_is_invalid_stops_make_run_naming_the_module_and_the_rule(
+    tmp_path: Path,
+) -> None:
+    copy = copy_without_the_sample(tmp_path)
+    (copy / "app" / "endpoints" / "points.py").write_text(
+        "from shared.handlers import ContractRegistry, Endpoint, HandlerRegistry\n\n"
+        'POINTS = Endpoint("loyalty points", ContractRegistry(), HandlerRegistry())\n'
+    )
+    run = MakeRun(tmp_path / "data", cwd=copy)
+    try:
+        run.process.wait(timeout=READY_SECONDS)
+        output = run.reader.rest(timeout=10)
+    finally:
+        run.kill()
+
+    assert run.process.returncode != 0, output
+    assert not any(line.startswith("devhost ready: ") for line in run.reader.lines), output
+    assert "app.endpoints.points: endpoint 'loyalty points' cannot listen on its queue (its name)" in output
+    assert "'loyalty points': an endpoint name is its input queue's name: 1-260 characters" in output, output

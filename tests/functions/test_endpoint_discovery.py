@@ -122,22 +122,25 @@ def test_the_app_hosts_the_samples_four_endpoints_unless_the_sample_is_switched_
     sample = {"billing", "crm", "sales", "shipping"}
     hosted = set(hosted_catalog({}).names())
     assert sample <= hosted
-    for off in ("false", "off", "FALSE", " Off "):
+    for off in ("false", "0", "FALSE", " False "):
         assert sample_enabled({SAMPLE_ENDPOINTS.name: off}) is False
         # Your endpoint modules beside it (none in Busbar's checkout) stay.
         assert set(hosted_catalog({SAMPLE_ENDPOINTS.name: off}).names()) == hosted - sample
-    for on in ("true", "on", "TRUE", ""):
+    for on in ("true", "1", "TRUE", " True ", ""):
         assert sample_enabled({SAMPLE_ENDPOINTS.name: on}) is True
 
 
-def test_a_sample_switch_that_is_neither_true_nor_false_is_a_settings_error_naming_it() -> None:
-    env = {SAMPLE_ENDPOINTS.name: "nope"}
+@pytest.mark.parametrize("value", ["nope", "off", "on", "yes", "no"])
+def test_a_sample_switch_that_is_neither_true_nor_false_is_a_settings_error_naming_it(value: str) -> None:
+    env = {SAMPLE_ENDPOINTS.name: value}
+    problem = f"BUSBAR_SAMPLE_ENDPOINTS must be true or false (or 1 or 0; any case), got {value!r}"
 
-    with pytest.raises(SettingsError, match=r"BUSBAR_SAMPLE_ENDPOINTS must be 'true' or 'false'.*'nope'"):
+    with pytest.raises(SettingsError) as read:
         hosted_catalog(env)
+    assert read.value.problems == [problem]
     with pytest.raises(InvalidAppSettings) as raised:
         require_valid_settings(env)
-    assert any(p.startswith("BUSBAR_SAMPLE_ENDPOINTS must be") for p in raised.value.problems)
+    assert problem in raised.value.problems
 
 
 def test_the_endpoint_modules_setting_hosts_the_modules_it_names_only(root: Path) -> None:
@@ -184,3 +187,94 @@ def test_an_endpoints_queue_is_its_name_unless_its_derived_setting_names_another
     assert endpoint.queue({}) == "order-history"
     assert endpoint.queue({"BUSBAR_ORDER_HISTORY_QUEUE": " history-v2 "}) == "history-v2"
     assert endpoint.queue({"BUSBAR_ORDER_HISTORY_QUEUE": " "}) == "order-history"
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["orders?v2", "loyalty points", "-loyalty", "loyalty.", "x" * 261, "caf\u00e9"],
+)
+def test_an_endpoint_whose_name_is_not_a_valid_queue_name_is_an_error_naming_the_module_and_the_rule(
+    root: Path, name: str
+) -> None:
+    package, directory = endpoint_package(
+        root, {"odd": f"ODD = Endpoint({name!r}, ContractRegistry(), HandlerRegistry())\n"}
+    )
+
+    with pytest.raises(EndpointDiscoveryError) as raised:
+        hosted_catalog({}, package, directory)
+
+    [problem, *_] = raised.value.problems
+    assert problem.startswith(f"{package}.odd: endpoint {name!r} cannot listen on its queue (its name): ")
+    assert f"{name!r}: an endpoint name is its input queue's name: 1-260 characters" in problem
+
+
+def test_the_queue_checked_is_the_one_the_endpoint_listens_on_its_setting_and_hierarchy_prefix_included(
+    root: Path,
+) -> None:
+    package, directory = endpoint_package(
+        root,
+        {
+            "loyalty": 'LOYALTY = Endpoint("loyalty", ContractRegistry(), HandlerRegistry())\n',
+            "legacy": 'LEGACY = Endpoint("-legacy", ContractRegistry(), HandlerRegistry())\n',
+        },
+    )
+    # An invalid name is hosted on the valid queue its setting names.
+    renamed = {"BUSBAR__LEGACY_QUEUE": "legacy"}
+    assert hosted_catalog(renamed, package, directory).names() == ["-legacy", "loyalty"]
+
+    with pytest.raises(EndpointDiscoveryError) as bad_setting:
+        hosted_catalog({**renamed, "BUSBAR_LOYALTY_QUEUE": "loyalty/"}, package, directory)
+    where = f"{package}.loyalty: endpoint 'loyalty' cannot listen on its queue (BUSBAR_LOYALTY_QUEUE): "
+    assert bad_setting.value.problems == [
+        where + "'loyalty/': an endpoint name is its input queue's name: 1-260 characters of letters, "
+        "digits, '.', '-', '_' and '/', starting with a letter, digit or '$' and ending with a letter or "
+        "digit, without '\\', '?' or '#' (hierarchy prefix included)",
+        # The subscription named after the queue (the provisioning API's rule checks both).
+        where + "'loyalty/': the endpoint's subscriptions are named after it: at most 50 characters of "
+        "letters, digits, '.', '-' and '_', starting and ending with a letter or digit, without '/'",
+    ]
+    with pytest.raises(EndpointDiscoveryError) as bad_prefix:
+        hosted_catalog({**renamed, "BUSBAR_HIERARCHY_NAMESPACE": "team?a"}, package, directory)
+    assert [p.split(": ", 2)[:2] for p in bad_prefix.value.problems] == [
+        [f"{package}.legacy", "endpoint '-legacy' cannot listen on its queue (BUSBAR__LEGACY_QUEUE)"],
+        [f"{package}.loyalty", "endpoint 'loyalty' cannot listen on its queue (its name)"],
+    ]
+    assert "'team?a/loyalty'" in str(bad_prefix.value)
+
+
+def test_two_endpoints_whose_names_derive_one_queue_setting_are_an_error_naming_both_and_the_setting(
+    root: Path,
+) -> None:
+    package, directory = endpoint_package(
+        root,
+        {
+            "first": 'A = Endpoint("order-history", ContractRegistry(), HandlerRegistry())\n',
+            "second": 'B = Endpoint("order.history", ContractRegistry(), HandlerRegistry())\n',
+        },
+    )
+
+    with pytest.raises(EndpointDiscoveryError) as raised:
+        hosted_catalog({}, package, directory)
+
+    assert raised.value.problems == [
+        f"endpoints 'order-history' ({package}.first) and 'order.history' ({package}.second) would both take "
+        "their queue from BUSBAR_ORDER_HISTORY_QUEUE: rename one"
+    ]
+
+
+def test_two_endpoints_on_one_queue_in_any_case_are_an_error_naming_both_and_the_queue(root: Path) -> None:
+    package, directory = endpoint_package(
+        root,
+        {
+            "audit": 'AUDIT = Endpoint("audit", ContractRegistry(), HandlerRegistry())\n',
+            "archive": 'ARCHIVE = Endpoint("archive", ContractRegistry(), HandlerRegistry())\n',
+        },
+    )
+
+    with pytest.raises(EndpointDiscoveryError) as raised:
+        hosted_catalog({"BUSBAR_ARCHIVE_QUEUE": "Audit"}, package, directory)
+
+    assert raised.value.problems == [
+        f"endpoints 'archive' ({package}.archive) and 'audit' ({package}.audit) would both listen on queue "
+        "'audit' (Service Bus names ignore case): give one another queue (BUSBAR_AUDIT_QUEUE)"
+    ]

@@ -3,7 +3,8 @@
 Against the emulator's management plane (ARM), as the Function App does in Azure: several app instances
 starting at once (separate processes, each with its own clients, as scaled-out instances are) all succeed,
 and the namespace ends with one topology (one subscription per endpoint and topic, each rule once); a
-later start finds everything in place. Off, nothing is provisioned.
+later start finds everything in place. Off, nothing is provisioned. The switch takes true/false/1/0 in any
+case; any other value stops the start naming it (with every other invalid setting), provisioning nothing.
 """
 
 from __future__ import annotations
@@ -16,7 +17,11 @@ from concurrent.futures import ProcessPoolExecutor
 import pytest
 
 from app.bootstrap import provision_on_start
+from app.provision_on_start import PROVISION_ON_START, enabled
+from app.settings import require_valid_settings
 from emulator.server import EmulatorThread
+from shared.management import SettingsError
+from shared.settings_check import InvalidAppSettings
 from tests.functions.busbar_app import app_settings, management_for
 
 INSTANCES = 4
@@ -96,4 +101,45 @@ def test_off_the_start_provisions_nothing(private_emulator: EmulatorThread) -> N
     with management_for(settings) as management:
         queues = {q.name.lower() for q in management.queues.list_by_namespace(*management.scope)}
     assert result is None
+    assert settings["BUSBAR_BILLING_QUEUE"].lower() not in queues
+
+
+@pytest.mark.timeout(30)
+def test_the_switch_is_on_for_true_or_1_off_for_false_0_or_unset_in_any_case() -> None:
+    for on in ("true", "TRUE", " True ", "1"):
+        assert enabled({PROVISION_ON_START.name: on}) is True
+    for off in ("false", "FALSE", " False ", "0", "", " "):
+        assert enabled({PROVISION_ON_START.name: off}) is False
+    assert enabled({}) is False
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("value", ["yes", "on", "ture", "enabled"])
+def test_a_switch_that_is_neither_true_nor_false_is_a_settings_error_naming_it(value: str) -> None:
+    problem = f"BUSBAR_PROVISION_ON_START must be true or false (or 1 or 0; any case), got {value!r}"
+
+    with pytest.raises(SettingsError) as read:
+        enabled({PROVISION_ON_START.name: value})
+    assert read.value.problems == [problem]
+    with pytest.raises(InvalidAppSettings) as checked:
+        require_valid_settings({PROVISION_ON_START.name: value})
+    assert problem in checked.value.problems
+
+
+@pytest.mark.timeout(120)
+def test_a_mistyped_switch_stops_the_start_naming_it_and_every_other_bad_setting_provisioning_nothing(
+    private_emulator: EmulatorThread,
+) -> None:
+    settings = app_settings(
+        private_emulator, BUSBAR_PROVISION_ON_START="ture", BUSBAR_ENTITY_LOCK_DURATION_SECONDS="soon"
+    )
+
+    with pytest.raises(InvalidAppSettings) as raised:
+        provision_on_start(settings)
+
+    problems = raised.value.problems
+    assert "BUSBAR_PROVISION_ON_START must be true or false (or 1 or 0; any case), got 'ture'" in problems
+    assert any(p.startswith("BUSBAR_ENTITY_LOCK_DURATION_SECONDS") for p in problems), problems
+    with management_for(settings) as management:
+        queues = {q.name.lower() for q in management.queues.list_by_namespace(*management.scope)}
     assert settings["BUSBAR_BILLING_QUEUE"].lower() not in queues

@@ -9,7 +9,8 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from azure.servicebus import ServiceBusClient
+from azure.servicebus import ServiceBusClient, ServiceBusSender
+from azure.servicebus.exceptions import ServiceBusAuthenticationError
 
 from app.endpoints.sample.events import CustomerUpdated, InvoiceIssued, OrderAccepted, sample_registry
 from shared.contracts import ENCLOSED_MESSAGE_TYPES
@@ -219,3 +220,74 @@ def test_two_different_incoming_messages_publish_under_different_ids(
 
     with client.get_queue_receiver(queue, max_wait_time=5) as receiver:
         assert len(_drain(receiver)) == 2
+
+
+class SenderCountingClient(ServiceBusClient):
+    """The real client, noting each queue sender asked for (through the public API only)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.queue_senders: list[str] = []
+
+    def get_queue_sender(self, queue_name: str, **kwargs: Any) -> ServiceBusSender:
+        self.queue_senders.append(queue_name)
+        return super().get_queue_sender(queue_name, **kwargs)
+
+
+def test_the_commands_of_one_outcome_go_in_order_through_one_sender_per_destination_queue(
+    emulator: Any,
+) -> None:
+    first = emulator.create_queue(f"cmd-{uuid.uuid4().hex[:10]}")
+    second = emulator.create_queue(f"cmd-{uuid.uuid4().hex[:10]}")
+    handlers = HandlerRegistry()
+
+    @handlers.handles(OrderAccepted)
+    def invoice_everywhere(event: OrderAccepted, context: HandlerContext) -> None:
+        context.send(first, InvoiceIssued(order_id=event.order_id, invoice_id="i-1"))
+        context.send(first, InvoiceIssued(order_id=event.order_id, invoice_id="i-2"))
+        context.send(second, InvoiceIssued(order_id=event.order_id, invoice_id="i-3"))
+        # Another spelling of the first queue's name: Service Bus names ignore case, so the same queue.
+        context.send(first.upper(), InvoiceIssued(order_id=event.order_id, invoice_id="i-4"))
+
+    outcome = Dispatcher("billing", sample_registry(), handlers).dispatch(order_accepted("o-61"))
+    assert isinstance(outcome, Complete)
+    with SenderCountingClient.from_connection_string(emulator.connection_string) as client:
+        assert isinstance(client, SenderCountingClient)
+        with Publisher(client, TopologyOptions(), endpoint_name="billing") as publisher:
+            dispatch_outgoing(outcome, publisher, client)
+        with client.get_queue_receiver(first, max_wait_time=5) as receiver:
+            to_first = _drain(receiver)
+        with client.get_queue_receiver(second, max_wait_time=5) as receiver:
+            to_second = _drain(receiver)
+
+    assert client.queue_senders == [first, second]
+    invoices = [
+        [InvoiceIssued.model_validate_json(b"".join(m.body)).invoice_id for m in q]
+        for q in (to_first, to_second)
+    ]
+    assert invoices == [["i-1", "i-2", "i-4"], ["i-3"]]
+
+
+def test_a_command_to_a_missing_queue_raises_after_the_commands_before_it_left(emulator: Any) -> None:
+    queue = emulator.create_queue(f"cmd-{uuid.uuid4().hex[:10]}")
+    missing = f"missing-{uuid.uuid4().hex[:10]}"
+    handlers = HandlerRegistry()
+
+    @handlers.handles(OrderAccepted)
+    def invoice_then_lose(event: OrderAccepted, context: HandlerContext) -> None:
+        context.send(queue, InvoiceIssued(order_id=event.order_id, invoice_id="i-1"))
+        context.send(missing, InvoiceIssued(order_id=event.order_id, invoice_id="i-2"))
+
+    outcome = Dispatcher("billing", sample_registry(), handlers).dispatch(order_accepted("o-62"))
+    assert isinstance(outcome, Complete)
+    with ServiceBusClient.from_connection_string(emulator.connection_string) as client:
+        with (
+            Publisher(client, TopologyOptions(), endpoint_name="billing") as publisher,
+            # A missing entity's token is refused (404; pinned in tests/emulator/test_arm_entities.py).
+            pytest.raises(ServiceBusAuthenticationError),
+        ):
+            dispatch_outgoing(outcome, publisher, client)
+        with client.get_queue_receiver(queue, max_wait_time=5) as receiver:
+            sent = _drain(receiver)
+
+    assert [InvoiceIssued.model_validate_json(b"".join(m.body)).invoice_id for m in sent] == ["i-1"]
