@@ -64,23 +64,9 @@ RULES = (
         # The CLI's --with-emulator starts an emulator beside the host (make run); the host itself never
         # knows which Service Bus it talks to.
         exempt=("devhost.__main__",),
-        # The decoders azure-servicebus lacks for char and decimal, which the host side needs to read what
-        # the .NET Functions host reads: SDK codec entries, no Busbar logic (pinned below), one
-        # implementation for devhost and Busbar's library. Likewise Busbar's one AMQP codec (and the value
-        # classes it gives), with which the host side reads the bytes it hands the worker and writes each
-        # value as the .NET host does.
-        allowed=(
-            "shared.envelope.sdk_codec",
-            "shared.envelope.properties",
-            CODEC,
-        ),
-    ),
-    Rule(
-        "shared.envelope.sdk_codec",
-        ("shared",),
-        "devhost imports the codec shim: it must not bring Busbar's logic along",
-        # The class a decoded char is, so that Busbar sends it as a char again, and the codec's BID reading
-        # of a decimal; both pinned as stdlib-only below.
+        # Busbar's one AMQP codec and the value classes it gives (no Busbar logic: pinned below), with which
+        # the host side reads the bytes it hands the worker, writes each value as the .NET host does, and
+        # decodes the char and decimal azure-servicebus cannot (devhost.servicebus.sdk_codec).
         allowed=("shared.envelope.properties", CODEC),
     ),
     Rule(
@@ -98,7 +84,7 @@ RULES = (
     Rule(
         "shared.envelope.properties",
         ("shared",),
-        "the codec shim that devhost imports uses it: it must not bring Busbar's logic along",
+        "devhost, the emulator and the codec import the value model: it must not bring Busbar's logic along",
     ),
     Rule(
         "devhost",
@@ -345,30 +331,30 @@ def test_the_checks_catch_a_broken_rule_a_lazy_import_and_a_loop(tmp_path: Path)
     assert import_loops(tree) == [frozenset({"shared.b", "shared.c"})]
 
 
-def test_devhost_may_import_the_sdk_codec_shim_and_nothing_else_of_shared(tmp_path: Path) -> None:
-    """The one exemption lets exactly ``shared.envelope.sdk_codec`` through: its package, a sibling, or a
-    module the shim itself might come to import are still refused."""
+def test_devhost_may_import_the_value_model_and_nothing_else_of_shared_envelope(tmp_path: Path) -> None:
+    """The exemption lets exactly ``shared.envelope.properties`` through: its package, a sibling, or a module
+    the value model itself might come to import are still refused."""
     (tmp_path / "devhost").mkdir()
     (tmp_path / "devhost" / "__init__.py").write_text("")
     (tmp_path / "devhost" / "listener.py").write_text(
-        "from shared.envelope.sdk_codec import install\nimport shared.envelope.sdk_codec\n"
+        "from shared.envelope.properties import Char\nimport shared.envelope.properties\n"
     )
-    (tmp_path / "devhost" / "reader.py").write_text("from shared.envelope import sdk_codec\n")
+    (tmp_path / "devhost" / "reader.py").write_text("from shared.envelope import properties\n")
     (tmp_path / "devhost" / "copier.py").write_text("from shared.envelope.sdk import to_envelope\n")
     (tmp_path / "shared" / "envelope").mkdir(parents=True)
     (tmp_path / "shared" / "__init__.py").write_text("")
     (tmp_path / "shared" / "envelope" / "__init__.py").write_text("")
-    (tmp_path / "shared" / "envelope" / "sdk_codec.py").write_text(
-        "from shared.envelope.properties import Char\nfrom shared.messages import IncomingMessage\n"
+    (tmp_path / "shared" / "envelope" / "properties.py").write_text(
+        "from shared.messages import IncomingMessage\n"
     )
-    (tmp_path / "shared" / "envelope" / "properties.py").write_text("")
+    (tmp_path / "shared" / "envelope" / "sdk.py").write_text("")
     tree = source_tree(tmp_path, ("devhost", "shared"))
 
     assert violations(tree) == [
         "devhost.copier imports shared.envelope.sdk: devhost hosts any function app",
         "devhost.reader imports shared.envelope: devhost hosts any function app",
-        "shared.envelope.sdk_codec imports shared.messages: devhost imports the codec shim: it must not "
-        "bring Busbar's logic along",
+        "shared.envelope.properties imports shared.messages: devhost, the emulator and the codec import the "
+        "value model: it must not bring Busbar's logic along",
     ]
 
 

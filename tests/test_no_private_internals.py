@@ -53,8 +53,9 @@ INTERNAL_MODULES = {
 
 SDK_INTERNALS = "azure-servicebus's private AMQP stack (_pyamqp) and transport"
 CODEC_SHIM = (
-    "char/decimal decoders azure-servicebus lacks (shared.envelope.sdk_codec), so a .NET message does not "
-    "stall a receiver: goes with the typed-value seam"
+    "char/decimal decoders azure-servicebus lacks (devhost.servicebus.sdk_codec), installed by devhost's "
+    "trigger listeners only (Busbar installs nothing into the SDK), so a .NET message does not stall them as "
+    "the .NET host would not: goes when devhost's listeners receive through the seam (shared.amqp)"
 )
 HOST_PAYLOAD = (
     "devhost keeps each trigger message's AMQP bytes for model_binding_data as the .NET host passes them "
@@ -74,9 +75,9 @@ ALLOWED: dict[str, str] = {
         "the SDK has no public typed-value API. Copies of received messages go through the seam "
         "(shared.amqp.sender). Goes when those sends do too"
     ),
-    "shared/envelope/sdk_codec.py: azure.servicebus._pyamqp": CODEC_SHIM,
-    "shared/envelope/sdk_codec.py: azure.servicebus._pyamqp._decode": CODEC_SHIM,
-    "shared/envelope/sdk_codec.py: _DECODE_BY_CONSTRUCTOR": CODEC_SHIM,
+    "devhost/servicebus/sdk_codec.py: azure.servicebus._pyamqp": CODEC_SHIM,
+    "devhost/servicebus/sdk_codec.py: azure.servicebus._pyamqp._decode": CODEC_SHIM,
+    "devhost/servicebus/sdk_codec.py: _DECODE_BY_CONSTRUCTOR": CODEC_SHIM,
     "functions/trigger_properties.py: _message": TRIGGER_EDGE,
     "functions/trigger_properties.py: uamqp.c_uamqp": TRIGGER_EDGE,
     "devhost/servicebus/amqp_payload.py: azure.servicebus._pyamqp": HOST_PAYLOAD,

@@ -20,7 +20,7 @@ an SDK link costs about a second each.
 The host reads every AMQP type (it is .NET); azure-servicebus cannot decode char or decimal32/64 (nor most
 decimal128s), and a receive that meets one fails and drops the link, so the message would sit locked, never
 invoked, until its lock lapsed -- again and again. So the host side registers the missing decoders
-(:mod:`shared.envelope.sdk_codec`, the one implementation Busbar's library uses too) before any listener
+(:mod:`devhost.servicebus.sdk_codec`) before any listener
 receives: the message reaches the worker as the host hands it, and the worker-side binding succeeds or fails
 with it as in Azure (``message_reading``, ``model_binding_data``).
 """
@@ -47,8 +47,8 @@ from devhost.servicebus.batch_cache import BatchCache
 from devhost.servicebus.lock_renewal import LockRenewal, renew_while_invoked
 from devhost.servicebus.message_reading import message_data
 from devhost.servicebus.model_binding_data import model_binding_content
+from devhost.servicebus.sdk_codec import install as install_sdk_codec
 from devhost.servicebus.settlement import REGISTRY, InvocationSettlement
-from shared.envelope.sdk_codec import install as install_sdk_codec
 
 logger = logging.getLogger("devhost.ServiceBus")
 install_sdk_codec()  # before any receive: see the module docstring

@@ -7,7 +7,7 @@ the message's raw AMQP bytes. This module builds that content on the host's side
 ``azure_functions_runtime`` calls the converter that ``azurefunctions-extensions-bindings-servicebus``
 registered, so a function runs the extension's decoding locally as it does in Azure.
 
-A char or decimal application property (readable here through :mod:`shared.envelope.sdk_codec`, which the
+A char or decimal application property (readable here through :mod:`devhost.servicebus.sdk_codec`, which the
 listeners install) is written back as the host's SDK writes it: a char as a char, a decimal (``System.
 Decimal`` to .NET, whatever its AMQP width was) as a decimal128 when the bytes were not kept. The
 extension's uamqp cannot decode either, so such a message fails its invocation in Azure and here alike.

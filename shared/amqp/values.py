@@ -37,6 +37,7 @@ from typing import Any
 
 import proton
 
+from shared.amqp.encoding.types import decode_bid
 from shared.envelope.properties import (
     AmqpType,
     Binary,
@@ -57,7 +58,6 @@ from shared.envelope.properties import (
     timestamp_from_ms,
     timestamp_ms,
 )
-from shared.envelope.sdk_codec import decode_bid
 
 
 def _timestamp(value: proton.timestamp) -> Any:

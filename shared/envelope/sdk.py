@@ -27,7 +27,6 @@ from shared.envelope import (
     PartitionKeyPolicy,
     as_text,
     copy_partition_key,
-    sdk_codec,
 )
 from shared.envelope.properties import (
     AmqpType,
@@ -46,10 +45,6 @@ if TYPE_CHECKING:
     type Received = ServiceBusReceivedMessage | ReceivedMessage
     """A message from azure-servicebus (a trigger's, devhost's, parking's) or Busbar's own AMQP receiver
     (the re-drive's and the console's): read alike, attribute for attribute."""
-
-# Every Busbar receiver on azure-servicebus comes through here: char and decimal properties are readable, and
-# received properties keep their AMQP types, from the first message on (see the shims' docs).
-sdk_codec.install()
 
 
 def body_type(message: Received) -> str:

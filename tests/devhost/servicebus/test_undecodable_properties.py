@@ -18,10 +18,10 @@ from azure.servicebus._pyamqp._encode import encode_decimal128
 from devhost.channel.protocol import ServiceBusMessageData
 from devhost.servicebus.message_reading import message_data
 from devhost.servicebus.model_binding_data import LOCK_TOKEN_MARKER, model_binding_content
+from devhost.servicebus.sdk_codec import install as install_sdk_codec
 from devhost.testing import HostHandle, running_host
 from emulator.testing import EmulatorHandle
-from shared.envelope.sdk_codec import decode_bid
-from shared.envelope.sdk_codec import install as install_sdk_codec
+from shared.amqp.encoding.types import decode_bid
 from tests.devhost.channel.test_worker_boundary import _plain_copy
 from tests.devhost.conftest import APPS, Records, app_settings
 from tests.devhost.typed_sender import dotnet_message, send_typed

@@ -43,9 +43,10 @@ from shared.envelope.properties import (
 from shared.envelope.sdk import normalise_received, sdk_application_properties
 from tests.shared.envelope.wire_types import EXACT, SENT
 
-EVERY_TYPE: dict[str, Any] = {**SENT, "grade": Char("A"), "price": Decimal("19.99")}
-"""A property of every AMQP type a .NET sender puts on a message (char and System.Decimal included)."""
-EVERY_EXACT = {**EXACT, "grade": "char", "price": "decimal128"}
+EVERY_TYPE: dict[str, Any] = {**SENT, "price": Decimal("19.99")}
+"""A property of every AMQP type azure-servicebus sends (a char it is never given: Busbar sends copies through
+shared.amqp; the codec's reading of a char: tests/shared/amqp/test_application_properties.py)."""
+EVERY_EXACT = {**EXACT, "price": "decimal128"}
 CLASSES: dict[str, type] = {
     "text": bytes,  # the SDK's own reading of a string, kept: it reads DeadLetterReason so
     "flag": bool,
@@ -66,14 +67,15 @@ CLASSES: dict[str, type] = {
     "utf8_binary": Binary,
     "symbol": Symbol,
     "null": type(None),
-    "grade": Char,
     "price": Decimal,
 }
 """The class the reader gives each of :data:`EVERY_TYPE` (a plain ``int``/``float`` is an AMQP int/double)."""
 
 
 def _message(message_id: str = "typed", **options: Any) -> ServiceBusMessage:
-    properties: Any = sdk_application_properties(EVERY_TYPE)
+    # No decimal: azure-servicebus's own decimal128 decoder cannot read what its encoder wrote (devhost's
+    # sdk_codec replaces it for devhost's listeners; Busbar's receivers are its own).
+    properties: Any = sdk_application_properties(SENT)
     return ServiceBusMessage(b"{}", message_id=message_id, application_properties=properties, **options)
 
 
@@ -99,7 +101,7 @@ def test_an_azure_servicebus_receiver_gets_the_sdks_plain_values(emulator: Emula
     # devhost's host and a function's own receivers run in the same process as Busbar's code: untouched
     # (nothing is installed into the SDK's receive links).
     queue = emulator.create_queue()
-    plain = (TypedInt, Float32, Symbol, Binary, datetime)  # char and decimal: sdk_codec's, for everyone
+    plain = (TypedInt, Float32, Char, Symbol, Binary, datetime)
 
     def assert_plain(message: ServiceBusReceivedMessage) -> None:
         properties = message.application_properties or {}

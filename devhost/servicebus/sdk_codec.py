@@ -1,5 +1,5 @@
-"""Compatibility shim: the AMQP types azure-servicebus 7.15 cannot read, so that a dead letter with a
-``char`` or ``decimal`` application property does not stall the receivers behind it.
+"""Compatibility shim for devhost's host side: the AMQP types azure-servicebus 7.15 cannot read, so that a
+message with a ``char`` or ``decimal`` application property does not stall devhost's trigger listeners.
 
 A .NET sender puts ``char`` (0x73) and ``decimal`` (``System.Decimal``, as decimal128, 0x94) properties on
 the wire without a second thought. azure-servicebus's AMQP stack (``_pyamqp``) has no decoder for char,
@@ -16,20 +16,16 @@ SDK fails before it has a sequence number to report.
   and decimal64 (as ``Decimal``), and a decimal128 decoder that reads IEEE 754-2008 BID, the encoding .NET
   (Microsoft.Azure.Amqp) and the SDK's own ``encode_decimal128`` write.
 
-Nothing is added to the SDK's encoders: a copy Busbar makes of a received message, whose properties may be
-chars, goes out through Busbar's own AMQP sender (:mod:`shared.amqp.sender`), and Busbar's own new messages
-never carry a char (azure-servicebus is refused one by :func:`shared.envelope.sdk.sdk_value`, naming it).
+Nothing is added to the SDK's encoders. Nothing the SDK already decodes changes, except decimal128, whose
+decoder it replaces. Remove this module when azure-servicebus decodes these itself:
+tests/devhost/servicebus/test_sdk_codec.py fails then.
 
-Nothing the SDK already decodes changes, except decimal128, whose decoder it replaces. Remove this module
-when azure-servicebus decodes these itself: tests/shared/envelope/test_sdk_codec.py fails then.
-
-Two users share this one implementation: Busbar's library (:mod:`shared.envelope.sdk` installs it on
-import) and devhost, whose host side receives trigger messages with azure-servicebus where the Functions
-host (.NET) reads every AMQP type. So this module holds SDK codec entries and no Busbar logic, and imports
-nothing of Busbar but :class:`~shared.envelope.properties.Char`, a stdlib-only value type (the class a
-decoded char must be for Busbar to send it as a char again), and the BID reading of Busbar's stdlib-only
-codec; tests/test_layers.py lets devhost import this module and the codec and nothing else of ``shared``,
-and pins that they stay this narrow.
+Its one user is devhost, whose host side receives trigger messages with azure-servicebus where the Functions
+host (.NET) reads every AMQP type; :mod:`devhost.servicebus.listener` installs it before any listener
+receives. Busbar itself installs nothing into the SDK: the receivers and senders that meet chars and decimals
+(the re-drive's, the console's, the hold queue's, the copies' sends) are Busbar's own, on python-qpid-proton
+(:mod:`shared.amqp`), and its own new messages never carry a char (:func:`shared.envelope.sdk.sdk_value`
+refuses one, naming it). It goes when devhost's listeners receive through that seam too.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
-"""The SDK codec shim (shared/envelope/sdk_codec.py): char and decimal properties a .NET sender puts on a
-message are read (and char sent) by azure-servicebus, so a dead letter carrying one no longer makes every
-receive and peek of its queue fail; nothing else the SDK decodes changes; and the shim says when it can go.
+"""devhost's SDK codec shim (devhost/servicebus/sdk_codec.py): char and decimal properties a .NET sender
+puts on a message are read by azure-servicebus once devhost's listeners installed it, so a message carrying
+one no longer makes every receive and peek of its queue fail; nothing else the SDK decodes changes; the shim
+says when it can go; and Busbar itself gives azure-servicebus no char to send.
 """
 
 from __future__ import annotations
@@ -15,9 +16,10 @@ from azure.servicebus import ServiceBusClient, ServiceBusSubQueue
 from azure.servicebus._pyamqp import _decode
 from azure.servicebus._pyamqp._encode import encode_decimal128
 
+from devhost.servicebus import sdk_codec
 from emulator.testing import EmulatorHandle
 from shared.amqp.outgoing import OutgoingMessage
-from shared.envelope import Envelope, PartitionKeyPolicy, sdk_codec
+from shared.envelope import Envelope, PartitionKeyPolicy
 from shared.envelope.properties import Char, PropertyTypeError
 from shared.envelope.sdk import to_message
 from tests.shared.amqp.typed_send import send_typed
@@ -42,7 +44,7 @@ def _sdk_encoded(value: Decimal) -> bytes:
 
 
 def test_the_sdk_still_lacks_what_the_shim_adds() -> None:
-    # When this fails, azure-servicebus decodes these itself: remove shared/envelope/sdk_codec.py.
+    # When this fails, azure-servicebus decodes these itself: remove devhost/servicebus/sdk_codec.py.
     pristine: Any = _pristine_decode_module()
     assert [code for code in (0x73, 0x74, 0x84) if pristine._DECODE_BY_CONSTRUCTOR[code] is None] == [
         0x73,
@@ -107,6 +109,7 @@ def test_the_sdks_own_decimal128_encoding_reads_back(value: str) -> None:
 def test_a_dead_letter_with_char_and_decimal_properties_no_longer_stalls_its_queue(
     emulator: EmulatorHandle,
 ) -> None:
+    sdk_codec.install()  # as devhost's listeners do before they receive
     queue = emulator.create_queue(max_delivery_count=1)
     dotnet = {"grade": Char("A"), "price": Decimal("19.99"), "tenant": "acme"}
     # As a .NET sender sends them (azure-servicebus sends no char): Busbar's own AMQP sender.
