@@ -255,15 +255,22 @@ def test_the_rule_sample_sends_and_receives_with_the_one_admin_connection_string
     # One string for both clients, as on Azure: HTTPS for the admin client, plain AMQP (the SDK's
     # UseDevelopmentEmulator) for ServiceBusClient, on the port the admin connection string names.
     assert "UseDevelopmentEmulator=true" in samples_namespace.admin_connection_string
-    for sample in (
-        "sync_samples/topic_subscription_with_rule_operations.py",
-        "async_samples/topic_subscription_with_rule_operations_async.py",
-    ):
+
+    def run_on_a_topic_of_its_own(sample: str) -> tuple[str, str]:
+        """The sample's topic and output (its subscriptions' names are fixed: one topic per run)."""
         topic = f"t-{uuid.uuid4().hex[:8]}"
         with samples_namespace.admin() as admin:
             admin.create_topic(topic)
         environment = samples_namespace.connection_string_environment(SERVICEBUS_TOPIC_NAME=topic)
-        output = run_sample(sample, environment, CONNECTION_STRING_SAMPLES)
+        return topic, run_sample(sample, environment, CONNECTION_STRING_SAMPLES)
+
+    samples = (
+        "sync_samples/topic_subscription_with_rule_operations.py",
+        "async_samples/topic_subscription_with_rule_operations_async.py",
+    )
+    with ThreadPoolExecutor(max_workers=len(samples)) as pool:  # each on its own topic: side by side
+        runs = list(pool.map(run_on_a_topic_of_its_own, samples))
+    for topic, output in runs:
         sections = re.findall(
             r"^Receiving Messages From Subscription: (\S+)$(.*?)^'(\d+)' Messages From Subscription: \1$",
             output,
