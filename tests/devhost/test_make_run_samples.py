@@ -203,12 +203,21 @@ def test_the_sdks_current_samples_run_unedited_with_a_managed_identity_against_m
     assert received[0] == "Single Message"  # FIFO: the first sample's first message
 
     # One namespace for the admin client and ServiceBusClient: subscriptions made over HTTPS, then
-    # messages sent and received over AMQP, filtered by the rules it set.
-    for sample in (
+    # messages sent and received over AMQP, filtered by the rules it set. Sync and async side by side, each
+    # on a topic of its own (the sample's subscription names are fixed).
+    def run_on_a_topic_of_its_own(sample: str) -> str:
+        rule_topic = f"t-{uuid.uuid4().hex[:8]}"
+        with samples_namespace.admin() as admin:
+            admin.create_topic(rule_topic)
+        return run_sample(sample, {**environment, "SERVICEBUS_TOPIC_NAME": rule_topic})
+
+    rule_samples = (
         "sync_samples/topic_subscription_with_rule_operations.py",
         "async_samples/topic_subscription_with_rule_operations_async.py",
-    ):
-        output = run_sample(sample, environment)
+    )
+    with ThreadPoolExecutor(max_workers=len(rule_samples)) as pool:
+        outputs = list(pool.map(run_on_a_topic_of_its_own, rule_samples))
+    for output in outputs:
         counts = re.findall(r"^'(\d+)' Messages From Subscription: (\S+)$", output, re.MULTILINE)
         assert counts and any(int(count) > 0 for count, _ in counts), output
 
