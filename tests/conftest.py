@@ -70,6 +70,9 @@ SPARK_TESTS = "tests/spark/"  # every test that starts Spark lives here (checked
 # The guides' walkthroughs (tests/docs/test_guides.py) all need the default ports: one worker runs them in
 # turn (a machine-wide lock serializes them anyway; this keeps a second worker from waiting on it).
 GUIDE_WALKTHROUGHS = "tests/docs/test_guides.py::test_the_guides_local_commands_run_verbatim"
+# The SDK samples' make run listens on 5671, so it takes the same lock for its module's life; in one worker
+# its tests share one make run, instead of one per worker that runs any of them, each queued for the lock.
+SDK_SAMPLES = "tests/devhost/test_make_run_samples.py"
 _PYSPARK_RESULT_SOCKET = pytest.mark.filterwarnings("ignore:unclosed <socket.socket:ResourceWarning")
 
 
@@ -82,7 +85,7 @@ def _uses_spark(item: pytest.Item) -> bool:
 
 class _SparkTestsTogether(LoadScopeScheduling):  # type: ignore[misc]
     """xdist's load scheduling, except that every test under ``tests/spark/`` goes to one worker (and the
-    guides' walkthroughs to one worker).
+    guides' walkthroughs to one worker, and the SDK samples' tests to one worker).
 
     One JVM on this 2-core machine instead of one per worker: four of them starved each other past their
     timeouts. (``--dist loadgroup`` would do it by marker, but with pytest 9 it no longer tags the node ids it
@@ -91,6 +94,8 @@ class _SparkTestsTogether(LoadScopeScheduling):  # type: ignore[misc]
     def _split_scope(self, nodeid: str) -> str:
         if nodeid.startswith(GUIDE_WALKTHROUGHS):
             return GUIDE_WALKTHROUGHS
+        if nodeid.startswith(SDK_SAMPLES):
+            return SDK_SAMPLES
         return SPARK_TESTS if nodeid.startswith(SPARK_TESTS) else nodeid
 
 

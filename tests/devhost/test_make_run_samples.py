@@ -22,6 +22,7 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -86,6 +87,7 @@ CONNECTION_STRING_SAMPLE_NAMES = (
     "session_pool_receive",
     "session_send_receive",
 )
+SAMPLES_AT_ONCE = 4  # connection-string samples run side by side (each on entities of its own)
 
 
 def run_sample(sample: str, environment: dict[str, str], samples: Path = SAMPLES) -> str:
@@ -201,12 +203,21 @@ def test_the_sdks_current_samples_run_unedited_with_a_managed_identity_against_m
     assert received[0] == "Single Message"  # FIFO: the first sample's first message
 
     # One namespace for the admin client and ServiceBusClient: subscriptions made over HTTPS, then
-    # messages sent and received over AMQP, filtered by the rules it set.
-    for sample in (
+    # messages sent and received over AMQP, filtered by the rules it set. Sync and async side by side, each
+    # on a topic of its own (the sample's subscription names are fixed).
+    def run_on_a_topic_of_its_own(sample: str) -> str:
+        rule_topic = f"t-{uuid.uuid4().hex[:8]}"
+        with samples_namespace.admin() as admin:
+            admin.create_topic(rule_topic)
+        return run_sample(sample, {**environment, "SERVICEBUS_TOPIC_NAME": rule_topic})
+
+    rule_samples = (
         "sync_samples/topic_subscription_with_rule_operations.py",
         "async_samples/topic_subscription_with_rule_operations_async.py",
-    ):
-        output = run_sample(sample, environment)
+    )
+    with ThreadPoolExecutor(max_workers=len(rule_samples)) as pool:
+        outputs = list(pool.map(run_on_a_topic_of_its_own, rule_samples))
+    for output in outputs:
         counts = re.findall(r"^'(\d+)' Messages From Subscription: (\S+)$", output, re.MULTILINE)
         assert counts and any(int(count) > 0 for count, _ in counts), output
 
@@ -253,15 +264,22 @@ def test_the_rule_sample_sends_and_receives_with_the_one_admin_connection_string
     # One string for both clients, as on Azure: HTTPS for the admin client, plain AMQP (the SDK's
     # UseDevelopmentEmulator) for ServiceBusClient, on the port the admin connection string names.
     assert "UseDevelopmentEmulator=true" in samples_namespace.admin_connection_string
-    for sample in (
-        "sync_samples/topic_subscription_with_rule_operations.py",
-        "async_samples/topic_subscription_with_rule_operations_async.py",
-    ):
+
+    def run_on_a_topic_of_its_own(sample: str) -> tuple[str, str]:
+        """The sample's topic and output (its subscriptions' names are fixed: one topic per run)."""
         topic = f"t-{uuid.uuid4().hex[:8]}"
         with samples_namespace.admin() as admin:
             admin.create_topic(topic)
         environment = samples_namespace.connection_string_environment(SERVICEBUS_TOPIC_NAME=topic)
-        output = run_sample(sample, environment, CONNECTION_STRING_SAMPLES)
+        return topic, run_sample(sample, environment, CONNECTION_STRING_SAMPLES)
+
+    samples = (
+        "sync_samples/topic_subscription_with_rule_operations.py",
+        "async_samples/topic_subscription_with_rule_operations_async.py",
+    )
+    with ThreadPoolExecutor(max_workers=len(samples)) as pool:  # each on its own topic: side by side
+        runs = list(pool.map(run_on_a_topic_of_its_own, samples))
+    for topic, output in runs:
         sections = re.findall(
             r"^Receiving Messages From Subscription: (\S+)$(.*?)^'(\d+)' Messages From Subscription: \1$",
             output,
@@ -286,31 +304,41 @@ def test_the_rule_sample_sends_and_receives_with_the_one_admin_connection_string
 def test_every_connection_string_sample_that_ends_runs_with_the_admin_connection_string(
     samples_namespace: SamplesNamespace,
 ) -> None:
-    failures: list[str] = []
-    for name in CONNECTION_STRING_SAMPLE_NAMES:
-        for sample in (f"sync_samples/{name}.py", f"async_samples/{name}_async.py"):
-            queue, topic, subscription, session_queue = (
-                f"{kind}-{uuid.uuid4().hex[:8]}" for kind in ("q", "t", "s", "sq")
-            )
-            with samples_namespace.admin() as admin:
-                admin.create_queue(queue)
-                admin.create_topic(topic)
-                admin.create_subscription(topic, subscription)
-                admin.create_queue(session_queue, requires_session=True)
-            environment = samples_namespace.connection_string_environment(
-                SERVICEBUS_QUEUE_NAME=queue,
-                SERVICEBUS_TOPIC_NAME=topic,
-                SERVICEBUS_SUBSCRIPTION_NAME=subscription,
-                SERVICEBUS_SESSION_QUEUE_NAME=session_queue,
-                SERVICEBUS_SESSION_ID=f"session-{uuid.uuid4().hex[:8]}",
-            )
-            result = subprocess.run(
-                [sys.executable, str(CONNECTION_STRING_SAMPLES / sample)],
-                env=environment,
-                capture_output=True,
-                text=True,
-                timeout=120,
-            )
-            if result.returncode != 0:
-                failures.append(f"{sample} exited {result.returncode}:\n{result.stdout}\n{result.stderr}")
+    def run_with_fresh_entities(sample: str) -> str | None:
+        """Runs ``sample`` on entities of its own; what went wrong, or None."""
+        queue, topic, subscription, session_queue = (
+            f"{kind}-{uuid.uuid4().hex[:8]}" for kind in ("q", "t", "s", "sq")
+        )
+        with samples_namespace.admin() as admin:
+            admin.create_queue(queue)
+            admin.create_topic(topic)
+            admin.create_subscription(topic, subscription)
+            admin.create_queue(session_queue, requires_session=True)
+        environment = samples_namespace.connection_string_environment(
+            SERVICEBUS_QUEUE_NAME=queue,
+            SERVICEBUS_TOPIC_NAME=topic,
+            SERVICEBUS_SUBSCRIPTION_NAME=subscription,
+            SERVICEBUS_SESSION_QUEUE_NAME=session_queue,
+            SERVICEBUS_SESSION_ID=f"session-{uuid.uuid4().hex[:8]}",
+        )
+        result = subprocess.run(
+            [sys.executable, str(CONNECTION_STRING_SAMPLES / sample)],
+            env=environment,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        if result.returncode != 0:
+            return f"{sample} exited {result.returncode}:\n{result.stdout}\n{result.stderr}"
+        return None
+
+    samples = [
+        sample
+        for name in CONNECTION_STRING_SAMPLE_NAMES
+        for sample in (f"sync_samples/{name}.py", f"async_samples/{name}_async.py")
+    ]
+    # Several at once: most of a sample's time is its receivers' max_wait_time (5 s, idle), and each has
+    # entities of its own (the ones it creates itself carry a uuid), so none sees another's messages.
+    with ThreadPoolExecutor(max_workers=SAMPLES_AT_ONCE) as pool:
+        failures = [failure for failure in pool.map(run_with_fresh_entities, samples) if failure]
     assert not failures, "\n\n".join(failures)

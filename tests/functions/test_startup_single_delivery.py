@@ -16,6 +16,7 @@ from shared.handlers.endpoints import Endpoint
 from shared.topology import EntityDefaults, Provisioner, desired_state, load_topology_options
 from shared.topology.delivery_paths import DuplicateDeliveryError
 from shared.topology.desired import parse_subscribed_events
+from shared.topology.handover import snapshot_seconds
 from shared.topology.single_delivery import Subscriber, plan_delivery
 from tests.functions.busbar_app import app_settings, management_for
 
@@ -30,7 +31,9 @@ def _shipping() -> Endpoint:
 def test_the_start_up_refuses_to_add_a_second_path_for_an_event_and_changes_nothing(
     private_emulator: EmulatorThread,
 ) -> None:
-    settings = app_settings(private_emulator)
+    # A one-second router snapshot: the migration's handover (snapshot + margin) then lasts 3 s, not 32 s.
+    # It is over either way when apply returns (old rule deleted), which is all the start-up below meets.
+    settings = app_settings(private_emulator, BUSBAR_ROUTER_SNAPSHOT_SECONDS="1")
     options, defaults = load_topology_options(settings), entity_defaults(settings)
     queue, fallback = settings["BUSBAR_SHIPPING_QUEUE"], settings["BUSBAR_FALLBACK_TOPIC"]
     with management_for(settings) as management:
@@ -43,7 +46,14 @@ def test_the_start_up_refuses_to_add_a_second_path_for_an_event_and_changes_noth
         wanted = desired_state(
             options, queue, events, duplicate_detection_window=defaults.duplicate_detection_window
         )
-        migration = plan_delivery(provisioner, options, [Subscriber(queue, events)], wanted, migrate=True)
+        migration = plan_delivery(
+            provisioner,
+            options,
+            [Subscriber(queue, events)],
+            wanted,
+            migrate=True,
+            router_snapshot_seconds=snapshot_seconds(settings),
+        )
         provisioner.apply(migration)
         before = provisioner.describe(queue, options)
 
