@@ -59,8 +59,8 @@ class App:
 @pytest.fixture(scope="module")
 def app(private_emulator: EmulatorThread, tmp_path_factory: pytest.TempPathFactory) -> Iterator[App]:
     record = HandledRecord(tmp_path_factory.mktemp("handled") / "probe.jsonl")
-    # Azure's shortest duplicate-detection window (20 s), so a console retry can be sent within the test.
-    settings = app_settings(private_emulator, BUSBAR_DUPLICATE_DETECTION_WINDOW="PT20S", **record.settings)
+    # A short duplicate-detection window, so a console retry can be sent within the test.
+    settings = app_settings(private_emulator, BUSBAR_DUPLICATE_DETECTION_WINDOW="PT1M", **record.settings)
     with running_host(
         APP, settings=settings, host_json=HOST_JSON, startup_hook=create_queues_and_router
     ) as host:
@@ -175,14 +175,14 @@ def test_a_retried_blocker_that_fails_again_keeps_holding_its_key_and_its_parked
     )
     dead = next(m for m in dead_letters(app) if m.session_id == customer)
     retry = {"entity": queue, "sequenceNumbers": [dead.sequence_number]}
-    # Inside crm's duplicate-detection window (PT20S here) the copy would be dropped by the broker: the
+    # Inside crm's duplicate-detection window (PT1M here) the copy would be dropped by the broker: the
     # console's retry holds it (issue 35) and the blocker stays dead-lettered.
     held = app.admin.post("/api/ops/failures/retry", json=retry)
     assert held.status_code == 200, held.text
     assert held.json()["summary"]["totals"]["held"] == 1, held.text
     # Past the window the retry sends the blocker back with its MessageId: it fails again (an empty name
     # never succeeds), is dead-lettered anew, and still holds the key with the later update parked.
-    deadline = time.monotonic() + 120  # the window (20 s), the re-drive's margin after it, a busy machine
+    deadline = time.monotonic() + 120  # the window (60 s) and the re-drive's margin after it
     while app.admin.post("/api/ops/failures/retry", json=retry).json()["summary"]["totals"]["redriven"] != 1:
         assert time.monotonic() < deadline, "the retry was never sent"
         time.sleep(1)
