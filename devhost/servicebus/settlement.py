@@ -84,7 +84,9 @@ class InvocationSettlement:
 
     def is_settled(self, message: ServiceBusReceivedMessage) -> bool:
         """Whether the function settled ``message`` itself."""
-        return str(message.lock_token) in self.settled
+        # By the message object, as the extension's SettledMessages is keyed: once settled, the SDK's
+        # ``lock_token`` reads None, so the token must be the one registered, not the message's own now.
+        return any(self.messages.get(token) is message for token in self.settled)
 
 
 class SettlementRegistry:
