@@ -91,10 +91,6 @@ ALLOWED: dict[str, str] = {
     "devhost/servicebus/amqp_payload.py: _on_transfer": HOST_PAYLOAD,
     "devhost/servicebus/amqp_payload.py: _devhost_amqp_payloads": HOST_PAYLOAD,
     "devhost/servicebus/amqp_payload.py: _devhost_amqp_payload": HOST_PAYLOAD,
-    "devhost/worker/runtime_invocation.py: _functions": (
-        "devhost's invocation log wraps each function the runtime registered to record its bound arguments' "
-        "classes; azure-functions-runtime has no public hook for it"
-    ),
 }
 
 
