@@ -171,10 +171,10 @@ def put_token(connection: BlockingConnection, audience: str, token: str, kind: s
             },
         ),
     )
-    status = _status(reply)
+    status, description = reply_status(reply)
     if status not in (200, 202):
         raise WireError(
-            f"put-token for {audience} refused ({status}): {_description(reply)}",
+            f"put-token for {audience} refused ({status}): {description}",
             _STATUS_CONDITIONS.get(status or 0),
         )
 
@@ -214,15 +214,13 @@ def reply_properties(reply: proton.Message) -> dict[str, Any]:
     return {str(key): value for key, value in raw.items()}
 
 
-def _status(reply: proton.Message) -> int | None:
+def reply_status(reply: proton.Message) -> tuple[int | None, str]:
+    """A response's status code and description: ``$cbs`` answers them as ``status-code`` /
+    ``status-description``, a ``$management`` node as ``statusCode`` / ``statusDescription``."""
     properties = reply_properties(reply)
     status = properties.get("status-code", properties.get("statusCode"))
-    return None if status is None else int(status)
-
-
-def _description(reply: proton.Message) -> str:
-    properties = reply_properties(reply)
-    return str(properties.get("status-description", properties.get("statusDescription", "")))
+    description = properties.get("status-description", properties.get("statusDescription", ""))
+    return (None if status is None else int(status)), str(description)
 
 
 __all__ = [
@@ -231,6 +229,7 @@ __all__ = [
     "WireError",
     "put_token",
     "reply_properties",
+    "reply_status",
     "request",
     "sas_token",
 ]

@@ -35,7 +35,7 @@ import proton
 from proton.handlers import MessagingHandler
 from proton.utils import BlockingConnection, LinkDetached
 
-from shared.amqp.connection import CONNECT_TIMEOUT, Namespace, WireError, reply_properties, request
+from shared.amqp.connection import CONNECT_TIMEOUT, Namespace, WireError, reply_status, request
 from shared.amqp.received import ReceivedMessage, received_message
 from shared.amqp.session_lock import (
     SESSION_CANNOT_BE_LOCKED,
@@ -273,14 +273,11 @@ class EntityReceiver:
                     properties={"operation": "com.microsoft:peek-message"},
                 ),
             )
-        properties = reply_properties(reply)
-        status = int(properties.get("statusCode", 0))
+        status, description = reply_status(reply)
         if status == 204:
             return []
         if status != 200:
-            raise WireError(
-                f"peek of {self.address} refused ({status}): {properties.get('statusDescription', '')}"
-            )
+            raise WireError(f"peek of {self.address} refused ({status}): {description}")
         return [_peeked(entry) for entry in _entries(reply.body)]
 
     # ------------------------------------------------------------------------------------------ close

@@ -31,7 +31,7 @@ import proton
 from proton.reactor import ReceiverOption
 from proton.utils import BlockingConnection
 
-from shared.amqp.connection import WireError, reply_properties, request
+from shared.amqp.connection import WireError, reply_status, request
 from shared.envelope.properties import timestamp_from_ms
 
 log = logging.getLogger(__name__)
@@ -151,11 +151,9 @@ class SessionLock:
                     properties={"operation": RENEW_OPERATION, "associated-link-name": self._link_name},
                 ),
             )
-        properties = reply_properties(reply)
-        status = int(properties.get("statusCode", properties.get("status-code", 0)))
+        status, description = reply_status(reply)
         expiration = reply.body.get("expiration") if isinstance(reply.body, dict) else None
         if status != 200 or expiration is None:
-            description = properties.get("statusDescription", properties.get("status-description", ""))
             raise WireError(
                 f"renewing the lock of session {self.session_id!r} refused ({status}): {description}"
             )
