@@ -30,6 +30,7 @@ import proton
 from azure.servicebus.amqp import AmqpMessageBodyType
 
 from shared.amqp.values import typed_properties, typed_value
+from shared.envelope import as_text
 from shared.envelope.properties import timestamp_from_ms
 
 
@@ -70,16 +71,6 @@ def _owned(value: Any) -> Any:
     return value
 
 
-def _text(value: Any) -> str | None:
-    if value is None:
-        return None
-    return (
-        bytes(value).decode("utf-8", errors="replace")
-        if isinstance(value, bytes | memoryview)
-        else str(value)
-    )
-
-
 def _moment(value: Any) -> datetime | None:
     return None if value is None else timestamp_from_ms(int(value))
 
@@ -103,23 +94,23 @@ def received_message(message: proton.Message, receipt: int | None = None) -> Rec
         body_type=body_type,
         body=body,
         message_id=_owned(message.id),
-        content_type=_text(message.content_type),
+        content_type=as_text(message.content_type),
         correlation_id=_owned(message.correlation_id),
-        session_id=_text(message.group_id),
-        subject=_text(message.subject),
-        reply_to=_text(message.reply_to),
-        reply_to_session_id=_text(message.reply_to_group_id),
-        to=_text(message.address),
-        partition_key=_text(annotations.get("x-opt-partition-key")),
+        session_id=as_text(message.group_id),
+        subject=as_text(message.subject),
+        reply_to=as_text(message.reply_to),
+        reply_to_session_id=as_text(message.reply_to_group_id),
+        to=as_text(message.address),
+        partition_key=as_text(annotations.get("x-opt-partition-key")),
         time_to_live=timedelta(milliseconds=round(ttl * 1000)) if ttl else None,
         application_properties=properties,
         sequence_number=int(annotations.get("x-opt-sequence-number", 0)),
         enqueued_time_utc=_moment(annotations.get("x-opt-enqueued-time")),
         locked_until_utc=_moment(annotations.get("x-opt-locked-until")),
         delivery_count=message.delivery_count,
-        dead_letter_reason=_text(properties.get("DeadLetterReason")),
-        dead_letter_error_description=_text(properties.get("DeadLetterErrorDescription")),
-        dead_letter_source=_text(annotations.get("x-opt-deadletter-source")),
+        dead_letter_reason=as_text(properties.get("DeadLetterReason")),
+        dead_letter_error_description=as_text(properties.get("DeadLetterErrorDescription")),
+        dead_letter_source=as_text(annotations.get("x-opt-deadletter-source")),
         receipt=receipt,
     )
 
