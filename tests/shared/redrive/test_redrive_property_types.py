@@ -10,9 +10,9 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from azure.servicebus import ServiceBusClient
-
+from shared.amqp.connection import Namespace
 from shared.amqp.outgoing import outgoing_message
+from shared.amqp.receiver import EntityReceiver
 from shared.archive.reader import read_archive, row_properties
 from shared.envelope import Envelope, PartitionKeyPolicy
 from shared.envelope.properties import AmqpType, Char, amqp_type
@@ -20,7 +20,8 @@ from shared.redrive.job import run_redrive
 from tests.shared.envelope.wire_types import EXACT, SENT, stored_properties, types_of
 from tests.shared.redrive.redrive_support import dead_letter_queue_messages, redrive_env
 
-# A .NET sender's char and System.Decimal are read and sent again as they are (shared/envelope/sdk_codec.py).
+# A .NET sender's char and System.Decimal are read and sent again as they are (Busbar's own receiver and
+# sender, shared/amqp/).
 DEAD_LETTERED = {**SENT, "grade": Char("A"), "price": Decimal("19.99")}
 EXPECTED = {**EXACT, "grade": "char", "price": "decimal128"}
 
@@ -57,10 +58,7 @@ def test_a_dotnet_shaped_message_is_redriven_twice_and_archived_with_every_type_
             assert types_of(copy) == {**EXPECTED, **STAMPS}
             assert int(copy["busbar.redrive.count"]) == attempt
         # the handler fails again: the copy is dead-lettered once more
-        with (
-            ServiceBusClient.from_connection_string(cs) as client,
-            client.get_queue_receiver(queue) as receiver,
-        ):
+        with EntityReceiver(Namespace.from_connection_string(cs), queue) as receiver:
             for item in receiver.receive_messages(max_message_count=1, max_wait_time=1):
                 receiver.dead_letter_message(
                     item, reason="MaxDeliveryCountExceeded", error_description="again"
