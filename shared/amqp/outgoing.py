@@ -64,6 +64,7 @@ class OutgoingMessage:
     reply_to_session_id: str | None = None
     time_to_live: timedelta | None = None
     application_properties: Mapping[str, Any] = field(default_factory=dict)
+    _wire_properties: dict[str, Any] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         for name in ("message_id", "session_id", "partition_key"):
@@ -77,7 +78,8 @@ class OutgoingMessage:
             )
         if self.time_to_live is not None and self.time_to_live.total_seconds() * 1000 > MAX_TTL_MS:
             raise ValueError(f"time_to_live {self.time_to_live} is longer than an AMQP ttl holds")
-        proton_properties(self.application_properties)  # a property that cannot be sent fails now
+        # Converted once, here: a property that cannot be sent fails now, and every encoding reuses it.
+        object.__setattr__(self, "_wire_properties", proton_properties(self.application_properties))
 
     def encoded(self, now: float | None = None) -> bytes:
         """The AMQP encoding of the message (``now``, epoch seconds, stamps the creation time of a message
@@ -95,7 +97,7 @@ class OutgoingMessage:
             "address": self.to,
             "reply_to": self.reply_to,
             "reply_to_group_id": self.reply_to_session_id,
-            "properties": proton_properties(self.application_properties),
+            "properties": self._wire_properties,
         }
         ttl_seconds = int(self.time_to_live.total_seconds()) if self.time_to_live is not None else 0
         if ttl_seconds > 0:
