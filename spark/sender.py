@@ -28,8 +28,9 @@ from typing import Any
 import proton
 
 from shared.amqp.connection import Namespace, WireError
+from shared.amqp.kept_senders import KeptSenders
 from shared.amqp.outgoing import OutgoingMessage, outgoing_message
-from shared.amqp.sender import EntitySender, MessageTooLarge, SendOutcomeUnknown, SendRefused
+from shared.amqp.sender import MessageTooLarge, SendOutcomeUnknown, SendRefused
 from shared.archive.rows import envelope_from_row
 from shared.envelope import PartitionKeyPolicy
 from shared.rate_limit import BatchPacer
@@ -158,7 +159,7 @@ class _PartitionSender:
         self.attempt = attempt
         self.namespace = _namespace(config.connection)
         self.limiter = BatchPacer(config.rate_per_task)
-        self.senders: dict[str, EntitySender] = {}
+        self.senders = KeptSenders(self.namespace)
         self.dead_targets: dict[str, str] = {}  # target -> error, for entities that are gone or disabled
         self.batches_sent = 0
         self.messages_sent = 0
@@ -182,15 +183,6 @@ class _PartitionSender:
             at,
         )
 
-    def sender(self, target: str) -> EntitySender:
-        kept = self.senders.get(target)
-        if kept is not None and kept.stale:  # lost, or idle past its token: a new one
-            kept.close()
-            kept = None
-        if kept is None:
-            kept = self.senders[target] = EntitySender(self.namespace, target)
-        return kept
-
     def send(
         self, target: str, rows: Sequence[Any], messages: Sequence[OutgoingMessage]
     ) -> Iterator[tuple[Any, ...]]:
@@ -206,7 +198,8 @@ class _PartitionSender:
             attempts += 1
             refused: dict[int, BaseException]
             try:
-                outcomes = self.sender(target).send_all([messages[index] for index in waiting])
+                with self.senders.sending(target) as sender:
+                    outcomes = sender.send_all([messages[index] for index in waiting])
                 refused = {
                     index: outcome.error
                     for index, outcome in zip(waiting, outcomes, strict=True)
@@ -283,8 +276,7 @@ class _PartitionSender:
             yield from self.send(target, pending, messages)
 
     def close(self) -> None:
-        for sender in self.senders.values():
-            sender.close()
+        self.senders.close()
 
 
 def send_partition(config: SenderConfig, rows: Iterator[Any]) -> Iterator[tuple[Any, ...]]:

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from azure.servicebus import ServiceBusClient
 
+from shared.amqp.kept_senders import KeptSenders
 from shared.archive.writer import ArchiveWriter
 from shared.ordering.parking import send_resume
 from shared.rate_limit import TokenBucket
@@ -47,7 +48,6 @@ if TYPE_CHECKING:
     from shared.amqp.connection import Namespace
     from shared.amqp.outgoing import OutgoingMessage
     from shared.amqp.receiver import EntityReceiver
-    from shared.amqp.sender import EntitySender
 
 log = logging.getLogger(__name__)
 
@@ -89,7 +89,8 @@ class _Budget:
 class _EntityState:
     plan: EntityPlan
     receiver: Any
-    sender: EntitySender | None = None
+    senders: KeptSenders
+    """The target's sender, opened on the first copy (a run that only archives never opens one)."""
     kept: list[Any] = field(default_factory=list)
     seen: set[int] = field(default_factory=set)
     blocked_sessions: set[str] = field(default_factory=set)
@@ -171,8 +172,8 @@ class Redriver:
     ) -> None:
         with ExitStack() as stack:
             receiver = stack.enter_context(self._dead_letter_receiver(plan))
-            state = _EntityState(plan, receiver, wanted=wanted)
-            stack.callback(self._close_sender, state)  # after the release below (an ExitStack unwinds)
+            state = _EntityState(plan, receiver, KeptSenders(self.namespace), wanted=wanted)
+            stack.callback(state.senders.close)  # after the release below (an ExitStack unwinds)
             stack.callback(self._release, state)
             while not budget.exhausted() and not state.complete:
                 count = min(self.batch_size, budget.remaining)
@@ -363,8 +364,11 @@ class Redriver:
             return
         copies = [item.copy for item in items if item.copy is not None]
         assert len(copies) == len(items)  # a re-driven item has its copy (_decide)
+        assert state.plan.target is not None
         try:
-            outcomes = self._sender(state).send_all(copies)
+            # Busbar's own AMQP sender: every application property goes out with its AMQP type.
+            with state.senders.sending(state.plan.target.name) as sender:
+                outcomes = sender.send_all(copies)
         except Exception as exc:
             log.exception("re-drive send to %s failed", state.plan.target)
             summary.error(state.plan.source.path, f"send failed: {type(exc).__name__}: {exc}")
@@ -389,24 +393,6 @@ class Redriver:
         count(redriven, len(sent), {DESTINATION_NAME: state.plan.source.path})
         for item in sent:
             self._complete(state, item, Outcome.REDRIVE, summary)
-
-    def _sender(self, state: _EntityState) -> EntitySender:
-        """The target's sender, opened on the first copy (a run that only archives never opens one)."""
-        if state.sender is not None and state.sender.stale:  # lost, or idle past its token: a new one
-            self._close_sender(state)
-        if state.sender is None:
-            # Busbar's own AMQP sender: every application property goes out with its AMQP type.
-            from shared.amqp.sender import EntitySender
-
-            assert state.plan.target is not None
-            state.sender = EntitySender(self.namespace, state.plan.target.name)
-        return state.sender
-
-    @staticmethod
-    def _close_sender(state: _EntityState) -> None:
-        if state.sender is not None:
-            state.sender.close()
-            state.sender = None
 
     def _complete(self, state: _EntityState, item: _Item, outcome: Outcome, summary: RunSummary) -> None:
         try:
@@ -464,7 +450,7 @@ class Redriver:
 
     def _plan_entity(self, plan: EntityPlan, run_id: str, budget: _Budget, summary: RunSummary) -> None:
         with self._dead_letter_receiver(plan) as receiver:
-            state = _EntityState(plan, receiver)
+            state = _EntityState(plan, receiver, KeptSenders(self.namespace))  # a plan sends nothing
             next_sequence = 0
             while not budget.exhausted():
                 page = receiver.peek_messages(

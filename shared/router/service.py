@@ -45,6 +45,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
+from shared.amqp.kept_senders import KeptSenders
 from shared.app_settings import AppSetting
 from shared.archive.rows import archive_row
 from shared.archive.writer import ArchiveWriter
@@ -52,7 +53,6 @@ from shared.contracts import ContractRegistry
 from shared.envelope import PartitionKeyPolicy
 from shared.management import ManagementClient
 from shared.messages import IncomingMessage
-from shared.router.bridge_senders import BridgeSenders, Destination
 from shared.router.decision import (
     BRIDGED_FROM,
     NO_MATCHING_SUBSCRIPTION,
@@ -286,7 +286,7 @@ class FallbackRouter:
         self.router_subscription = router_subscription
         self.recorder = recorder
         self.snapshot_seconds = snapshot_seconds
-        self.senders = BridgeSenders(namespace)
+        self.senders = KeptSenders(namespace)  # one per destination, kept for the router's life
         self._dedicated = dedicated_topic_resolver(options)
         self._snapshot: RoutingSnapshot | None = None
         self._loaded_at = 0.0
@@ -339,14 +339,14 @@ class FallbackRouter:
         message = self._with_session(message, decision)
         if decision.bridge_to is not None:
             copy = bridged_copy(message, self.fallback_topic, decision.bridge_to)
-            self.senders.send(Destination.TOPIC, decision.bridge_to, copy)
+            self.senders.send(decision.bridge_to, copy)
             log.info(
                 "bridged %s (message %s) to %s", decision.contract, message.message_id, decision.bridge_to
             )
         for entity in decision.bridge_to_entities:
             # Subscribers of the dedicated topic that did not get the event on the fallback topic, straight
             # to where their subscriptions forward (the others must not receive it twice).
-            self.senders.send(Destination.QUEUE, entity, bridged_copy(message, self.fallback_topic, entity))
+            self.senders.send(entity, bridged_copy(message, self.fallback_topic, entity))
             log.info("bridged %s (message %s) to %s", decision.contract, message.message_id, entity)
 
     def _decide(self, message: IncomingMessage) -> RouterDecision:
