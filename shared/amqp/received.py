@@ -9,6 +9,10 @@ Service Bus keeps a value (AMQP 1.0 in Azure Service Bus, "Message annotations";
 =============================  ==================================================================
 sequence_number                message annotation ``x-opt-sequence-number``
 enqueued_time_utc              message annotation ``x-opt-enqueued-time`` (a timestamp)
+enqueued_sequence_number       message annotation ``x-opt-enqueue-sequence-number`` (forwarded messages)
+lock_token                     delivery annotation ``x-opt-lock-token`` (a peek-lock delivery's; the
+                               delivery tag holds the same GUID, which proton's ``Delivery.tag`` reads
+                               as text)
 locked_until_utc               message annotation ``x-opt-locked-until``
 partition_key                  message annotation ``x-opt-partition-key``
 dead_letter_source             message annotation ``x-opt-deadletter-source``
@@ -22,6 +26,7 @@ delivery_count                 header ``delivery-count``
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -59,6 +64,10 @@ class ReceivedMessage:
     dead_letter_reason: str | None
     dead_letter_error_description: str | None
     dead_letter_source: str | None
+    enqueued_sequence_number: int | None = None
+    lock_token: uuid.UUID | None = None
+    amqp_bytes: bytes | None = field(default=None, repr=False)
+    """The message's AMQP encoding as it arrived (a received delivery's; None for a peeked one)."""
     receipt: int | None = field(default=None, repr=False)
 
 
@@ -84,9 +93,22 @@ def _body(message: proton.Message) -> tuple[AmqpMessageBodyType, Any]:
     return AmqpMessageBodyType.VALUE, typed_value(body)
 
 
-def received_message(message: proton.Message, receipt: int | None = None) -> ReceivedMessage:
-    """``message`` (decoded by proton) as Busbar reads it."""
+def _lock_token(message: proton.Message) -> uuid.UUID | None:
+    instructions: dict[Any, Any] = {str(key): value for key, value in (message.instructions or {}).items()}
+    token = instructions.get("x-opt-lock-token")
+    if isinstance(token, uuid.UUID):
+        return token
+    if isinstance(token, bytes | memoryview) and len(token) == 16:
+        return uuid.UUID(bytes_le=bytes(token))  # a .NET Guid's bytes
+    return None
+
+
+def received_message(
+    message: proton.Message, receipt: int | None = None, amqp_bytes: bytes | None = None
+) -> ReceivedMessage:
+    """``message`` (decoded by proton from ``amqp_bytes`` when given) as Busbar reads it."""
     annotations: dict[Any, Any] = {str(key): value for key, value in (message.annotations or {}).items()}
+    forwarded = annotations.get("x-opt-enqueue-sequence-number")
     properties = typed_properties(message.properties)
     body_type, body = _body(message)
     ttl = message.ttl  # seconds, as proton gives the header's milliseconds
@@ -111,6 +133,9 @@ def received_message(message: proton.Message, receipt: int | None = None) -> Rec
         dead_letter_reason=as_text(properties.get("DeadLetterReason")),
         dead_letter_error_description=as_text(properties.get("DeadLetterErrorDescription")),
         dead_letter_source=as_text(annotations.get("x-opt-deadletter-source")),
+        enqueued_sequence_number=None if forwarded is None else int(forwarded),
+        lock_token=_lock_token(message),
+        amqp_bytes=amqp_bytes,
         receipt=receipt,
     )
 

@@ -25,44 +25,93 @@ from __future__ import annotations
 import collections
 import contextlib
 import itertools
+import logging
 import threading
+import time
 import uuid
 from collections.abc import Sequence
+from datetime import datetime
 from types import TracebackType
 from typing import Any
 
 import proton
 from proton.handlers import MessagingHandler
-from proton.utils import BlockingConnection, LinkDetached
+from proton.utils import LinkDetached
 
 from shared.amqp.connection import CONNECT_TIMEOUT, Namespace, WireError, reply_status, request
 from shared.amqp.received import ReceivedMessage, received_message
 from shared.amqp.session_lock import (
+    MAX_LOCK_RENEWAL_SECONDS,
     SESSION_CANNOT_BE_LOCKED,
     SESSION_LOCK_LOST,
     SessionCannotBeLocked,
     SessionFilter,
     SessionLock,
     SessionLockLost,
+    granted_session_id,
     locked_until_of,
 )
+from shared.envelope.properties import timestamp_from_ms
+
+log = logging.getLogger(__name__)
 
 DEAD_LETTER_CONDITION = "com.microsoft:dead-letter"
+
+
+class NextAvailableSession:
+    """The type of :data:`NEXT_AVAILABLE_SESSION`."""
+
+
+NEXT_AVAILABLE_SESSION = NextAvailableSession()
+"""``session_id`` for whichever session Service Bus has free (azure-servicebus's ``NEXT_AVAILABLE_SESSION``):
+the session filter sent without a value; the session granted is read from the attach's answer."""
+
+
+class NoSessionAvailable(WireError):
+    """No session came free within the wait (Service Bus refuses the attach with ``com.microsoft:timeout``;
+    azure-servicebus raises ``OperationTimeoutError``)."""
+
+
+TIMEOUT_CONDITION = "com.microsoft:timeout"
+TOKEN_REFRESH_SECONDS = 300.0
+"""A kept connection puts a fresh token this long before its token expires (the SDK refreshes its CBS token
+before expiry as well): a trigger listener's receiver stays open for hours."""
 MORE_MESSAGES_WAIT = 0.2
 """After the first message of a batch, how long a receive waits for the rest before it drains its credit."""
 
 
 class _Deliveries(MessagingHandler):
-    """Keeps each arriving message with its delivery, unsettled (nothing is accepted automatically)."""
+    """Keeps each arriving message with its delivery and its bytes, unsettled (nothing is accepted
+    automatically)."""
 
     def __init__(self) -> None:
         super().__init__(prefetch=0, auto_accept=False, auto_settle=False)
-        self.arrived: collections.deque[tuple[proton.Message, proton.Delivery]] = collections.deque()
+        self.arrived: collections.deque[tuple[proton.Message, proton.Delivery, bytes]] = collections.deque()
         self.detached: proton.Condition | None = None
         """The error Service Bus closed the link with (a session's lock lost, say), or None."""
 
-    def on_message(self, event: Any) -> None:
-        self.arrived.append((event.message, event.delivery))
+    def on_delivery(self, event: Any) -> None:
+        # proton's own reading (handlers.recv_msg) with the bytes kept: a trigger hands them on as they came.
+        delivery = event.delivery
+        if not delivery.link.is_receiver:
+            return
+        if delivery.aborted:
+            delivery.settle()
+        elif delivery.readable and not delivery.partial:
+            encoded = bytes(delivery.link.recv(delivery.pending))
+            delivery.link.advance()
+            message = proton.Message()
+            try:
+                message.decode(encoded)
+            except proton.MessageException as error:
+                # Not a message proton can read: given back (its delivery count grows, and Service Bus
+                # dead-letters it past MaxDeliveryCount) rather than stalling the receiver.
+                log.error("%s: a delivery is not an AMQP message (%s); abandoned", delivery.link.name, error)
+                delivery.local.failed = True
+                delivery.update(proton.Delivery.MODIFIED)
+                delivery.settle()
+                return
+            self.arrived.append((message, delivery, encoded))
 
     def on_link_error(self, event: Any) -> None:
         # proton's default closes the whole connection; the receiver raises this at its next use instead,
@@ -76,32 +125,59 @@ class EntityReceiver:
     requires sessions; the session is locked from here to :meth:`close`). A context manager; one caller
     thread at a time (its session lock's renewing thread shares the connection under ``_wire``)."""
 
-    def __init__(self, namespace: Namespace, address: str, session_id: str | None = None) -> None:
+    def __init__(
+        self,
+        namespace: Namespace,
+        address: str,
+        session_id: str | NextAvailableSession | None = None,
+        *,
+        session_wait: float | None = None,
+        lock_renewal_seconds: float = MAX_LOCK_RENEWAL_SECONDS,
+    ) -> None:
+        """Open the connection (and, for a session, take the session: ``NEXT_AVAILABLE_SESSION`` waits up
+        to ``session_wait`` seconds for a free one, else :class:`NoSessionAvailable`; its lock is renewed
+        for up to ``lock_renewal_seconds``)."""
         self.address = address
-        self.session_id = session_id
-        self._connection: BlockingConnection = namespace.connect(address)
+        self._namespace = namespace
+        self._connection, self._token_expiry = namespace.connect_until(address)
         self._wire = threading.RLock()  # every use of the connection: the caller's and the lock renewer's
         self._deliveries = _Deliveries()
         self._blocking: Any = None  # proton's BlockingReceiver: it unsets the link's handler when collected
         self._locked: dict[int, proton.Delivery] = {}  # by receipt (ReceivedMessage.receipt)
         self._receipts = itertools.count(1)
         self.session: SessionLock | None = None
+        self.session_id: str | None = None
+        """The session this receiver holds (the one Service Bus granted, for the next available)."""
         if session_id is not None:
-            self.session = self._take_session(session_id)
+            wanted = None if isinstance(session_id, NextAvailableSession) else session_id
+            self.session = self._take_session(wanted, session_wait, lock_renewal_seconds)
+            self.session_id = self.session.session_id
             self.session.start()
 
-    def _take_session(self, session_id: str) -> SessionLock:
+    def _take_session(self, wanted: str | None, wait: float | None, renewal: float) -> SessionLock:
+        which = "the next available session" if wanted is None else f"session {wanted!r}"
         try:
-            link = self._receive_link()
+            link = self._receive_link(SessionFilter(wanted, wait))
+            session_id = granted_session_id(link) if wanted is None else wanted
+            if session_id is None:
+                raise WireError(f"Service Bus granted {self.address} no session id")
         except LinkDetached as refused:
             self._connection.close()
-            kind = SessionCannotBeLocked if refused.condition == SESSION_CANNOT_BE_LOCKED else WireError
-            raise kind(f"session {session_id!r} of {self.address} cannot be taken: {refused}") from None
+            kind = {SESSION_CANNOT_BE_LOCKED: SessionCannotBeLocked, TIMEOUT_CONDITION: NoSessionAvailable}
+            raise kind.get(refused.condition or "", WireError)(
+                f"{which} of {self.address} cannot be taken: {refused}", refused.condition
+            ) from None
         except BaseException:
             self._connection.close()
             raise
         return SessionLock(
-            self._connection, self._wire, self.address, session_id, link.name, locked_until_of(link)
+            self._connection,
+            self._wire,
+            self.address,
+            session_id,
+            link.name,
+            locked_until_of(link),
+            max_duration=renewal,
         )
 
     def _check_usable(self) -> None:
@@ -109,12 +185,14 @@ class EntityReceiver:
         if detached is not None:
             lost = self.session is not None and detached.name == SESSION_LOCK_LOST
             raise (SessionLockLost if lost else WireError)(
-                f"Service Bus closed the link to {self.address}: {detached}"
+                f"Service Bus closed the link to {self.address}: {detached}", detached.name
             )
         if self.session is not None and self.session.error is not None:
             raise SessionLockLost(
                 f"the lock of session {self.session_id!r} of {self.address} was lost: {self.session.error}"
             )
+        if time.time() >= self._token_expiry - TOKEN_REFRESH_SECONDS:
+            self._token_expiry = self._namespace.authorize(self._connection, self.address)
 
     def __enter__(self) -> EntityReceiver:
         return self
@@ -126,14 +204,14 @@ class EntityReceiver:
 
     # ---------------------------------------------------------------------------------------- receive
 
-    def _receive_link(self) -> Any:
+    def _receive_link(self, session: SessionFilter | None = None) -> Any:
         if self._blocking is None:
             self._blocking = self._connection.create_receiver(
                 self.address,
                 credit=0,
                 handler=self._deliveries,
                 name=f"busbar-{uuid.uuid4()}",
-                options=None if self.session_id is None else SessionFilter(self.session_id),
+                options=session,
             )
         return self._blocking.link
 
@@ -159,12 +237,12 @@ class EntityReceiver:
         self._wait(lambda: not link.draining() or detached.detached is not None, CONNECT_TIMEOUT)
         batch: list[ReceivedMessage] = []
         while arrived and len(batch) < max_message_count:
-            message, delivery = arrived.popleft()
+            message, delivery, encoded = arrived.popleft()
             # Settled later by this receipt: proton's Delivery.tag reads the tag as UTF-8 text, which a
             # Service Bus lock token (16 bytes of a GUID) is not.
             receipt = next(self._receipts)
             self._locked[receipt] = delivery
-            batch.append(received_message(message, receipt=receipt))
+            batch.append(received_message(message, receipt=receipt, amqp_bytes=encoded))
         return batch
 
     def _wait(self, condition: Any, timeout: float) -> None:
@@ -257,22 +335,71 @@ class EntityReceiver:
         if answer != outcome:
             raise WireError(f"settlement of {message.sequence_number} answered {answer}, not {outcome}")
 
-    # ------------------------------------------------------------------------------------------- peek
+    # ------------------------------------------------------------------------------------- management
+
+    def _management(self, operation: str, body: dict[str, Any], *, linked: bool = True) -> proton.Message:
+        """A request to the entity's ``$management`` node (``associated-link-name`` = the receive link's, as
+        the SDK sends it for a receiver's own operations); the response, whatever its status."""
+        properties: dict[str, Any] = {"operation": operation}
+        if linked and self._blocking is not None:
+            properties["associated-link-name"] = self._blocking.link.name
+        with self._wire:
+            self._check_usable()
+            return request(
+                self._connection,
+                f"{self.address}/$management",
+                proton.Message(body=body, properties=properties),
+            )
+
+    def _answer(self, reply: proton.Message, what: str, key: str) -> Any:
+        status, description = reply_status(reply)
+        if status != 200:
+            raise WireError(f"{what} of {self.address} refused ({status}): {description}")
+        return reply.body.get(key) if isinstance(reply.body, dict) else None
+
+    def renew_message_lock(self, message: ReceivedMessage) -> datetime:
+        """Renew ``message``'s lock; its new expiry (``com.microsoft:renew-lock`` with its lock token, as
+        azure-servicebus 7.15 ``_servicebus_receiver.py`` ``_renew_locks`` sends it)."""
+        if message.lock_token is None or message.receipt not in self._locked:
+            raise WireError(f"message {message.sequence_number} is not held locked by this receiver")
+        # An array of uuid, as the SDK sends it (proton's stubs type the descriptor too narrowly).
+        tokens = proton.Array(proton.UNDESCRIBED, proton.Data.UUID, message.lock_token)  # type: ignore[arg-type]
+        reply = self._management("com.microsoft:renew-lock", {"lock-tokens": tokens})
+        expirations = self._answer(reply, f"renewing the lock of {message.sequence_number}", "expirations")
+        if not expirations:
+            raise WireError(f"renewing the lock of {message.sequence_number} answered no expiry")
+        return timestamp_from_ms(int(next(iter(expirations))))
+
+    def renew_session_lock(self) -> datetime:
+        """Renew the session's lock now; its new expiry."""
+        return self._held_session().renew()
+
+    def get_session_state(self) -> bytes | None:
+        """The session's state (``com.microsoft:get-session-state``)."""
+        session = self._held_session()
+        reply = self._management("com.microsoft:get-session-state", {"session-id": session.session_id})
+        state = self._answer(reply, "reading the state of a session", "session-state")
+        return None if state is None else bytes(state)
+
+    def set_session_state(self, state: bytes | None) -> None:
+        """Set the session's state (``com.microsoft:set-session-state``; ``None`` clears it)."""
+        session = self._held_session()
+        body = {"session-id": session.session_id, "session-state": None if state is None else bytes(state)}
+        reply = self._management("com.microsoft:set-session-state", body)
+        self._answer(reply, "setting a session's state", "session-state")
+
+    def _held_session(self) -> SessionLock:
+        if self.session is None:
+            raise WireError(f"the receiver of {self.address} holds no session")
+        return self.session
 
     def peek_messages(self, max_message_count: int = 1, sequence_number: int = 0) -> list[ReceivedMessage]:
         """Up to ``max_message_count`` messages from ``sequence_number`` on, without locking them."""
-        with self._wire:
-            reply = request(
-                self._connection,
-                f"{self.address}/$management",
-                proton.Message(
-                    body={
-                        "from-sequence-number": int(sequence_number),
-                        "message-count": proton.int32(max_message_count),
-                    },
-                    properties={"operation": "com.microsoft:peek-message"},
-                ),
-            )
+        reply = self._management(
+            "com.microsoft:peek-message",
+            {"from-sequence-number": int(sequence_number), "message-count": proton.int32(max_message_count)},
+            linked=False,
+        )
         status, description = reply_status(reply)
         if status == 204:
             return []
@@ -306,4 +433,10 @@ def _peeked(entry: Any) -> ReceivedMessage:
     return received_message(message)
 
 
-__all__ = ["DEAD_LETTER_CONDITION", "EntityReceiver"]
+__all__ = [
+    "DEAD_LETTER_CONDITION",
+    "NEXT_AVAILABLE_SESSION",
+    "EntityReceiver",
+    "NextAvailableSession",
+    "NoSessionAvailable",
+]

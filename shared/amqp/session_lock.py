@@ -50,6 +50,7 @@ PUMP_SECONDS = 0.05
 
 
 SESSION_FILTER = proton.symbol("com.microsoft:session-filter")
+TIMEOUT_PROPERTY = proton.symbol("com.microsoft:timeout")
 LOCKED_UNTIL_UTC = proton.symbol("com.microsoft:locked-until-utc")
 SESSION_CANNOT_BE_LOCKED = "com.microsoft:session-cannot-be-locked"
 SESSION_LOCK_LOST = "com.microsoft:session-lock-lost"
@@ -69,14 +70,30 @@ class SessionLockLost(WireError):
 
 class SessionFilter(ReceiverOption):
     """The receive link's source filter that asks for one session: ``com.microsoft:session-filter`` = the
-    session id, a string (azure-servicebus 7.15, ``_transport/_pyamqp_transport.py`` ``create_source``;
-    ``_common/constants.py`` ``SESSION_FILTER``)."""
+    session id, a string, or null for the next session Service Bus has free, which it then waits up to
+    ``wait_seconds`` for (the attach property ``com.microsoft:timeout`` in milliseconds) (azure-servicebus
+    7.15, ``_transport/_pyamqp_transport.py`` ``create_source``, ``_servicebus_receiver.py``
+    ``_create_handler``; ``_common/constants.py`` ``SESSION_FILTER``)."""
 
-    def __init__(self, session_id: str) -> None:
+    def __init__(self, session_id: str | None, wait_seconds: float | None = None) -> None:
         self.session_id = session_id
+        self.wait_seconds = wait_seconds
 
     def apply(self, link: proton.Link) -> None:
         link.source.filter.put_dict({SESSION_FILTER: self.session_id})
+        if self.session_id is None and self.wait_seconds is not None:
+            link.properties = {TIMEOUT_PROPERTY: proton.uint(int(self.wait_seconds * 1000))}
+
+
+def granted_session_id(link: proton.Link) -> str | None:
+    """The session Service Bus locked for a receive link, from the source filter of its attach answer."""
+    filters = link.remote_source.filter
+    filters.rewind()
+    if filters.next() is None:
+        return None
+    granted = filters.get_object()
+    value = granted.get(SESSION_FILTER) if isinstance(granted, dict) else None
+    return None if value is None else str(value)
 
 
 def locked_until_of(link: proton.Link) -> datetime:
@@ -203,6 +220,7 @@ __all__ = [
     "SessionFilter",
     "SessionLock",
     "SessionLockLost",
+    "granted_session_id",
     "locked_until_of",
     "renew_period",
 ]

@@ -1,0 +1,137 @@
+"""An :class:`~shared.amqp.receiver.EntityReceiver` for asyncio code (devhost's trigger listeners).
+
+proton's ``BlockingConnection`` blocks its caller, so each receiver lives on a thread of its own (a
+one-worker executor) and every call on it runs there, one after another: the event loop never waits on the
+wire, and no two calls share the connection at once (the session lock's renewing thread takes the
+receiver's own lock, as with the blocking receiver). A call awaited by a task that is cancelled still runs
+to its end on that thread; one that opened a receiver closes it again, so a cancelled session accept never
+leaves a session locked.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+from collections.abc import Callable
+from datetime import datetime
+from types import TracebackType
+from typing import Any
+
+from shared.amqp.connection import Namespace
+from shared.amqp.received import ReceivedMessage
+from shared.amqp.receiver import EntityReceiver, NextAvailableSession
+from shared.amqp.session_lock import MAX_LOCK_RENEWAL_SECONDS
+
+
+def _close_if_opened(opening: concurrent.futures.Future[EntityReceiver]) -> None:
+    if not opening.cancelled() and opening.exception() is None:
+        opening.result().close()
+
+
+class AsyncSession:
+    """The session an :class:`AsyncEntityReceiver` holds, with the SDK's ``ServiceBusSession`` calls."""
+
+    def __init__(self, receiver: AsyncEntityReceiver, session_id: str) -> None:
+        self.session_id = session_id
+        self._receiver = receiver
+
+    async def get_state(self) -> bytes | None:
+        """The session's state."""
+        return await self._receiver.call(EntityReceiver.get_session_state)
+
+    async def set_state(self, state: bytes | None) -> None:
+        """Set (``None``: clear) the session's state."""
+        await self._receiver.call(EntityReceiver.set_session_state, state)
+
+    async def renew_lock(self) -> datetime:
+        """Renew the session's lock now; its new expiry."""
+        return await self._receiver.call(EntityReceiver.renew_session_lock)
+
+
+class AsyncEntityReceiver:
+    """A peek-lock receiver whose calls are awaited (see the module docstring). Open with :meth:`open`."""
+
+    def __init__(self, receiver: EntityReceiver, executor: concurrent.futures.ThreadPoolExecutor) -> None:
+        self._receiver = receiver
+        self._executor = executor
+        self.address = receiver.address
+        self.session = None if receiver.session_id is None else AsyncSession(self, receiver.session_id)
+
+    @classmethod
+    async def open(
+        cls,
+        namespace: Namespace,
+        address: str,
+        session_id: str | NextAvailableSession | None = None,
+        *,
+        session_wait: float | None = None,
+        lock_renewal_seconds: float = MAX_LOCK_RENEWAL_SECONDS,
+    ) -> AsyncEntityReceiver:
+        """Connect and attach as :class:`EntityReceiver` does, on the receiver's own thread."""
+        executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix=f"busbar-receive-{address}")
+        opening = executor.submit(
+            EntityReceiver,
+            namespace,
+            address,
+            session_id,
+            session_wait=session_wait,
+            lock_renewal_seconds=lock_renewal_seconds,
+        )
+        try:
+            receiver = await asyncio.wrap_future(opening)
+        except BaseException:
+            opening.add_done_callback(_close_if_opened)  # cancelled while it opens: closed once open
+            executor.shutdown(wait=False)
+            raise
+        return cls(receiver, executor)
+
+    async def call[R](self, method: Callable[..., R], *args: Any) -> R:
+        """Run ``method(receiver, *args)`` on the receiver's thread."""
+        future = self._executor.submit(method, self._receiver, *args)
+        return await asyncio.wrap_future(future)
+
+    async def receive_messages(
+        self, max_message_count: int = 1, max_wait_time: float = 5.0
+    ) -> list[ReceivedMessage]:
+        """Up to ``max_message_count`` messages, locked; the first awaited up to ``max_wait_time``."""
+        return await self.call(EntityReceiver.receive_messages, max_message_count, max_wait_time)
+
+    async def complete_message(self, message: ReceivedMessage) -> None:
+        """Remove ``message`` from its entity."""
+        await self.call(EntityReceiver.complete_message, message)
+
+    async def abandon_message(self, message: ReceivedMessage) -> None:
+        """Give ``message`` back, its delivery count raised."""
+        await self.call(EntityReceiver.abandon_message, message)
+
+    async def defer_message(self, message: ReceivedMessage) -> None:
+        """Set ``message`` aside, to be received by sequence number only."""
+        await self.call(EntityReceiver.defer_message, message)
+
+    async def dead_letter_message(
+        self, message: ReceivedMessage, reason: str | None = None, error_description: str | None = None
+    ) -> None:
+        """Move ``message`` to the dead-letter queue with ``reason`` and ``error_description``."""
+        await self.call(EntityReceiver.dead_letter_message, message, reason, error_description)
+
+    async def renew_message_lock(self, message: ReceivedMessage) -> datetime:
+        """Renew ``message``'s lock; its new expiry."""
+        return await self.call(EntityReceiver.renew_message_lock, message)
+
+    async def close(self) -> None:
+        """Close the receiver (its locked messages and session are released by Service Bus)."""
+        try:
+            await asyncio.wrap_future(self._executor.submit(self._receiver.close))
+        finally:
+            self._executor.shutdown(wait=False)
+
+    async def __aenter__(self) -> AsyncEntityReceiver:
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        await self.close()
+
+
+__all__ = ["AsyncEntityReceiver", "AsyncSession"]
