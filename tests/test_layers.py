@@ -19,6 +19,15 @@ PACKAGES = ("app", "devhost", "emulator", "functions", "shared", "spark")
 RUNTIME = "azure_functions_runtime"
 CODEC = "shared.amqp.encoding"
 """Busbar's one AMQP codec (docs/architecture.md, "The seam to the AMQP wire")."""
+RECEIVING_SIDE = (
+    "shared.amqp.async_receiver",
+    "shared.amqp.connection",
+    "shared.amqp.received",
+    "shared.amqp.receiver",
+    "shared.amqp.session_lock",
+    "shared.amqp.values",
+)
+"""The seam's receiving side, which devhost's trigger listeners use: AMQP and the value model only."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,10 +73,11 @@ RULES = (
         # The CLI's --with-emulator starts an emulator beside the host (make run); the host itself never
         # knows which Service Bus it talks to.
         exempt=("devhost.__main__",),
-        # Busbar's one AMQP codec and the value classes it gives (no Busbar logic: pinned below), with which
-        # the host side reads the bytes it hands the worker, writes each value as the .NET host does, and
-        # decodes the char and decimal azure-servicebus cannot (devhost.servicebus.sdk_codec).
-        allowed=("shared.envelope.properties", CODEC),
+        # Busbar's one AMQP codec and the value classes it gives, with which the host side reads the bytes
+        # it hands the worker and writes each value as the .NET host does; and the receiving side of the
+        # seam to the wire, through which its trigger listeners receive and settle (issue 39 item 1). None
+        # brings Busbar's logic along: pinned below.
+        allowed=("shared.envelope.properties", CODEC, *RECEIVING_SIDE),
     ),
     Rule(
         CODEC,
@@ -80,6 +90,16 @@ RULES = (
         CODEC,
         ("azure", "proton", "uamqp"),
         "the emulator, which never imports an SDK, speaks the wire with the codec: it stays stdlib-only",
+    ),
+    *(
+        Rule(
+            module,
+            ("shared",),
+            "devhost's listeners import the seam's receiving side: it must not bring Busbar's logic along",
+            # The seam's own modules, the codec, and the value model.
+            allowed=(*RECEIVING_SIDE, CODEC, "shared.envelope.properties"),
+        )
+        for module in RECEIVING_SIDE
     ),
     Rule(
         "shared.envelope.properties",

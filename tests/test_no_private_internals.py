@@ -52,16 +52,6 @@ INTERNAL_MODULES = {
 """Third-party modules without a leading underscore that are internal all the same."""
 
 SDK_INTERNALS = "azure-servicebus's private AMQP stack (_pyamqp) and transport"
-CODEC_SHIM = (
-    "char/decimal decoders azure-servicebus lacks (devhost.servicebus.sdk_codec), installed by devhost's "
-    "trigger listeners only (Busbar installs nothing into the SDK), so a .NET message does not stall them as "
-    "the .NET host would not: goes when devhost's listeners receive through the seam (shared.amqp)"
-)
-HOST_PAYLOAD = (
-    "devhost keeps each trigger message's AMQP bytes for model_binding_data as the .NET host passes them "
-    "(ToBytes()): azure-servicebus has no public access to a delivery's bytes; goes when devhost's listeners "
-    "receive through the seam"
-)
 TRIGGER_EDGE = (
     "the SDK-type trigger's typed application properties: the binding extension hands the function a "
     "uamqp-decoded message whose public API has only untyped values (Busbar's codec reads the bytes this "
@@ -75,22 +65,8 @@ ALLOWED: dict[str, str] = {
         "the SDK has no public typed-value API. Copies of received messages go through the seam "
         "(shared.amqp.sender). Goes when those sends do too"
     ),
-    "devhost/servicebus/sdk_codec.py: azure.servicebus._pyamqp": CODEC_SHIM,
-    "devhost/servicebus/sdk_codec.py: azure.servicebus._pyamqp._decode": CODEC_SHIM,
-    "devhost/servicebus/sdk_codec.py: _DECODE_BY_CONSTRUCTOR": CODEC_SHIM,
     "functions/trigger_properties.py: _message": TRIGGER_EDGE,
     "functions/trigger_properties.py: uamqp.c_uamqp": TRIGGER_EDGE,
-    "devhost/servicebus/amqp_payload.py: azure.servicebus._pyamqp": HOST_PAYLOAD,
-    "devhost/servicebus/amqp_payload.py: azure.servicebus._pyamqp.aio._receiver_async": HOST_PAYLOAD,
-    "devhost/servicebus/amqp_payload.py: azure.servicebus._pyamqp.aio": HOST_PAYLOAD,
-    "devhost/servicebus/amqp_payload.py: _incoming_transfer": HOST_PAYLOAD,
-    "devhost/servicebus/amqp_payload.py: _received_payload": HOST_PAYLOAD,
-    "devhost/servicebus/amqp_payload.py: _first_frame": HOST_PAYLOAD,
-    "devhost/servicebus/amqp_payload.py: _receiver": HOST_PAYLOAD,
-    "devhost/servicebus/amqp_payload.py: _delivery_tag": HOST_PAYLOAD,
-    "devhost/servicebus/amqp_payload.py: _on_transfer": HOST_PAYLOAD,
-    "devhost/servicebus/amqp_payload.py: _devhost_amqp_payloads": HOST_PAYLOAD,
-    "devhost/servicebus/amqp_payload.py: _devhost_amqp_payload": HOST_PAYLOAD,
 }
 
 

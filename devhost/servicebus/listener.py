@@ -1,4 +1,6 @@
-"""Service Bus trigger listeners: one per function, receiving with the real ``azure-servicebus`` SDK (aio).
+"""Service Bus trigger listeners: one per function, receiving through Busbar's AMQP seam (:mod:`shared.amqp`,
+python-qpid-proton's public API), which keeps each message as it arrived: its AMQP bytes and every value's
+AMQP type, as the host's .NET SDK does.
 
 Semantics as the Functions host (extension 5.x) implements them:
 
@@ -14,15 +16,9 @@ Semantics as the Functions host (extension 5.x) implements them:
   at a time, settled together; with ``minMessageBatchSize`` above 1 they wait for that many (or for
   ``maxBatchWaitTime``): see ``batch_cache``.
 
-Receivers are opened once per listener (sessions: once per accepted session) because opening and closing
-an SDK link costs about a second each.
-
-The host reads every AMQP type (it is .NET); azure-servicebus cannot decode char or decimal32/64 (nor most
-decimal128s), and a receive that meets one fails and drops the link, so the message would sit locked, never
-invoked, until its lock lapsed -- again and again. So the host side registers the missing decoders
-(:mod:`devhost.servicebus.sdk_codec`) before any listener
-receives: the message reaches the worker as the host hands it, and the worker-side binding succeeds or fails
-with it as in Azure (``message_reading``, ``model_binding_data``).
+Receivers are opened once per listener (sessions: once per accepted session), each on a thread of its own
+(:class:`~shared.amqp.async_receiver.AsyncEntityReceiver`). ``prefetchCount`` is not applied: a receive asks
+Service Bus for as many messages as it can hand over at once and no more (the host's default, 0).
 """
 
 from __future__ import annotations
@@ -33,42 +29,38 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from azure.servicebus import NEXT_AVAILABLE_SESSION, ServiceBusReceivedMessage, ServiceBusReceiveMode
-from azure.servicebus.aio import AutoLockRenewer, ServiceBusClient, ServiceBusReceiver
-from azure.servicebus.exceptions import ServiceBusError
-
 from devhost.bindings import ServiceBusConnection
 from devhost.channel.protocol import FunctionMetadata, ServiceBusInput
 from devhost.dispatcher import Dispatcher
 from devhost.host_config import ServiceBusOptions
-from devhost.servicebus.amqp_payload import install as install_payload_capture
-from devhost.servicebus.amqp_payload import keep_payloads
 from devhost.servicebus.batch_cache import BatchCache
 from devhost.servicebus.lock_renewal import LockRenewal, renew_while_invoked
 from devhost.servicebus.message_reading import message_data
 from devhost.servicebus.model_binding_data import model_binding_content
-from devhost.servicebus.sdk_codec import install as install_sdk_codec
 from devhost.servicebus.settlement import REGISTRY, InvocationSettlement
+from shared.amqp.async_receiver import AsyncEntityReceiver
+from shared.amqp.connection import Namespace
+from shared.amqp.received import ReceivedMessage
+from shared.amqp.receiver import NEXT_AVAILABLE_SESSION
 
 logger = logging.getLogger("devhost.ServiceBus")
-install_sdk_codec()  # before any receive: see the module docstring
-install_payload_capture()
 
 POLL_SECONDS = 1.0  # how long one receive call waits: bounds how quickly a stop is noticed
 RESTART_MIN_SECONDS = 1.0  # back-off before a failed listener starts again, doubling up to the max
 RESTART_MAX_SECONDS = 30.0
 SHORT_POLL_SECONDS = 0.05  # receive wait while invocations are in flight, so their settlements go out soon
+SESSION_ACCEPT_SECONDS = 5.0  # how long a session worker waits for a free session before asking again
 INFINITE_RENEWAL_SECONDS = 10 * 365 * 86400.0
 
 
-def make_client(connection: ServiceBusConnection) -> ServiceBusClient:
-    """An aio client from a connection string or a namespace + DefaultAzureCredential."""
+def namespace_of(connection: ServiceBusConnection) -> Namespace:
+    """Where the listeners connect: a connection string, or a namespace with DefaultAzureCredential."""
     if connection.connection_string is not None:
-        return ServiceBusClient.from_connection_string(connection.connection_string)
-    from azure.identity.aio import DefaultAzureCredential
+        return Namespace.from_connection_string(connection.connection_string)
+    from azure.identity import DefaultAzureCredential  # heavy; only in Azure
 
     assert connection.fully_qualified_namespace is not None
-    return ServiceBusClient(connection.fully_qualified_namespace, DefaultAzureCredential())
+    return Namespace.from_credential(connection.fully_qualified_namespace, DefaultAzureCredential())
 
 
 class ServiceBusListener:
@@ -92,8 +84,7 @@ class ServiceBusListener:
         self.auto_complete = (
             options.auto_complete_messages if binding_auto_complete is None else binding_auto_complete
         )
-        self._client: ServiceBusClient | None = None
-        self._renewer: AutoLockRenewer | None = None
+        self._namespace: Namespace | None = None
         self._stopping = asyncio.Event()
         self._workers: list[asyncio.Task[None]] = []
         self._in_flight: set[asyncio.Task[None]] = set()
@@ -106,39 +97,33 @@ class ServiceBusListener:
         """Invocations running now."""
         return len(self._in_flight)
 
-    def _receiver(self, *, session: bool, max_wait_time: float | None = None) -> ServiceBusReceiver:
-        assert self._client is not None
-        kwargs: dict[str, Any] = {
-            "receive_mode": ServiceBusReceiveMode.PEEK_LOCK,
-            "prefetch_count": self.options.prefetch_count,
-            # A receive asked for more messages than the entity has waits on the socket for the rest, up to
-            # this long per read whatever its max_wait_time (the SDK's default: 0.2 s): the messages already
-            # in hand, and the settlements of finished invocations, wait as long. The host's processor
-            # hands each message over as it arrives; the short poll bounds the hold instead.
-            "socket_timeout": SHORT_POLL_SECONDS,
-        }
-        if session:
-            kwargs["session_id"] = NEXT_AVAILABLE_SESSION
-            kwargs["max_wait_time"] = max_wait_time
-        if self.shape.queue_name is not None:
-            receiver = self._client.get_queue_receiver(self.shape.queue_name, **kwargs)
+    async def _open_receiver(self, *, session: bool) -> AsyncEntityReceiver:
+        """A peek-lock receiver on the trigger's entity; for sessions, of the next available session (waited
+        for up to :data:`SESSION_ACCEPT_SECONDS`), its lock renewed for ``maxAutoLockRenewalDuration``."""
+        assert self._namespace is not None
+        shape = self.shape
+        if shape.queue_name is not None:
+            address = shape.queue_name
         else:
-            assert self.shape.topic_name is not None and self.shape.subscription_name is not None
-            receiver = self._client.get_subscription_receiver(
-                self.shape.topic_name, self.shape.subscription_name, **kwargs
-            )
-        # SDK types get the message's AMQP bytes as it arrived, as the host's extension passes them; other
-        # triggers' metadata has the properties read typed from them, as the host's .NET SDK reads them.
-        return keep_payloads(receiver)
+            assert shape.topic_name is not None and shape.subscription_name is not None
+            address = f"{shape.topic_name}/subscriptions/{shape.subscription_name}"
+        if not session:
+            return await AsyncEntityReceiver.open(self._namespace, address)
+        return await AsyncEntityReceiver.open(
+            self._namespace,
+            address,
+            NEXT_AVAILABLE_SESSION,
+            session_wait=SESSION_ACCEPT_SECONDS,
+            lock_renewal_seconds=self._renewal_seconds(),
+        )
 
     def _renewal_seconds(self) -> float:
         duration = self.options.max_auto_lock_renewal_duration
         return INFINITE_RENEWAL_SECONDS if duration is None else duration.total_seconds()
 
     async def start(self) -> None:
-        """Open the client and start receiving."""
-        self._client = make_client(self.connection)
-        self._renewer = AutoLockRenewer(max_lock_renewal_duration=self._renewal_seconds())
+        """Start receiving."""
+        self._namespace = namespace_of(self.connection)
         self._start_receiving()
         logger.info(
             "Listening for Functions.%s on %s (%s%s, maxConcurrentCalls=%d)",
@@ -174,10 +159,6 @@ class ServiceBusListener:
                 len(pending),
             )
             await asyncio.gather(*pending, return_exceptions=True)
-        if self._renewer is not None:
-            await self._renewer.close()
-        if self._client is not None:
-            await self._client.close()
 
     # ------------------------------------------------------------------------------------- receiving
 
@@ -207,12 +188,11 @@ class ServiceBusListener:
     async def _receive_loop(self) -> None:
         """Receive, dispatch, and settle -- all link I/O from this one task.
 
-        Settling from the invocation tasks while a receive is pending makes two coroutines read the same
-        AMQP connection; the SDK's receive then sits out its 0.2 s read timeout on frames the other reader
-        already consumed. So finished invocations queue their settlement, and settlements over gRPC and
+        The receiver performs one call at a time: a settlement queued behind a pending receive would wait
+        that receive out. So finished invocations queue their settlement, and settlements over gRPC and
         lock renewals during an invocation queue their call, and this loop performs them between receives
         (a receive waits only briefly while invocations are in flight)."""
-        receiver = self._receiver(session=False)
+        receiver = await self._open_receiver(session=False)
         capacity = self.options.max_concurrent_calls
         cache = self._batch_cache()
         async with receiver:
@@ -233,18 +213,13 @@ class ServiceBusListener:
                 if free <= 0:
                     await self._wait_for_finished(POLL_SECONDS)
                     continue
-                try:
-                    # Idle, wait for the first message only: asked for more, the SDK holds those that came
-                    # for another 0.2 s hoping for the rest (its further-pull wait) where the host's processor
-                    # hands each message over as it arrives. Busy, the short wait bounds that hold.
-                    messages = await receiver.receive_messages(
-                        max_message_count=free if busy else 1,
-                        max_wait_time=SHORT_POLL_SECONDS if busy else POLL_SECONDS,
-                    )
-                except ServiceBusError as exc:
-                    logger.warning("Functions.%s: receive failed (%s); retrying", self.function.name, exc)
-                    await asyncio.sleep(POLL_SECONDS)
-                    continue
+                # The host's processor hands each message over as it arrives: a receive takes what Service
+                # Bus has at once and does not hold it waiting for more.
+                messages = await receiver.receive_messages(
+                    max_message_count=free,
+                    max_wait_time=SHORT_POLL_SECONDS if busy else POLL_SECONDS,
+                    rest_wait=0.0,
+                )
                 for message in messages:
                     self._spawn(self._process_one(receiver, message))
 
@@ -282,7 +257,7 @@ class ServiceBusListener:
         else:
             await asyncio.gather(*(settle() for settle in pending))
 
-    def _batch_cache(self) -> BatchCache[ServiceBusReceivedMessage]:
+    def _batch_cache(self) -> BatchCache[ReceivedMessage]:
         options = self.options
         return BatchCache(
             max_size=options.max_message_batch_size,
@@ -290,29 +265,22 @@ class ServiceBusListener:
             wait_seconds=options.max_batch_wait_time.total_seconds(),
         )
 
-    def _batch_wait(self, cache: BatchCache[ServiceBusReceivedMessage], longest: float) -> float:
+    def _batch_wait(self, cache: BatchCache[ReceivedMessage], longest: float) -> float:
         now = asyncio.get_running_loop().time()
         return cache.receive_wait(longest, now, shortest=SHORT_POLL_SECONDS)
 
-    async def _receive_batch(
-        self, receiver: ServiceBusReceiver, cache: BatchCache[ServiceBusReceivedMessage]
-    ) -> None:
-        try:
-            messages = await receiver.receive_messages(
-                max_message_count=self.options.max_message_batch_size,
-                max_wait_time=self._batch_wait(cache, POLL_SECONDS),
-            )
-        except ServiceBusError as exc:
-            logger.warning("Functions.%s: receive failed (%s); retrying", self.function.name, exc)
-            await asyncio.sleep(POLL_SECONDS)
-            return
+    async def _receive_batch(self, receiver: AsyncEntityReceiver, cache: BatchCache[ReceivedMessage]) -> None:
+        messages = await receiver.receive_messages(
+            max_message_count=self.options.max_message_batch_size,
+            max_wait_time=self._batch_wait(cache, POLL_SECONDS),
+        )
         await self._dispatch_batch(receiver, cache, messages)
 
     async def _dispatch_batch(
         self,
-        receiver: ServiceBusReceiver,
-        cache: BatchCache[ServiceBusReceivedMessage],
-        messages: list[ServiceBusReceivedMessage],
+        receiver: AsyncEntityReceiver,
+        cache: BatchCache[ReceivedMessage],
+        messages: list[ReceivedMessage],
     ) -> None:
         """Invoke with what was received -- through the minimum-batch cache when one is configured."""
         batch = cache.next_batch(messages, now=asyncio.get_running_loop().time())
@@ -320,7 +288,7 @@ class ServiceBusListener:
             await self._process_batch(receiver, batch)
 
     async def _dispatch_waiting(
-        self, receiver: ServiceBusReceiver, cache: BatchCache[ServiceBusReceivedMessage]
+        self, receiver: AsyncEntityReceiver, cache: BatchCache[ReceivedMessage]
     ) -> None:
         """Invoke with every message still waiting for a minimum batch (a session ends, the host stops)."""
         while len(cache):
@@ -333,7 +301,7 @@ class ServiceBusListener:
 
     # ------------------------------------------------------------------------------------ invoking
 
-    def _input(self, messages: list[ServiceBusReceivedMessage], *, batch: bool) -> ServiceBusInput:
+    def _input(self, messages: list[ReceivedMessage], *, batch: bool) -> ServiceBusInput:
         """What the worker gets for ``messages``: the ``model_binding_data`` contents for SDK types (as the
         host's extension sends them), else each body with its trigger metadata's fields and properties."""
         kind = self.shape.payload
@@ -344,7 +312,7 @@ class ServiceBusListener:
         return ServiceBusInput(kind, batch, messages=tuple(message_data(m) for m in messages))
 
     async def _process_one(
-        self, receiver: ServiceBusReceiver, message: ServiceBusReceivedMessage, *, settle_inline: bool = False
+        self, receiver: AsyncEntityReceiver, message: ReceivedMessage, *, settle_inline: bool = False
     ) -> None:
         """Invoke for one message; settle inline (sessions) or queue the settlement for the receive loop."""
         # Beside the concurrent receive loop, every other call on the receiver goes through that loop.
@@ -383,8 +351,8 @@ class ServiceBusListener:
 
     def _invocation(
         self,
-        receiver: ServiceBusReceiver,
-        messages: list[ServiceBusReceivedMessage],
+        receiver: AsyncEntityReceiver,
+        messages: list[ReceivedMessage],
         *,
         on_listener: Callable[[Callable[[], Awaitable[Any]]], Awaitable[Any]] | None = None,
     ) -> InvocationSettlement:
@@ -416,8 +384,8 @@ class ServiceBusListener:
 
     def _renew_during_invocation(
         self,
-        receiver: ServiceBusReceiver,
-        message: ServiceBusReceivedMessage,
+        receiver: AsyncEntityReceiver,
+        message: ReceivedMessage,
         on_listener: Callable[[Callable[[], Awaitable[Any]]], Awaitable[Any]] | None,
     ) -> LockRenewal | None:
         """Renew ``message``'s lock while its invocation runs (up to ``maxAutoLockRenewalDuration``)."""
@@ -429,9 +397,7 @@ class ServiceBusListener:
             via=self._via_listener if on_listener is not None else None,
         )
 
-    async def _process_batch(
-        self, receiver: ServiceBusReceiver, messages: list[ServiceBusReceivedMessage]
-    ) -> None:
+    async def _process_batch(self, receiver: AsyncEntityReceiver, messages: list[ReceivedMessage]) -> None:
         tracker = self._invocation(receiver, messages)
         try:
             record, _ = await self.dispatcher.invoke(
@@ -446,8 +412,8 @@ class ServiceBusListener:
 
     async def _settle(
         self,
-        receiver: ServiceBusReceiver,
-        messages: list[ServiceBusReceivedMessage],
+        receiver: AsyncEntityReceiver,
+        messages: list[ReceivedMessage],
         tracker: InvocationSettlement,
         succeeded: bool,
     ) -> None:

@@ -13,9 +13,8 @@ from collections.abc import Awaitable, Callable, Coroutine
 from datetime import UTC, datetime
 from typing import Any
 
-from azure.servicebus import ServiceBusReceivedMessage
-from azure.servicebus.aio import ServiceBusReceiver
-from azure.servicebus.exceptions import ServiceBusError
+from shared.amqp.async_receiver import AsyncEntityReceiver
+from shared.amqp.received import ReceivedMessage
 
 logger = logging.getLogger("devhost.ServiceBus")
 
@@ -62,8 +61,8 @@ def wait_before_renewing(locked_until: datetime) -> float:
 
 
 def renew_while_invoked(
-    receiver: ServiceBusReceiver,
-    message: ServiceBusReceivedMessage,
+    receiver: AsyncEntityReceiver,
+    message: ReceivedMessage,
     *,
     max_seconds: float,
     function_name: str,
@@ -88,7 +87,7 @@ def renew_while_invoked(
                     until = await via(lambda: receiver.renew_message_lock(message))
                 else:
                     until = await receiver.renew_message_lock(message)
-            except (ServiceBusError, ValueError) as exc:  # settled meanwhile, or the lock already gone
+            except Exception as exc:  # settled meanwhile, the lock already gone, the connection lost
                 logger.warning(
                     "Functions.%s: cannot renew the lock of %s: %s", function_name, message.message_id, exc
                 )

@@ -5,7 +5,8 @@ minimum-batch cache of the session's own); a session released after ``sessionIdl
 messages, or when the function calls ``release_session``. The session's lock (a session message has none
 of its own) is renewed from the session's acceptance for up to ``maxAutoLockRenewalDuration``, however many
 messages it hands over meanwhile, as the host's ServiceBusSessionProcessor does
-(``SessionReceiverManager.RenewSessionLock``): a session held longer than that loses its lock. Everything
+(``SessionReceiverManager.RenewSessionLock``): a session held longer than that loses its lock (the receiver
+renews it: :mod:`shared.amqp.session_lock`). Everything
 else -- invoking, settling, autoComplete and abandon on failure -- is the plain listener's.
 """
 
@@ -13,13 +14,12 @@ from __future__ import annotations
 
 import asyncio
 
-from azure.servicebus.aio import ServiceBusReceiver
-from azure.servicebus.exceptions import OperationTimeoutError, ServiceBusError, SessionCannotBeLockedError
-
 from devhost.servicebus.listener import POLL_SECONDS, ServiceBusListener, logger
 from devhost.servicebus.settlement import REGISTRY
+from shared.amqp.async_receiver import AsyncEntityReceiver, AsyncSession
+from shared.amqp.receiver import NoSessionAvailable
+from shared.amqp.session_lock import SessionCannotBeLocked
 
-SESSION_ACCEPT_SECONDS = 5.0  # how long a session worker waits for a free session before asking again
 DEFAULT_SESSION_IDLE_SECONDS = 60.0  # clientRetryOptions.tryTimeout, the host's fallback
 
 
@@ -41,42 +41,36 @@ class SessionListener(ServiceBusListener):
             else self.options.session_idle_timeout.total_seconds()
         )
         while not self._stopping.is_set():
-            receiver = self._receiver(session=True, max_wait_time=SESSION_ACCEPT_SECONDS)
             accept = asyncio.current_task()
             assert accept is not None
             self._accepting.add(accept)
             try:
-                await receiver.__aenter__()
-            except (OperationTimeoutError, SessionCannotBeLockedError):
-                await receiver.close()
-                continue
+                receiver = await self._open_receiver(session=True)
+            except (NoSessionAvailable, SessionCannotBeLocked):
+                continue  # none free within the wait, or taken by another worker first: ask again
             except asyncio.CancelledError:
-                await asyncio.shield(receiver.close())
-                return
-            except ServiceBusError as exc:
+                return  # the host stops (a session taken meanwhile is let go as soon as it is)
+            except Exception as exc:
                 logger.warning("Functions.%s: accepting a session failed (%s)", self.function.name, exc)
-                await receiver.close()
                 await asyncio.sleep(POLL_SECONDS)
                 continue
             finally:
                 self._accepting.discard(accept)
-            try:
+            async with receiver:
                 await self._serve_session(receiver, idle_limit)
-            finally:
-                await receiver.close()
 
-    async def _serve_session(self, receiver: ServiceBusReceiver, idle_limit: float) -> None:
+    async def _serve_session(self, receiver: AsyncEntityReceiver, idle_limit: float) -> None:
         session = receiver.session
-        assert self._renewer is not None
-        self._renewer.register(receiver, session, max_lock_renewal_duration=self._renewal_seconds())
+        assert session is not None
         REGISTRY.register_session(session.session_id, receiver, asyncio.get_running_loop())
         try:
-            await self._session_loop(receiver, idle_limit)
+            await self._session_loop(receiver, session, idle_limit)
         finally:
             REGISTRY.close_session(session.session_id, receiver)
 
-    async def _session_loop(self, receiver: ServiceBusReceiver, idle_limit: float) -> None:
-        session = receiver.session
+    async def _session_loop(
+        self, receiver: AsyncEntityReceiver, session: AsyncSession, idle_limit: float
+    ) -> None:
         idle = 0.0
         cache = self._batch_cache()  # a session's own, as the extension makes one per accepted session
         while not self._stopping.is_set() and idle < idle_limit:
@@ -86,7 +80,7 @@ class SessionListener(ServiceBusListener):
             limit = self.options.max_message_batch_size if self.shape.batch else 1
             try:
                 messages = await receiver.receive_messages(max_message_count=limit, max_wait_time=wait)
-            except ServiceBusError as exc:
+            except Exception as exc:  # the session's lock lost, the connection gone
                 # As the host: messages waiting for a minimum batch are dropped with the session (their
                 # locks lapse and the broker redelivers them).
                 logger.warning(

@@ -23,13 +23,13 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from azure.servicebus import ServiceBusReceivedMessage
-from azure.servicebus.aio import ServiceBusReceiver
+from shared.amqp.async_receiver import AsyncEntityReceiver
+from shared.amqp.received import ReceivedMessage
 
 # What the Functions host passes the worker (int.MaxValue): the extension sizes its channel with it.
 GRPC_MAX_MESSAGE_LENGTH = 2147483647
 
-MessageAction = Callable[[ServiceBusReceiver, ServiceBusReceivedMessage], Awaitable[Any]]
+MessageAction = Callable[[AsyncEntityReceiver, ReceivedMessage], Awaitable[Any]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,21 +71,19 @@ def message_call(method: str, request: Any) -> MessageCall:
 class InvocationSettlement:
     """One invocation's messages: which the function settled itself, and the calls it made."""
 
-    receiver: ServiceBusReceiver
+    receiver: AsyncEntityReceiver
     loop: asyncio.AbstractEventLoop
-    messages: dict[str, ServiceBusReceivedMessage] = field(default_factory=dict)
+    messages: dict[str, ReceivedMessage] = field(default_factory=dict)
     settled: set[str] = field(default_factory=set)  # lock tokens settled through the gRPC service
     calls: list[str] = field(default_factory=list)  # the gRPC methods the function called, in order
     # Set when the listener receives on this receiver while the invocation runs: it runs a call on the
-    # listener's own task and returns its result (awaited on the loop). The SDK's aio receiver must not be
-    # read by two coroutines at once: a settlement running beside a pending receive consumes the frames the
-    # receive waits for, and the receive sits out its timeout (at maxConcurrentCalls 16 that cost 40x).
+    # listener's own task and returns its result (awaited on the loop), between two receives: a call queued
+    # behind a pending receive on the receiver's thread would wait out that receive.
     on_listener: Callable[[Callable[[], Awaitable[Any]]], Awaitable[Any]] | None = None
 
-    def is_settled(self, message: ServiceBusReceivedMessage) -> bool:
+    def is_settled(self, message: ReceivedMessage) -> bool:
         """Whether the function settled ``message`` itself."""
-        # By the message object, as the extension's SettledMessages is keyed: once settled, the SDK's
-        # ``lock_token`` reads None, so the token must be the one registered, not the message's own now.
+        # By the message object, as the extension's SettledMessages is keyed.
         return any(self.messages.get(token) is message for token in self.settled)
 
 
@@ -95,10 +93,10 @@ class SettlementRegistry:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._by_token: dict[str, InvocationSettlement] = {}
-        self._sessions: dict[str, tuple[ServiceBusReceiver, asyncio.AbstractEventLoop]] = {}
+        self._sessions: dict[str, tuple[AsyncEntityReceiver, asyncio.AbstractEventLoop]] = {}
         self._released_sessions: set[str] = set()
 
-    def register(self, invocation: InvocationSettlement, messages: list[ServiceBusReceivedMessage]) -> None:
+    def register(self, invocation: InvocationSettlement, messages: list[ReceivedMessage]) -> None:
         """Make ``messages`` settleable through the service until :meth:`release`."""
         with self._lock:
             for message in messages:
@@ -114,14 +112,14 @@ class SettlementRegistry:
                     del self._by_token[token]
 
     def register_session(
-        self, session_id: str, receiver: ServiceBusReceiver, loop: asyncio.AbstractEventLoop
+        self, session_id: str, receiver: AsyncEntityReceiver, loop: asyncio.AbstractEventLoop
     ) -> None:
         """The session's receiver, for the session operations."""
         with self._lock:
             self._sessions[session_id] = (receiver, loop)
             self._released_sessions.discard(session_id)
 
-    def close_session(self, session_id: str, receiver: ServiceBusReceiver) -> None:
+    def close_session(self, session_id: str, receiver: AsyncEntityReceiver) -> None:
         """The session's receiver was closed."""
         with self._lock:
             held = self._sessions.get(session_id)
@@ -161,7 +159,7 @@ class SettlementRegistry:
         with self._lock:
             return self._by_token.get(token)
 
-    def session(self, session_id: str) -> tuple[ServiceBusReceiver, asyncio.AbstractEventLoop] | None:
+    def session(self, session_id: str) -> tuple[AsyncEntityReceiver, asyncio.AbstractEventLoop] | None:
         """The receiver holding ``session_id`` and its loop."""
         with self._lock:
             return self._sessions.get(session_id)

@@ -19,7 +19,6 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import grpc  # type: ignore[import-untyped]
-from azure.servicebus.aio import ServiceBusSession
 from azurefunctions.extensions.bindings.protos import settlement_pb2, settlement_pb2_grpc
 from google.protobuf.empty_pb2 import Empty  # type: ignore[import-untyped]
 from google.protobuf.timestamp_pb2 import Timestamp  # type: ignore[import-untyped]
@@ -31,10 +30,11 @@ from devhost.servicebus.settlement import (
     SettlementRegistry,
     message_call,
 )
+from shared.amqp.async_receiver import AsyncSession
 
 logger = logging.getLogger("devhost.settlement")
 
-SessionAction = Callable[[ServiceBusSession], Awaitable[Any]]
+SessionAction = Callable[[AsyncSession], Awaitable[Any]]
 
 # What ASP.NET Core gRPC answers (as UNKNOWN) when a handler throws and detailed errors are off, as on the
 # host: the cause goes to the host's log only.
@@ -136,7 +136,9 @@ class AsyncSettlementService(settlement_pb2_grpc.SettlementServicer):  # type: i
         receiver, loop = held
         action = session_action(method, request)
         try:
-            return session_response(method, await _on_loop(loop, lambda: action(receiver.session)))
+            session = receiver.session
+            assert session is not None  # only session receivers are registered by session id
+            return session_response(method, await _on_loop(loop, lambda: action(session)))
         except Exception as exc:
             logger.error("Settlement failed: %s: %s", type(exc).__name__, exc)
         await context.abort(grpc.StatusCode.UNKNOWN, HANDLER_FAILED)

@@ -19,7 +19,7 @@ from typing import Any
 
 from shared.amqp.connection import Namespace
 from shared.amqp.received import ReceivedMessage
-from shared.amqp.receiver import EntityReceiver, NextAvailableSession
+from shared.amqp.receiver import MORE_MESSAGES_WAIT, EntityReceiver, NextAvailableSession
 from shared.amqp.session_lock import MAX_LOCK_RENEWAL_SECONDS
 
 
@@ -91,10 +91,11 @@ class AsyncEntityReceiver:
         return await asyncio.wrap_future(future)
 
     async def receive_messages(
-        self, max_message_count: int = 1, max_wait_time: float = 5.0
+        self, max_message_count: int = 1, max_wait_time: float = 5.0, rest_wait: float = MORE_MESSAGES_WAIT
     ) -> list[ReceivedMessage]:
-        """Up to ``max_message_count`` messages, locked; the first awaited up to ``max_wait_time``."""
-        return await self.call(EntityReceiver.receive_messages, max_message_count, max_wait_time)
+        """Up to ``max_message_count`` messages, locked; the first awaited up to ``max_wait_time``, the rest
+        up to ``rest_wait``."""
+        return await self.call(EntityReceiver.receive_messages, max_message_count, max_wait_time, rest_wait)
 
     async def complete_message(self, message: ReceivedMessage) -> None:
         """Remove ``message`` from its entity."""

@@ -35,8 +35,7 @@ import proton
 from azure.servicebus.amqp import AmqpMessageBodyType
 
 from shared.amqp.values import typed_properties, typed_value
-from shared.envelope import as_text
-from shared.envelope.properties import timestamp_from_ms
+from shared.envelope.properties import as_text, timestamp_from_ms
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

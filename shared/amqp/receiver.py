@@ -216,22 +216,25 @@ class EntityReceiver:
         return self._blocking.link
 
     def receive_messages(
-        self, max_message_count: int = 1, max_wait_time: float = 5.0
+        self, max_message_count: int = 1, max_wait_time: float = 5.0, rest_wait: float = MORE_MESSAGES_WAIT
     ) -> list[ReceivedMessage]:
         """Up to ``max_message_count`` messages, locked; waits up to ``max_wait_time`` seconds for the first
-        (an empty list when none came)."""
+        (an empty list when none came), then up to ``rest_wait`` for the rest (0: only what Service Bus
+        hands over at once)."""
         with self._wire:
-            return self._receive(max_message_count, max_wait_time)
+            return self._receive(max_message_count, max_wait_time, rest_wait)
 
-    def _receive(self, max_message_count: int, max_wait_time: float) -> list[ReceivedMessage]:
+    def _receive(
+        self, max_message_count: int, max_wait_time: float, rest_wait: float
+    ) -> list[ReceivedMessage]:
         self._check_usable()
         link = self._receive_link()
         arrived = self._deliveries.arrived
         link.flow(max(1, max_message_count - len(arrived) - link.credit))
         detached = self._deliveries
         self._wait(lambda: bool(arrived) or detached.detached is not None, max_wait_time)
-        if arrived:
-            self._wait(lambda: len(arrived) >= max_message_count, MORE_MESSAGES_WAIT)
+        if arrived and rest_wait > 0:
+            self._wait(lambda: len(arrived) >= max_message_count, rest_wait)
         self._check_usable()
         link.drain(0)
         self._wait(lambda: not link.draining() or detached.detached is not None, CONNECT_TIMEOUT)

@@ -16,15 +16,7 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
-
-def as_text(value: object) -> str | None:
-    """A system or application property as text: None stays None, bytes (as the SDK hands strings back,
-    or a view of them, as proton hands binaries out) are decoded as UTF-8, anything else is ``str()``-ed."""
-    if value is None:
-        return None
-    if isinstance(value, bytes | memoryview):
-        return bytes(value).decode("utf-8", errors="replace")
-    return str(value)
+from shared.envelope.properties import as_text
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

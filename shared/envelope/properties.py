@@ -249,6 +249,16 @@ class Described:
         return str(value)  # a Uri's text, or the value any other descriptor describes
 
 
+def as_text(value: object) -> str | None:
+    """A system or application property as text: None stays None, bytes (as the SDK hands strings back,
+    or a view of them, as proton hands binaries out) are decoded as UTF-8, anything else is ``str()``-ed."""
+    if value is None:
+        return None
+    if isinstance(value, bytes | memoryview):
+        return bytes(value).decode("utf-8", errors="replace")
+    return str(value)
+
+
 def datetime_offset_text(utc_ticks: int) -> str:
     """A .NET ``DateTimeOffset`` (UTC ticks, offset zero, as the SDK decodes it) as Json.NET writes it:
     ISO 8601, up to seven fraction digits without trailing zeros, ``+00:00``. Raises ``OverflowError``
