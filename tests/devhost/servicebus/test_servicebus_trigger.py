@@ -4,6 +4,7 @@ lock renewal, metadata and ``%setting%`` resolution."""
 from __future__ import annotations
 
 import logging
+import re
 import time
 import uuid
 from collections.abc import Iterator
@@ -205,8 +206,11 @@ def test_a_listener_whose_queue_is_missing_logs_why_and_starts_once_the_queue_ex
         running_host(APPS / "basic_app.py", settings=settings) as host,
     ):
         deadline = time.monotonic() + 30
-        # Azure refuses the token for a queue that does not exist: an authentication error, retried.
-        while f"the listener for '{queue}' failed (ServiceBusAuthenticationError" not in caplog.text:
+        # Azure refuses the token for a queue that does not exist (404, "could not be found"): retried.
+        failed = re.compile(
+            rf"the listener for '{queue}' failed \(WireError: .*refused \(404\).*could not be found"
+        )
+        while not failed.search(caplog.text):
             assert time.monotonic() < deadline, caplog.text
             time.sleep(0.1)
         shared_emulator.create_queue(queue)
