@@ -2,9 +2,9 @@
 
 ``listener`` (one per function: PEEK_LOCK receive, complete / abandon, ``maxConcurrentCalls``, batches with
 ``batch_cache``'s minimum sizes, locks renewed by ``lock_renewal``) and ``session_listener`` (session-enabled
-entities) receive with the real ``azure-servicebus`` SDK. A received message becomes plain data for the
-worker (``message_reading``; ``model_binding_data`` for SDK-type parameters, from the AMQP bytes
-``amqp_payload`` keeps). A function that settles itself does it through the extension's Settlement gRPC
+entities) receive through Busbar's seam to the wire (``shared.amqp.async_receiver``, python-qpid-proton). A
+received message becomes plain data for the worker (``message_reading``; ``model_binding_data`` for SDK-type
+parameters, from the AMQP bytes it arrived with). A function that settles itself does it through the extension's Settlement gRPC
 service: ``settlement`` (who holds which message, and what each call does to it) and
 ``settlement_service`` (the ``grpc.aio`` server on the host's loop).
 
