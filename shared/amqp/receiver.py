@@ -78,6 +78,9 @@ TOKEN_REFRESH_SECONDS = 300.0
 before expiry as well): a trigger listener's receiver stays open for hours."""
 MORE_MESSAGES_WAIT = 0.2
 """After the first message of a batch, how long a receive waits for the rest before it drains its credit."""
+_RECEIPTS = itertools.count(1)
+"""Receipts for every receiver of the process, so that one receiver never takes another's message for one
+of its own (``next`` on a count is atomic under the GIL)."""
 
 
 class _Deliveries(MessagingHandler):
@@ -144,7 +147,6 @@ class EntityReceiver:
         self._deliveries = _Deliveries()
         self._blocking: Any = None  # proton's BlockingReceiver: it unsets the link's handler when collected
         self._locked: dict[int, proton.Delivery] = {}  # by receipt (ReceivedMessage.receipt)
-        self._receipts = itertools.count(1)
         self.session: SessionLock | None = None
         self.session_id: str | None = None
         """The session this receiver holds (the one Service Bus granted, for the next available)."""
@@ -240,7 +242,7 @@ class EntityReceiver:
             message, delivery, encoded = arrived.popleft()
             # Settled later by this receipt: proton's Delivery.tag reads the tag as UTF-8 text, which a
             # Service Bus lock token (16 bytes of a GUID) is not.
-            receipt = next(self._receipts)
+            receipt = next(_RECEIPTS)
             self._locked[receipt] = delivery
             batch.append(received_message(message, receipt=receipt, amqp_bytes=encoded))
         return batch
