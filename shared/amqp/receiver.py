@@ -180,6 +180,7 @@ class EntityReceiver:
             link.name,
             locked_until_of(link),
             max_duration=renewal,
+            refresh_token=self._refresh_token,
         )
 
     def _check_usable(self) -> None:
@@ -193,8 +194,14 @@ class EntityReceiver:
             raise SessionLockLost(
                 f"the lock of session {self.session_id!r} of {self.address} was lost: {self.session.error}"
             )
-        if time.time() >= self._token_expiry - TOKEN_REFRESH_SECONDS:
-            self._token_expiry = self._namespace.authorize(self._connection, self.address)
+        self._refresh_token()
+
+    def _refresh_token(self) -> None:
+        """Put a fresh token on the connection when its token is within ``TOKEN_REFRESH_SECONDS`` of its
+        expiry (at each use, and before each renewal of the session's lock, from its renewing thread)."""
+        with self._wire:
+            if time.time() >= self._token_expiry - TOKEN_REFRESH_SECONDS:
+                self._token_expiry = self._namespace.authorize(self._connection, self.address)
 
     def __enter__(self) -> EntityReceiver:
         return self
