@@ -3,11 +3,13 @@
 entity link whose token ran out (the emulator does the same: ``emulator/amqp/connection.py``
 ``enforce_token_expiry``). With Busbar's token lifetime (``shared.amqp.connection.TOKEN_SECONDS``) cut to a
 few seconds, a receiver that refreshes at each use keeps receiving past its first token's expiry, and one
-that does not is cut off with ``amqp:unauthorized-access``."""
+that does not is cut off with ``amqp:unauthorized-access``; a session receiver left unused keeps its token
+fresh through its session lock's renewals."""
 
 from __future__ import annotations
 
 import time
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -22,12 +24,14 @@ pytestmark = pytest.mark.timeout(60)
 SHORT_TOKEN_SECONDS = 3
 
 
-def _send(connection_string: str, queue: str, message_id: str) -> None:
+def _send(connection_string: str, queue: str, message_id: str, session_id: str | None = None) -> None:
     with (
         ServiceBusClient.from_connection_string(connection_string) as client,
         client.get_queue_sender(queue) as sender,
     ):
-        sender.send_messages(ServiceBusMessage(message_id.encode(), message_id=message_id))
+        sender.send_messages(
+            ServiceBusMessage(message_id.encode(), message_id=message_id, session_id=session_id)
+        )
 
 
 def _receive_one(entity_receiver: EntityReceiver) -> str:
@@ -78,3 +82,22 @@ def test_a_receiver_whose_token_expires_unrefreshed_loses_its_link(
         with pytest.raises(WireError, match="unauthorized") as cut_off:
             kept.receive_messages(max_message_count=1, max_wait_time=5)
     assert cut_off.value.condition == "amqp:unauthorized-access"
+
+
+def test_a_session_receiver_left_idle_keeps_its_token_fresh_through_its_session_lock_renewals(
+    emulator: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A listener's receiver of a session sits unused while its handler runs; the session's lock is renewed
+    # meanwhile, and each renewal refreshes the token, as azure-servicebus 7.15's renewal does
+    # (_pyamqp/client.py ``mgmt_request`` calls ``auth_complete``, whose ``handle_token`` refreshes it).
+    monkeypatch.setattr(connection, "TOKEN_SECONDS", SHORT_TOKEN_SECONDS)
+    monkeypatch.setattr(receiver, "TOKEN_REFRESH_SECONDS", SHORT_TOKEN_SECONDS + 60)
+    queue = emulator.create_queue(requires_session=True, lock_duration=timedelta(seconds=5))
+    _send(emulator.connection_string, queue, "s-1", session_id="s")
+    namespace = Namespace.from_connection_string(emulator.connection_string)
+    with EntityReceiver(namespace, queue, session_id="s") as kept:
+        assert _receive_one(kept) == "s-1"
+        time.sleep(2 * SHORT_TOKEN_SECONDS + 1)  # idle: only the session lock's renewals use the connection
+        _send(emulator.connection_string, queue, "s-2", session_id="s")
+        assert _receive_one(kept) == "s-2"
+        assert kept.session is not None and kept.session.error is None
