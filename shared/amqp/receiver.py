@@ -78,6 +78,9 @@ TOKEN_REFRESH_SECONDS = 300.0
 before expiry as well): a trigger listener's receiver stays open for hours."""
 MORE_MESSAGES_WAIT = 0.2
 """After the first message of a batch, how long a receive waits for the rest before it drains its credit."""
+_RECEIPTS = itertools.count(1)
+"""Receipts for every receiver of the process, so that one receiver never takes another's message for one
+of its own (``next`` on a count is atomic under the GIL)."""
 
 
 class _Deliveries(MessagingHandler):
@@ -144,7 +147,6 @@ class EntityReceiver:
         self._deliveries = _Deliveries()
         self._blocking: Any = None  # proton's BlockingReceiver: it unsets the link's handler when collected
         self._locked: dict[int, proton.Delivery] = {}  # by receipt (ReceivedMessage.receipt)
-        self._receipts = itertools.count(1)
         self.session: SessionLock | None = None
         self.session_id: str | None = None
         """The session this receiver holds (the one Service Bus granted, for the next available)."""
@@ -178,6 +180,7 @@ class EntityReceiver:
             link.name,
             locked_until_of(link),
             max_duration=renewal,
+            refresh_token=self._refresh_token,
         )
 
     def _check_usable(self) -> None:
@@ -191,8 +194,14 @@ class EntityReceiver:
             raise SessionLockLost(
                 f"the lock of session {self.session_id!r} of {self.address} was lost: {self.session.error}"
             )
-        if time.time() >= self._token_expiry - TOKEN_REFRESH_SECONDS:
-            self._token_expiry = self._namespace.authorize(self._connection, self.address)
+        self._refresh_token()
+
+    def _refresh_token(self) -> None:
+        """Put a fresh token on the connection when its token is within ``TOKEN_REFRESH_SECONDS`` of its
+        expiry (at each use, and before each renewal of the session's lock, from its renewing thread)."""
+        with self._wire:
+            if time.time() >= self._token_expiry - TOKEN_REFRESH_SECONDS:
+                self._token_expiry = self._namespace.authorize(self._connection, self.address)
 
     def __enter__(self) -> EntityReceiver:
         return self
@@ -243,7 +252,7 @@ class EntityReceiver:
             message, delivery, encoded = arrived.popleft()
             # Settled later by this receipt: proton's Delivery.tag reads the tag as UTF-8 text, which a
             # Service Bus lock token (16 bytes of a GUID) is not.
-            receipt = next(self._receipts)
+            receipt = next(_RECEIPTS)
             self._locked[receipt] = delivery
             batch.append(received_message(message, receipt=receipt, amqp_bytes=encoded))
         return batch

@@ -118,7 +118,11 @@ def renew_period(lock_left: timedelta) -> float:
 
 class SessionLock:
     """The lock of session ``session_id`` on ``entity``, held by the receive link ``link_name`` of
-    ``connection``: renewed on a thread from :meth:`start` until :meth:`stop`."""
+    ``connection``: renewed on a thread from :meth:`start` until :meth:`stop`. ``refresh_token``, when given,
+    is called before each renewal (under the wire lock) to put a fresh CBS token if the connection's is near
+    its expiry: azure-servicebus 7.15 refreshes its token on each management request (``_pyamqp/client.py``
+    ``mgmt_request`` calls ``auth_complete``), so a session receiver left unused while its lock is renewed
+    keeps its token, and Service Bus does not close its link when the first token expires."""
 
     def __init__(
         self,
@@ -129,6 +133,7 @@ class SessionLock:
         link_name: str,
         locked_until: datetime,
         max_duration: float = MAX_LOCK_RENEWAL_SECONDS,
+        refresh_token: Callable[[], None] | None = None,
     ) -> None:
         self.session_id = session_id
         self.locked_until = locked_until
@@ -138,6 +143,7 @@ class SessionLock:
         self._wire = wire
         self._node = f"{entity}/$management"
         self._link_name = link_name
+        self._refresh_token = refresh_token
         self._taken = datetime.now(UTC)
         self._max_duration = timedelta(seconds=max_duration)
         self._period = timedelta(seconds=renew_period(locked_until - self._taken))
@@ -160,6 +166,8 @@ class SessionLock:
         """Renew the lock now; the new expiry. Raises :class:`WireError` when Service Bus refuses (the
         lock was lost: another receiver may hold the session now)."""
         with self._wire:
+            if self._refresh_token is not None:
+                self._refresh_token()
             reply = request(
                 self._connection,
                 self._node,
