@@ -92,6 +92,14 @@ def _body(message: proton.Message) -> tuple[AmqpMessageBodyType, Any]:
     return AmqpMessageBodyType.VALUE, typed_value(body)
 
 
+def _content_type(message: proton.Message) -> str | None:
+    # proton reads an absent content-type as symbol(None), i.e. the text "None" (python-qpid-proton's
+    # Message.content_type returns ``symbol(pn_message_get_content_type(...))`` whatever the C call gave);
+    # "None" is no MIME type (RFC 2046: type "/" subtype), so it can only mean the field was not set.
+    text = as_text(message.content_type)
+    return None if text == "None" else text
+
+
 def _lock_token(message: proton.Message) -> uuid.UUID | None:
     instructions: dict[Any, Any] = {str(key): value for key, value in (message.instructions or {}).items()}
     token = instructions.get("x-opt-lock-token")
@@ -115,7 +123,7 @@ def received_message(
         body_type=body_type,
         body=body,
         message_id=_owned(message.id),
-        content_type=as_text(message.content_type),
+        content_type=_content_type(message),
         correlation_id=_owned(message.correlation_id),
         session_id=as_text(message.group_id),
         subject=as_text(message.subject),

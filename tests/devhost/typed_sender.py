@@ -1,6 +1,7 @@
 """Sending a message with qpid-proton, an AMQP client that writes every AMQP type: a .NET sender's ``char``
-and ``decimal`` application properties, which the test process's azure-servicebus cannot write (and, without
-shared/envelope/sdk_codec.py, cannot read)."""
+and ``decimal`` application properties, which azure-servicebus can neither write nor read
+(tests/devhost/servicebus/test_sdk_cannot_read_dotnet_properties.py), and devhost's listeners receive
+through Busbar's seam (shared.amqp) as a .NET host reads them."""
 
 from __future__ import annotations
 

@@ -125,7 +125,7 @@ def test_described_values_round_trip() -> None:
 )
 def test_a_decimal_number_is_written_as_the_decimal128_dotnet_writes_and_read_back(number: str) -> None:
     # .NET writes System.Decimal as decimal128 in BID (Microsoft.Azure.Amqp), as azure-servicebus's
-    # encode_decimal128 does; devhost re-encodes a decimal property so when a message's bytes were not kept.
+    # encode_decimal128 does; Busbar sends a Decimal property so (shared.amqp.values).
     encoded = encode(decimal.Decimal(number))
     assert encoded[0] == 0x94 and len(encoded) == 17
     value, end = decode_value(encoded)
@@ -137,3 +137,28 @@ def test_a_decimal_decimal128_cannot_hold_is_refused_with_the_reason() -> None:
     with pytest.raises(ValueError, match="does not fit an AMQP decimal128"):
         encode(decimal.Decimal("1" * 35))
     assert encode_bid128(decimal.Decimal("19.99")).hex() == "303c00000000000000000000000007cf"
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        # System.Decimal 1.5 as Microsoft.Azure.Amqp writes it: exponent -1 (biased 6175), coefficient 15.
+        (bytes.fromhex("303e0000" + "00" * 11 + "0f"), decimal.Decimal("1.5")),
+        (bytes.fromhex("b03e0000" + "00" * 11 + "0f"), decimal.Decimal("-1.5")),
+        (bytes.fromhex("30400000" + "00" * 12), decimal.Decimal("0")),
+        (bytes.fromhex("3200000f"), decimal.Decimal("1.5")),  # decimal32: bias 101
+        ((0x18D << 53 | 15).to_bytes(8, "big"), decimal.Decimal("1.5")),  # decimal64: bias 398
+        (bytes.fromhex("78" + "00" * 15), decimal.Decimal("Infinity")),
+        (bytes.fromhex("f8" + "00" * 15), decimal.Decimal("-Infinity")),
+    ],
+)
+def test_decimals_of_every_width_are_read_as_ieee_754_binary_integer_decimals(
+    raw: bytes, expected: decimal.Decimal
+) -> None:
+    assert decode_bid(raw) == expected
+
+
+def test_a_decimal_nan_is_read_as_nan_and_a_non_canonical_coefficient_as_zero() -> None:
+    assert decode_bid(bytes.fromhex("7c" + "00" * 15)).is_nan()
+    # 11 after the sign: the coefficient has an implicit 100 prefix, past 34 digits, so IEEE 754 reads zero.
+    assert decode_bid(bytes.fromhex("6c" + "ff" * 15)) == 0

@@ -74,7 +74,7 @@ def test_replayed_messages_carry_every_archived_property_with_its_type(
     assert len(stored) == 2
     assert types_of(stored["typed"]) == {
         **EXACT,
-        "grade": "char",  # readable and sendable through shared/envelope/sdk_codec.py
+        "grade": "char",  # sent by Busbar's own AMQP sender (shared.amqp.sender): the SDK has no char
         "price": "decimal128",
         "busbar.redrive.at": "timestamp",
         "busbar.redrive.sequence_number": "long",

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from azure.servicebus import ServiceBusClient, ServiceBusMessage, ServiceBusReceivedMessage
+from azure.servicebus import ServiceBusMessage
 
 from devhost.channel.process_worker import ProcessWorker, WorkerOptions
 from devhost.channel.protocol import (
@@ -39,7 +39,9 @@ from devhost.servicebus.message_reading import message_data
 from devhost.servicebus.model_binding_data import model_binding_content
 from devhost.servicebus.settlement import worker_arguments
 from emulator.testing import EmulatorHandle
+from shared.amqp.received import ReceivedMessage
 from tests.devhost.conftest import send
+from tests.devhost.seam_receiving import receive_as_the_listeners_do
 
 APP = """
 import json
@@ -211,17 +213,11 @@ def worker(tmp_path_factory: pytest.TempPathFactory, shared_emulator: EmulatorHa
         loop.close()
 
 
-def _received(emulator: EmulatorHandle, queue: str, *messages: ServiceBusMessage) -> list[Any]:
-    """Send ``messages`` and receive them locked (they are never settled: the queue is this module's)."""
+def _received(emulator: EmulatorHandle, queue: str, *messages: ServiceBusMessage) -> list[ReceivedMessage]:
+    """Send ``messages`` and receive them locked, as devhost's listeners do (they are never settled: the
+    queue is this module's, and they stay locked past the test)."""
     send(emulator.connection_string, queue, *messages)
-    received: list[ServiceBusReceivedMessage] = []
-    with (
-        ServiceBusClient.from_connection_string(emulator.connection_string) as client,
-        client.get_queue_receiver(queue) as receiver,
-    ):
-        while len(received) < len(messages):
-            received.extend(receiver.receive_messages(len(messages) - len(received), max_wait_time=5))
-    return received
+    return receive_as_the_listeners_do(emulator.connection_string, queue, len(messages), complete=False)
 
 
 # ------------------------------------------------------------------------------------------- pickling
@@ -345,6 +341,7 @@ def test_a_single_message_carries_only_the_binding_data_the_service_bus_extensio
     # ExpiresAt.DateTime / EnqueuedTime.DateTime are of kind Unspecified: Json.NET writes them without a
     # zone, and the library makes them naive datetimes.
     assert msg["enqueued_time_utc"] is not None and msg["enqueued_zone"] == "None"
+    assert message.enqueued_time_utc is not None
     assert msg["enqueued_time_utc"] == message.enqueued_time_utc.replace(tzinfo=None).isoformat()
     assert msg["label"] == "s"
 

@@ -13,16 +13,14 @@ from typing import Any
 
 import proton
 import pytest
-from azure.servicebus import ServiceBusClient
 
-from devhost.servicebus import amqp_payload
-from devhost.servicebus.amqp_payload import keep_payloads
 from devhost.servicebus.message_reading import message_data
 from devhost.servicebus.model_binding_data import LOCK_TOKEN_MARKER, model_binding_content
 from devhost.testing import HostHandle, running_host
 from emulator.testing import EmulatorHandle
 from shared.envelope.properties import datetime_offset_text, timespan_text
 from tests.devhost.conftest import APPS, Records, app_settings
+from tests.devhost.seam_receiving import receive_as_the_listeners_do
 from tests.devhost.typed_sender import dotnet_message, send_typed
 from tests.shared.envelope.wire_types import (
     DESCRIBED_BY_PROTON,
@@ -30,8 +28,6 @@ from tests.shared.envelope.wire_types import (
     stored_properties,
     types_of,
 )
-
-amqp_payload.install()  # as devhost's trigger listeners do
 
 AS_THE_HOST_WRITES_THEM = {
     "uri": "https://example.com/orders/A-1?tenant=acme",  # Uri: Json.NET writes its OriginalString
@@ -79,14 +75,9 @@ def test_the_host_side_reads_described_properties_as_the_dotnet_sdk_and_passes_s
 ) -> None:
     queue = shared_emulator.create_queue()
     _send_dotnet(shared_emulator, queue, "m")
-    with (
-        ServiceBusClient.from_connection_string(shared_emulator.connection_string) as client,
-        keep_payloads(client.get_queue_receiver(queue)) as receiver,  # as an SDK-type trigger's receiver
-    ):
-        [message] = receiver.receive_messages(max_wait_time=5)
-        data = message_data(message)
-        content = model_binding_content(message)
-        receiver.complete_message(message)
+    [message] = receive_as_the_listeners_do(shared_emulator.connection_string, queue, 1)
+    data = message_data(message)
+    content = model_binding_content(message)
     assert data.properties == AS_THE_HOST_WRITES_THEM
     decoded = proton.Message()
     decoded.decode(content[content.index(LOCK_TOKEN_MARKER) + len(LOCK_TOKEN_MARKER) :])

@@ -63,6 +63,29 @@ def test_a_received_message_has_every_application_property_with_its_amqp_type(em
     }
 
 
+def test_a_message_sent_without_a_content_type_has_none_received_or_peeked(emulator: Any) -> None:
+    # proton reads an absent content-type as the symbol "None"; the SDK's content_type (and the .NET SDK's
+    # ContentType, which devhost's trigger metadata carries) is null.
+    queue = emulator.create_queue()
+    _send(
+        emulator.connection_string,
+        queue,
+        ServiceBusMessage(b"1", message_id="bare"),
+        ServiceBusMessage(b"2", message_id="typed", content_type="application/json"),
+    )
+    namespace = Namespace.from_connection_string(emulator.connection_string)
+    with EntityReceiver(namespace, queue) as receiver:
+        peeked = receiver.peek_messages(max_message_count=2)
+        received = receiver.receive_messages(max_message_count=2, max_wait_time=5)
+        for message in received:
+            receiver.complete_message(message)
+    assert [(m.message_id, m.content_type) for m in peeked] == [("bare", None), ("typed", "application/json")]
+    assert [(m.message_id, m.content_type) for m in received] == [
+        ("bare", None),
+        ("typed", "application/json"),
+    ]
+
+
 def _sdk_peek(connection_string: str, queue: str, **options: Any) -> list[Any]:
     with (
         ServiceBusClient.from_connection_string(connection_string) as client,

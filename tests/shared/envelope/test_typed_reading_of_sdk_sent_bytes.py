@@ -73,8 +73,8 @@ CLASSES: dict[str, type] = {
 
 
 def _message(message_id: str = "typed", **options: Any) -> ServiceBusMessage:
-    # No decimal: azure-servicebus's own decimal128 decoder cannot read what its encoder wrote (devhost's
-    # sdk_codec replaces it for devhost's listeners; Busbar's receivers are its own).
+    # No decimal: azure-servicebus's own decimal128 decoder cannot read what its encoder wrote past 2^32
+    # (devhost's listeners and Busbar's receivers receive through shared.amqp, which reads every decimal).
     properties: Any = sdk_application_properties(SENT)
     return ServiceBusMessage(b"{}", message_id=message_id, application_properties=properties, **options)
 

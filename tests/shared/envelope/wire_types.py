@@ -4,10 +4,11 @@ The emulator keeps each message's application-properties section as the bytes th
 decoded here with qpid-proton, an AMQP client independent of azure-servicebus and of Busbar's byte reader
 (:mod:`shared.amqp.encoding.application_properties`), whose Python types name every AMQP type. ``SENT`` is the
 ".NET-shaped" message these tests start from: a property of every type a Functions trigger can decode
-(char and decimal it cannot; Busbar's own receivers read them through shared/envelope/sdk_codec.py:
-docs/operations.md). ``DESCRIBED`` is its sibling for AMQP described values: the three .NET types the .NET
-Service Bus SDKs send described (``Uri``, ``DateTimeOffset``, ``TimeSpan``) and two descriptors nobody knows,
-as Busbar holds them and (``DESCRIBED_BY_PROTON``) as a .NET sender puts them on the wire.
+(char and decimal it cannot; Busbar's own receivers and devhost's listeners read them through shared.amqp,
+python-qpid-proton: docs/operations.md). ``DESCRIBED`` is its sibling for AMQP described values: the three
+.NET types the .NET Service Bus SDKs send described (``Uri``, ``DateTimeOffset``, ``TimeSpan``) and two
+descriptors nobody knows, as Busbar holds them and (``DESCRIBED_BY_PROTON``) as a .NET sender puts them on
+the wire.
 """
 
 from __future__ import annotations

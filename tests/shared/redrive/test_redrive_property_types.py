@@ -77,8 +77,10 @@ def test_a_dotnet_shaped_message_is_redriven_twice_and_archived_with_every_type_
 def test_a_dead_letter_with_char_and_decimal_ahead_of_others_does_not_stop_the_redrive(
     emulator: Any, provision: Any, tmp_path: Path
 ) -> None:
-    # Before shared/envelope/sdk_codec.py, the SDK failed every receive that met the .NET message (and the
-    # run reported only "Handler failed: 'NoneType' object is not callable" for the whole queue).
+    # The re-drive receives with Busbar's own receiver (shared.amqp.receiver, qpid-proton), which reads a char
+    # and a decimal; azure-servicebus fails every receive that meets the .NET message ("Handler failed:
+    # 'NoneType' object is not callable": tests/devhost/servicebus/test_sdk_cannot_read_dotnet_properties.py),
+    # which would stop the run for the whole queue.
     queue = provision.queue()
     dotnet = {"grade": Char("A"), "price": Decimal("-0.5")}
     messages = [
