@@ -22,6 +22,7 @@ CODEC = "shared.amqp.encoding"
 RECEIVING_SIDE = (
     "shared.amqp.async_receiver",
     "shared.amqp.connection",
+    "shared.amqp.deliveries",
     "shared.amqp.received",
     "shared.amqp.receiver",
     "shared.amqp.session_lock",

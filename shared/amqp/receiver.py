@@ -1,28 +1,29 @@
 """Receiving, peeking and settling a queue's, subscription's or sub-queue's messages over AMQP with
-python-qpid-proton's public API, every application property with its AMQP type (:mod:`shared.amqp.values`).
+python-qpid-proton's public API, every application property with its AMQP type (:mod:`shared.amqp.values`)
+and each received message with the bytes it came as.
 
-What goes on the wire is what azure-servicebus sends for the same calls (read in azure-servicebus 7.15,
-``_transport/_pyamqp_transport.py``: ``_settle_message_via_receiver_link``; the emulator, Busbar's fidelity
-reference, applies the same outcomes: ``emulator/amqp/session.py``, ``_apply_outcome``):
+What goes on the wire is what azure-servicebus 7.15 sends for the same calls:
 
 * receive (peek-lock): a receive link on the address; credit for the batch, the first message awaited up to
   the wait, then the rest of the credit drained, so nothing more is locked behind the caller's back;
-* complete: ``accepted``; abandon: ``modified`` with ``delivery-failed``; defer: ``modified`` with
-  ``delivery-failed`` and ``undeliverable-here``; dead-letter: ``rejected`` with the error
-  ``com.microsoft:dead-letter``, its info ``DeadLetterReason`` and ``DeadLetterErrorDescription``. Each is
-  sent unsettled and its outcome awaited (the SDK's ``await_outcome``), so a lost lock raises
-  :class:`WireError`;
+* complete, abandon, defer, dead-letter: the outcomes of :mod:`shared.amqp.deliveries`, each answer awaited,
+  so a lost lock raises :class:`WireError`;
 * peek: the management operation ``com.microsoft:peek-message`` on ``<address>/$management`` (no lock),
-  whose response carries each message's own AMQP encoding;
+  whose response carries each message's own AMQP encoding; a message's lock renewed with
+  ``com.microsoft:renew-lock`` (``_servicebus_receiver.py`` ``_renew_locks``);
 * one session (a queue or subscription that requires sessions): the receive link attached at once with the
-  source filter ``com.microsoft:session-filter`` = the session id, so the session is taken when the receiver
-  opens or :class:`~shared.amqp.session_lock.SessionCannotBeLocked` says another receiver holds it; its lock
-  renewed while the receiver is open (:mod:`shared.amqp.session_lock`, as the SDK's ``AutoLockRenewer``).
+  source filter ``com.microsoft:session-filter`` = the session id, or null for the next session Service Bus
+  has free (waited for up to ``session_wait``, the attach property ``com.microsoft:timeout``), so the session
+  is taken when the receiver opens, or :class:`~shared.amqp.session_lock.SessionCannotBeLocked` says another
+  receiver holds it, or :class:`NoSessionAvailable` that none came free; its lock renewed while the receiver
+  is open (:mod:`shared.amqp.session_lock`, as the SDK's ``AutoLockRenewer``), its state read and set with
+  ``com.microsoft:get-session-state`` / ``set-session-state``.
+
+A receiver kept open puts a fresh token before the one it put expires (:data:`TOKEN_REFRESH_SECONDS`).
 """
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import itertools
 import logging
@@ -35,10 +36,10 @@ from types import TracebackType
 from typing import Any
 
 import proton
-from proton.handlers import MessagingHandler
 from proton.utils import LinkDetached
 
 from shared.amqp.connection import CONNECT_TIMEOUT, Namespace, WireError, reply_status, request
+from shared.amqp.deliveries import Deliveries, dead_letter_condition, settle
 from shared.amqp.received import ReceivedMessage, received_message
 from shared.amqp.session_lock import (
     MAX_LOCK_RENEWAL_SECONDS,
@@ -54,8 +55,6 @@ from shared.amqp.session_lock import (
 from shared.envelope.properties import timestamp_from_ms
 
 log = logging.getLogger(__name__)
-
-DEAD_LETTER_CONDITION = "com.microsoft:dead-letter"
 
 
 class NextAvailableSession:
@@ -83,45 +82,6 @@ _RECEIPTS = itertools.count(1)
 of its own (``next`` on a count is atomic under the GIL)."""
 
 
-class _Deliveries(MessagingHandler):
-    """Keeps each arriving message with its delivery and its bytes, unsettled (nothing is accepted
-    automatically)."""
-
-    def __init__(self) -> None:
-        super().__init__(prefetch=0, auto_accept=False, auto_settle=False)
-        self.arrived: collections.deque[tuple[proton.Message, proton.Delivery, bytes]] = collections.deque()
-        self.detached: proton.Condition | None = None
-        """The error Service Bus closed the link with (a session's lock lost, say), or None."""
-
-    def on_delivery(self, event: Any) -> None:
-        # proton's own reading (handlers.recv_msg) with the bytes kept: a trigger hands them on as they came.
-        delivery = event.delivery
-        if not delivery.link.is_receiver:
-            return
-        if delivery.aborted:
-            delivery.settle()
-        elif delivery.readable and not delivery.partial:
-            encoded = bytes(delivery.link.recv(delivery.pending))
-            delivery.link.advance()
-            message = proton.Message()
-            try:
-                message.decode(encoded)
-            except proton.MessageException as error:
-                # Not a message proton can read: given back (its delivery count grows, and Service Bus
-                # dead-letters it past MaxDeliveryCount) rather than stalling the receiver.
-                log.error("%s: a delivery is not an AMQP message (%s); abandoned", delivery.link.name, error)
-                delivery.local.failed = True
-                delivery.update(proton.Delivery.MODIFIED)
-                delivery.settle()
-                return
-            self.arrived.append((message, delivery, encoded))
-
-    def on_link_error(self, event: Any) -> None:
-        # proton's default closes the whole connection; the receiver raises this at its next use instead,
-        # and a management request (a renewal, a peek) still gets Service Bus's own answer.
-        self.detached = event.link.remote_condition
-
-
 class EntityReceiver:
     """A peek-lock receiver on one ``address`` (``<queue>``, ``<topic>/subscriptions/<name>``, either's
     ``/$deadletterqueue`` or ``/$Transfer/$deadletterqueue``), of one ``session_id`` when given (the entity
@@ -144,7 +104,7 @@ class EntityReceiver:
         self._namespace = namespace
         self._connection, self._token_expiry = namespace.connect_until(address)
         self._wire = threading.RLock()  # every use of the connection: the caller's and the lock renewer's
-        self._deliveries = _Deliveries()
+        self._deliveries = Deliveries()
         self._blocking: Any = None  # proton's BlockingReceiver: it unsets the link's handler when collected
         self._locked: dict[int, proton.Delivery] = {}  # by receipt (ReceivedMessage.receipt)
         self.session: SessionLock | None = None
@@ -269,26 +229,18 @@ class EntityReceiver:
 
     def abandon_message(self, message: ReceivedMessage) -> None:
         """Give ``message`` back, unlocked, its delivery count raised (``modified``, delivery failed)."""
-        self._settle(message, proton.Delivery.MODIFIED, failed=True)
+        self._settle(message, proton.Delivery.MODIFIED)
 
     def defer_message(self, message: ReceivedMessage) -> None:
         """Set ``message`` aside, to be received by sequence number only (``modified``, undeliverable
         here)."""
-        self._settle(message, proton.Delivery.MODIFIED, failed=True, undeliverable=True)
+        self._settle(message, proton.Delivery.MODIFIED, undeliverable=True)
 
     def dead_letter_message(
         self, message: ReceivedMessage, reason: str | None = None, error_description: str | None = None
     ) -> None:
         """Move ``message`` to its entity's dead-letter queue with ``reason`` and ``error_description``."""
-        info = {
-            proton.symbol("DeadLetterReason"): reason,
-            proton.symbol("DeadLetterErrorDescription"): error_description,
-        }
-        condition = proton.Condition(
-            DEAD_LETTER_CONDITION,
-            error_description,
-            {key: value for key, value in info.items() if value is not None},
-        )
+        condition = dead_letter_condition(reason, error_description)
         self._settle(message, proton.Delivery.REJECTED, condition=condition)
 
     def _settle(
@@ -296,56 +248,25 @@ class EntityReceiver:
         message: ReceivedMessage,
         outcome: Any,
         *,
-        failed: bool = False,
         undeliverable: bool = False,
         condition: proton.Condition | None = None,
     ) -> None:
+        """Settle ``message`` (:func:`shared.amqp.deliveries.settle`)."""
         with self._wire:
             self._check_usable()
-            self._settle_delivery(message, outcome, failed, undeliverable, condition)
-
-    def _settle_delivery(
-        self,
-        message: ReceivedMessage,
-        outcome: Any,
-        failed: bool,
-        undeliverable: bool,
-        condition: proton.Condition | None,
-    ) -> None:
-        delivery = self._locked.pop(message.receipt, None) if message.receipt is not None else None
-        if delivery is None:
-            raise WireError(f"message {message.sequence_number} was not received locked by this receiver")
-        if outcome == proton.Delivery.MODIFIED:
-            delivery.local.failed = failed
-            delivery.local.undeliverable = undeliverable
-        if condition is not None:
-            delivery.local.condition = condition
-        delivery.update(outcome)
-        try:
-            self._connection.wait(
-                lambda: (
-                    delivery.remote_state != 0 or delivery.settled or self._deliveries.detached is not None
-                ),
-                timeout=CONNECT_TIMEOUT,
+            delivery = self._locked.pop(message.receipt, None) if message.receipt is not None else None
+            if delivery is None:
+                raise WireError(f"message {message.sequence_number} was not received locked by this receiver")
+            settle(
+                self._connection,
+                self._deliveries,
+                delivery,
+                outcome,
+                str(message.sequence_number),
+                undeliverable=undeliverable,
+                condition=condition,
+                link_closed=self._check_usable,
             )
-            # Read before settling: a delivery settled on both sides is freed by proton.
-            answer, refusal = delivery.remote_state, delivery.remote.condition
-        except proton.Timeout:
-            raise WireError(
-                f"Service Bus did not confirm the settlement of {message.sequence_number}"
-            ) from None
-        finally:
-            delivery.settle()
-        if not answer:  # the link was closed before an answer came: say why
-            self._check_usable()
-        # Service Bus echoes the outcome it applied; one it cannot apply (a lost lock, say) comes back
-        # rejected with its error. As azure-servicebus judges it (_pyamqp/receiver.py,
-        # check_disposition_outcome): a rejected answer with an error always fails, and otherwise the echo
-        # must be what was asked.
-        if answer == proton.Delivery.REJECTED and refusal is not None:
-            raise WireError(f"settlement of {message.sequence_number} refused: {refusal}")
-        if answer != outcome:
-            raise WireError(f"settlement of {message.sequence_number} answered {answer}, not {outcome}")
 
     # ------------------------------------------------------------------------------------- management
 
@@ -446,7 +367,6 @@ def _peeked(entry: Any) -> ReceivedMessage:
 
 
 __all__ = [
-    "DEAD_LETTER_CONDITION",
     "NEXT_AVAILABLE_SESSION",
     "EntityReceiver",
     "NextAvailableSession",
