@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
-from azure.servicebus import ServiceBusMessage
+from azure.servicebus import ServiceBusClient, ServiceBusMessage
 
 from devhost.testing import HostHandle, running_host
 from emulator.testing import EmulatorHandle
@@ -76,12 +76,14 @@ def test_a_sessions_messages_wait_for_the_minimum_and_go_out_together_when_the_s
 ) -> None:
     run = uuid.uuid4().hex[:6]
     session = f"s-{run}"
-    for body in (f"{run}-1", f"{run}-2"):
-        send(
-            shared_emulator.connection_string,
-            entities["MIN_SESSION_QUEUE"],
-            ServiceBusMessage(body, session_id=session),
-        )
-        time.sleep(1.2)  # past one receive's wait, within sessionIdleTimeout: two receives, one session
+    # One sender for both: the gap between them is the sleep alone, not a second client's connection set-up
+    # too (over a second on a loaded machine), which could outlast the session's 2 s idle timeout.
+    with (
+        ServiceBusClient.from_connection_string(shared_emulator.connection_string) as client,
+        client.get_queue_sender(entities["MIN_SESSION_QUEUE"]) as sender,
+    ):
+        for body in (f"{run}-1", f"{run}-2"):
+            sender.send_messages(ServiceBusMessage(body, session_id=session))
+            time.sleep(1.2)  # past one receive's wait, within sessionIdleTimeout: two receives, one session
     module_records.wait(lambda _: bool(_batches(module_records, "session_at_least", run)), timeout=30)
     assert _batches(module_records, "session_at_least", run) == [[f"{run}-1", f"{run}-2"]]
