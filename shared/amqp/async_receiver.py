@@ -2,7 +2,8 @@
 
 proton's ``BlockingConnection`` blocks its caller, so each receiver lives on a thread of its own (a
 one-worker executor) and every call on it runs there, one after another: the event loop never waits on the
-wire, and no two calls share the connection at once (the session lock's renewing thread takes the
+wire, and no two calls share the connection at once (settlements asked for in one turn of the loop go
+together, as one call) (the session lock's renewing thread takes the
 receiver's own lock, as with the blocking receiver). A call awaited by a task that is cancelled still runs
 to its end on that thread; one that opened a receiver closes it again, so a cancelled session accept never
 leaves a session locked.
@@ -17,7 +18,8 @@ from datetime import datetime
 from types import TracebackType
 from typing import Any
 
-from shared.amqp.connection import Namespace
+from shared.amqp.connection import Namespace, WireError
+from shared.amqp.deliveries import ABANDON, COMPLETE, DEFER, Outcome, dead_letter
 from shared.amqp.received import ReceivedMessage
 from shared.amqp.receiver import MORE_MESSAGES_WAIT, EntityReceiver, NextAvailableSession
 from shared.amqp.session_lock import MAX_LOCK_RENEWAL_SECONDS
@@ -56,6 +58,7 @@ class AsyncEntityReceiver:
         self._executor = executor
         self.address = receiver.address
         self.session = None if receiver.session_id is None else AsyncSession(self, receiver.session_id)
+        self._settling: list[tuple[ReceivedMessage, Outcome, asyncio.Future[WireError | None]]] = []
 
     @classmethod
     async def open(
@@ -99,21 +102,55 @@ class AsyncEntityReceiver:
 
     async def complete_message(self, message: ReceivedMessage) -> None:
         """Remove ``message`` from its entity."""
-        await self.call(EntityReceiver.complete_message, message)
+        await self._settle(message, COMPLETE)
 
     async def abandon_message(self, message: ReceivedMessage) -> None:
         """Give ``message`` back, its delivery count raised."""
-        await self.call(EntityReceiver.abandon_message, message)
+        await self._settle(message, ABANDON)
 
     async def defer_message(self, message: ReceivedMessage) -> None:
         """Set ``message`` aside, to be received by sequence number only."""
-        await self.call(EntityReceiver.defer_message, message)
+        await self._settle(message, DEFER)
 
     async def dead_letter_message(
         self, message: ReceivedMessage, reason: str | None = None, error_description: str | None = None
     ) -> None:
         """Move ``message`` to the dead-letter queue with ``reason`` and ``error_description``."""
-        await self.call(EntityReceiver.dead_letter_message, message, reason, error_description)
+        await self._settle(message, dead_letter(reason, error_description))
+
+    async def _settle(self, message: ReceivedMessage, outcome: Outcome) -> None:
+        """Settle ``message``, together with the settlements asked for in the same turn of the loop (tasks
+        gathered, say): one call on the receiver's thread, one round trip to Service Bus for all of them."""
+        loop = asyncio.get_running_loop()
+        answer: asyncio.Future[WireError | None] = loop.create_future()
+        self._settling.append((message, outcome, answer))
+        if len(self._settling) == 1:
+            loop.call_soon(self._send_settlements)
+        error = await answer
+        if error is not None:
+            raise error
+
+    def _send_settlements(self) -> None:
+        batch, self._settling = self._settling, []
+        sent = self._executor.submit(
+            EntityReceiver.settle_messages,
+            self._receiver,
+            [(message, outcome) for message, outcome, _ in batch],
+        )
+
+        def answer(done: asyncio.Future[list[WireError | None]]) -> None:
+            failure = None if done.cancelled() else done.exception()
+            for index, (_, _, waiting) in enumerate(batch):
+                if waiting.done():
+                    continue
+                if done.cancelled():
+                    waiting.cancel()
+                elif failure is not None:
+                    waiting.set_exception(failure)
+                else:
+                    waiting.set_result(done.result()[index])
+
+        asyncio.wrap_future(sent).add_done_callback(answer)
 
     async def renew_message_lock(self, message: ReceivedMessage) -> datetime:
         """Renew ``message``'s lock; its new expiry."""

@@ -12,8 +12,10 @@ The outcomes are what azure-servicebus sends for the same calls (azure-servicebu
 from __future__ import annotations
 
 import collections
+import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import proton
@@ -66,60 +68,93 @@ class Deliveries(MessagingHandler):
         self.detached = event.link.remote_condition
 
 
-def dead_letter_condition(reason: str | None, error_description: str | None) -> proton.Condition:
-    """The error a dead-letter outcome carries: ``com.microsoft:dead-letter`` with the reason and the
-    description in its info."""
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What a settlement asks for: proton's delivery state, ``modified`` undeliverable here or not, and the
+    error a ``rejected`` one carries."""
+
+    state: Any
+    undeliverable: bool = False
+    condition: proton.Condition | None = None
+
+
+COMPLETE = Outcome(proton.Delivery.ACCEPTED)
+ABANDON = Outcome(proton.Delivery.MODIFIED)
+DEFER = Outcome(proton.Delivery.MODIFIED, undeliverable=True)
+
+
+def dead_letter(reason: str | None, error_description: str | None) -> Outcome:
+    """A dead-letter outcome: ``rejected`` with ``com.microsoft:dead-letter``, the reason and the description
+    in its info."""
     info = {
         proton.symbol("DeadLetterReason"): reason,
         proton.symbol("DeadLetterErrorDescription"): error_description,
     }
-    return proton.Condition(
+    condition = proton.Condition(
         DEAD_LETTER_CONDITION,
         error_description,
         {key: value for key, value in info.items() if value is not None},
     )
+    return Outcome(proton.Delivery.REJECTED, condition=condition)
 
 
-def settle(
+def settle_all(
     connection: BlockingConnection,
     deliveries: Deliveries,
-    delivery: proton.Delivery,
-    outcome: Any,
-    what: str,
-    *,
-    undeliverable: bool = False,
-    condition: proton.Condition | None = None,
+    settlements: Sequence[tuple[proton.Delivery, Outcome, str]],
     link_closed: Callable[[], None],
-) -> None:
-    """Settle ``delivery`` (``what`` names it in errors) with ``outcome`` and await Service Bus's answer;
-    raises :class:`WireError` when it refuses or does not answer. ``link_closed`` raises why the link was
-    closed when it was closed before an answer came."""
-    if outcome == proton.Delivery.MODIFIED:
-        delivery.local.failed = True
-        delivery.local.undeliverable = undeliverable
-    if condition is not None:
-        delivery.local.condition = condition
-    delivery.update(outcome)
-    try:
-        connection.wait(
-            lambda: delivery.remote_state != 0 or delivery.settled or deliveries.detached is not None,
-            timeout=CONNECT_TIMEOUT,
+) -> list[WireError | None]:
+    """Settle each delivery with its outcome (``what`` names it in errors) and await Service Bus's answers:
+    every outcome is sent before any answer is awaited, as concurrent settlements of the SDK's aio receiver
+    share their round trip. Each one's error (refused, unanswered), or None. ``link_closed`` raises why the
+    link was closed when it was closed before an answer came."""
+    for delivery, outcome, _ in settlements:
+        if outcome.state == proton.Delivery.MODIFIED:
+            delivery.local.failed = True
+            delivery.local.undeliverable = outcome.undeliverable
+        if outcome.condition is not None:
+            delivery.local.condition = outcome.condition
+        delivery.update(outcome.state)
+
+    def answered() -> bool:
+        return deliveries.detached is not None or all(
+            delivery.remote_state != 0 or delivery.settled for delivery, _, _ in settlements
         )
-        # Read before settling: a delivery settled on both sides is freed by proton.
-        answer, refusal = delivery.remote_state, delivery.remote.condition
-    except proton.Timeout:
-        raise WireError(f"Service Bus did not confirm the settlement of {what}") from None
-    finally:
-        delivery.settle()
-    if not answer:  # the link was closed before an answer came: say why
-        link_closed()
+
+    with contextlib.suppress(proton.Timeout):  # each unanswered one says so below
+        connection.wait(answered, timeout=CONNECT_TIMEOUT)
+    return [_judged(delivery, outcome, what, link_closed) for delivery, outcome, what in settlements]
+
+
+def _judged(
+    delivery: proton.Delivery, outcome: Outcome, what: str, link_closed: Callable[[], None]
+) -> WireError | None:
+    # Read before settling: a delivery settled on both sides is freed by proton.
+    answer, refusal = delivery.remote_state, delivery.remote.condition
+    delivery.settle()
+    if not answer:  # the link was closed before an answer came (say why), or no answer came in time
+        try:
+            link_closed()
+        except WireError as closed:
+            return closed
+        return WireError(f"Service Bus did not confirm the settlement of {what}")
     # Service Bus echoes the outcome it applied; one it cannot apply (a lost lock, say) comes back rejected
     # with its error. As azure-servicebus judges it (_pyamqp/receiver.py, check_disposition_outcome): a
     # rejected answer with an error always fails, and otherwise the echo must be what was asked.
     if answer == proton.Delivery.REJECTED and refusal is not None:
-        raise WireError(f"settlement of {what} refused: {refusal}")
-    if answer != outcome:
-        raise WireError(f"settlement of {what} answered {answer}, not {outcome}")
+        return WireError(f"settlement of {what} refused: {refusal}")
+    if answer != outcome.state:
+        return WireError(f"settlement of {what} answered {answer}, not {outcome.state}")
+    return None
 
 
-__all__ = ["DEAD_LETTER_CONDITION", "Deliveries", "dead_letter_condition", "settle"]
+__all__ = [
+    "ABANDON",
+    "COMPLETE",
+    "DEAD_LETTER_CONDITION",
+    "DEFER",
+    "Deliveries",
+    "Outcome",
+    "dead_letter",
+    "settle_all",
+]

@@ -39,7 +39,7 @@ import proton
 from proton.utils import LinkDetached
 
 from shared.amqp.connection import CONNECT_TIMEOUT, Namespace, WireError, reply_status, request
-from shared.amqp.deliveries import Deliveries, dead_letter_condition, settle
+from shared.amqp.deliveries import ABANDON, COMPLETE, DEFER, Deliveries, Outcome, dead_letter, settle_all
 from shared.amqp.received import ReceivedMessage, received_message
 from shared.amqp.session_lock import (
     MAX_LOCK_RENEWAL_SECONDS,
@@ -205,8 +205,9 @@ class EntityReceiver:
         if arrived and rest_wait > 0:
             self._wait(lambda: len(arrived) >= max_message_count, rest_wait)
         self._check_usable()
-        link.drain(0)
-        self._wait(lambda: not link.draining() or detached.detached is not None, CONNECT_TIMEOUT)
+        if link.credit > 0:  # credit left: drained (a round trip), so nothing more is locked unasked
+            link.drain(0)
+            self._wait(lambda: not link.draining() or detached.detached is not None, CONNECT_TIMEOUT)
         batch: list[ReceivedMessage] = []
         while arrived and len(batch) < max_message_count:
             message, delivery, encoded = arrived.popleft()
@@ -225,48 +226,51 @@ class EntityReceiver:
 
     def complete_message(self, message: ReceivedMessage) -> None:
         """Remove ``message`` from its entity (``accepted``)."""
-        self._settle(message, proton.Delivery.ACCEPTED)
+        self._settle(message, COMPLETE)
 
     def abandon_message(self, message: ReceivedMessage) -> None:
         """Give ``message`` back, unlocked, its delivery count raised (``modified``, delivery failed)."""
-        self._settle(message, proton.Delivery.MODIFIED)
+        self._settle(message, ABANDON)
 
     def defer_message(self, message: ReceivedMessage) -> None:
         """Set ``message`` aside, to be received by sequence number only (``modified``, undeliverable
         here)."""
-        self._settle(message, proton.Delivery.MODIFIED, undeliverable=True)
+        self._settle(message, DEFER)
 
     def dead_letter_message(
         self, message: ReceivedMessage, reason: str | None = None, error_description: str | None = None
     ) -> None:
         """Move ``message`` to its entity's dead-letter queue with ``reason`` and ``error_description``."""
-        condition = dead_letter_condition(reason, error_description)
-        self._settle(message, proton.Delivery.REJECTED, condition=condition)
+        self._settle(message, dead_letter(reason, error_description))
 
-    def _settle(
-        self,
-        message: ReceivedMessage,
-        outcome: Any,
-        *,
-        undeliverable: bool = False,
-        condition: proton.Condition | None = None,
-    ) -> None:
-        """Settle ``message`` (:func:`shared.amqp.deliveries.settle`)."""
+    def _settle(self, message: ReceivedMessage, outcome: Outcome) -> None:
+        error = self.settle_messages([(message, outcome)])[0]
+        if error is not None:
+            raise error
+
+    def settle_messages(
+        self, settlements: Sequence[tuple[ReceivedMessage, Outcome]]
+    ) -> list[WireError | None]:
+        """Settle each message with its outcome (:mod:`shared.amqp.deliveries`), every outcome sent before
+        any answer is awaited; each one's error, or None."""
         with self._wire:
             self._check_usable()
-            delivery = self._locked.pop(message.receipt, None) if message.receipt is not None else None
-            if delivery is None:
-                raise WireError(f"message {message.sequence_number} was not received locked by this receiver")
-            settle(
-                self._connection,
-                self._deliveries,
-                delivery,
-                outcome,
-                str(message.sequence_number),
-                undeliverable=undeliverable,
-                condition=condition,
-                link_closed=self._check_usable,
-            )
+            errors: list[WireError | None] = [None] * len(settlements)
+            sent: list[int] = []
+            pending: list[tuple[proton.Delivery, Outcome, str]] = []
+            for index, (message, outcome) in enumerate(settlements):
+                delivery = self._locked.pop(message.receipt, None) if message.receipt is not None else None
+                if delivery is None:
+                    errors[index] = WireError(
+                        f"message {message.sequence_number} was not received locked by this receiver"
+                    )
+                    continue
+                sent.append(index)
+                pending.append((delivery, outcome, str(message.sequence_number)))
+            answers = settle_all(self._connection, self._deliveries, pending, self._check_usable)
+            for index, error in zip(sent, answers, strict=True):
+                errors[index] = error
+            return errors
 
     # ------------------------------------------------------------------------------------- management
 

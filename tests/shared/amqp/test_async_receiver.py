@@ -166,3 +166,51 @@ def test_a_cancelled_open_of_an_available_session_leaves_it_free(emulator: Any) 
         receiver.complete_message(message)
     # Not redelivered: the cancelled open never received it.
     assert (message.message_id, message.delivery_count) == ("d-1", 0)
+
+
+def test_settlements_gathered_in_one_turn_go_together_and_each_gets_its_own_answer(emulator: Any) -> None:
+    """Settlements asked for together (gathered tasks, as devhost's listener flushes finished invocations)
+    are one call on the receiver's thread: every outcome is applied, and one refused (a message already
+    settled) fails alone."""
+    queue = emulator.create_queue(lock_duration=timedelta(minutes=1))
+    names = ("a", "b", "c", "again", "poison")
+    _send(emulator.connection_string, queue, *(ServiceBusMessage(n.encode(), message_id=n) for n in names))
+
+    async def settle_together() -> list[Any]:
+        async with await AsyncEntityReceiver.open(_namespace(emulator), queue) as receiver:
+            received: dict[str, Any] = {}
+            while len(received) < len(names):
+                more = await receiver.receive_messages(len(names), max_wait_time=5)
+                assert more, f"only {sorted(received)} arrived"
+                received.update((m.message_id, m) for m in more)
+            await receiver.complete_message(received["c"])  # settled already: its second settlement fails
+            results = await asyncio.gather(
+                receiver.complete_message(received["a"]),
+                receiver.complete_message(received["b"]),
+                receiver.complete_message(received["c"]),
+                receiver.abandon_message(received["again"]),
+                receiver.dead_letter_message(received["poison"], "NotParsable", "not JSON"),
+                return_exceptions=True,
+            )
+            [redelivered] = await receiver.receive_messages(1, max_wait_time=5)
+            await receiver.complete_message(redelivered)
+            return [*results, (redelivered.message_id, redelivered.delivery_count)]
+
+    *results, redelivered = asyncio.run(settle_together())
+    assert [type(result).__name__ for result in results] == [
+        "NoneType",
+        "NoneType",
+        "WireError",
+        "NoneType",
+        "NoneType",
+    ]
+    assert "was not received locked by this receiver" in str(results[2])
+    assert redelivered == ("again", 1)
+    with ServiceBusClient.from_connection_string(emulator.connection_string) as client:
+        with client.get_queue_receiver(queue, sub_queue=ServiceBusSubQueue.DEAD_LETTER) as dlq:
+            dead = dlq.receive_messages(max_message_count=5, max_wait_time=5)
+            assert [(m.message_id, m.dead_letter_reason) for m in dead] == [("poison", "NotParsable")]
+            for message in dead:
+                dlq.complete_message(message)
+        with client.get_queue_receiver(queue) as plain:
+            assert plain.receive_messages(max_message_count=5, max_wait_time=1) == []
