@@ -16,29 +16,17 @@ import pytest
 from azure.servicebus import ServiceBusClient, ServiceBusMessage, ServiceBusSubQueue
 
 from shared.amqp.async_receiver import AsyncEntityReceiver
-from shared.amqp.connection import Namespace
 from shared.amqp.receiver import NEXT_AVAILABLE_SESSION, EntityReceiver, NoSessionAvailable
+from tests.shared.amqp.sdk_send import emulator_namespace, send
 
 pytestmark = pytest.mark.timeout(60)
-
-
-def _send(connection_string: str, queue: str, *messages: ServiceBusMessage) -> None:
-    with (
-        ServiceBusClient.from_connection_string(connection_string) as client,
-        client.get_queue_sender(queue) as sender,
-    ):
-        sender.send_messages(list(messages))
-
-
-def _namespace(emulator: Any) -> Namespace:
-    return Namespace.from_connection_string(emulator.connection_string)
 
 
 def test_messages_are_received_and_completed_abandoned_dead_lettered_and_deferred_from_asyncio(
     emulator: Any,
 ) -> None:
     queue = emulator.create_queue(lock_duration=timedelta(minutes=1))
-    _send(
+    send(
         emulator.connection_string,
         queue,
         *(ServiceBusMessage(name.encode(), message_id=name) for name in ("done", "again", "poison", "later")),
@@ -46,7 +34,7 @@ def test_messages_are_received_and_completed_abandoned_dead_lettered_and_deferre
 
     async def settle_each() -> dict[str, Any]:
         outcomes: dict[str, Any] = {}
-        async with await AsyncEntityReceiver.open(_namespace(emulator), queue) as receiver:
+        async with await AsyncEntityReceiver.open(emulator_namespace(emulator), queue) as receiver:
             assert receiver.session is None
             received = {m.message_id: m for m in await receiver.receive_messages(4, max_wait_time=5)}
             while len(received) < 4:
@@ -89,11 +77,11 @@ def test_messages_are_received_and_completed_abandoned_dead_lettered_and_deferre
 
 def test_a_session_state_and_lock_are_reached_through_the_async_receivers_session(emulator: Any) -> None:
     queue = emulator.create_queue(requires_session=True, lock_duration=timedelta(seconds=30))
-    _send(emulator.connection_string, queue, ServiceBusMessage(b"x", message_id="s-1", session_id="s"))
+    send(emulator.connection_string, queue, ServiceBusMessage(b"x", message_id="s-1", session_id="s"))
 
     async def use_session() -> tuple[str, bytes | None, bytes | None, bool, str]:
         async with await AsyncEntityReceiver.open(
-            _namespace(emulator), queue, NEXT_AVAILABLE_SESSION, session_wait=5
+            emulator_namespace(emulator), queue, NEXT_AVAILABLE_SESSION, session_wait=5
         ) as receiver:
             assert receiver.session is not None
             await receiver.session.set_state(b"checkpoint")
@@ -115,7 +103,9 @@ def test_an_open_of_the_next_available_session_refused_after_its_wait_raises_no_
     queue = emulator.create_queue(requires_session=True)
 
     async def open_one() -> None:
-        await AsyncEntityReceiver.open(_namespace(emulator), queue, NEXT_AVAILABLE_SESSION, session_wait=1)
+        await AsyncEntityReceiver.open(
+            emulator_namespace(emulator), queue, NEXT_AVAILABLE_SESSION, session_wait=1
+        )
 
     with pytest.raises(NoSessionAvailable):
         asyncio.run(open_one())
@@ -123,7 +113,7 @@ def test_an_open_of_the_next_available_session_refused_after_its_wait_raises_no_
 
 def test_a_cancelled_open_of_the_next_available_session_leaves_no_session_locked(emulator: Any) -> None:
     queue = emulator.create_queue(requires_session=True, lock_duration=timedelta(minutes=5))
-    namespace = _namespace(emulator)
+    namespace = emulator_namespace(emulator)
 
     async def cancel_while_waiting_for_a_session() -> None:
         opening = asyncio.create_task(
@@ -137,7 +127,7 @@ def test_a_cancelled_open_of_the_next_available_session_leaves_no_session_locked
 
     asyncio.run(cancel_while_waiting_for_a_session())
     # The session arrives after the cancel: the abandoned attach is granted it, then closed again.
-    _send(emulator.connection_string, queue, ServiceBusMessage(b"x", message_id="c-1", session_id="c"))
+    send(emulator.connection_string, queue, ServiceBusMessage(b"x", message_id="c-1", session_id="c"))
     with EntityReceiver(namespace, queue, NEXT_AVAILABLE_SESSION, session_wait=20) as receiver:
         assert receiver.session_id == "c"
         [message] = receiver.receive_messages(max_message_count=1, max_wait_time=5)
@@ -147,8 +137,8 @@ def test_a_cancelled_open_of_the_next_available_session_leaves_no_session_locked
 
 def test_a_cancelled_open_of_an_available_session_leaves_it_free(emulator: Any) -> None:
     queue = emulator.create_queue(requires_session=True, lock_duration=timedelta(minutes=5))
-    _send(emulator.connection_string, queue, ServiceBusMessage(b"x", message_id="d-1", session_id="d"))
-    namespace = _namespace(emulator)
+    send(emulator.connection_string, queue, ServiceBusMessage(b"x", message_id="d-1", session_id="d"))
+    namespace = emulator_namespace(emulator)
 
     async def cancel_as_it_opens() -> None:
         opening = asyncio.create_task(
@@ -174,10 +164,10 @@ def test_settlements_gathered_in_one_turn_go_together_and_each_gets_its_own_answ
     settled) fails alone."""
     queue = emulator.create_queue(lock_duration=timedelta(minutes=1))
     names = ("a", "b", "c", "again", "poison")
-    _send(emulator.connection_string, queue, *(ServiceBusMessage(n.encode(), message_id=n) for n in names))
+    send(emulator.connection_string, queue, *(ServiceBusMessage(n.encode(), message_id=n) for n in names))
 
     async def settle_together() -> list[Any]:
-        async with await AsyncEntityReceiver.open(_namespace(emulator), queue) as receiver:
+        async with await AsyncEntityReceiver.open(emulator_namespace(emulator), queue) as receiver:
             received: dict[str, Any] = {}
             while len(received) < len(names):
                 more = await receiver.receive_messages(len(names), max_wait_time=5)

@@ -15,25 +15,13 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from azure.servicebus import ServiceBusClient, ServiceBusMessage
+from azure.servicebus import ServiceBusMessage
 
-from shared.amqp.connection import Namespace
 from shared.amqp.receiver import NEXT_AVAILABLE_SESSION, EntityReceiver, NoSessionAvailable
 from shared.amqp.session_lock import SessionLockLost
+from tests.shared.amqp.sdk_send import emulator_namespace, send
 
 pytestmark = pytest.mark.timeout(60)
-
-
-def _send(connection_string: str, queue: str, *messages: ServiceBusMessage) -> None:
-    with (
-        ServiceBusClient.from_connection_string(connection_string) as client,
-        client.get_queue_sender(queue) as sender,
-    ):
-        sender.send_messages(list(messages))
-
-
-def _namespace(emulator: Any) -> Namespace:
-    return Namespace.from_connection_string(emulator.connection_string)
 
 
 def _receive_all(receiver: EntityReceiver) -> list[tuple[str, str | None]]:
@@ -47,7 +35,7 @@ def test_two_receivers_of_the_next_available_session_get_different_sessions_each
     emulator: Any,
 ) -> None:
     queue = emulator.create_queue(requires_session=True)
-    _send(
+    send(
         emulator.connection_string,
         queue,
         ServiceBusMessage(b"1", message_id="a-1", session_id="a"),
@@ -56,7 +44,7 @@ def test_two_receivers_of_the_next_available_session_get_different_sessions_each
         ServiceBusMessage(b"2", message_id="b-2", session_id="b"),
         ServiceBusMessage(b"3", message_id="a-3", session_id="a"),
     )
-    namespace = _namespace(emulator)
+    namespace = emulator_namespace(emulator)
     with (
         EntityReceiver(namespace, queue, NEXT_AVAILABLE_SESSION, session_wait=5) as first,
         EntityReceiver(namespace, queue, NEXT_AVAILABLE_SESSION, session_wait=5) as second,
@@ -71,8 +59,8 @@ def test_two_receivers_of_the_next_available_session_get_different_sessions_each
 
 def test_with_no_session_free_the_next_available_session_is_refused_after_the_wait(emulator: Any) -> None:
     queue = emulator.create_queue(requires_session=True)
-    _send(emulator.connection_string, queue, ServiceBusMessage(b"x", message_id="only-1", session_id="only"))
-    namespace = _namespace(emulator)
+    send(emulator.connection_string, queue, ServiceBusMessage(b"x", message_id="only-1", session_id="only"))
+    namespace = emulator_namespace(emulator)
     with EntityReceiver(namespace, queue, NEXT_AVAILABLE_SESSION, session_wait=5) as holder:
         assert holder.session_id == "only"
         with pytest.raises(NoSessionAvailable, match="cannot be taken") as refused:
@@ -88,13 +76,13 @@ def test_with_no_session_free_the_next_available_session_is_refused_after_the_wa
 def test_a_session_lock_is_renewed_only_for_lock_renewal_seconds_and_then_lost(emulator: Any) -> None:
     lock = timedelta(seconds=5)  # Azure's minimum LockDuration: renewed 3.75 s before it expires
     queue = emulator.create_queue(requires_session=True, lock_duration=lock)
-    _send(
+    send(
         emulator.connection_string,
         queue,
         ServiceBusMessage(b"1", message_id="l-1", session_id="l"),
         ServiceBusMessage(b"2", message_id="l-2", session_id="l"),
     )
-    namespace = _namespace(emulator)
+    namespace = emulator_namespace(emulator)
     with EntityReceiver(
         namespace, queue, NEXT_AVAILABLE_SESSION, session_wait=5, lock_renewal_seconds=3
     ) as receiver:

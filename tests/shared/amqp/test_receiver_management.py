@@ -14,28 +14,17 @@ from typing import Any
 import pytest
 from azure.servicebus import ServiceBusClient, ServiceBusMessage
 
-from shared.amqp.connection import Namespace, WireError
+from shared.amqp.connection import WireError
 from shared.amqp.receiver import EntityReceiver
+from tests.shared.amqp.sdk_send import emulator_namespace, send
 
 pytestmark = pytest.mark.timeout(60)
 
 
-def _send(connection_string: str, queue: str, *messages: ServiceBusMessage) -> None:
-    with (
-        ServiceBusClient.from_connection_string(connection_string) as client,
-        client.get_queue_sender(queue) as sender,
-    ):
-        sender.send_messages(list(messages))
-
-
-def _namespace(emulator: Any) -> Namespace:
-    return Namespace.from_connection_string(emulator.connection_string)
-
-
 def test_renewing_a_message_lock_extends_it_and_fails_once_the_message_is_completed(emulator: Any) -> None:
     queue = emulator.create_queue(lock_duration=timedelta(seconds=30))
-    _send(emulator.connection_string, queue, ServiceBusMessage(b"x", message_id="r-1"))
-    with EntityReceiver(_namespace(emulator), queue) as receiver:
+    send(emulator.connection_string, queue, ServiceBusMessage(b"x", message_id="r-1"))
+    with EntityReceiver(emulator_namespace(emulator), queue) as receiver:
         [message] = receiver.receive_messages(max_message_count=1, max_wait_time=5)
         assert message.locked_until_utc is not None
         time.sleep(0.05)  # so that "now + lock duration" is a later millisecond than at the delivery
@@ -51,15 +40,15 @@ def test_a_message_another_receiver_received_is_neither_renewed_nor_settled_by_t
     emulator: Any,
 ) -> None:
     queue = emulator.create_queue(lock_duration=timedelta(minutes=1))
-    _send(
+    send(
         emulator.connection_string,
         queue,
         ServiceBusMessage(b"1", message_id="o-1"),
         ServiceBusMessage(b"2", message_id="o-2"),
     )
     with (
-        EntityReceiver(_namespace(emulator), queue) as first,
-        EntityReceiver(_namespace(emulator), queue) as other,
+        EntityReceiver(emulator_namespace(emulator), queue) as first,
+        EntityReceiver(emulator_namespace(emulator), queue) as other,
     ):
         [mine] = first.receive_messages(max_message_count=1, max_wait_time=5)
         [theirs] = other.receive_messages(max_message_count=1, max_wait_time=5)
@@ -76,8 +65,8 @@ def test_a_message_another_receiver_received_is_neither_renewed_nor_settled_by_t
 
 def test_a_session_state_is_set_read_back_and_cleared_and_the_sdk_reads_the_same_state(emulator: Any) -> None:
     queue = emulator.create_queue(requires_session=True)
-    _send(emulator.connection_string, queue, ServiceBusMessage(b"x", message_id="st-1", session_id="st"))
-    with EntityReceiver(_namespace(emulator), queue, session_id="st") as receiver:
+    send(emulator.connection_string, queue, ServiceBusMessage(b"x", message_id="st-1", session_id="st"))
+    with EntityReceiver(emulator_namespace(emulator), queue, session_id="st") as receiver:
         assert receiver.get_session_state() is None
         receiver.set_session_state(b"\x00step-2\xff")
         assert receiver.get_session_state() == b"\x00step-2\xff"
@@ -86,15 +75,15 @@ def test_a_session_state_is_set_read_back_and_cleared_and_the_sdk_reads_the_same
         client.get_queue_receiver(queue, session_id="st") as sdk_receiver,
     ):
         assert sdk_receiver.session.get_state() == b"\x00step-2\xff"
-    with EntityReceiver(_namespace(emulator), queue, session_id="st") as receiver:
+    with EntityReceiver(emulator_namespace(emulator), queue, session_id="st") as receiver:
         receiver.set_session_state(None)
         assert receiver.get_session_state() is None
 
 
 def test_renewing_the_session_lock_returns_a_later_expiry(emulator: Any) -> None:
     queue = emulator.create_queue(requires_session=True, lock_duration=timedelta(seconds=30))
-    _send(emulator.connection_string, queue, ServiceBusMessage(b"x", message_id="sl-1", session_id="sl"))
-    with EntityReceiver(_namespace(emulator), queue, session_id="sl") as receiver:
+    send(emulator.connection_string, queue, ServiceBusMessage(b"x", message_id="sl-1", session_id="sl"))
+    with EntityReceiver(emulator_namespace(emulator), queue, session_id="sl") as receiver:
         assert receiver.session is not None
         taken_until = receiver.session.locked_until
         time.sleep(0.05)  # so that "now + lock duration" is a later millisecond than at the attach
@@ -105,7 +94,7 @@ def test_renewing_the_session_lock_returns_a_later_expiry(emulator: Any) -> None
 
 def test_session_operations_on_a_receiver_without_a_session_are_refused(emulator: Any) -> None:
     queue = emulator.create_queue()
-    with EntityReceiver(_namespace(emulator), queue) as receiver:
+    with EntityReceiver(emulator_namespace(emulator), queue) as receiver:
         with pytest.raises(WireError, match="holds no session"):
             receiver.get_session_state()
         with pytest.raises(WireError, match="holds no session"):

@@ -19,16 +19,9 @@ from azure.servicebus.exceptions import SessionCannotBeLockedError
 from shared.amqp.connection import Namespace, WireError
 from shared.amqp.receiver import EntityReceiver
 from shared.amqp.session_lock import SessionCannotBeLocked, SessionLockLost, renew_period
+from tests.shared.amqp.sdk_send import send
 
 pytestmark = pytest.mark.timeout(90)
-
-
-def _send(connection_string: str, queue: str, *messages: ServiceBusMessage) -> None:
-    with (
-        ServiceBusClient.from_connection_string(connection_string) as client,
-        client.get_queue_sender(queue) as sender,
-    ):
-        sender.send_messages(list(messages))
 
 
 def _sdk_session_ids(connection_string: str, queue: str, session_id: str) -> list[str]:
@@ -46,7 +39,7 @@ def _sdk_session_ids(connection_string: str, queue: str, session_id: str) -> lis
 
 def test_a_session_receiver_takes_only_its_session_in_order(emulator: Any) -> None:
     queue = emulator.create_queue(requires_session=True)
-    _send(
+    send(
         emulator.connection_string,
         queue,
         ServiceBusMessage(b"1", message_id="b-1", session_id="b"),
@@ -67,7 +60,7 @@ def test_a_session_receiver_takes_only_its_session_in_order(emulator: Any) -> No
 
 def test_a_held_session_cannot_be_taken_by_another_receiver_until_it_is_closed(emulator: Any) -> None:
     queue = emulator.create_queue(requires_session=True)
-    _send(emulator.connection_string, queue, ServiceBusMessage(b"x", message_id="k-1", session_id="k"))
+    send(emulator.connection_string, queue, ServiceBusMessage(b"x", message_id="k-1", session_id="k"))
     namespace = Namespace.from_connection_string(emulator.connection_string)
     with EntityReceiver(namespace, queue, session_id="k"):
         with pytest.raises(SessionCannotBeLocked, match="'k'"):
@@ -86,7 +79,7 @@ def test_a_session_is_kept_locked_past_its_lock_duration_so_a_message_received_f
 ) -> None:
     lock = timedelta(seconds=5)  # Azure's minimum LockDuration
     queue = emulator.create_queue(requires_session=True, lock_duration=lock)
-    _send(
+    send(
         emulator.connection_string,
         queue,
         ServiceBusMessage(b"1", message_id="s-1", session_id="s"),
@@ -127,7 +120,7 @@ def test_after_the_session_lock_expired_a_renewal_is_refused_and_a_receive_says_
     emulator: Any,
 ) -> None:
     queue = emulator.create_queue(requires_session=True, lock_duration=timedelta(seconds=5))
-    _send(emulator.connection_string, queue, ServiceBusMessage(b"x", message_id="e-1", session_id="e"))
+    send(emulator.connection_string, queue, ServiceBusMessage(b"x", message_id="e-1", session_id="e"))
     namespace = Namespace.from_connection_string(emulator.connection_string)
     with EntityReceiver(namespace, queue, session_id="e") as receiver:
         assert receiver.session is not None
