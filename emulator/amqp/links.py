@@ -100,6 +100,14 @@ class OutgoingLink(Link):
             f"The session lock has expired on the MessageSession. Session: '{lost.session_id}'.",
         )
 
+    def entity_deleted(self) -> None:
+        """The entity was deleted: detach with the error Azure gives for an entity that does not exist
+        (``amqp:not-found``), which the SDK raises as ``MessagingEntityNotFoundError``."""
+        if self.detached or self.queue is None:
+            return
+        gone = errors.entity_not_found(self.queue.path, self.session.namespace.name)
+        self.session.detach_link(self, gone.condition, gone.description)
+
     def deliver(self, message: StoredMessage, settled: bool) -> None:
         if settled:
             payload = message.encode_for_delivery(over_link=True)

@@ -320,9 +320,7 @@ class Namespace:
             for queue in entity.queues():
                 self._timed.pop(queue, None)  # a deleted entity's messages neither activate nor expire
                 for consumer in list(queue.consumers):
-                    lost = getattr(consumer, "entity_deleted", None)
-                    if lost is not None:
-                        lost()
+                    consumer.entity_deleted()  # its receiver is detached, as Azure's are
                 self.store.drop_entity_messages(queue.key)
             self.store.delete_entity(key)
 

@@ -32,6 +32,8 @@ class Consumer(Protocol):
 
     def session_lost(self) -> None: ...
 
+    def entity_deleted(self) -> None: ...
+
 
 class QueueHost(TimerHost, Protocol):
     """What a queue needs of its namespace (implemented by :class:`~emulator.broker.namespace.Namespace`)."""

@@ -25,7 +25,11 @@ from azure.mgmt.servicebus.models import (
     SqlFilter,
 )
 from azure.servicebus import ServiceBusClient, ServiceBusMessage, ServiceBusSubQueue
-from azure.servicebus.exceptions import MessagingEntityDisabledError, ServiceBusAuthenticationError
+from azure.servicebus.exceptions import (
+    MessagingEntityDisabledError,
+    MessagingEntityNotFoundError,
+    ServiceBusAuthenticationError,
+)
 
 from tests.emulator.arm_client import (
     Arm,
@@ -497,3 +501,20 @@ def test_dead_letter_counts_of_a_subscription(api: Arm, emulator: EmulatorHandle
         emulator.connection_string, topic, subscription, 1, sub_queue=ServiceBusSubQueue.DEAD_LETTER
     )
     assert len(dead) == 1
+
+
+def test_a_receiver_attached_to_a_queue_deleted_through_arm_is_detached_with_not_found(
+    api: Arm, emulator: EmulatorHandle
+) -> None:
+    """Azure closes a deleted entity's links with amqp:not-found, which the SDK raises as
+    MessagingEntityNotFoundError; the emulator used to leave them attached, receiving nothing, forever."""
+    name = unique("q")
+    api.queues.create_or_update(*api.scope, name, SBQueue())
+    with (
+        ServiceBusClient.from_connection_string(emulator.connection_string, retry_total=0) as client,
+        client.get_queue_receiver(name) as receiver,
+    ):
+        assert receiver.receive_messages(max_message_count=1, max_wait_time=0.5) == []  # attached
+        api.queues.delete(*api.scope, name)
+        with pytest.raises(MessagingEntityNotFoundError, match="could not be found"):
+            receiver.receive_messages(max_message_count=1, max_wait_time=5)
