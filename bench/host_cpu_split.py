@@ -72,7 +72,12 @@ RESULT_FILE = ROOT / "bench" / "results" / "host_cpu_split.json"
 CONCURRENCY = 16
 # kind -> host_throughput's function kind (whose queue setting the run points at the loaded queue).
 CONFIGURATIONS = {"sdk_types": "host-sdk", "plain": "host"}
-PACKAGES = ("azure-functions-runtime", "azurefunctions-extensions-bindings-servicebus", "azure-servicebus")
+PACKAGES = (
+    "azure-functions-runtime",
+    "azurefunctions-extensions-bindings-servicebus",
+    "azure-servicebus",
+    "python-qpid-proton",
+)
 PACKAGES_TOO = ("azure-functions", "azurefunctions-extensions-base", "uamqp", "grpcio", "protobuf")
 
 SITE_PACKAGES = "/site-packages/"
@@ -86,6 +91,8 @@ PACKAGE_BUCKETS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("azure_functions_runtime", ("azure_functions_runtime/",)),
     ("extension", ("azurefunctions/extensions/", "uamqp/")),
     ("azure_servicebus", ("azure/servicebus/",)),
+    # devhost's listeners receive through Busbar's seam on proton (its Python reactor and its C binding).
+    ("proton", ("proton/", "cproton")),
     ("azure_functions_lib", ("azure/functions/",)),
     ("grpc_protobuf", ("grpc/", "google/protobuf/")),
 )
