@@ -83,6 +83,16 @@ ABANDON = Outcome(proton.Delivery.MODIFIED)
 DEFER = Outcome(proton.Delivery.MODIFIED, undeliverable=True)
 
 
+def delivery_tag(delivery: proton.Delivery) -> bytes:
+    """A delivery's tag as the bytes it came as: proton's ``Delivery.tag`` decodes them as UTF-8 text, which a
+    Service Bus lock token (a GUID's 16 bytes) seldom is; the decoding error carries the bytes it was given
+    (``UnicodeDecodeError.object``), and valid UTF-8 encodes back to the same bytes."""
+    try:
+        return delivery.tag.encode("utf-8")
+    except UnicodeDecodeError as error:
+        return bytes(error.object)
+
+
 def dead_letter(reason: str | None, error_description: str | None) -> Outcome:
     """A dead-letter outcome: ``rejected`` with ``com.microsoft:dead-letter``, the reason and the description
     in its info."""
@@ -156,5 +166,6 @@ __all__ = [
     "Deliveries",
     "Outcome",
     "dead_letter",
+    "delivery_tag",
     "settle_all",
 ]

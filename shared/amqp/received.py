@@ -10,9 +10,8 @@ Service Bus keeps a value (AMQP 1.0 in Azure Service Bus, "Message annotations";
 sequence_number                message annotation ``x-opt-sequence-number``
 enqueued_time_utc              message annotation ``x-opt-enqueued-time`` (a timestamp)
 enqueued_sequence_number       message annotation ``x-opt-enqueue-sequence-number`` (forwarded messages)
-lock_token                     delivery annotation ``x-opt-lock-token`` (a peek-lock delivery's; the
-                               delivery tag holds the same GUID, which proton's ``Delivery.tag`` reads
-                               as text)
+lock_token                     the delivery tag (a .NET Guid's 16 bytes), else the delivery annotation
+                               ``x-opt-lock-token``
 locked_until_utc               message annotation ``x-opt-locked-until``
 partition_key                  message annotation ``x-opt-partition-key``
 dead_letter_source             message annotation ``x-opt-deadletter-source``
@@ -100,7 +99,11 @@ def _content_type(message: proton.Message) -> str | None:
     return None if text == "None" else text
 
 
-def _lock_token(message: proton.Message) -> uuid.UUID | None:
+def _lock_token(message: proton.Message, delivery_tag: bytes | None) -> uuid.UUID | None:
+    # The delivery tag first, as every Service Bus SDK reads it (azure-servicebus's ``lock_token``: the tag
+    # as a .NET Guid's bytes, then the delivery annotation), then ``x-opt-lock-token``.
+    if delivery_tag is not None and len(delivery_tag) == 16:
+        return uuid.UUID(bytes_le=delivery_tag)
     instructions: dict[Any, Any] = {str(key): value for key, value in (message.instructions or {}).items()}
     token = instructions.get("x-opt-lock-token")
     if isinstance(token, uuid.UUID):
@@ -111,9 +114,13 @@ def _lock_token(message: proton.Message) -> uuid.UUID | None:
 
 
 def received_message(
-    message: proton.Message, receipt: int | None = None, amqp_bytes: bytes | None = None
+    message: proton.Message,
+    receipt: int | None = None,
+    amqp_bytes: bytes | None = None,
+    delivery_tag: bytes | None = None,
 ) -> ReceivedMessage:
-    """``message`` (decoded by proton from ``amqp_bytes`` when given) as Busbar reads it."""
+    """``message`` (decoded by proton from ``amqp_bytes`` when given; its delivery's tag) as Busbar reads
+    it."""
     annotations: dict[Any, Any] = {str(key): value for key, value in (message.annotations or {}).items()}
     forwarded = annotations.get("x-opt-enqueue-sequence-number")
     properties = typed_properties(message.properties)
@@ -141,7 +148,7 @@ def received_message(
         dead_letter_error_description=as_text(properties.get("DeadLetterErrorDescription")),
         dead_letter_source=as_text(annotations.get("x-opt-deadletter-source")),
         enqueued_sequence_number=None if forwarded is None else int(forwarded),
-        lock_token=_lock_token(message),
+        lock_token=_lock_token(message, delivery_tag),
         amqp_bytes=amqp_bytes,
         receipt=receipt,
     )

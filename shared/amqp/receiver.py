@@ -39,7 +39,16 @@ import proton
 from proton.utils import LinkDetached
 
 from shared.amqp.connection import CONNECT_TIMEOUT, Namespace, WireError, reply_status, request
-from shared.amqp.deliveries import ABANDON, COMPLETE, DEFER, Deliveries, Outcome, dead_letter, settle_all
+from shared.amqp.deliveries import (
+    ABANDON,
+    COMPLETE,
+    DEFER,
+    Deliveries,
+    Outcome,
+    dead_letter,
+    delivery_tag,
+    settle_all,
+)
 from shared.amqp.received import ReceivedMessage, received_message
 from shared.amqp.session_lock import (
     MAX_LOCK_RENEWAL_SECONDS,
@@ -211,11 +220,11 @@ class EntityReceiver:
         batch: list[ReceivedMessage] = []
         while arrived and len(batch) < max_message_count:
             message, delivery, encoded = arrived.popleft()
-            # Settled later by this receipt: proton's Delivery.tag reads the tag as UTF-8 text, which a
-            # Service Bus lock token (16 bytes of a GUID) is not.
+            # Settled later by this receipt, which names the delivery kept here (unique in the process).
             receipt = next(_RECEIPTS)
             self._locked[receipt] = delivery
-            batch.append(received_message(message, receipt=receipt, amqp_bytes=encoded))
+            tag = delivery_tag(delivery)
+            batch.append(received_message(message, receipt=receipt, amqp_bytes=encoded, delivery_tag=tag))
         return batch
 
     def _wait(self, condition: Any, timeout: float) -> None:

@@ -1,9 +1,10 @@
 """What Busbar's receiver keeps of each delivery (shared/amqp/receiver.py, shared/amqp/received.py) against
 the emulator: the delivery's AMQP encoding as it arrived (``amqp_bytes``, which a trigger hands on), read
-back to the same message by Busbar's own codec and by proton, and the lock token, the delivery annotation
-``x-opt-lock-token`` as a ``uuid.UUID``: the GUID azure-servicebus 7.15 reports as ``lock_token``
-(``_common/message.py``: ``uuid.UUID(bytes_le=delivery_tag)`` or the same delivery annotation) and the one
-``com.microsoft:renew-lock`` takes, while the same 16 bytes read in the other byte order are refused."""
+back to the same message by Busbar's own codec and by proton, and the lock token, read from the delivery
+tag (else the delivery annotation ``x-opt-lock-token``) as a ``uuid.UUID``: the GUID azure-servicebus 7.15
+reports as ``lock_token`` (``_common/message.py``: ``uuid.UUID(bytes_le=delivery_tag)`` or the same delivery
+annotation) and the one ``com.microsoft:renew-lock`` takes, while the same 16 bytes read in the other byte
+order are refused."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from shared.amqp.connection import Namespace, WireError
 from shared.amqp.encoding.application_properties import application_properties_of
 from shared.amqp.encoding.sections import PropertiesField, parse_message
 from shared.amqp.outgoing import OutgoingMessage
+from shared.amqp.received import received_message
 from shared.amqp.receiver import EntityReceiver
 from shared.envelope.properties import Long
 from tests.shared.amqp.typed_send import send_typed
@@ -92,3 +94,14 @@ def test_the_lock_token_is_the_guid_renew_lock_takes_and_not_its_other_byte_orde
             receiver.renew_message_lock(dataclasses.replace(message, lock_token=swapped))
         receiver.complete_message(message)
     assert (by_sdk.message_id, message.message_id) == ("a", "b")
+
+
+def test_the_lock_token_is_read_from_the_delivery_tag_first_as_every_service_bus_sdk_reads_it() -> None:
+    """Azure names a peek-lock delivery's lock token in its delivery tag (a .NET Guid's bytes), which every
+    Service Bus SDK reads; the ``x-opt-lock-token`` delivery annotation is the fallback."""
+    token, other = uuid.uuid4(), uuid.uuid4()
+    message = proton.Message(body=b"x")
+    message.instructions = {proton.symbol("x-opt-lock-token"): other}
+    assert received_message(message, delivery_tag=token.bytes_le).lock_token == token
+    assert received_message(message, delivery_tag=b"").lock_token == other  # receive-and-delete: no tag
+    assert received_message(proton.Message(body=b"x")).lock_token is None
