@@ -133,6 +133,14 @@ class ServiceBusListener:
             ", sessions" if self.shape.sessions else "",
             self.options.max_concurrent_calls,
         )
+        if self.options.prefetch_count > 0:
+            # Said rather than silently ignored: a host.json written for Azure keeps working here.
+            logger.warning(
+                "Functions.%s: prefetchCount %d is not applied by devhost: each receive takes what "
+                "Service Bus hands over at once (as with the host's default, 0)",
+                self.function.name,
+                self.options.prefetch_count,
+            )
 
     def _start_receiving(self) -> None:
         """One receive loop for the entity (sessions: see ``session_listener``)."""
@@ -164,15 +172,21 @@ class ServiceBusListener:
 
     async def _supervised(self, worker: Callable[[], Awaitable[None]]) -> None:
         """Run ``worker``; when it fails (entity missing, connection lost, ...) log why and start it again
-        after a back-off, as the host's listeners do, instead of silently losing the trigger."""
+        after a back-off, as the host's listeners do, instead of silently losing the trigger. The back-off
+        doubles while the worker keeps failing at once and starts again from its minimum once it has run
+        longer than the longest back-off (a connection lost after hours is retried after a second)."""
         delay = RESTART_MIN_SECONDS
+        loop = asyncio.get_running_loop()
         while not self._stopping.is_set():
+            started = loop.time()
             try:
                 await worker()
                 return
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
+                if loop.time() - started > RESTART_MAX_SECONDS:
+                    delay = RESTART_MIN_SECONDS
                 logger.error(
                     "Functions.%s: the listener for '%s' failed (%s: %s); retrying in %.0f s",
                     self.function.name,

@@ -18,6 +18,7 @@ from azure.servicebus._pyamqp.types import TYPE, VALUE, AMQPTypes
 
 from devhost.bindings import BindingError
 from devhost.channel.function_indexing import AppLoadError
+from devhost.servicebus import listener
 from devhost.testing import HostHandle, running_host
 from emulator.testing import EmulatorHandle
 from tests.devhost.conftest import APPS, Records, basic_app_settings, send
@@ -219,3 +220,56 @@ def test_a_listener_whose_queue_is_missing_logs_why_and_starts_once_the_queue_ex
             lambda rs: any(r.function_name == "work" and r.succeeded for r in rs), timeout=60
         )
     assert records.of("work", body="ok-late")
+
+
+def test_a_prefetch_count_devhost_does_not_apply_is_said_at_start(
+    shared_emulator: EmulatorHandle, records: Records, caplog: pytest.LogCaptureFixture
+) -> None:
+    queue = shared_emulator.create_queue()
+    settings = basic_app_settings(shared_emulator, records.path, queue)
+    host_json = {"version": "2.0", "extensions": {"serviceBus": {"prefetchCount": 20}}}
+    with (
+        caplog.at_level(logging.WARNING, logger="devhost.ServiceBus"),
+        running_host(APPS / "basic_app.py", settings=settings, host_json=host_json),
+    ):
+        pass
+    assert "Functions.work: prefetchCount 20 is not applied by devhost" in caplog.text
+
+
+@pytest.mark.timeout(120)
+def test_a_listener_that_ran_a_while_before_failing_is_retried_after_the_shortest_back_off(
+    shared_emulator: EmulatorHandle,
+    records: Records,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The back-off doubles while the listener keeps failing at once (its queue missing) and starts again
+    from its minimum once it ran longer than the longest back-off: a queue lost after a long run is retried
+    after a second, not after the back-off its start-up failures left behind."""
+    monkeypatch.setattr(listener, "RESTART_MAX_SECONDS", 3.0)  # Busbar's own constant: a short test
+    queue = f"lost-{uuid.uuid4().hex[:10]}"
+    settings = basic_app_settings(shared_emulator, records.path, queue)
+    retry = re.compile(rf"the listener for '{queue}' failed \(WireError: [^\n]*\); retrying in (\d+) s")
+    with (
+        caplog.at_level(logging.ERROR, logger="devhost.ServiceBus"),
+        running_host(APPS / "basic_app.py", settings=settings) as host,
+    ):
+        deadline = time.monotonic() + 30
+        while len(retry.findall(caplog.text)) < 3:  # 1 s, 2 s, then the 3 s cap
+            assert time.monotonic() < deadline, caplog.text
+            time.sleep(0.1)
+        assert retry.findall(caplog.text)[:3] == ["1", "2", "3"]
+        shared_emulator.create_queue(queue)
+        send(shared_emulator.connection_string, queue, "before-loss")
+        host.wait_for_invocations(
+            lambda rs: any(r.function_name == "work" and r.succeeded for r in rs), timeout=60
+        )
+        time.sleep(4)  # the listener has now run longer than the longest back-off
+        failures_before = len(retry.findall(caplog.text))
+        # Deleted as create_queue created it (the namespace's own call): its receivers are detached with it.
+        shared_emulator.call(lambda: shared_emulator.emulator.namespace.delete_queue(queue))
+        deadline = time.monotonic() + 30
+        while len(retry.findall(caplog.text)) <= failures_before:
+            assert time.monotonic() < deadline, caplog.text
+            time.sleep(0.1)
+        assert retry.findall(caplog.text)[failures_before] == "1"
