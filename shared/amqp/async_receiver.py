@@ -90,8 +90,13 @@ class AsyncEntityReceiver:
 
     async def call[R](self, method: Callable[..., R], *args: Any) -> R:
         """Run ``method(receiver, *args)`` on the receiver's thread."""
-        future = self._executor.submit(method, self._receiver, *args)
-        return await asyncio.wrap_future(future)
+        return await asyncio.wrap_future(self._submit(method, self._receiver, *args))
+
+    def _submit[R](self, method: Callable[..., R], *args: Any) -> concurrent.futures.Future[R]:
+        try:
+            return self._executor.submit(method, *args)
+        except RuntimeError:  # the executor is shut down: the receiver was closed
+            raise WireError(f"the receiver of {self.address} is closed") from None
 
     async def receive_messages(
         self, max_message_count: int = 1, max_wait_time: float = 5.0, rest_wait: float = MORE_MESSAGES_WAIT
@@ -132,11 +137,17 @@ class AsyncEntityReceiver:
 
     def _send_settlements(self) -> None:
         batch, self._settling = self._settling, []
-        sent = self._executor.submit(
-            EntityReceiver.settle_messages,
-            self._receiver,
-            [(message, outcome) for message, outcome, _ in batch],
-        )
+        try:
+            sent = self._submit(
+                EntityReceiver.settle_messages,
+                self._receiver,
+                [(message, outcome) for message, outcome, _ in batch],
+            )
+        except WireError as closed:  # each caller gets the error, none waits for an answer never coming
+            for _, _, waiting in batch:
+                if not waiting.done():
+                    waiting.set_exception(closed)
+            return
 
         def answer(done: asyncio.Future[list[WireError | None]]) -> None:
             failure = None if done.cancelled() else done.exception()
@@ -159,7 +170,7 @@ class AsyncEntityReceiver:
     async def close(self) -> None:
         """Close the receiver (its locked messages and session are released by Service Bus)."""
         try:
-            await asyncio.wrap_future(self._executor.submit(self._receiver.close))
+            await asyncio.wrap_future(self._submit(self._receiver.close))
         finally:
             self._executor.shutdown(wait=False)
 

@@ -16,6 +16,7 @@ import pytest
 from azure.servicebus import ServiceBusClient, ServiceBusMessage, ServiceBusSubQueue
 
 from shared.amqp.async_receiver import AsyncEntityReceiver
+from shared.amqp.connection import WireError
 from shared.amqp.receiver import NEXT_AVAILABLE_SESSION, EntityReceiver, NoSessionAvailable
 from tests.shared.amqp.sdk_send import emulator_namespace, send
 
@@ -204,3 +205,26 @@ def test_settlements_gathered_in_one_turn_go_together_and_each_gets_its_own_answ
                 dlq.complete_message(message)
         with client.get_queue_receiver(queue) as plain:
             assert plain.receive_messages(max_message_count=5, max_wait_time=1) == []
+
+
+def test_a_settlement_asked_of_a_closed_receiver_fails_at_once_rather_than_waiting_forever(
+    emulator: Any,
+) -> None:
+    """devhost's listener flushes the settlements queued before its receive loop failed on the receiver
+    that loop had, closed by then: each must fail (the broker redelivers once the lock lapses), not hang."""
+    queue = emulator.create_queue(lock_duration=timedelta(minutes=1))
+    send(emulator.connection_string, queue, ServiceBusMessage(b"x", message_id="late"))
+
+    async def settle_after_close() -> list[Any]:
+        receiver = await AsyncEntityReceiver.open(emulator_namespace(emulator), queue)
+        [message] = await receiver.receive_messages(1, max_wait_time=5)
+        await receiver.close()
+        settled = asyncio.gather(
+            receiver.complete_message(message), receiver.abandon_message(message), return_exceptions=True
+        )
+        received = receiver.receive_messages(1, max_wait_time=1)
+        return [*await asyncio.wait_for(settled, 10), *await asyncio.gather(received, return_exceptions=True)]
+
+    results = asyncio.run(settle_after_close())
+    assert [str(result) for result in results] == [f"the receiver of {queue} is closed"] * 3
+    assert all(isinstance(result, WireError) for result in results)
