@@ -198,6 +198,23 @@ def request(connection: BlockingConnection, node: str, message: proton.Message) 
         sender.close()  # type: ignore[no-untyped-call]
 
 
+def management_request(
+    connection: BlockingConnection,
+    entity: str,
+    operation: str,
+    body: dict[str, Any],
+    link_name: str | None = None,
+) -> proton.Message:
+    """The response of ``entity``'s ``$management`` node to ``operation`` with ``body`` (whatever its
+    status), the request tied to the receive link ``link_name`` when given (``associated-link-name``, as
+    azure-servicebus sends it for a receiver's own operations: ``_base_handler.py``
+    ``_mgmt_request_response``)."""
+    properties: dict[str, Any] = {"operation": operation}
+    if link_name is not None:
+        properties["associated-link-name"] = link_name
+    return request(connection, f"{entity}/$management", proton.Message(body=body, properties=properties))
+
+
 class _Target(ReceiverOption):
     """A receive link's target address: where Service Bus sends a request's response (its ``reply-to``)."""
 
@@ -227,6 +244,7 @@ __all__ = [
     "Namespace",
     "TokenCredential",
     "WireError",
+    "management_request",
     "put_token",
     "reply_properties",
     "reply_status",

@@ -38,7 +38,13 @@ from typing import Any
 import proton
 from proton.utils import LinkDetached
 
-from shared.amqp.connection import CONNECT_TIMEOUT, Namespace, WireError, reply_status, request
+from shared.amqp.connection import (
+    CONNECT_TIMEOUT,
+    Namespace,
+    WireError,
+    management_request,
+    reply_status,
+)
 from shared.amqp.deliveries import (
     ABANDON,
     COMPLETE,
@@ -284,18 +290,12 @@ class EntityReceiver:
     # ------------------------------------------------------------------------------------- management
 
     def _management(self, operation: str, body: dict[str, Any], *, linked: bool = True) -> proton.Message:
-        """A request to the entity's ``$management`` node (``associated-link-name`` = the receive link's, as
-        the SDK sends it for a receiver's own operations); the response, whatever its status."""
-        properties: dict[str, Any] = {"operation": operation}
-        if linked and self._blocking is not None:
-            properties["associated-link-name"] = self._blocking.link.name
+        """The entity's ``$management`` answer to ``operation`` (tied to the receive link unless not
+        ``linked``), whatever its status."""
+        link_name = self._blocking.link.name if linked and self._blocking is not None else None
         with self._wire:
             self._check_usable()
-            return request(
-                self._connection,
-                f"{self.address}/$management",
-                proton.Message(body=body, properties=properties),
-            )
+            return management_request(self._connection, self.address, operation, body, link_name)
 
     def _answer(self, reply: proton.Message, what: str, key: str) -> Any:
         status, description = reply_status(reply)

@@ -31,7 +31,7 @@ import proton
 from proton.reactor import ReceiverOption
 from proton.utils import BlockingConnection
 
-from shared.amqp.connection import WireError, reply_status, request
+from shared.amqp.connection import WireError, management_request, reply_status
 from shared.envelope.properties import timestamp_from_ms
 
 log = logging.getLogger(__name__)
@@ -141,7 +141,7 @@ class SessionLock:
         """Why renewing stopped early (Service Bus refused a renewal, the connection failed), or None."""
         self._connection = connection
         self._wire = wire
-        self._node = f"{entity}/$management"
+        self._entity = entity
         self._link_name = link_name
         self._refresh_token = refresh_token
         self._taken = datetime.now(UTC)
@@ -168,13 +168,12 @@ class SessionLock:
         with self._wire:
             if self._refresh_token is not None:
                 self._refresh_token()
-            reply = request(
+            reply = management_request(
                 self._connection,
-                self._node,
-                proton.Message(
-                    body={"session-id": self.session_id},
-                    properties={"operation": RENEW_OPERATION, "associated-link-name": self._link_name},
-                ),
+                self._entity,
+                RENEW_OPERATION,
+                {"session-id": self.session_id},
+                self._link_name,
             )
         status, description = reply_status(reply)
         expiration = reply.body.get("expiration") if isinstance(reply.body, dict) else None
